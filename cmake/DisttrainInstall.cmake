@@ -1,0 +1,36 @@
+# cmake --install: header, both libraries, pkg-config file and a CMake package
+# (find_package(disttrain) -> disttrain::disttrain, the shared library).
+include(CMakePackageConfigHelpers)
+
+install(FILES "${PROJECT_SOURCE_DIR}/include/dt_c_api.h" DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}")
+install(TARGETS disttrain EXPORT disttrainTargets
+  LIBRARY DESTINATION "${CMAKE_INSTALL_LIBDIR}"
+  RUNTIME DESTINATION "${CMAKE_INSTALL_BINDIR}")
+install(TARGETS disttrain_static ARCHIVE DESTINATION "${CMAKE_INSTALL_LIBDIR}")
+
+set(_dt_cmake_dir "${CMAKE_INSTALL_LIBDIR}/cmake/disttrain")
+install(EXPORT disttrainTargets NAMESPACE disttrain:: DESTINATION "${_dt_cmake_dir}")
+configure_package_config_file("${PROJECT_SOURCE_DIR}/cmake/disttrainConfig.cmake.in"
+  "${PROJECT_BINARY_DIR}/disttrainConfig.cmake" INSTALL_DESTINATION "${_dt_cmake_dir}")
+# Before 1.0 a minor release may break the ABI, hence SameMinorVersion.
+write_basic_package_version_file("${PROJECT_BINARY_DIR}/disttrainConfigVersion.cmake"
+  VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
+install(FILES "${PROJECT_BINARY_DIR}/disttrainConfig.cmake" "${PROJECT_BINARY_DIR}/disttrainConfigVersion.cmake"
+  DESTINATION "${_dt_cmake_dir}")
+
+# Libraries a static link of libdisttrain.a needs besides libdisttrain.
+set(DT_PC_LIBS_PRIVATE "-lstdc++ -lm -lpthread")
+if(DT_HAVE_ONEDNN)
+  string(APPEND DT_PC_LIBS_PRIVATE " -ldnnl -lopenblas -fopenmp")
+endif()
+if(DT_HAVE_CUDA)
+  string(APPEND DT_PC_LIBS_PRIVATE " -L${CUDAToolkit_LIBRARY_DIR} -lcudart_static -ldl -lrt")
+endif()
+if(DT_HAVE_CUDNN)
+  string(APPEND DT_PC_LIBS_PRIVATE " ${DT_CUDNN_LIBRARY}")
+endif()
+if(DT_HAVE_NCCL)
+  string(APPEND DT_PC_LIBS_PRIVATE " ${DT_NCCL_LIBRARY}")
+endif()
+configure_file("${PROJECT_SOURCE_DIR}/pkgconfig/disttrain.pc.in" "${PROJECT_BINARY_DIR}/disttrain.pc" @ONLY)
+install(FILES "${PROJECT_BINARY_DIR}/disttrain.pc" DESTINATION "${CMAKE_INSTALL_LIBDIR}/pkgconfig")
