@@ -1,0 +1,56 @@
+// A context is one device (the CPU, or GPU n) together with the resources
+// that work on it needs: its allocator and, for a GPU, its stream. Arrays hold
+// their context through shared_ptr, so a context outlives every array on it.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+namespace dt::core {
+
+// Same values as dt_device_type in dt_c_api.h.
+enum class DeviceType : int { kCpu = 1, kGpu = 2 };
+
+class Context {
+ public:
+  virtual ~Context() = default;
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+
+  DeviceType type() const { return type_; }
+  int device_id() const { return device_id_; }
+  bool is_cpu() const { return type_ == DeviceType::kCpu; }
+  std::string to_string() const;  // "cpu(0)", "gpu(1)"
+
+  // Raw device memory of `bytes` bytes (nullptr for 0 bytes); throws
+  // Error(kOutOfMemory) when the device has none left.
+  virtual void* allocate(size_t bytes) = 0;
+  virtual void deallocate(void* ptr, size_t bytes) noexcept = 0;
+  virtual void fill_zero(void* ptr, size_t bytes) = 0;
+  // Waits until all work queued on this context has finished.
+  virtual void synchronize() = 0;
+
+ protected:
+  Context(DeviceType type, int device_id) : type_(type), device_id_(device_id) {}
+
+ private:
+  DeviceType type_;
+  int device_id_;
+};
+
+// Alignment of every CPU allocation: one cache line, and what AVX-512 loads want.
+constexpr size_t kCpuAlignment = 64;
+
+// The CPU context (device id 0). Throws Error(kInvalidArgument) for another id.
+std::shared_ptr<Context> make_cpu_context(int device_id = 0);
+
+// CPU or GPU n. Throws Error(kNotSupported) for a GPU in a build without CUDA,
+// Error(kNoDevice) for a GPU that is not there, Error(kInvalidArgument) for a
+// negative id or an unknown device type value.
+std::shared_ptr<Context> make_context(int device_type, int device_id);
+
+// GPUs visible to this process; 0 without CUDA or without a usable driver.
+int gpu_count() noexcept;
+
+}  // namespace dt::core
