@@ -1,0 +1,87 @@
+// The structs behind the opaque handle types of dt_c_api.h, and the checked
+// conversions from handle pointers to them. Every shim goes through arg()/
+// handle() so NULL, freed and mistyped handles are caught in one place.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "c_api/api_guard.h"
+#include "c_api/handle_registry.h"
+#include "core/context.h"
+#include "core/error.h"
+#include "core/ndarray.h"
+#include "core/safetensors.h"
+#include "dt_c_api.h"
+
+struct dt_context {
+  std::shared_ptr<dt::core::Context> impl;
+};
+
+struct dt_ndarray {
+  dt::core::NDArray impl;
+};
+
+struct dt_named_arrays {
+  dt::core::SafetensorsContents impl;
+};
+
+namespace dt::c_api {
+
+template <typename H>
+struct HandleTraits;
+template <>
+struct HandleTraits<dt_context> {
+  static constexpr HandleKind kind = HandleKind::kContext;
+};
+template <>
+struct HandleTraits<dt_ndarray> {
+  static constexpr HandleKind kind = HandleKind::kNDArray;
+};
+template <>
+struct HandleTraits<dt_named_arrays> {
+  static constexpr HandleKind kind = HandleKind::kNamedArrays;
+};
+
+// A pointer argument that must not be NULL.
+template <typename T>
+T* arg(T* pointer, const char* param) {
+  if (pointer == nullptr) {
+    throw core::Error(core::ErrorCode::kInvalidArgument, std::string(param) + " is NULL");
+  }
+  return pointer;
+}
+
+// A handle argument: not NULL, alive, of its own kind.
+template <typename H>
+H& handle(H* pointer, const char* param) {
+  arg(pointer, param);
+  check_handle(pointer, HandleTraits<std::remove_const_t<H>>::kind, param);
+  return *pointer;
+}
+
+// Allocates a handle around value and registers it; the caller stores it in
+// its out-parameter only after everything else has succeeded.
+template <typename H, typename V>
+H* new_handle(V&& value) {
+  auto owned = std::make_unique<H>(H{std::forward<V>(value)});
+  register_handle(owned.get(), HandleTraits<H>::kind);
+  return owned.release();
+}
+
+// Frees a handle given to a dt_*_free function: NULL is a no-op; a handle that
+// is not alive is left alone and reported through dt_last_error().
+template <typename H>
+void free_handle(H* pointer, const char* function) noexcept {
+  if (pointer == nullptr) return;
+  const HandleKind kind = HandleTraits<H>::kind;
+  if (!unregister_handle(pointer, kind)) {
+    set_last_error(std::string(function) + ": ignored a pointer that is not a live " + handle_kind_name(kind) +
+                   " (double free?)");
+    return;
+  }
+  delete pointer;
+}
+
+}  // namespace dt::c_api
