@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs what is missing, builds, and runs the whole test suite; exits
+# non-zero on any failure. Two configurations:
+#   build/       the default build (CUDA when the toolkit is present): all tests
+#   build-asan/  no CUDA, AddressSanitizer + UndefinedBehaviorSanitizer: the
+#                unit and C API tests (this also proves a CUDA-less build works)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+
+jobs="${DT_JOBS:-$(nproc 2>/dev/null || echo 2)}"
+status=0
+
+echo "== default build"
+BUILD_DIR=build scripts/build.sh
+(cd build && ctest --output-on-failure -j "$jobs" --timeout 600) || status=1
+
+echo "== sanitizer build (address, undefined; no CUDA)"
+BUILD_DIR=build-asan scripts/build.sh -DDT_WITH_CUDA=OFF -DDT_SANITIZE=address,undefined -DCMAKE_BUILD_TYPE=Debug
+# detect_leaks: every handle the tests create must be freed.
+(cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+  ctest --output-on-failure -j "$jobs" --timeout 900 -L 'unit|capi|example') || status=1
+
+if [ $status -ne 0 ]; then
+  echo "test.sh: FAILED"
+else
+  echo "test.sh: all tests passed"
+fi
+exit $status
