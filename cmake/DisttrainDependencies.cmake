@@ -18,6 +18,7 @@ endfunction()
 
 find_package(Threads REQUIRED)
 find_package(nlohmann_json 3 REQUIRED)
+find_package(ZLIB REQUIRED)  # IDX datasets ship gzip-compressed
 
 # CUDA: the toolkit lives under /usr/local/cuda on our machines, often off PATH.
 set(_cuda_found FALSE)

@@ -19,7 +19,7 @@ install(FILES "${PROJECT_BINARY_DIR}/disttrainConfig.cmake" "${PROJECT_BINARY_DI
   DESTINATION "${_dt_cmake_dir}")
 
 # Libraries a static link of libdisttrain.a needs besides libdisttrain.
-set(DT_PC_LIBS_PRIVATE "-lstdc++ -lm -lpthread")
+set(DT_PC_LIBS_PRIVATE "-lstdc++ -lm -lpthread -lz")
 if(DT_HAVE_ONEDNN)
   string(APPEND DT_PC_LIBS_PRIVATE " -ldnnl -lopenblas -fopenmp")
 endif()

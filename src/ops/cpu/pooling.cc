@@ -1,0 +1,277 @@
+#include "ops/cpu/pooling.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "ops/cpu/scratchpad.h"
+
+namespace dt::ops::cpu {
+namespace {
+
+using dnnl::memory;
+using tag = memory::format_tag;
+constexpr auto f32 = memory::data_type::f32;
+
+void require(bool ok, const char* kernel, const std::string& what) {
+  if (!ok) throw std::invalid_argument(std::string(kernel) + ": " + what);
+}
+
+void require_ptr(const void* ptr, const char* kernel, const char* name) {
+  require(ptr != nullptr, kernel, std::string(name) + " is null");
+}
+
+void validate(const Pool2DParams& p, const char* kernel) {
+  require(p.N > 0 && p.C > 0 && p.H > 0 && p.W > 0, kernel, "N, C, H, W must be positive");
+  require(p.kernel_h > 0 && p.kernel_w > 0, kernel, "kernel must be positive");
+  require(p.stride_h > 0 && p.stride_w > 0, kernel, "strides must be positive");
+  require(p.pad_h >= 0 && p.pad_w >= 0, kernel, "padding must be non-negative");
+  // A window lying wholly in padding would have no input to take from.
+  require(2 * p.pad_h <= p.kernel_h && 2 * p.pad_w <= p.kernel_w, kernel,
+          "padding must be at most half the kernel");
+  require(p.out_h() > 0 && p.out_w() > 0, kernel, "kernel is larger than the padded input");
+}
+
+// Below this many input elements (128 KiB) the loops stay on the calling
+// thread: waking the pool would cost more than the work.
+constexpr int64_t kParallelMin = 1 << 15;
+
+// oneDNN average pooling on plain NCHW. It keeps no workspace, so one
+// forward primitive serves training and inference.
+struct AvgPoolPrimitives {
+  dnnl::engine engine;
+  dnnl::stream stream;
+  Scratchpad scratch;
+  dnnl::pooling_forward forward;
+  dnnl::pooling_backward backward;
+  memory src, dst, diff_src, diff_dst;
+
+  AvgPoolPrimitives(const CpuEngine& eng, const Pool2DParams& p, dnnl::algorithm algo)
+      : engine(eng.engine()), stream(eng.stream()) {
+    const memory::desc x(memory::dims{p.N, p.C, p.H, p.W}, f32, tag::nchw);
+    const memory::desc y(memory::dims{p.N, p.C, p.out_h(), p.out_w()}, f32, tag::nchw);
+    const memory::dims strides{p.stride_h, p.stride_w};
+    const memory::dims kernel{p.kernel_h, p.kernel_w};
+    const memory::dims pad{p.pad_h, p.pad_w};
+    const auto attr = Scratchpad::user_attr();
+    const dnnl::pooling_forward::primitive_desc train_pd(
+        {dnnl::prop_kind::forward_training, algo, x, y, strides, kernel, pad, pad}, attr, engine);
+    const dnnl::pooling_backward::primitive_desc back_pd(
+        {algo, x, y, strides, kernel, pad, pad}, attr, engine, train_pd);
+    forward = dnnl::pooling_forward(train_pd);
+    backward = dnnl::pooling_backward(back_pd);
+    src = memory(x, engine, DNNL_MEMORY_NONE);
+    diff_src = memory(x, engine, DNNL_MEMORY_NONE);
+    dst = memory(y, engine, DNNL_MEMORY_NONE);
+    diff_dst = memory(y, engine, DNNL_MEMORY_NONE);
+    scratch.reserve(train_pd);
+    scratch.reserve(back_pd);
+    scratch.allocate(engine);
+  }
+
+  void run_forward(const float* x, float* y) {
+    src.set_data_handle(const_cast<float*>(x));
+    dst.set_data_handle(y);
+    forward.execute(stream, {{DNNL_ARG_SRC, src},
+                             {DNNL_ARG_DST, dst},
+                             {DNNL_ARG_SCRATCHPAD, scratch.memory()}});
+    stream.wait();
+  }
+
+  void run_backward(const float* dy, float* dx) {
+    diff_dst.set_data_handle(const_cast<float*>(dy));
+    diff_src.set_data_handle(dx);
+    backward.execute(stream, {{DNNL_ARG_DIFF_DST, diff_dst},
+                              {DNNL_ARG_DIFF_SRC, diff_src},
+                              {DNNL_ARG_SCRATCHPAD, scratch.memory()}});
+    stream.wait();
+  }
+};
+
+}  // namespace
+
+int64_t Pool2DParams::out_h() const { return (H + 2 * pad_h - kernel_h) / stride_h + 1; }
+int64_t Pool2DParams::out_w() const { return (W + 2 * pad_w - kernel_w) / stride_w + 1; }
+
+// Max pooling is plain loops over NCHW: oneDNN 2.6 only has its reference
+// kernel for plain layouts, and the blocked jit kernel plus the reorders to
+// reach it measured no faster than these loops (LeNet pool1: 2.9 ms and
+// 1.9 ms forward against about 0.5 ms here on 2 cores).
+struct MaxPool2D::Impl {
+  Pool2DParams p;
+  int threads;
+  // Per output, the offset of its maximum within the input plane.
+  std::vector<int32_t> argmax;
+  bool have_argmax = false;
+
+  Impl(const CpuEngine& engine, const Pool2DParams& params)
+      : p(params), threads(engine.num_threads()) {
+    validate(p, "MaxPool2D");
+    require(p.H * p.W <= std::numeric_limits<int32_t>::max(), "MaxPool2D",
+            "H * W must fit in 32 bits");
+    argmax.resize(static_cast<size_t>(p.N * p.C * p.out_h() * p.out_w()));
+  }
+
+  template <bool kRecord>
+  void forward(const float* x, float* y) {
+    const int64_t planes = p.N * p.C, P = p.out_h(), Q = p.out_w();
+    const int64_t in_plane = p.H * p.W, out_plane = P * Q;
+#pragma omp parallel for schedule(static) num_threads(threads) if (planes * in_plane > kParallelMin)
+    for (int64_t plane = 0; plane < planes; ++plane) {
+      const float* xp = x + plane * in_plane;
+      float* yp = y + plane * out_plane;
+      int32_t* ap = argmax.data() + plane * out_plane;
+      for (int64_t oh = 0; oh < P; ++oh) {
+        const int64_t h0 = oh * p.stride_h - p.pad_h;
+        const int64_t hs = std::max<int64_t>(h0, 0), he = std::min(h0 + p.kernel_h, p.H);
+        for (int64_t ow = 0; ow < Q; ++ow) {
+          const int64_t w0 = ow * p.stride_w - p.pad_w;
+          const int64_t ws = std::max<int64_t>(w0, 0), we = std::min(w0 + p.kernel_w, p.W);
+          int64_t best_at = hs * p.W + ws;
+          float best = xp[best_at];
+          bool saw_nan = false;
+          // Branch-free select: on random data an if-based max mispredicts
+          // about every other tap, which measured 4x slower.
+          for (int64_t h = hs; h < he; ++h) {
+            for (int64_t w = ws; w < we; ++w) {
+              const float v = xp[h * p.W + w];
+              const bool greater = v > best;
+              saw_nan |= v != v;
+              best_at = greater ? h * p.W + w : best_at;
+              best = greater ? v : best;
+            }
+          }
+          // NaN wins, as in PyTorch, so a diverging net shows it; rare, so
+          // the window is scanned again only then.
+          if (saw_nan) {
+            for (int64_t h = hs; h < he && !std::isnan(best); ++h) {
+              for (int64_t w = ws; w < we; ++w) {
+                if (std::isnan(xp[h * p.W + w])) {
+                  best_at = h * p.W + w;
+                  best = xp[best_at];
+                  break;
+                }
+              }
+            }
+          }
+          yp[oh * Q + ow] = best;
+          if (kRecord) ap[oh * Q + ow] = static_cast<int32_t>(best_at);
+        }
+      }
+    }
+  }
+
+  void backward(const float* dy, float* dx) const {
+    const int64_t planes = p.N * p.C, in_plane = p.H * p.W, out_plane = p.out_h() * p.out_w();
+#pragma omp parallel for schedule(static) num_threads(threads) if (planes * in_plane > kParallelMin)
+    for (int64_t plane = 0; plane < planes; ++plane) {
+      float* dxp = dx + plane * in_plane;
+      const float* dyp = dy + plane * out_plane;
+      const int32_t* ap = argmax.data() + plane * out_plane;
+      std::fill(dxp, dxp + in_plane, 0.0f);
+      for (int64_t o = 0; o < out_plane; ++o) dxp[ap[o]] += dyp[o];
+    }
+  }
+};
+
+MaxPool2D::MaxPool2D(const CpuEngine& engine, const Pool2DParams& params)
+    : impl_(std::make_unique<Impl>(engine, params)) {}
+MaxPool2D::~MaxPool2D() = default;
+MaxPool2D::MaxPool2D(MaxPool2D&&) noexcept = default;
+MaxPool2D& MaxPool2D::operator=(MaxPool2D&&) noexcept = default;
+
+const Pool2DParams& MaxPool2D::params() const { return impl_->p; }
+
+void MaxPool2D::forward_training(const float* x, float* y) {
+  require_ptr(x, "MaxPool2D", "x");
+  require_ptr(y, "MaxPool2D", "y");
+  impl_->forward<true>(x, y);
+  impl_->have_argmax = true;
+}
+
+void MaxPool2D::forward_inference(const float* x, float* y) {
+  require_ptr(x, "MaxPool2D", "x");
+  require_ptr(y, "MaxPool2D", "y");
+  impl_->forward<false>(x, y);
+}
+
+void MaxPool2D::backward(const float* dy, float* dx) {
+  if (!impl_->have_argmax) {
+    throw std::logic_error("MaxPool2D: backward before any forward_training");
+  }
+  require_ptr(dy, "MaxPool2D", "dy");
+  require_ptr(dx, "MaxPool2D", "dx");
+  impl_->backward(dy, dx);
+}
+
+struct AvgPool2D::Impl {
+  Pool2DParams p;
+  AvgPoolPrimitives prims;
+
+  static const Pool2DParams& checked(const Pool2DParams& p) {
+    validate(p, "AvgPool2D");
+    return p;
+  }
+  Impl(const CpuEngine& engine, const Pool2DParams& params, bool count_include_pad)
+      : p(checked(params)),
+        prims(engine, p,
+              count_include_pad ? dnnl::algorithm::pooling_avg_include_padding
+                                : dnnl::algorithm::pooling_avg_exclude_padding) {}
+};
+
+AvgPool2D::AvgPool2D(const CpuEngine& engine, const Pool2DParams& params, bool count_include_pad)
+    : impl_(std::make_unique<Impl>(engine, params, count_include_pad)) {}
+AvgPool2D::~AvgPool2D() = default;
+AvgPool2D::AvgPool2D(AvgPool2D&&) noexcept = default;
+AvgPool2D& AvgPool2D::operator=(AvgPool2D&&) noexcept = default;
+
+const Pool2DParams& AvgPool2D::params() const { return impl_->p; }
+
+void AvgPool2D::forward(const float* x, float* y) {
+  require_ptr(x, "AvgPool2D", "x");
+  require_ptr(y, "AvgPool2D", "y");
+  impl_->prims.run_forward(x, y);
+}
+
+void AvgPool2D::backward(const float* dy, float* dx) {
+  require_ptr(dy, "AvgPool2D", "dy");
+  require_ptr(dx, "AvgPool2D", "dx");
+  impl_->prims.run_backward(dy, dx);
+}
+
+GlobalAvgPool2D::GlobalAvgPool2D(const CpuEngine& engine, int64_t N, int64_t C, int64_t H,
+                                 int64_t W)
+    : threads_(engine.num_threads()), rows_(N * C), plane_(H * W) {
+  require(N > 0 && C > 0 && H > 0 && W > 0, "GlobalAvgPool2D", "N, C, H, W must be positive");
+}
+
+void GlobalAvgPool2D::forward(const float* x, float* y) const {
+  require_ptr(x, "GlobalAvgPool2D", "x");
+  require_ptr(y, "GlobalAvgPool2D", "y");
+  const float scale = 1.0f / static_cast<float>(plane_);
+#pragma omp parallel for schedule(static) num_threads(threads_) if (rows_ * plane_ > kParallelMin)
+  for (int64_t r = 0; r < rows_; ++r) {
+    const float* row = x + r * plane_;
+    float sum = 0.0f;
+    for (int64_t i = 0; i < plane_; ++i) sum += row[i];
+    y[r] = sum * scale;
+  }
+}
+
+void GlobalAvgPool2D::backward(const float* dy, float* dx) const {
+  require_ptr(dy, "GlobalAvgPool2D", "dy");
+  require_ptr(dx, "GlobalAvgPool2D", "dx");
+  const float scale = 1.0f / static_cast<float>(plane_);
+#pragma omp parallel for schedule(static) num_threads(threads_) if (rows_ * plane_ > kParallelMin)
+  for (int64_t r = 0; r < rows_; ++r) {
+    const float g = dy[r] * scale;
+    float* row = dx + r * plane_;
+    for (int64_t i = 0; i < plane_; ++i) row[i] = g;
+  }
+}
+
+}  // namespace dt::ops::cpu
