@@ -1,0 +1,150 @@
+// What every layer implementation shares: argument checks that name the
+// layer, attribute parsing that rejects what it does not know, a small
+// per-shape kernel cache, and the translation of kernel exceptions into the
+// library's Error.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/error.h"
+#include "core/ndarray.h"
+#include "core/shape.h"
+#include "nn/layer.h"
+
+namespace dt::nn::layers {
+
+// "Conv2D 'conv1'", the prefix of every message about a layer.
+std::string describe(const Layer& layer);
+
+// Error(kShapeMismatch): "<Type> '<name>': expected input <expected>, got <shape>".
+[[noreturn]] void throw_shape_error(const Layer& layer, const std::string& expected,
+                                    const core::Shape& got);
+
+// A float32 array on the CPU (Error(kDtypeMismatch) / Error(kNotSupported)
+// naming the layer and `what` otherwise).
+void check_cpu_float(const Layer& layer, const core::NDArray& array, const char* what);
+
+// The checks every forward() needs before touching memory: the input count
+// and each input's dtype and device, the output's shape against
+// output_shape(), and the parameter count. Returns the input shapes.
+std::vector<core::Shape> check_forward(const Layer& layer, const ForwardArgs& args,
+                                       size_t num_params);
+// The same for backward(): inputs, output gradient and every requested input
+// gradient (each must have its input's shape).
+void check_backward(const Layer& layer, const BackwardArgs& args, size_t num_params);
+
+// The CPU engine from the runtime; Error(kBadState) when Net did not set one.
+const ops::cpu::CpuEngine& engine_of(const Layer& layer, const LayerRuntime* runtime);
+
+// Runs fn, turning the kernels' std::invalid_argument into
+// Error(kInvalidArgument), std::logic_error into Error(kBadState) and other
+// std::exception (oneDNN's dnnl::error) into Error(kInternal), each prefixed
+// with the layer. Errors of the library pass unchanged.
+template <typename F>
+decltype(auto) run_kernel(const Layer& layer, F&& fn);
+
+// Computes two parameter gradients that one kernel call produces together
+// (weight and bias, gamma and beta), each written or accumulated by its own
+// grad_req. A gradient that is not wanted goes to a scratch buffer of its
+// size; nothing runs when neither is wanted. b may be nullptr (no bias).
+void fused_param_grads(Parameter& a, Parameter* b,
+                       const std::function<void(float* da, float* db)>& compute);
+
+// Kernels built for one input shape, looked up by that shape. A net sees a
+// handful of shapes (the full batch, the epoch's last, evaluation batches),
+// so a short list beats a map; the oldest entry goes when it is full so that
+// a stream of varying shapes cannot grow it without bound.
+template <typename Kernel>
+class ShapeCache {
+ public:
+  static constexpr size_t kCapacity = 4;
+
+  template <typename Make>
+  Kernel& get(const core::Shape& shape, Make&& make) {
+    for (auto& entry : entries_) {
+      if (entry.first == shape) return *entry.second;
+    }
+    if (entries_.size() == kCapacity) entries_.erase(entries_.begin());
+    entries_.emplace_back(shape, std::make_unique<Kernel>(make()));
+    return *entries_.back().second;
+  }
+
+  // The kernel for `shape` if one was built, else nullptr (MaxPool2D's
+  // backward needs the very object whose forward recorded the argmax).
+  Kernel* find(const core::Shape& shape) {
+    for (auto& entry : entries_) {
+      if (entry.first == shape) return entry.second.get();
+    }
+    return nullptr;
+  }
+
+ private:
+  std::vector<std::pair<core::Shape, std::unique_ptr<Kernel>>> entries_;
+};
+
+// Reads a layer's JSON attributes, remembering which keys it consumed, so
+// that finish() can reject the rest: a misspelt "stride" must not silently
+// become the default.
+class AttributeReader {
+ public:
+  AttributeReader(const char* type, const std::string& name, const nlohmann::json& attributes);
+
+  bool has(const char* key) const;
+  int64_t get_int(const char* key, int64_t fallback, int64_t min_value);
+  double get_double(const char* key, double fallback);
+  bool get_bool(const char* key, bool fallback);
+  std::string get_string(const char* key, const std::string& fallback);
+  // An int n (meaning (n, n)) or a list of two ints, each >= min_value.
+  std::pair<int64_t, int64_t> get_pair(const char* key, std::pair<int64_t, int64_t> fallback,
+                                       int64_t min_value);
+  // A kind name ("xavier_uniform") or {"kind": ..., "value"/"scale"/"gain": ...}.
+  Initializer get_initializer(const char* key, const Initializer& fallback);
+  // The first of several accepted spellings that is present (Gluon's
+  // kernel_size and MXNet's kernel); Error if more than one is.
+  const char* pick_alias(const char* primary, const char* alias);
+
+  // Error(kInvalidArgument) listing the unknown keys and the known ones.
+  void finish() const;
+
+  [[noreturn]] void fail(const std::string& key, const std::string& what) const;
+
+ private:
+  const nlohmann::json& value_of(const char* key);
+
+  std::string prefix_;
+  const nlohmann::json& attributes_;
+  std::set<std::string> known_;
+};
+
+nlohmann::json pair_to_json(std::pair<int64_t, int64_t> value);
+nlohmann::json initializer_to_json(const Initializer& init);
+
+// ---- implementation of the templates ---------------------------------------
+
+template <typename F>
+decltype(auto) run_kernel(const Layer& layer, F&& fn) {
+  try {
+    return fn();
+  } catch (const core::Error&) {
+    throw;
+  } catch (const std::invalid_argument& e) {
+    throw core::Error(core::ErrorCode::kInvalidArgument, describe(layer) + ": " + e.what());
+  } catch (const std::logic_error& e) {
+    throw core::Error(core::ErrorCode::kBadState, describe(layer) + ": " + e.what());
+  } catch (const std::bad_alloc&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw core::Error(core::ErrorCode::kInternal, describe(layer) + ": " + e.what());
+  }
+}
+
+}  // namespace dt::nn::layers

@@ -1,0 +1,51 @@
+#include "nn/layers/max_pool2d_layer.h"
+
+namespace dt::nn::layers {
+
+MaxPool2DLayer::MaxPool2DLayer(std::string name, const Window& window)
+    : Pool2DLayer(std::move(name), window) {
+  validate_window();
+}
+
+std::unique_ptr<Layer> MaxPool2DLayer::create(const std::string& name, const nlohmann::json& attributes) {
+  AttributeReader reader("MaxPool2D", name, attributes);
+  const Window window = read_window(reader);
+  reader.finish();
+  return std::make_unique<MaxPool2DLayer>(name, window);
+}
+
+void MaxPool2DLayer::forward(const ForwardArgs& args) {
+  check_forward(*this, args, 0);
+  const core::NDArray& x = *args.inputs[0];
+  ops::cpu::MaxPool2D& k = kernels_.get(x.shape(), [&] {
+    const ops::cpu::Pool2DParams p = params_for(x.shape());
+    return run_kernel(*this, [&] { return ops::cpu::MaxPool2D(engine_of(*this, args.runtime), p); });
+  });
+  argmax_current_ = false;
+  run_kernel(*this, [&] {
+    // Only a training forward records the argmax that backward routes through.
+    if (args.train) {
+      k.forward_training(x.data_as<float>(), args.output->data_as<float>());
+    } else {
+      k.forward_inference(x.data_as<float>(), args.output->data_as<float>());
+    }
+  });
+  argmax_current_ = args.train;
+  argmax_shape_ = x.shape();
+}
+
+void MaxPool2DLayer::backward(const BackwardArgs& args) {
+  check_backward(*this, args, 0);
+  if (args.input_grads[0] == nullptr) return;
+  ops::cpu::MaxPool2D* k = kernels_.find(args.inputs[0]->shape());
+  if (k == nullptr || !argmax_current_ || argmax_shape_ != args.inputs[0]->shape()) {
+    throw core::Error(core::ErrorCode::kBadState,
+                      describe(*this) + ": backward needs a training forward on input " +
+                          args.inputs[0]->shape().to_string() + " first");
+  }
+  run_kernel(*this, [&] {
+    k->backward(args.output_grad->data_as<float>(), args.input_grads[0]->data_as<float>());
+  });
+}
+
+}  // namespace dt::nn::layers

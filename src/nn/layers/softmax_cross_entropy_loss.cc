@@ -1,0 +1,82 @@
+#include "nn/layers/softmax_cross_entropy_loss.h"
+
+#include <stdexcept>
+
+namespace dt::nn::layers {
+
+using core::Error;
+using core::ErrorCode;
+
+namespace {
+
+constexpr const char* kWho = "SoftmaxCrossEntropyLoss: ";
+
+void require_cpu(const core::NDArray& array, const char* what) {
+  if (!array.defined()) throw Error(ErrorCode::kInvalidArgument, std::string(kWho) + what + " is not allocated");
+  if (!array.context()->is_cpu()) {
+    throw Error(ErrorCode::kNotSupported, std::string(kWho) + what + " is on " + array.context()->to_string() +
+                                              "; the loss runs on the CPU only");
+  }
+}
+
+}  // namespace
+
+SoftmaxCrossEntropyLoss::SoftmaxCrossEntropyLoss(const std::string& reduction)
+    : reduction_name_(reduction) {
+  if (reduction == "mean") {
+    reduction_ = ops::cpu::Reduction::kMean;
+  } else if (reduction == "sum") {
+    reduction_ = ops::cpu::Reduction::kSum;
+  } else {
+    throw Error(ErrorCode::kInvalidArgument,
+                std::string(kWho) + "reduction must be \"mean\" or \"sum\", got \"" + reduction + "\"");
+  }
+}
+
+double SoftmaxCrossEntropyLoss::forward_backward(const core::NDArray& logits, const core::NDArray& labels,
+                                                 core::NDArray* dlogits) {
+  require_cpu(logits, "logits");
+  require_cpu(labels, "labels");
+  if (logits.dtype() != core::DType::kFloat32) {
+    throw Error(ErrorCode::kDtypeMismatch,
+                std::string(kWho) + "logits must be float32 (F32), got " + core::dtype_name(logits.dtype()));
+  }
+  if (labels.dtype() != core::DType::kInt32 && labels.dtype() != core::DType::kInt64) {
+    throw Error(ErrorCode::kDtypeMismatch, std::string(kWho) + "labels must be int32 or int64, got " +
+                                               core::dtype_name(labels.dtype()));
+  }
+  const core::Shape& s = logits.shape();
+  if (s.ndim() != 2 || s[0] == 0 || s[1] == 0) {
+    throw Error(ErrorCode::kShapeMismatch,
+                std::string(kWho) + "expected non-empty logits (N, classes), got " + s.to_string());
+  }
+  if (labels.shape() != core::Shape({s[0]})) {
+    throw Error(ErrorCode::kShapeMismatch, std::string(kWho) + "expected labels " + core::Shape({s[0]}).to_string() +
+                                               " for logits " + s.to_string() + ", got " +
+                                               labels.shape().to_string());
+  }
+  if (dlogits != nullptr) {
+    require_cpu(*dlogits, "dlogits");
+    if (dlogits->dtype() != core::DType::kFloat32) {
+      throw Error(ErrorCode::kDtypeMismatch, std::string(kWho) + "dlogits must be float32 (F32), got " +
+                                                 core::dtype_name(dlogits->dtype()));
+    }
+    if (dlogits->shape() != s) {
+      throw Error(ErrorCode::kShapeMismatch, std::string(kWho) + "dlogits " + dlogits->shape().to_string() +
+                                                 " must have the logits' shape " + s.to_string());
+    }
+  }
+  ops::cpu::SoftmaxCrossEntropy& k =
+      kernels_.get(s, [&] { return ops::cpu::SoftmaxCrossEntropy(s[0], s[1], reduction_); });
+  float loss = 0.0f;
+  try {
+    loss = labels.dtype() == core::DType::kInt32 ? k.forward(logits.data_as<float>(), labels.data_as<int32_t>())
+                                                 : k.forward(logits.data_as<float>(), labels.data_as<int64_t>());
+  } catch (const std::invalid_argument& e) {
+    throw Error(ErrorCode::kInvalidArgument, std::string(kWho) + e.what());
+  }
+  if (dlogits != nullptr) k.backward(dlogits->data_as<float>());
+  return loss;
+}
+
+}  // namespace dt::nn::layers
