@@ -1,0 +1,227 @@
+#include "nn/model_builders.h"
+
+#include "core/error.h"
+
+namespace dt::nn {
+
+using core::Error;
+using core::ErrorCode;
+using nlohmann::json;
+
+namespace {
+
+[[noreturn]] void invalid(const std::string& builder, const std::string& message) {
+  throw Error(ErrorCode::kInvalidArgument, "model \"" + builder + "\": " + message);
+}
+
+// Reads a builder's options, rejecting keys it does not know so that a
+// misspelt "clases" does not silently train a 10-class net.
+class Options {
+ public:
+  Options(std::string builder, const json& options, std::initializer_list<const char*> known)
+      : builder_(std::move(builder)), options_(options) {
+    if (options_.is_null()) return;
+    if (!options_.is_object()) invalid(builder_, std::string("options must be a JSON object, not ") + options_.type_name());
+    for (const auto& item : options_.items()) {
+      bool found = false;
+      std::string list;
+      for (const char* key : known) {
+        found = found || item.key() == key;
+        list += (list.empty() ? "" : ", ") + std::string(key);
+      }
+      if (!found) invalid(builder_, "unknown option \"" + item.key() + "\" (known: " + list + ")");
+    }
+  }
+
+  int64_t positive_int(const char* key, int64_t fallback) const {
+    const json* value = find(key);
+    if (value == nullptr) return fallback;
+    return positive(*value, key);
+  }
+
+  std::vector<int64_t> int_list(const char* key, std::vector<int64_t> fallback, bool allow_empty) const {
+    const json* value = find(key);
+    if (value == nullptr) return fallback;
+    if (!value->is_array() || (!allow_empty && value->empty())) {
+      invalid(builder_, "\"" + std::string(key) + "\" must be a " + (allow_empty ? "" : "non-empty ") +
+                            "list of positive integers, not " + value->dump());
+    }
+    std::vector<int64_t> list;
+    for (const auto& item : *value) list.push_back(positive(item, key));
+    return list;
+  }
+
+  // input_shape of `ndim` dims (0: any count that leaves room for the batch).
+  std::vector<int64_t> input_shape(std::vector<int64_t> fallback, size_t ndim) const {
+    std::vector<int64_t> shape = int_list("input_shape", std::move(fallback), false);
+    if (ndim != 0 && shape.size() != ndim) {
+      invalid(builder_, "\"input_shape\" must have " + std::to_string(ndim) + " dims (channels, height, width), not " +
+                            std::to_string(shape.size()));
+    }
+    if (shape.size() + 1 > core::kMaxNDim) {
+      invalid(builder_, "\"input_shape\" has " + std::to_string(shape.size()) + " dims; at most " +
+                            std::to_string(core::kMaxNDim - 1) + " fit beside the batch dim");
+    }
+    return shape;
+  }
+
+  // The JSON layer type of an activation name.
+  std::string activation(const char* fallback) const {
+    const json* value = find("activation");
+    const std::string name = value == nullptr ? fallback : (value->is_string() ? value->get<std::string>() : "");
+    if (name == "relu") return "ReLU";
+    if (name == "tanh") return "Tanh";
+    if (name == "sigmoid") return "Sigmoid";
+    invalid(builder_, "\"activation\" must be \"relu\", \"tanh\" or \"sigmoid\", not " + value->dump());
+  }
+
+ private:
+  const json* find(const char* key) const {
+    if (options_.is_null()) return nullptr;
+    const auto it = options_.find(key);
+    return it == options_.end() ? nullptr : &*it;
+  }
+
+  int64_t positive(const json& value, const char* key) const {
+    if (!value.is_number_integer() || (value.is_number_unsigned() && value.get<uint64_t>() > INT64_MAX) ||
+        value.get<int64_t>() <= 0) {
+      invalid(builder_, "\"" + std::string(key) + "\" must hold positive integers, not " + value.dump());
+    }
+    return value.get<int64_t>();
+  }
+
+  std::string builder_;
+  const json& options_;
+};
+
+// Appends layers to a description; a layer without explicit inputs reads the
+// previous one, as in the JSON format.
+class Builder {
+ public:
+  explicit Builder(const std::vector<int64_t>& input_shape) {
+    description_.inputs.push_back({"data", core::Shape(input_shape)});
+  }
+
+  // Returns the name by value: a reference into layers would dangle at the next add.
+  std::string add(const std::string& name, const std::string& type, json attributes = json::object(),
+                         std::vector<std::string> inputs = {}) {
+    if (inputs.empty()) {
+      inputs = {description_.layers.empty() ? description_.inputs.front().name : description_.layers.back().name};
+    }
+    description_.layers.push_back({name, type, std::move(inputs), std::move(attributes)});
+    return description_.layers.back().name;
+  }
+
+  NetDescription finish() {
+    description_.output = description_.layers.back().name;
+    return std::move(description_);
+  }
+
+ private:
+  NetDescription description_;
+};
+
+NetDescription mlp(const json& options) {
+  const Options o("mlp", options, {"input_shape", "hidden", "classes", "activation"});
+  const auto input_shape = o.input_shape({1, 28, 28}, 0);
+  const auto hidden = o.int_list("hidden", {256, 128}, true);
+  const int64_t classes = o.positive_int("classes", 10);
+  const std::string act = o.activation("relu");
+  Builder b(input_shape);
+  b.add("flatten", "Flatten");
+  for (size_t i = 0; i < hidden.size(); ++i) {
+    const std::string n = std::to_string(i + 1);
+    b.add("fc" + n, "Dense", {{"units", hidden[i]}});
+    b.add("act" + n, act);
+  }
+  b.add("fc" + std::to_string(hidden.size() + 1), "Dense", {{"units", classes}});
+  return b.finish();
+}
+
+NetDescription lenet(const json& options) {
+  const Options o("lenet", options, {"input_shape", "classes", "activation"});
+  const auto input_shape = o.input_shape({1, 28, 28}, 3);
+  const int64_t classes = o.positive_int("classes", 10);
+  const std::string act = o.activation("relu");
+  Builder b(input_shape);
+  b.add("conv1", "Conv2D", {{"channels", 20}, {"kernel_size", 5}});
+  b.add("act1", act);
+  b.add("pool1", "MaxPool2D", {{"pool_size", 2}, {"strides", 2}});
+  b.add("conv2", "Conv2D", {{"channels", 50}, {"kernel_size", 5}});
+  b.add("act2", act);
+  b.add("pool2", "MaxPool2D", {{"pool_size", 2}, {"strides", 2}});
+  b.add("flatten", "Flatten");
+  b.add("fc1", "Dense", {{"units", 500}});
+  b.add("act3", act);
+  b.add("fc2", "Dense", {{"units", classes}});
+  return b.finish();
+}
+
+// conv (no bias) + BatchNorm, the unit ResNet is made of; returns the BatchNorm.
+std::string conv_bn(Builder& b, const std::string& conv, const std::string& bn, int64_t channels, int64_t kernel,
+                    int64_t stride, const std::string& input) {
+  b.add(conv, "Conv2D",
+        {{"channels", channels}, {"kernel_size", kernel}, {"strides", stride}, {"padding", kernel / 2},
+         {"use_bias", false}},
+        {input});
+  return b.add(bn, "BatchNorm");
+}
+
+// d2l's Residual: relu(bn2(conv2(relu(bn1(conv1(x))))) + shortcut(x)), the
+// shortcut a 1x1 conv + BatchNorm where the block changes width or stride.
+std::string basic_block(Builder& b, const std::string& name, const std::string& input, int64_t channels,
+                        int64_t stride, bool project) {
+  conv_bn(b, name + "conv1", name + "bn1", channels, 3, stride, input);
+  const std::string relu1 = b.add(name + "relu1", "ReLU");
+  const std::string main = conv_bn(b, name + "conv2", name + "bn2", channels, 3, 1, relu1);
+  const std::string shortcut =
+      project ? conv_bn(b, name + "proj_conv", name + "proj_bn", channels, 1, stride, input) : input;
+  b.add(name + "add", "Add", json::object(), {main, shortcut});
+  return b.add(name + "relu2", "ReLU");
+}
+
+NetDescription resnet18(const json& options) {
+  const Options o("resnet18", options, {"input_shape", "classes"});
+  const auto input_shape = o.input_shape({3, 32, 32}, 3);
+  const int64_t classes = o.positive_int("classes", 10);
+  Builder b(input_shape);
+  conv_bn(b, "conv1", "bn1", 64, 3, 1, "data");
+  std::string x = b.add("relu1", "ReLU");
+  const int64_t widths[] = {64, 128, 256, 512};
+  for (int stage = 0; stage < 4; ++stage) {
+    for (int block = 0; block < 2; ++block) {
+      const bool downsample = stage > 0 && block == 0;
+      const std::string name = "stage" + std::to_string(stage + 1) + ".block" + std::to_string(block + 1) + ".";
+      x = basic_block(b, name, x, widths[stage], downsample ? 2 : 1, downsample);
+    }
+  }
+  b.add("pool", "GlobalAvgPool2D");
+  b.add("fc", "Dense", {{"units", classes}});
+  return b.finish();
+}
+
+}  // namespace
+
+std::vector<std::string> model_builder_names() { return {"mlp", "lenet", "resnet18"}; }
+
+NetDescription build_model_description(const std::string& builder, const json& options) {
+  if (builder == "mlp") return mlp(options);
+  if (builder == "lenet") return lenet(options);
+  if (builder == "resnet18") return resnet18(options);
+  std::string known;
+  for (const std::string& name : model_builder_names()) known += (known.empty() ? "" : ", ") + name;
+  throw Error(ErrorCode::kInvalidArgument, "unknown model \"" + builder + "\" (known: " + known + ")");
+}
+
+NetDescription build_model_description_from_text(const std::string& builder, const std::string& options_json) {
+  if (options_json.empty()) return build_model_description(builder, json());
+  json options;
+  try {
+    options = json::parse(options_json);
+  } catch (const json::parse_error& e) {
+    invalid(builder, std::string("options are not valid JSON: ") + e.what());
+  }
+  return build_model_description(builder, options);
+}
+
+}  // namespace dt::nn

@@ -1,0 +1,40 @@
+// Ready-made networks, as descriptions (so dt_net_to_json shows them and
+// they can be edited and rebuilt):
+//  - "mlp": Flatten, then Dense + activation per hidden size, Dense classes.
+//    Options: input_shape [1, 28, 28], hidden [256, 128], classes 10,
+//    activation "relu" ("tanh", "sigmoid").
+//  - "lenet": LeNet-5 as in the MXNet and SINGA distributed-training
+//    tutorials: Conv2D 20@5x5, act, MaxPool 2x2/2, Conv2D 50@5x5, act,
+//    MaxPool 2x2/2, Flatten, Dense 500, act, Dense classes. The activation is
+//    ReLU by default (MXNet's tutorial shows tanh and relu; ReLU does not
+//    saturate and trains faster). Options: input_shape [1, 28, 28],
+//    classes 10, activation "relu" ("tanh", "sigmoid").
+//  - "resnet18": the CIFAR ResNet-18 of d2l's multi-machine tutorial: a 3x3
+//    stride-1 64-channel stem + BatchNorm + ReLU and no max pool, four stages
+//    of two basic blocks (64, 128, 256, 512 channels; stages 2-4 start with
+//    stride 2 and a 1x1 conv + BatchNorm projection on the shortcut),
+//    global average pooling, Dense classes. Convolutions feeding BatchNorm
+//    carry no bias (BatchNorm's beta makes it redundant), which gives the
+//    usual 11,173,962 learnable parameters for 10 classes. Options:
+//    input_shape [3, 32, 32], classes 10.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "nn/net_description.h"
+
+namespace dt::nn {
+
+// The known builder names, for messages and documentation.
+std::vector<std::string> model_builder_names();
+
+// options: null or a JSON object of the builder's options. An unknown
+// builder, an unknown option key, or a value of the wrong type or range is
+// Error(kInvalidArgument) saying which.
+NetDescription build_model_description(const std::string& builder, const nlohmann::json& options);
+// The same with the options as JSON text; empty text means defaults.
+NetDescription build_model_description_from_text(const std::string& builder, const std::string& options_json);
+
+}  // namespace dt::nn

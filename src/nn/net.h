@@ -1,0 +1,131 @@
+// Net: a directed acyclic graph of layers built from a NetDescription, with
+// its parameters, forward, backward through the loss, and parameter files.
+//
+// Values are the graph inputs and the layer outputs. Layers run in a
+// topological order computed once at construction (the description's own
+// order wherever it already is one). Parameters are created then too, by
+// shape inference with batch 1: a layer's parameter shapes depend only on
+// per-sample dims. Activation and gradient buffers are kept per batch size
+// (a few sizes at once: the training batch, the epoch's short last batch,
+// evaluation), so steps with a shape already seen allocate nothing.
+//
+// A Net is used from one thread at a time (its CPU stream and buffers are
+// not shared-safe); different nets may run on different threads.
+#pragma once
+
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/context.h"
+#include "core/ndarray.h"
+#include "nn/layer.h"
+#include "nn/net_description.h"
+#include "nn/parameter.h"
+#include "ops/cpu/cpu_engine.h"
+
+namespace dt::nn {
+
+namespace layers {
+class SoftmaxCrossEntropyLoss;
+}  // namespace layers
+
+class Net {
+ public:
+  // Builds the graph and allocates every parameter (zeros) on ctx, with a
+  // CPU engine of ctx->num_threads() threads. Errors (kInvalidArgument)
+  // name the culprit: duplicate names, an unknown input, a cycle, an output
+  // that is no layer, a layer that does not lead to the output, a graph
+  // input nobody reads, a wrong number of inputs; create_layer() and the
+  // layers' shape inference report theirs. Layers run on the CPU only:
+  // another context is Error(kNotSupported).
+  Net(NetDescription description, std::shared_ptr<core::Context> ctx);
+  ~Net();
+  Net(const Net&) = delete;
+  Net& operator=(const Net&) = delete;
+
+  // The description with explicit inputs and each layer's own complete
+  // attributes, so that a net built from it is the same net.
+  const NetDescription& description() const { return description_; }
+  std::string to_json() const { return net_description_to_text(description_); }
+  const std::shared_ptr<core::Context>& context() const { return ctx_; }
+  const ops::cpu::CpuEngine& engine() const { return *engine_; }
+
+  // Layer names in execution order.
+  std::vector<std::string> topological_order() const;
+
+  // Fills every parameter by its initializer from (seed, name), and seeds
+  // stochastic layers (Dropout) with seed.
+  void initialize(uint64_t seed);
+
+  // In layer order (the description's), each layer's in param_specs() order.
+  std::vector<Parameter>& parameters() { return params_; }
+  const std::vector<Parameter>& parameters() const { return params_; }
+  // Index of the parameter called name; Error(kNotFound) naming it.
+  size_t param_index(const std::string& name) const;
+  // One learnable parameter (Error(kInvalidArgument) for an auxiliary
+  // state), or every learnable one.
+  void set_grad_req(const std::string& name, GradReq req);
+  void set_grad_req(GradReq req);
+
+  // Runs the net on one batch: inputs[i] is graph input i with a leading
+  // batch dim (the same for all), float32, on the net's context.
+  // Error(kShapeMismatch) / (kDtypeMismatch) / (kInvalidArgument) name the
+  // input and what was expected.
+  void forward(const std::vector<core::NDArray>& inputs, bool train);
+
+  // After a forward: the loss of the output against labels (int32 or int64,
+  // shape (batch,), on the net's context), and every parameter's gradient
+  // by its grad_req. Error(kBadState) without a forward.
+  double backward(const core::NDArray& labels);
+
+  // Replaces the loss's reduction ("mean" or "sum"; Error(kInvalidArgument)
+  // otherwise), e.g. for a trainer that scales summed gradients itself; the
+  // description follows.
+  void set_loss_reduction(const std::string& reduction);
+
+  size_t num_outputs() const { return 1; }
+  // Output i of the latest forward; Error(kBadState) before the first.
+  const core::NDArray& output(size_t index) const;
+
+  // Parameters and auxiliary states as a safetensors file, names as keys.
+  void save_params(const std::string& path) const;
+  // Requires every parameter with its shape and dtype (Error(kNotFound) /
+  // Error(kShapeMismatch) / Error(kDtypeMismatch) naming it) and changes
+  // nothing unless all are there; entries the net lacks are ignored.
+  void load_params(const std::string& path);
+
+  // The same graph on ctx with copies of the parameter values, grad_reqs
+  // and seed (gradients start at zero), e.g. one replica per device.
+  std::unique_ptr<Net> clone(std::shared_ptr<core::Context> ctx) const;
+
+ private:
+  struct Node;
+  struct Plan;
+
+  void build_graph();
+  void create_parameters();
+  Plan& plan_for(const std::vector<core::NDArray>& inputs);
+  void allocate_gradients(Plan& plan);
+
+  NetDescription description_;
+  std::shared_ptr<core::Context> ctx_;
+  std::unique_ptr<ops::cpu::CpuEngine> engine_;
+  LayerRuntime runtime_;
+  // Nodes in execution order; value v < inputs is graph input v, value
+  // inputs + k the output of nodes_[k].
+  std::vector<Node> nodes_;
+  size_t output_value_ = 0;
+  std::vector<Parameter> params_;
+  std::unique_ptr<layers::SoftmaxCrossEntropyLoss> loss_;
+  // Most recently used first; bounded so varying batch sizes cannot grow it.
+  std::list<Plan> plans_;
+  Plan* last_forward_ = nullptr;
+};
+
+// Builds a net from a JSON description text (parse_net_description's errors).
+std::unique_ptr<Net> net_from_json(const std::string& text, std::shared_ptr<core::Context> ctx);
+
+}  // namespace dt::nn

@@ -1,0 +1,479 @@
+// The graph: construction order and errors, parameters of the model
+// builders, forward shapes and batch sizes, gradients through fan-out
+// (checked by finite differences), grad_req, parameter files and clones.
+#include <dirent.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+
+#include "core/safetensors.h"
+#include "nn/model_builders.h"
+#include "nn/net.h"
+#include "nn/net_description.h"
+#include "ops/tensor_math.h"
+#include "net_test_util.h"
+
+namespace dt::nn {
+namespace {
+
+using core::ErrorCode;
+using core::Shape;
+using testing::error_of;
+using testing::labels_array;
+using testing::random_array;
+using testing::to_vector;
+
+std::shared_ptr<core::Context> cpu() {
+  auto ctx = core::make_cpu_context();
+  // These nets are small, and the suite may share its cores with other
+  // work: one thread spares the OpenMP barriers that stall on a busy machine.
+  ctx->set_num_threads(1);
+  return ctx;
+}
+
+std::unique_ptr<Net> net_of(const std::string& json) { return net_from_json(json, cpu()); }
+
+std::unique_ptr<Net> model(const std::string& builder, const std::string& options = "") {
+  return std::make_unique<Net>(build_model_description_from_text(builder, options), cpu());
+}
+
+// A net on 4 features whose layers are listed out of order.
+const char* kUnordered = R"({
+  "format": "disttrain.net", "version": 1,
+  "inputs": [{"name": "x", "shape": [4]}],
+  "layers": [
+    {"name": "out", "type": "Dense", "inputs": ["sum"], "units": 3},
+    {"name": "sum", "type": "Add", "inputs": ["b", "a"]},
+    {"name": "a", "type": "Dense", "inputs": ["x"], "units": 5},
+    {"name": "b", "type": "Tanh", "inputs": ["a"]}
+  ],
+  "output": "out"
+})";
+
+TEST(NetGraph, TopologicalOrderFollowsDependencies) {
+  auto net = net_of(kUnordered);
+  EXPECT_EQ(net->topological_order(), (std::vector<std::string>{"a", "b", "sum", "out"}));
+  // Parameters stay in the description's layer order.
+  std::vector<std::string> names;
+  for (const auto& p : net->parameters()) names.push_back(p.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"out.weight", "out.bias", "a.weight", "a.bias"}));
+}
+
+TEST(NetGraph, SequentialDescriptionKeepsItsOrder) {
+  auto net = model("lenet");
+  EXPECT_EQ(net->topological_order(),
+            (std::vector<std::string>{"conv1", "act1", "pool1", "conv2", "act2", "pool2", "flatten", "fc1", "act3",
+                                      "fc2"}));
+}
+
+std::string with_layers(const std::string& layers, const std::string& output) {
+  return R"({"format": "disttrain.net", "version": 1, "inputs": [{"name": "x", "shape": [4]}], "layers": )" +
+         layers + R"(, "output": ")" + output + "\"}";
+}
+
+TEST(NetGraph, CycleIsRejectedNamingTheLayers) {
+  const auto e = error_of([] {
+    net_of(with_layers(R"([{"name": "a", "type": "Add", "inputs": ["x", "c"]},
+                          {"name": "b", "type": "Tanh", "inputs": ["a"]},
+                          {"name": "c", "type": "Tanh", "inputs": ["b"]},
+                          {"name": "out", "type": "Dense", "inputs": ["c"], "units": 2}])",
+                       "out"));
+  });
+  EXPECT_EQ(e.code, ErrorCode::kInvalidArgument);
+  EXPECT_NE(e.message.find("cycle"), std::string::npos) << e.message;
+  EXPECT_NE(e.message.find("\"a\""), std::string::npos) << e.message;
+  EXPECT_NE(e.message.find("\"c\""), std::string::npos) << e.message;
+}
+
+TEST(NetGraph, SelfLoopIsACycle) {
+  const auto e = error_of([] {
+    net_of(with_layers(R"([{"name": "a", "type": "Add", "inputs": ["x", "a"]},
+                          {"name": "out", "type": "Dense", "units": 2}])",
+                       "out"));
+  });
+  EXPECT_EQ(e.code, ErrorCode::kInvalidArgument);
+  EXPECT_NE(e.message.find("cycle"), std::string::npos) << e.message;
+}
+
+TEST(NetGraph, UnknownInputIsNamed) {
+  const auto e = error_of([] {
+    net_of(with_layers(R"([{"name": "fc", "type": "Dense", "inputs": ["nope"], "units": 2}])", "fc"));
+  });
+  EXPECT_EQ(e.code, ErrorCode::kInvalidArgument);
+  EXPECT_NE(e.message.find("\"nope\""), std::string::npos) << e.message;
+  EXPECT_NE(e.message.find("\"fc\""), std::string::npos) << e.message;
+}
+
+TEST(NetGraph, DuplicateNamesAreRejected) {
+  for (const char* layers : {R"([{"name": "fc", "type": "Dense", "units": 2}, {"name": "fc", "type": "Dense", "units": 2}])",
+                             R"([{"name": "x", "type": "Dense", "units": 2}])"}) {
+    const auto e = error_of([&] { net_of(with_layers(layers, "fc")); });
+    EXPECT_EQ(e.code, ErrorCode::kInvalidArgument);
+    EXPECT_NE(e.message.find("duplicate name"), std::string::npos) << e.message;
+  }
+}
+
+TEST(NetGraph, OtherGraphMistakesAreNamed) {
+  struct Case {
+    std::string layers, output, expected;
+  };
+  const Case cases[] = {
+      {R"([{"name": "fc", "type": "Dense", "units": 2}])", "x", "the output \"x\" is not a layer"},
+      {R"([{"name": "fc", "type": "Dense", "units": 2}, {"name": "side", "type": "Tanh", "inputs": ["x"]}])", "fc",
+       "layer \"side\" does not lead to the output"},
+      {R"([{"name": "fc", "type": "Dense", "units": 2}, {"name": "sum", "type": "Add"}])", "sum",
+       "takes 2 input(s), got 1"},
+      {R"([{"name": "t", "type": "Tanh"}, {"name": "fc", "type": "Bogus"}])", "fc", "unknown type 'Bogus'"},
+  };
+  for (const Case& c : cases) {
+    const auto e = error_of([&] { net_of(with_layers(c.layers, c.output)); });
+    EXPECT_EQ(e.code, ErrorCode::kInvalidArgument) << e.message;
+    EXPECT_NE(e.message.find(c.expected), std::string::npos) << e.message;
+  }
+  const auto not_logits = error_of([] {
+    net_of(R"({"format": "disttrain.net", "version": 1, "inputs": [{"name": "x", "shape": [2, 3]}],
+               "layers": [{"name": "t", "type": "Tanh"}]})");
+  });
+  EXPECT_NE(not_logits.message.find("the loss needs (batch, classes)"), std::string::npos) << not_logits.message;
+  const auto unread = error_of([] {
+    net_of(R"({"format": "disttrain.net", "version": 1,
+               "inputs": [{"name": "x", "shape": [4]}, {"name": "y", "shape": [4]}],
+               "layers": [{"name": "fc", "type": "Dense", "inputs": ["x"], "units": 2}]})");
+  });
+  EXPECT_NE(unread.message.find("no layer reads the graph input \"y\""), std::string::npos) << unread.message;
+}
+
+TEST(NetGraph, InputTooSmallForTheLayersIsAShapeErrorNamingTheLayer) {
+  const auto e = error_of([] { model("lenet", R"({"input_shape": [1, 8, 8]})"); });
+  EXPECT_EQ(e.code, ErrorCode::kShapeMismatch) << e.message;
+  EXPECT_NE(e.message.find("conv2"), std::string::npos) << e.message;
+}
+
+size_t learnable_count(const Net& net) {
+  size_t count = 0;
+  for (const auto& p : net.parameters()) {
+    if (!p.auxiliary) count += p.value.size();
+  }
+  return count;
+}
+
+TEST(NetGraph, LeNetParameters) {
+  auto net = model("lenet");
+  const std::vector<std::pair<std::string, Shape>> expected = {
+      {"conv1.weight", Shape{20, 1, 5, 5}}, {"conv1.bias", Shape{20}},   {"conv2.weight", Shape{50, 20, 5, 5}},
+      {"conv2.bias", Shape{50}},            {"fc1.weight", Shape{500, 800}}, {"fc1.bias", Shape{500}},
+      {"fc2.weight", Shape{10, 500}},       {"fc2.bias", Shape{10}}};
+  ASSERT_EQ(net->parameters().size(), expected.size());
+  for (size_t i = 0; i < expected.size(); ++i) {
+    const Parameter& p = net->parameters()[i];
+    EXPECT_EQ(p.name, expected[i].first);
+    EXPECT_EQ(p.value.shape(), expected[i].second) << p.name;
+    EXPECT_EQ(p.grad.shape(), expected[i].second) << p.name;
+    EXPECT_FALSE(p.auxiliary);
+    EXPECT_EQ(p.grad_req, GradReq::kWrite);
+  }
+  // 520 + 25,050 + 400,500 + 5,010.
+  EXPECT_EQ(learnable_count(*net), 431080u);
+}
+
+TEST(NetGraph, ResNet18Parameters) {
+  auto net = model("resnet18");
+  // The well-known count of the CIFAR ResNet-18 (bias-free convolutions).
+  EXPECT_EQ(learnable_count(*net), 11173962u);
+  size_t auxiliary = 0, convs = 0, bns = 0;
+  for (const auto& p : net->parameters()) {
+    if (p.auxiliary) {
+      ++auxiliary;
+      EXPECT_FALSE(p.grad.defined()) << p.name;
+      EXPECT_EQ(p.grad_req, GradReq::kNull) << p.name;
+    }
+    if (p.name.size() > 7 && p.name.compare(p.name.size() - 7, 7, ".weight") == 0 && p.value.shape().ndim() == 4) {
+      ++convs;
+    }
+    if (p.name.size() > 6 && p.name.compare(p.name.size() - 6, 6, ".gamma") == 0) ++bns;
+  }
+  EXPECT_EQ(convs, 20u);  // stem + 16 in the blocks + 3 projections
+  EXPECT_EQ(bns, 20u);
+  EXPECT_EQ(auxiliary, 40u);  // running mean and variance of each BatchNorm
+  const Parameter& proj = net->parameters()[net->param_index("stage2.block1.proj_conv.weight")];
+  EXPECT_EQ(proj.value.shape(), (Shape{128, 64, 1, 1}));
+  EXPECT_EQ(net->parameters()[net->param_index("fc.weight")].value.shape(), (Shape{10, 512}));
+}
+
+TEST(NetGraph, ForwardShapesAtSeveralBatchSizes) {
+  auto lenet = model("lenet");
+  auto mlp = model("mlp", R"({"hidden": [32], "classes": 7})");
+  lenet->initialize(1);
+  mlp->initialize(1);
+  for (int64_t batch : {1, 7, 64}) {
+    const auto x = random_array(lenet->context(), Shape{batch, 1, 28, 28}, 3);
+    lenet->forward({x}, false);
+    EXPECT_EQ(lenet->output(0).shape(), (Shape{batch, 10}));
+    mlp->forward({x}, true);
+    EXPECT_EQ(mlp->output(0).shape(), (Shape{batch, 7}));
+  }
+  // ResNet-18 on small images keeps the test fast; 32x32 runs once below.
+  auto resnet = model("resnet18", R"({"input_shape": [3, 8, 8], "classes": 5})");
+  resnet->initialize(1);
+  for (int64_t batch : {1, 7, 64}) {
+    resnet->forward({random_array(resnet->context(), Shape{batch, 3, 8, 8}, 4)}, true);
+    EXPECT_EQ(resnet->output(0).shape(), (Shape{batch, 5}));
+  }
+  auto cifar = model("resnet18");
+  cifar->initialize(1);
+  cifar->forward({random_array(cifar->context(), Shape{2, 3, 32, 32}, 5)}, false);
+  EXPECT_EQ(cifar->output(0).shape(), (Shape{2, 10}));
+}
+
+TEST(NetGraph, BatchSizeChangesBetweenCallsReuseBuffers) {
+  auto net = model("lenet");
+  net->initialize(7);
+  const auto x7 = random_array(net->context(), Shape{7, 1, 28, 28}, 1);
+  const auto x3 = x7.slice(0, 3);
+  net->forward({x7}, false);
+  const auto out7 = to_vector(net->output(0));
+  const void* buffer7 = net->output(0).data();
+  net->forward({x3}, false);
+  const auto out3 = to_vector(net->output(0));
+  ASSERT_EQ(out3.size(), 30u);
+  // Rows do not depend on the batch they are in.
+  for (size_t i = 0; i < out3.size(); ++i) EXPECT_NEAR(out3[i], out7[i], 1e-4f);
+  net->forward({x7}, false);
+  EXPECT_EQ(net->output(0).data(), buffer7) << "a batch size seen before reuses its buffers";
+  // Backward follows the latest forward's batch.
+  net->forward({x3}, true);
+  EXPECT_TRUE(std::isfinite(net->backward(labels_array(net->context(), {1, 2, 3}))));
+}
+
+TEST(NetGraph, ForwardRejectsBadInputsNamingThem) {
+  auto net = model("lenet");
+  auto ctx = net->context();
+  const auto wrong_shape = error_of([&] { net->forward({random_array(ctx, Shape{2, 1, 28, 27}, 1)}, false); });
+  EXPECT_EQ(wrong_shape.code, ErrorCode::kShapeMismatch);
+  EXPECT_NE(wrong_shape.message.find("input \"data\" has shape (2, 1, 28, 27), expected (batch, 1, 28, 28)"),
+            std::string::npos)
+      << wrong_shape.message;
+  EXPECT_EQ(error_of([&] { net->forward({random_array(ctx, Shape{1, 28, 28}, 1)}, false); }).code,
+            ErrorCode::kShapeMismatch);
+  const auto ints = core::NDArray::zeros(ctx, core::DType::kInt32, Shape{2, 1, 28, 28});
+  EXPECT_EQ(error_of([&] { net->forward({ints}, false); }).code, ErrorCode::kDtypeMismatch);
+  EXPECT_EQ(error_of([&] { net->forward({}, false); }).code, ErrorCode::kInvalidArgument);
+  EXPECT_EQ(error_of([&] { net->output(0); }).code, ErrorCode::kBadState);
+  EXPECT_EQ(error_of([&] { net->backward(labels_array(ctx, {0})); }).code, ErrorCode::kBadState);
+
+  net->forward({random_array(ctx, Shape{2, 1, 28, 28}, 1)}, true);
+  EXPECT_EQ(error_of([&] { net->output(1); }).code, ErrorCode::kInvalidArgument);
+  EXPECT_EQ(error_of([&] { net->backward(labels_array(ctx, {0, 1, 2})); }).code, ErrorCode::kShapeMismatch);
+  const auto float_labels = core::NDArray::zeros(ctx, core::DType::kFloat32, Shape{2});
+  EXPECT_EQ(error_of([&] { net->backward(float_labels); }).code, ErrorCode::kDtypeMismatch);
+  EXPECT_EQ(error_of([&] { net->backward(labels_array(ctx, {0, 10})); }).code, ErrorCode::kInvalidArgument);
+}
+
+// x (3) -> a = fc1 -> t = tanh -> fc2 ; s = fc2 + t (t feeds two layers) ;
+// d = s + s (one layer reads s twice) -> out = fc3 (4 classes).
+const char* kFanOut = R"({
+  "format": "disttrain.net", "version": 1,
+  "inputs": [{"name": "x", "shape": [3]}],
+  "layers": [
+    {"name": "fc1", "type": "Dense", "units": 5},
+    {"name": "t", "type": "Tanh"},
+    {"name": "fc2", "type": "Dense", "units": 5},
+    {"name": "s", "type": "Add", "inputs": ["fc2", "t"]},
+    {"name": "d", "type": "Add", "inputs": ["s", "s"]},
+    {"name": "fc3", "type": "Dense", "units": 4}
+  ],
+  "loss": {"type": "SoftmaxCrossEntropy", "reduction": "sum"}
+})";
+
+TEST(NetGradient, FanOutGradientsMatchFiniteDifferences) {
+  auto net = net_of(kFanOut);
+  net->initialize(11);
+  const auto x = random_array(net->context(), Shape{6, 3}, 2);
+  const auto labels = labels_array(net->context(), {0, 1, 2, 3, 1, 2});
+  const auto loss_at = [&] {
+    net->forward({x}, true);
+    return net->backward(labels);
+  };
+  loss_at();
+  std::vector<std::vector<float>> analytic;
+  for (const auto& p : net->parameters()) analytic.push_back(to_vector(p.grad));
+
+  const float eps = 1e-2f;
+  for (size_t i = 0; i < net->parameters().size(); ++i) {
+    Parameter& p = net->parameters()[i];
+    std::vector<float> w = to_vector(p.value);
+    for (size_t j = 0; j < w.size(); ++j) {
+      const float saved = w[j];
+      w[j] = saved + eps;
+      p.value.copy_from_host(w.data(), w.size() * sizeof(float));
+      const double up = loss_at();
+      w[j] = saved - eps;
+      p.value.copy_from_host(w.data(), w.size() * sizeof(float));
+      const double down = loss_at();
+      w[j] = saved;
+      p.value.copy_from_host(w.data(), w.size() * sizeof(float));
+      const double numeric = (up - down) / (2.0 * eps);
+      EXPECT_NEAR(analytic[i][j], numeric, 2e-3 + 2e-2 * std::fabs(numeric)) << p.name << "[" << j << "]";
+    }
+  }
+}
+
+TEST(NetGradient, GradReqAddAccumulatesAndNullSkips) {
+  auto net = net_of(kFanOut);
+  net->initialize(3);
+  const auto x = random_array(net->context(), Shape{4, 3}, 9);
+  const auto labels = labels_array(net->context(), {3, 2, 1, 0});
+  net->forward({x}, true);
+  net->backward(labels);
+  std::vector<std::vector<float>> once;
+  for (const auto& p : net->parameters()) once.push_back(to_vector(p.grad));
+
+  net->set_grad_req(GradReq::kAdd);
+  net->set_grad_req("fc1.bias", GradReq::kNull);
+  ops::fill(net->parameters()[net->param_index("fc1.bias")].grad, 5.0);
+  for (int i = 0; i < 2; ++i) {
+    net->forward({x}, true);
+    net->backward(labels);
+  }
+  for (size_t i = 0; i < net->parameters().size(); ++i) {
+    const auto& p = net->parameters()[i];
+    const auto twice = to_vector(p.grad);
+    for (size_t j = 0; j < twice.size(); ++j) {
+      if (p.name == "fc1.bias") {
+        EXPECT_EQ(twice[j], 5.0f) << "kNull leaves the gradient alone";
+      } else {
+        // kAdd added two more gradients to the one kWrite left.
+        EXPECT_NEAR(twice[j], 3.0f * once[i][j], 1e-5f + 1e-4f * std::fabs(once[i][j])) << p.name;
+      }
+    }
+  }
+  EXPECT_EQ(error_of([&] { net->set_grad_req("nope", GradReq::kAdd); }).code, ErrorCode::kNotFound);
+  auto resnet = model("resnet18", R"({"input_shape": [3, 8, 8]})");
+  EXPECT_EQ(error_of([&] { resnet->set_grad_req("bn1.running_mean", GradReq::kAdd); }).code,
+            ErrorCode::kInvalidArgument);
+}
+
+class NetParamsFile : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/dt-net-test.XXXXXX";
+    ASSERT_NE(::mkdtemp(pattern), nullptr);
+    dir_ = pattern;
+  }
+  void TearDown() override {
+    if (DIR* d = ::opendir(dir_.c_str())) {
+      while (dirent* e = ::readdir(d)) {
+        const std::string name = e->d_name;
+        if (name != "." && name != "..") std::remove((dir_ + "/" + name).c_str());
+      }
+      ::closedir(d);
+    }
+    ::rmdir(dir_.c_str());
+  }
+  std::string dir_;
+};
+
+TEST_F(NetParamsFile, SaveLoadRoundTripIncludingAuxiliaryStates) {
+  auto a = model("resnet18", R"({"input_shape": [3, 8, 8], "classes": 3})");
+  a->initialize(5);
+  // A training forward moves BatchNorm's running statistics away from their start.
+  a->forward({random_array(a->context(), Shape{4, 3, 8, 8}, 1, 3.0f)}, true);
+  const std::string path = dir_ + "/resnet.safetensors";
+  a->save_params(path);
+
+  auto b = model("resnet18", R"({"input_shape": [3, 8, 8], "classes": 3})");
+  b->load_params(path);
+  for (size_t i = 0; i < a->parameters().size(); ++i) {
+    EXPECT_EQ(to_vector(a->parameters()[i].value), to_vector(b->parameters()[i].value))
+        << a->parameters()[i].name;
+  }
+  const auto x = random_array(a->context(), Shape{2, 3, 8, 8}, 2);
+  a->forward({x}, false);
+  b->forward({x}, false);
+  EXPECT_EQ(to_vector(a->output(0)), to_vector(b->output(0)));
+}
+
+TEST_F(NetParamsFile, LoadRejectsMissingAndMismatchedParametersAndChangesNothing) {
+  auto net = model("mlp", R"({"hidden": [8], "input_shape": [4]})");
+  net->initialize(1);
+  const auto before = to_vector(net->parameters()[0].value);
+  auto ctx = net->context();
+  const auto weight = [&](const Shape& shape) { return core::NDArray::zeros(ctx, core::DType::kFloat32, shape); };
+
+  const std::string missing = dir_ + "/missing.safetensors";
+  core::save_safetensors(missing, {{"fc1.weight", weight(Shape{8, 4})}, {"fc1.bias", weight(Shape{8})}});
+  auto e = error_of([&] { net->load_params(missing); });
+  EXPECT_EQ(e.code, ErrorCode::kNotFound);
+  EXPECT_NE(e.message.find("\"fc2.weight\""), std::string::npos) << e.message;
+
+  const std::string wrong = dir_ + "/wrong.safetensors";
+  core::save_safetensors(wrong, {{"fc1.weight", weight(Shape{8, 4})},
+                                 {"fc1.bias", weight(Shape{8})},
+                                 {"fc2.weight", weight(Shape{10, 9})},
+                                 {"fc2.bias", weight(Shape{10})}});
+  e = error_of([&] { net->load_params(wrong); });
+  EXPECT_EQ(e.code, ErrorCode::kShapeMismatch);
+  EXPECT_NE(e.message.find("\"fc2.weight\""), std::string::npos) << e.message;
+  EXPECT_NE(e.message.find("(10, 9)"), std::string::npos) << e.message;
+  EXPECT_NE(e.message.find("(10, 8)"), std::string::npos) << e.message;
+
+  const std::string dtype = dir_ + "/dtype.safetensors";
+  core::save_safetensors(dtype, {{"fc1.weight", core::NDArray::zeros(ctx, core::DType::kFloat64, Shape{8, 4})},
+                                 {"fc1.bias", weight(Shape{8})},
+                                 {"fc2.weight", weight(Shape{10, 8})},
+                                 {"fc2.bias", weight(Shape{10})}});
+  EXPECT_EQ(error_of([&] { net->load_params(dtype); }).code, ErrorCode::kShapeMismatch);
+  EXPECT_EQ(to_vector(net->parameters()[0].value), before) << "a failed load changes nothing";
+
+  const std::string extra = dir_ + "/extra.safetensors";
+  core::save_safetensors(extra, {{"fc1.weight", weight(Shape{8, 4})},
+                                 {"fc1.bias", weight(Shape{8})},
+                                 {"fc2.weight", weight(Shape{10, 8})},
+                                 {"fc2.bias", weight(Shape{10})},
+                                 {"other", weight(Shape{3})}});
+  net->load_params(extra);
+  for (float v : to_vector(net->parameters()[0].value)) EXPECT_EQ(v, 0.0f);
+  EXPECT_EQ(error_of([&] { net->load_params(dir_ + "/absent.safetensors"); }).code, ErrorCode::kNotFound);
+}
+
+TEST(NetClone, GivesEqualOutputsAndIndependentParameters) {
+  auto net = model("lenet", R"({"input_shape": [1, 16, 16]})");
+  net->initialize(21);
+  net->set_grad_req("fc2.bias", GradReq::kNull);
+  auto copy = net->clone(core::make_cpu_context());
+  EXPECT_NE(copy->context(), net->context());
+  EXPECT_EQ(copy->description(), net->description());
+  EXPECT_EQ(copy->parameters()[copy->param_index("fc2.bias")].grad_req, GradReq::kNull);
+  const auto x = random_array(net->context(), Shape{5, 1, 16, 16}, 8);
+  net->forward({x}, false);
+  copy->forward({x}, false);
+  EXPECT_EQ(to_vector(net->output(0)), to_vector(copy->output(0)));
+  // The copy owns its values.
+  ops::fill(copy->parameters()[0].value, 0.0);
+  EXPECT_NE(to_vector(net->parameters()[0].value), to_vector(copy->parameters()[0].value));
+}
+
+TEST(NetInitialize, IsReproducibleFromTheSeed) {
+  auto a = model("lenet");
+  auto b = model("lenet");
+  a->initialize(42);
+  b->initialize(42);
+  for (size_t i = 0; i < a->parameters().size(); ++i) {
+    EXPECT_EQ(to_vector(a->parameters()[i].value), to_vector(b->parameters()[i].value));
+  }
+  b->initialize(43);
+  EXPECT_NE(to_vector(a->parameters()[0].value), to_vector(b->parameters()[0].value));
+}
+
+TEST(NetContext, ThreadCountReachesTheEngine) {
+  auto ctx = core::make_cpu_context();
+  EXPECT_EQ(ctx->num_threads(), 0);
+  ctx->set_num_threads(1);
+  EXPECT_EQ(Net(build_model_description_from_text("mlp", ""), ctx).engine().num_threads(), 1);
+  EXPECT_EQ(error_of([&] { ctx->set_num_threads(-1); }).code, ErrorCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace dt::nn
