@@ -1,0 +1,184 @@
+#include "data/batch_loader.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <utility>
+
+#include "core/error.h"
+
+namespace dt::data {
+
+namespace {
+
+using core::ErrorCode;
+
+const Dataset& checked(const std::shared_ptr<const Dataset>& dataset) {
+  core::require(dataset != nullptr, ErrorCode::kInvalidArgument, "the batch loader needs a dataset, got null");
+  return *dataset;
+}
+
+}  // namespace
+
+BatchLoader::BatchLoader(std::shared_ptr<const Dataset> dataset, const SplitSampler& sampler,
+                         const LoaderOptions& options)
+    : dataset_(std::move(dataset)),
+      sampler_(sampler),
+      options_(options),
+      sample_shape_(checked(dataset_).sample_shape()),
+      cpu_(core::make_cpu_context()) {
+  core::require(sampler.length() == dataset_->size(), ErrorCode::kInvalidArgument,
+                "the sampler covers " + std::to_string(sampler.length()) + " samples but the dataset has " +
+                    std::to_string(dataset_->size()));
+  core::require(options.batch_size >= 1, ErrorCode::kInvalidArgument,
+                "batch_size must be at least 1, not " + std::to_string(options.batch_size));
+  core::require(options.prefetch >= 1, ErrorCode::kInvalidArgument,
+                "prefetch must be at least 1, not " + std::to_string(options.prefetch));
+  core::require(std::isfinite(options.mean), ErrorCode::kInvalidArgument, "the normalisation mean is not finite");
+  core::require(std::isfinite(options.std) && options.std > 0.0f, ErrorCode::kInvalidArgument,
+                "the normalisation std must be finite and > 0, not " + std::to_string(options.std));
+  for (size_t v = 0; v < normalised_.size(); ++v) {
+    normalised_[v] = (static_cast<float>(v) / 255.0f - options.mean) / options.std;
+  }
+  // Started only now: had a check above thrown with the thread running, its
+  // std::thread would have been destroyed joinable, which terminates.
+  worker_ = std::thread(&BatchLoader::run_worker, this);
+}
+
+BatchLoader::~BatchLoader() {
+  {
+    // Under the lock, so the worker cannot miss the wake-up between testing
+    // its predicate and going to sleep.
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  producer_cv_.notify_all();
+  worker_.join();
+}
+
+int64_t BatchLoader::count_batches(int64_t samples) const {
+  const int64_t full = samples / options_.batch_size;
+  const bool partial = samples % options_.batch_size != 0;
+  return options_.last_batch == LastBatch::kKeep && partial ? full + 1 : full;
+}
+
+void BatchLoader::start_epoch(int64_t epoch) {
+  const std::vector<int64_t> indices = sampler_.epoch_indices(epoch);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    // Built before any state changes, so that a failed allocation leaves the
+    // loader as it was.
+    auto order = std::make_shared<std::vector<int64_t>>();
+    order->reserve(carry_.size() + indices.size());
+    order->insert(order->end(), carry_.begin(), carry_.end());
+    order->insert(order->end(), indices.begin(), indices.end());
+
+    carry_.clear();
+    generation_.fetch_add(1);
+    ready_.clear();
+    error_ = nullptr;
+    total_batches_ = count_batches(static_cast<int64_t>(order->size()));
+    order_ = std::move(order);
+    produced_ = 0;
+    consumed_ = 0;
+    epoch_started_ = true;
+    epoch_finished_ = false;
+  }
+  producer_cv_.notify_one();
+}
+
+bool BatchLoader::next(Batch& out) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  core::require(epoch_started_, ErrorCode::kBadState, "BatchLoader::next called before start_epoch");
+  if (consumed_ == total_batches_) {
+    if (!epoch_finished_) {
+      epoch_finished_ = true;
+      if (options_.last_batch == LastBatch::kRollover) {
+        carry_.assign(order_->begin() + total_batches_ * options_.batch_size, order_->end());
+      }
+    }
+    return false;
+  }
+  // This wait ends: with consumed_ < total_batches_ and nothing ready, the
+  // worker is preparing batch consumed_ or free to start it, and it finishes
+  // every batch it starts for this epoch by queueing it or recording an error.
+  consumer_cv_.wait(lock, [this] { return !ready_.empty() || error_ != nullptr; });
+  // Batches prepared before a failure are still delivered, in order.
+  if (ready_.empty()) std::rethrow_exception(error_);
+  out = std::move(ready_.front());
+  ready_.pop_front();
+  ++consumed_;
+  lock.unlock();
+  producer_cv_.notify_one();
+  return true;
+}
+
+int64_t BatchLoader::batches_per_epoch() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return epoch_started_ ? total_batches_ : count_batches(sampler_.part_len());
+}
+
+bool BatchLoader::can_produce() const {
+  return epoch_started_ && error_ == nullptr && produced_ < total_batches_ &&
+         produced_ - consumed_ < options_.prefetch;
+}
+
+void BatchLoader::run_worker() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (;;) {
+    producer_cv_.wait(lock, [this] { return stopping_.load() || can_produce(); });
+    if (stopping_.load()) return;
+    const uint64_t generation = generation_.load();
+    const int64_t begin = produced_++ * options_.batch_size;
+    const std::shared_ptr<const std::vector<int64_t>> order = order_;
+    lock.unlock();
+
+    const int64_t count = std::min<int64_t>(options_.batch_size, static_cast<int64_t>(order->size()) - begin);
+    std::optional<Batch> batch;
+    std::exception_ptr error;
+    try {
+      batch = assemble(order->data() + begin, count, generation);
+    } catch (...) {
+      error = std::current_exception();
+    }
+
+    lock.lock();
+    // A batch (or failure) of an abandoned epoch is dropped; so is a batch
+    // that shutdown cut short, which the wait above then ends on.
+    if (generation != generation_.load() || (!batch && !error)) continue;
+    try {
+      if (error) {
+        error_ = error;
+      } else {
+        ready_.push_back(std::move(*batch));
+      }
+    } catch (...) {
+      error_ = std::current_exception();
+    }
+    consumer_cv_.notify_one();
+  }
+}
+
+std::optional<Batch> BatchLoader::assemble(const int64_t* indices, int64_t count, uint64_t generation) const {
+  std::vector<int64_t> dims{count};
+  for (size_t d = 0; d < sample_shape_.ndim(); ++d) dims.push_back(sample_shape_[d]);
+  Batch batch{core::NDArray::empty(cpu_, core::DType::kFloat32, core::Shape(dims)),
+              core::NDArray::empty(cpu_, core::DType::kInt32, core::Shape{count})};
+  const size_t sample_numel = static_cast<size_t>(sample_shape_.numel());
+  std::vector<uint8_t> pixels(sample_numel);
+  float* images = batch.images.data_as<float>();
+  int32_t* labels = batch.labels.data_as<int32_t>();
+  for (int64_t i = 0; i < count; ++i) {
+    // Checked per sample so that shutdown or a restarted epoch never waits
+    // for a whole batch of slow reads.
+    if (stopping_.load(std::memory_order_relaxed) || generation_.load(std::memory_order_relaxed) != generation) {
+      return std::nullopt;
+    }
+    labels[i] = dataset_->read_sample(indices[i], pixels.data());
+    float* dst = images + static_cast<size_t>(i) * sample_numel;
+    for (size_t p = 0; p < sample_numel; ++p) dst[p] = normalised_[pixels[p]];
+  }
+  return batch;
+}
+
+}  // namespace dt::data

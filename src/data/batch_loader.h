@@ -1,0 +1,122 @@
+// Turns a dataset and a split sampler into normalised float batches, with a
+// prefetch thread that prepares the next batches while the trainer computes
+// on the current one (Gluon's DataLoader with its prefetch and last_batch).
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "core/ndarray.h"
+#include "data/dataset.h"
+#include "data/split_sampler.h"
+
+namespace dt::data {
+
+// What happens to the samples that do not fill the last batch of an epoch.
+enum class LastBatch {
+  kKeep,      // they form a smaller last batch
+  kDiscard,   // they are skipped this epoch
+  kRollover,  // they lead the first batch of the next epoch
+};
+
+struct LoaderOptions {
+  int64_t batch_size = 64;
+  LastBatch last_batch = LastBatch::kKeep;
+  // Batches prepared ahead of the consumer; at least 1.
+  int prefetch = 2;
+  // Pixels become (x / 255 - mean) / std. The defaults are the Fashion-MNIST
+  // training set's statistics; mean 0, std 1 leaves x / 255.
+  float mean = 0.2860f;
+  float std = 0.3530f;
+};
+
+// One batch of B samples. The arrays are allocated for this batch alone and
+// the loader keeps no reference to them: the consumer owns them and may hold
+// them for as long as it likes, also while later batches are prepared.
+struct Batch {
+  core::NDArray images;  // (B, C, H, W) float32 on the CPU
+  core::NDArray labels;  // (B) int32 on the CPU
+  int64_t size() const { return labels.defined() ? labels.shape()[0] : 0; }
+};
+
+// Not thread-safe: one consumer thread calls its members. The prefetch
+// thread is owned by the loader and joined by its destructor, which never
+// waits longer than the dataset takes to read one sample.
+class BatchLoader {
+ public:
+  // The loader shares ownership of the dataset, which its thread reads.
+  // Error(kInvalidArgument) for a null dataset, a sampler whose length is not
+  // the dataset's size, batch_size < 1, prefetch < 1, or a mean or std that
+  // is not finite (std must also be > 0).
+  BatchLoader(std::shared_ptr<const Dataset> dataset, const SplitSampler& sampler,
+              const LoaderOptions& options = {});
+  ~BatchLoader();
+  BatchLoader(const BatchLoader&) = delete;
+  BatchLoader& operator=(const BatchLoader&) = delete;
+
+  // Begins `epoch` (Error(kInvalidArgument) when negative): the batches
+  // follow sampler.epoch_indices(epoch), preceded under kRollover by the
+  // samples left over from the last epoch that was read to its end. Calling
+  // it mid-epoch abandons the rest of that epoch and its leftovers, as
+  // breaking out of a Gluon DataLoader loop does.
+  void start_epoch(int64_t epoch);
+
+  // The epoch's next batch into `out`; false once the epoch is exhausted
+  // (and on every later call until start_epoch). Rethrows an exception that
+  // preparing this batch raised in the prefetch thread; the epoch then stays
+  // failed until start_epoch. Error(kBadState) before the first start_epoch.
+  bool next(Batch& out);
+
+  // How many batches next() yields in the epoch begun by the last
+  // start_epoch, or, before the first, in the first epoch. Under kRollover
+  // this includes the leftovers carried into that epoch.
+  int64_t batches_per_epoch() const;
+
+ private:
+  int64_t count_batches(int64_t samples) const;
+  bool can_produce() const;
+  void run_worker();
+  std::optional<Batch> assemble(const int64_t* indices, int64_t count, uint64_t generation) const;
+
+  const std::shared_ptr<const Dataset> dataset_;
+  const SplitSampler sampler_;
+  const LoaderOptions options_;
+  const core::Shape sample_shape_;
+  const std::shared_ptr<core::Context> cpu_;
+  // (v / 255 - mean) / std for every byte value, so the hot loop is one load.
+  std::array<float, 256> normalised_{};
+
+  mutable std::mutex mutex_;
+  std::condition_variable producer_cv_;  // wakes the worker: room in the queue, a new epoch, stop
+  std::condition_variable consumer_cv_;  // wakes next(): a batch or an error arrived
+
+  // Written under mutex_; atomic as well so that the worker can notice an
+  // abandoned epoch or shutdown between samples without taking the lock.
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<bool> stopping_{false};
+
+  // The epoch in progress, guarded by mutex_. order_ is shared with the
+  // worker, which reads its slice without the lock.
+  bool epoch_started_ = false;
+  bool epoch_finished_ = false;
+  std::shared_ptr<const std::vector<int64_t>> order_;
+  int64_t total_batches_ = 0;
+  int64_t produced_ = 0;
+  int64_t consumed_ = 0;
+  std::deque<Batch> ready_;
+  std::exception_ptr error_;
+  std::vector<int64_t> carry_;  // kRollover leftovers for the next epoch
+
+  std::thread worker_;
+};
+
+}  // namespace dt::data
