@@ -1,0 +1,59 @@
+#include "kvstore/kvstore.h"
+
+#include <unordered_map>
+
+#include "core/error.h"
+#include "kvstore/local_kvstore.h"
+
+namespace dt::kvstore {
+
+using core::Error;
+using core::ErrorCode;
+
+std::unique_ptr<KVStore> KVStore::create(const std::string& type) {
+  if (type == "local") return std::make_unique<LocalKVStore>(LocalKVStore::Reduce::kOnCpu);
+  if (type == "device") return std::make_unique<LocalKVStore>(LocalKVStore::Reduce::kOnGpu);
+  if (type == "dist_sync" || type == "dist_async" || type == "dist_sync_device" || type == "dist_async_device" ||
+      type == "nccl") {
+    throw Error(ErrorCode::kNotSupported, "kvstore type '" + type + "' is not built in this version of disttrain");
+  }
+  throw Error(ErrorCode::kInvalidArgument, "unknown kvstore type '" + type +
+                                               "'; known: local, device, dist_sync, dist_async, "
+                                               "dist_sync_device, dist_async_device, nccl");
+}
+
+void KVStore::pushpull(const std::vector<Key>& keys, const std::vector<core::NDArray>& values,
+                       const std::vector<core::NDArray>& outs, int priority) {
+  push(keys, values, priority);
+  pull(keys, outs, priority);
+}
+
+void KVStore::broadcast(const std::vector<Key>& keys, const std::vector<core::NDArray>& values,
+                        const std::vector<core::NDArray>& outs) {
+  // MXNet's broadcast initialises each key from its first value only.
+  std::vector<Key> first_keys;
+  std::vector<core::NDArray> first_values;
+  if (keys.size() != values.size()) {
+    throw Error(ErrorCode::kInvalidArgument, "broadcast: " + std::to_string(keys.size()) + " keys and " +
+                                                 std::to_string(values.size()) + " values");
+  }
+  for (const KeyGroup& group : group_keys(keys)) {
+    first_keys.push_back(group.key);
+    first_values.push_back(values[group.positions.front()]);
+  }
+  init(first_keys, first_values);
+  pull(keys, outs, 0);
+}
+
+std::vector<KeyGroup> group_keys(const std::vector<Key>& keys) {
+  std::vector<KeyGroup> groups;
+  std::unordered_map<Key, size_t> index;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    auto [it, inserted] = index.emplace(keys[i], groups.size());
+    if (inserted) groups.push_back(KeyGroup{keys[i], {}});
+    groups[it->second].positions.push_back(i);
+  }
+  return groups;
+}
+
+}  // namespace dt::kvstore

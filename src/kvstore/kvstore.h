@@ -1,0 +1,82 @@
+// The key-value store that trainers synchronise parameters through, with
+// MXNet's KVStore semantics:
+//  - init(keys, values) stores the initial value of each key (once).
+//  - push(keys, values): values pushed under one key in one call (e.g. one
+//    per device) are summed; with an optimizer set, the sum is a gradient and
+//    the store applies the update to its weight; without one, the sum
+//    replaces the stored value.
+//  - pull(keys, outs) copies the stored value of each key into every out
+//    listed under it (a broadcast to the devices).
+//  - pushpull = push then pull; broadcast = init then pull.
+// Keys are integers; the C API maps string keys onto them.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/ndarray.h"
+#include "core/safetensors.h"
+#include "optim/optimizer_config.h"
+
+namespace dt::kvstore {
+
+using Key = uint64_t;
+
+class KVStore {
+ public:
+  virtual ~KVStore() = default;
+  KVStore(const KVStore&) = delete;
+  KVStore& operator=(const KVStore&) = delete;
+
+  // "local", "device", ...: unknown types are Error(kInvalidArgument) listing
+  // the known ones; known but unbuilt ones Error(kNotSupported).
+  static std::unique_ptr<KVStore> create(const std::string& type);
+
+  virtual std::string type() const = 0;
+  virtual int rank() const { return 0; }
+  virtual int num_workers() const { return 1; }
+
+  // keys and values have equal lengths (Error(kInvalidArgument) otherwise).
+  // A key initialised twice is Error(kBadState).
+  virtual void init(const std::vector<Key>& keys, const std::vector<core::NDArray>& values) = 0;
+  // Each value must have its key's initial shape and dtype
+  // (Error(kShapeMismatch)/kDtypeMismatch); an unknown key is Error(kNotFound).
+  virtual void push(const std::vector<Key>& keys, const std::vector<core::NDArray>& values, int priority) = 0;
+  virtual void pull(const std::vector<Key>& keys, const std::vector<core::NDArray>& outs, int priority) = 0;
+  virtual void pushpull(const std::vector<Key>& keys, const std::vector<core::NDArray>& values,
+                        const std::vector<core::NDArray>& outs, int priority);
+  virtual void broadcast(const std::vector<Key>& keys, const std::vector<core::NDArray>& values,
+                         const std::vector<core::NDArray>& outs);
+
+  // From now on pushes are gradients that the store applies with this
+  // optimizer (update_on_kvstore).
+  virtual void set_optimizer(const optim::OptimizerConfig& config) = 0;
+  virtual bool has_optimizer() const = 0;
+  // Changes the learning rate of the store's optimizer (Error(kBadState) without one).
+  virtual void set_learning_rate(double lr) = 0;
+  // The factor the store's optimizer multiplies pushed gradients by (the
+  // trainer's 1/batch_size); Error(kBadState) without an optimizer.
+  virtual void set_rescale_grad(double rescale) = 0;
+  // Waits until every worker reaches the barrier; a no-op with one worker.
+  virtual void barrier() {}
+
+  // The store's optimizer state (momenta, moments, step counts) for
+  // checkpoints, names starting with prefix; empty without an optimizer.
+  virtual core::NamedArrays optimizer_state(const std::string& prefix) const = 0;
+  virtual void load_optimizer_state(const core::NamedArrays& arrays, const std::string& prefix) = 0;
+
+ protected:
+  KVStore() = default;
+};
+
+// Keys in first-appearance order, each with the positions it occupies in a
+// keys list: the grouping that push (sum) and pull (broadcast) apply.
+struct KeyGroup {
+  Key key;
+  std::vector<size_t> positions;
+};
+std::vector<KeyGroup> group_keys(const std::vector<Key>& keys);
+
+}  // namespace dt::kvstore

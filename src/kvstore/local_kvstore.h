@@ -1,0 +1,52 @@
+// The in-process kvstore types: "local" sums on the CPU, "device" on a GPU.
+// Both keep one stored value per key; pushes are reduced in the order the
+// values are listed, so results do not depend on timing.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+
+#include "core/context.h"
+#include "kvstore/kvstore.h"
+#include "optim/optimizer.h"
+
+namespace dt::kvstore {
+
+class LocalKVStore final : public KVStore {
+ public:
+  enum class Reduce { kOnCpu, kOnGpu };
+  // kOnGpu without a visible GPU is Error(kNoDevice) (or kNotSupported in a
+  // build without CUDA): "device" never silently reduces on the CPU.
+  explicit LocalKVStore(Reduce reduce);
+
+  std::string type() const override { return reduce_ == Reduce::kOnCpu ? "local" : "device"; }
+  void init(const std::vector<Key>& keys, const std::vector<core::NDArray>& values) override;
+  void push(const std::vector<Key>& keys, const std::vector<core::NDArray>& values, int priority) override;
+  void pull(const std::vector<Key>& keys, const std::vector<core::NDArray>& outs, int priority) override;
+  void set_optimizer(const optim::OptimizerConfig& config) override;
+  bool has_optimizer() const override;
+  void set_learning_rate(double lr) override;
+  void set_rescale_grad(double rescale) override;
+  core::NamedArrays optimizer_state(const std::string& prefix) const override;
+  void load_optimizer_state(const core::NamedArrays& arrays, const std::string& prefix) override;
+
+ private:
+  struct Entry {
+    core::NDArray stored;  // the weight (or, without an optimizer, the last sum)
+    core::NDArray merged;  // reused buffer for the sum of one push
+    core::NDArray staging; // reused buffer for a value from another device
+  };
+  Entry& entry(Key key, const char* op);
+  void check_value(Key key, const Entry& e, const core::NDArray& value, const char* op) const;
+  void sum_into(Entry& e, const std::vector<core::NDArray>& values, const std::vector<size_t>& positions,
+                const core::NDArray& dst);
+
+  const Reduce reduce_;
+  std::shared_ptr<core::Context> merge_context_;
+  mutable std::mutex mutex_;
+  std::map<Key, Entry> entries_;
+  std::unique_ptr<optim::Optimizer> optimizer_;
+};
+
+}  // namespace dt::kvstore
