@@ -1,0 +1,48 @@
+#include "train/metrics.h"
+
+#include <string>
+
+#include "core/error.h"
+
+namespace dt::train {
+
+namespace {
+
+template <typename Label>
+int64_t count_correct_as(const float* logits, int64_t rows, int64_t classes, const Label* labels) {
+  int64_t correct = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* row = logits + r * classes;
+    int64_t best = 0;
+    for (int64_t c = 1; c < classes; ++c) {
+      if (row[c] > row[best]) best = c;
+    }
+    correct += best == static_cast<int64_t>(labels[r]);
+  }
+  return correct;
+}
+
+}  // namespace
+
+int64_t count_correct(const core::NDArray& logits, const core::NDArray& labels) {
+  using core::DType;
+  if (logits.shape().ndim() != 2 || labels.shape().ndim() != 1 || logits.shape()[0] != labels.shape()[0]) {
+    throw core::Error(core::ErrorCode::kShapeMismatch, "accuracy: logits " + logits.shape().to_string() +
+                                                            " and labels " + labels.shape().to_string());
+  }
+  if (logits.dtype() != DType::kFloat32 || !logits.context()->is_cpu() || !labels.context()->is_cpu()) {
+    throw core::Error(core::ErrorCode::kNotSupported, "accuracy: float32 logits and labels on the CPU only");
+  }
+  const int64_t rows = logits.shape()[0];
+  const int64_t classes = logits.shape()[1];
+  if (labels.dtype() == DType::kInt32) {
+    return count_correct_as(logits.data_as<float>(), rows, classes, labels.data_as<int32_t>());
+  }
+  if (labels.dtype() == DType::kInt64) {
+    return count_correct_as(logits.data_as<float>(), rows, classes, labels.data_as<int64_t>());
+  }
+  throw core::Error(core::ErrorCode::kDtypeMismatch,
+                    std::string("accuracy: labels must be I32 or I64, not ") + core::dtype_name(labels.dtype()));
+}
+
+}  // namespace dt::train

@@ -1,0 +1,34 @@
+// Classification metrics accumulated over an epoch.
+#pragma once
+
+#include <cstdint>
+
+#include "core/ndarray.h"
+
+namespace dt::train {
+
+// Rows of logits (N, classes) whose arg-max equals the int32/int64 label.
+int64_t count_correct(const core::NDArray& logits, const core::NDArray& labels);
+
+// Sums of a stream of batches: the epoch's mean loss and accuracy.
+class EpochMetrics {
+ public:
+  // mean_loss is the batch's mean over its samples.
+  void add(double mean_loss, int64_t correct, int64_t samples) {
+    loss_sum_ += mean_loss * static_cast<double>(samples);
+    correct_ += correct;
+    samples_ += samples;
+  }
+  int64_t samples() const { return samples_; }
+  double mean_loss() const { return samples_ > 0 ? loss_sum_ / static_cast<double>(samples_) : 0.0; }
+  double accuracy() const {
+    return samples_ > 0 ? static_cast<double>(correct_) / static_cast<double>(samples_) : 0.0;
+  }
+
+ private:
+  double loss_sum_ = 0.0;
+  int64_t correct_ = 0;
+  int64_t samples_ = 0;
+};
+
+}  // namespace dt::train

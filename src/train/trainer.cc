@@ -1,0 +1,313 @@
+#include "train/trainer.h"
+
+#include <chrono>
+#include <map>
+
+#include "core/error.h"
+#include "core/safetensors.h"
+#include "nn/layers/softmax_cross_entropy_loss.h"
+#include "train/metrics.h"
+
+namespace dt::train {
+
+using core::Error;
+using core::ErrorCode;
+using core::NDArray;
+
+namespace {
+
+constexpr const char* kParamPrefix = "param/";
+constexpr const char* kOptimizerPrefix = "optim/";
+constexpr const char* kCheckpointFormat = "disttrain.checkpoint";
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+bool same_device(const core::Context& a, const core::Context& b) {
+  return a.type() == b.type() && a.device_id() == b.device_id();
+}
+
+// The part of `batch` for replica r of n: rows split as evenly as possible,
+// the first `rows % n` replicas taking one more.
+std::pair<int64_t, int64_t> split_range(int64_t rows, size_t r, size_t n) {
+  const int64_t base = rows / static_cast<int64_t>(n);
+  const int64_t extra = rows % static_cast<int64_t>(n);
+  const int64_t ri = static_cast<int64_t>(r);
+  const int64_t begin = ri * base + std::min(ri, extra);
+  return {begin, begin + base + (ri < extra ? 1 : 0)};
+}
+
+// `part` on ctx: the view itself when it is already there, else a copy into
+// a buffer kept for the next batch of the same shape.
+NDArray on_context(const NDArray& part, const std::shared_ptr<core::Context>& ctx, NDArray& staging) {
+  if (same_device(*part.context(), *ctx)) return part;
+  if (!staging.defined() || staging.shape() != part.shape() || staging.dtype() != part.dtype()) {
+    staging = NDArray::empty(ctx, part.dtype(), part.shape());
+  }
+  staging.copy_from(part);
+  return staging;
+}
+
+}  // namespace
+
+Trainer::Trainer(std::shared_ptr<nn::Net> net, optim::OptimizerConfig optimizer,
+                 std::shared_ptr<kvstore::KVStore> kv, TrainerOptions options)
+    : net_(std::move(net)), config_(std::move(optimizer)), kv_(std::move(kv)) {
+  if (!net_) throw Error(ErrorCode::kInvalidArgument, "trainer needs a net");
+  config_.validate();
+  if (options.update_on_kvstore < -1 || options.update_on_kvstore > 1) {
+    throw Error(ErrorCode::kInvalidArgument, "update_on_kvstore must be -1, 0 or 1");
+  }
+  replicas_.push_back(net_.get());
+  for (const auto& ctx : options.extra_contexts) {
+    if (!ctx) throw Error(ErrorCode::kInvalidArgument, "an extra context is null");
+    extra_replicas_.push_back(net_->clone(ctx));
+    replicas_.push_back(extra_replicas_.back().get());
+  }
+  if (!kv_ && replicas_.size() > 1) kv_ = kvstore::KVStore::create("local");
+  if (!kv_ && options.update_on_kvstore == 1) {
+    throw Error(ErrorCode::kInvalidArgument, "update_on_kvstore = 1 needs a kvstore");
+  }
+  update_on_kvstore_ = kv_ && options.update_on_kvstore != 0;
+  for (nn::Net* replica : replicas_) replica->set_loss_reduction("sum");
+
+  const auto& params = net_->parameters();
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (!params[i].auxiliary) learnable_.push_back(i);
+  }
+  if (!update_on_kvstore_) {
+    for (size_t r = 0; r < replicas_.size(); ++r) local_optimizers_.push_back(optim::Optimizer::create(config_));
+  }
+  eval_loss_ = std::make_unique<nn::layers::SoftmaxCrossEntropyLoss>("sum");
+}
+
+Trainer::~Trainer() = default;
+
+std::vector<kvstore::Key> Trainer::keys_for_all_replicas() const {
+  std::vector<kvstore::Key> keys;
+  keys.reserve(learnable_.size() * replicas_.size());
+  for (size_t index : learnable_) {
+    for (size_t r = 0; r < replicas_.size(); ++r) keys.push_back(index);
+  }
+  return keys;
+}
+
+std::vector<NDArray> Trainer::params_of_all_replicas(bool grads) const {
+  std::vector<NDArray> arrays;
+  arrays.reserve(learnable_.size() * replicas_.size());
+  for (size_t index : learnable_) {
+    for (nn::Net* replica : replicas_) {
+      const nn::Parameter& p = replica->parameters()[index];
+      arrays.push_back(grads ? p.grad : p.value);
+    }
+  }
+  return arrays;
+}
+
+void Trainer::initialize_kvstore() {
+  std::vector<kvstore::Key> keys(learnable_.begin(), learnable_.end());
+  std::vector<NDArray> values;
+  for (size_t index : learnable_) values.push_back(net_->parameters()[index].value);
+  kv_->init(keys, values);
+  if (update_on_kvstore_) {
+    kv_->set_optimizer(config_);
+    if (!pending_kv_state_.empty()) kv_->load_optimizer_state(pending_kv_state_, kOptimizerPrefix);
+    pending_kv_state_.clear();
+  }
+  // Everyone starts from the store's weights: in a distributed job those of
+  // the worker whose init the store kept.
+  kv_->pull(keys_for_all_replicas(), params_of_all_replicas(false), 0);
+  kv_initialized_ = true;
+}
+
+void Trainer::step(int64_t batch_size) {
+  if (batch_size <= 0) throw Error(ErrorCode::kInvalidArgument, "step: batch_size must be positive");
+  const double rescale = 1.0 / static_cast<double>(batch_size);
+  if (kv_ && !kv_initialized_) initialize_kvstore();
+
+  if (!kv_) {
+    local_optimizers_[0]->set_rescale_grad(rescale);
+    for (size_t index : learnable_) {
+      nn::Parameter& p = net_->parameters()[index];
+      if (p.grad_req != nn::GradReq::kNull) local_optimizers_[0]->update(index, p.value, p.grad);
+    }
+  } else if (update_on_kvstore_) {
+    if (rescale != rescale_grad_) kv_->set_rescale_grad(rescale);
+    const auto keys = keys_for_all_replicas();
+    kv_->push(keys, params_of_all_replicas(true), 0);
+    kv_->pull(keys, params_of_all_replicas(false), 0);
+  } else {
+    const auto keys = keys_for_all_replicas();
+    const auto grads = params_of_all_replicas(true);
+    kv_->pushpull(keys, grads, grads, 0);
+    for (size_t r = 0; r < replicas_.size(); ++r) {
+      local_optimizers_[r]->set_rescale_grad(rescale);
+      for (size_t index : learnable_) {
+        nn::Parameter& p = replicas_[r]->parameters()[index];
+        if (p.grad_req != nn::GradReq::kNull) local_optimizers_[r]->update(index, p.value, p.grad);
+      }
+    }
+  }
+  rescale_grad_ = rescale;
+  stepped_ = true;
+  ++steps_;
+}
+
+BatchResult Trainer::train_batch(const NDArray& data, const NDArray& labels) {
+  if (!data.defined() || !labels.defined() || data.shape().ndim() == 0 || labels.shape().ndim() != 1 ||
+      data.shape()[0] != labels.shape()[0]) {
+    throw Error(ErrorCode::kShapeMismatch, "train_batch: data " + data.shape().to_string() + " and labels " +
+                                               labels.shape().to_string() + " must share their first dim");
+  }
+  const int64_t rows = data.shape()[0];
+  if (rows < static_cast<int64_t>(replicas_.size())) {
+    throw Error(ErrorCode::kInvalidArgument, "train_batch: a batch of " + std::to_string(rows) + " samples for " +
+                                                 std::to_string(replicas_.size()) + " devices");
+  }
+  staged_data_.resize(replicas_.size());
+  staged_labels_.resize(replicas_.size());
+  const auto start = std::chrono::steady_clock::now();
+  BatchResult result;
+  double loss_sum = 0.0;
+  for (size_t r = 0; r < replicas_.size(); ++r) {
+    const auto [begin, end] = split_range(rows, r, replicas_.size());
+    nn::Net& replica = *replicas_[r];
+    const NDArray x = on_context(data.slice(begin, end), replica.context(), staged_data_[r]);
+    const NDArray y = on_context(labels.slice(begin, end), replica.context(), staged_labels_[r]);
+    replica.forward({x}, true);
+    loss_sum += replica.backward(y);
+    result.correct += count_correct(replica.output(0), y);
+  }
+  compute_seconds_ += seconds_since(start);
+  step(rows);
+  result.loss = loss_sum / static_cast<double>(rows);
+  return result;
+}
+
+EvalResult Trainer::evaluate(data::BatchLoader& loader) {
+  loader.start_epoch(0);
+  data::Batch batch;
+  EpochMetrics metrics;
+  while (loader.next(batch)) {
+    const NDArray x = on_context(batch.images, net_->context(), eval_staging_);
+    net_->forward({x}, false);
+    const NDArray& logits = net_->output(0);
+    const double loss_sum = eval_loss_->forward_backward(logits, batch.labels, nullptr);
+    const int64_t n = batch.size();
+    metrics.add(loss_sum / static_cast<double>(n), count_correct(logits, batch.labels), n);
+  }
+  return EvalResult{metrics.accuracy(), metrics.mean_loss()};
+}
+
+EpochRecord Trainer::fit(data::BatchLoader& train, data::BatchLoader* test, const FitOptions& options) {
+  if (options.epochs < 0) throw Error(ErrorCode::kInvalidArgument, "fit: epochs must not be negative");
+  std::unique_ptr<MetricsLog> log;
+  if (!options.metrics_path.empty()) log = std::make_unique<MetricsLog>(options.metrics_path, epoch_ > 0);
+  Progress progress(options.progress);
+  EpochRecord record;
+  const int64_t total = train.batches_per_epoch();
+  while (epoch_ < options.epochs) {
+    train.start_epoch(epoch_);
+    EpochMetrics metrics;
+    const auto start = std::chrono::steady_clock::now();
+    const double compute_before = compute_seconds_;
+    data::Batch batch;
+    int64_t done = 0;
+    while (train.next(batch)) {
+      const BatchResult r = train_batch(batch.images, batch.labels);
+      metrics.add(r.loss, r.correct, batch.size());
+      ++done;
+      progress.batch(epoch_, done, total, metrics.mean_loss(), metrics.accuracy(),
+                     static_cast<double>(metrics.samples()) / seconds_since(start));
+    }
+    record = EpochRecord{};
+    record.seconds = seconds_since(start);
+    record.epoch = epoch_ + 1;
+    record.loss = metrics.mean_loss();
+    record.train_accuracy = metrics.accuracy();
+    record.images_per_s = static_cast<double>(metrics.samples()) / record.seconds;
+    record.compute_fraction = (compute_seconds_ - compute_before) / record.seconds;
+    if (test != nullptr) record.test_accuracy = evaluate(*test).accuracy;
+    ++epoch_;
+    if (log) log->write(record);
+    progress.epoch_end(record, options.epochs);
+    if (!options.checkpoint_path.empty()) save_checkpoint(options.checkpoint_path);
+  }
+  return record;
+}
+
+void Trainer::set_learning_rate(double lr) {
+  if (!(lr >= 0.0)) throw Error(ErrorCode::kInvalidArgument, "learning rate must be >= 0, got " + std::to_string(lr));
+  for (auto& optimizer : local_optimizers_) optimizer->set_learning_rate(lr);
+  // A store initialised later picks the rate up from the description.
+  config_.set("learning_rate", lr);
+  if (kv_initialized_ && update_on_kvstore_) kv_->set_learning_rate(lr);
+}
+
+double Trainer::learning_rate() const {
+  if (!local_optimizers_.empty()) return local_optimizers_[0]->learning_rate();
+  return config_.get_number("learning_rate", 0.0);
+}
+
+core::NamedArrays Trainer::optimizer_state() const {
+  if (!local_optimizers_.empty()) return local_optimizers_[0]->state(kOptimizerPrefix);
+  if (kv_initialized_) return kv_->optimizer_state(kOptimizerPrefix);
+  return pending_kv_state_;
+}
+
+void Trainer::save_checkpoint(const std::string& path) const {
+  core::NamedArrays entries;
+  for (const nn::Parameter& p : net_->parameters()) entries.emplace_back(kParamPrefix + p.name, p.value);
+  for (auto& entry : optimizer_state()) entries.push_back(std::move(entry));
+  const std::map<std::string, std::string> metadata = {
+      {"format", kCheckpointFormat},
+      {"version", "1"},
+      {"epoch", std::to_string(epoch_)},
+      {"steps", std::to_string(steps_)},
+      {"optimizer", config_.to_json()},
+  };
+  core::save_safetensors(path, entries, metadata);
+}
+
+void Trainer::load_checkpoint(const std::string& path) {
+  if (stepped_ || kv_initialized_) {
+    throw Error(ErrorCode::kBadState, "load_checkpoint: load checkpoints before the first training step");
+  }
+  core::SafetensorsContents contents = core::load_safetensors(path, net_->context());
+  if (contents.metadata.count("format") == 0 || contents.metadata.at("format") != kCheckpointFormat) {
+    throw Error(ErrorCode::kIo, path + " is not a disttrain checkpoint (metadata format is not " +
+                                    kCheckpointFormat + ")");
+  }
+  std::map<std::string, const NDArray*> by_name;
+  core::NamedArrays optimizer_entries;
+  for (const auto& [name, array] : contents.arrays) {
+    if (name.rfind(kParamPrefix, 0) == 0) by_name[name.substr(std::string(kParamPrefix).size())] = &array;
+    if (name.rfind(kOptimizerPrefix, 0) == 0) optimizer_entries.emplace_back(name, array);
+  }
+  // Check every parameter before changing any.
+  for (const nn::Parameter& p : net_->parameters()) {
+    auto it = by_name.find(p.name);
+    if (it == by_name.end()) throw Error(ErrorCode::kNotFound, path + " lacks parameter " + p.name);
+    if (it->second->shape() != p.value.shape() || it->second->dtype() != p.value.dtype()) {
+      throw Error(ErrorCode::kShapeMismatch, path + ": parameter " + p.name + " is " + it->second->shape().to_string() +
+                                                 " in the file and " + p.value.shape().to_string() + " in the net");
+    }
+  }
+  if (!local_optimizers_.empty()) {
+    for (auto& optimizer : local_optimizers_) optimizer->load_state(optimizer_entries, kOptimizerPrefix);
+  } else {
+    pending_kv_state_ = optimizer_entries;
+  }
+  for (nn::Net* replica : replicas_) {
+    for (nn::Parameter& p : replica->parameters()) p.value.copy_from(*by_name.at(p.name));
+  }
+  const auto number = [&](const char* key) {
+    auto it = contents.metadata.find(key);
+    return it == contents.metadata.end() ? int64_t{0} : std::stoll(it->second);
+  };
+  epoch_ = static_cast<int>(number("epoch"));
+  steps_ = number("steps");
+}
+
+}  // namespace dt::train

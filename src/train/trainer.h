@@ -1,0 +1,121 @@
+// The trainer: a net, an optimizer description and a kvstore, with Gluon's
+// Trainer semantics.
+//  - Gradients are those of the summed loss over the batch (the trainer
+//    switches its nets' loss to sum reduction, as Gluon's loss.backward()
+//    does), and step(batch_size) rescales them by 1/batch_size.
+//  - With a kvstore, gradients of every replica are pushed under the
+//    parameter's key and summed; with update_on_kvstore the store runs the
+//    optimizer and the new weights are pulled into every replica, otherwise
+//    the summed gradients are pulled and each replica applies the same
+//    update. Without one, the single replica updates itself.
+//  - The kvstore is initialised lazily at the first step (as Gluon does), so
+//    a checkpoint can be loaded into a fresh trainer before training.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/context.h"
+#include "core/ndarray.h"
+#include "data/batch_loader.h"
+#include "kvstore/kvstore.h"
+#include "nn/net.h"
+#include "optim/optimizer.h"
+#include "optim/optimizer_config.h"
+#include "train/metrics_log.h"
+#include "train/progress.h"
+
+namespace dt::nn::layers {
+class SoftmaxCrossEntropyLoss;
+}
+
+namespace dt::train {
+
+struct TrainerOptions {
+  int update_on_kvstore = -1;  // -1: on the store when there is one
+  // Devices besides the net's own: the net is replicated onto each and
+  // every batch is split across all of them (split_and_load).
+  std::vector<std::shared_ptr<core::Context>> extra_contexts;
+};
+
+struct BatchResult {
+  double loss = 0.0;  // mean over the batch
+  int64_t correct = 0;
+};
+
+struct EvalResult {
+  double accuracy = 0.0;
+  double loss = 0.0;
+};
+
+struct FitOptions {
+  int epochs = 5;
+  std::string metrics_path;     // empty: no metrics log
+  std::string checkpoint_path;  // empty: no checkpoints
+  ProgressMode progress = ProgressMode::kAuto;
+};
+
+class Trainer {
+ public:
+  // kv may be null; several contexts without a kvstore get an internal
+  // "local" one. Error(kInvalidArgument) for a bad optimizer description.
+  Trainer(std::shared_ptr<nn::Net> net, optim::OptimizerConfig optimizer, std::shared_ptr<kvstore::KVStore> kv,
+          TrainerOptions options = {});
+  ~Trainer();
+  Trainer(const Trainer&) = delete;
+  Trainer& operator=(const Trainer&) = delete;
+
+  // Reduce and update after forward/backward on the replicas.
+  void step(int64_t batch_size);
+  // Forward, backward and step on one batch split across the replicas.
+  BatchResult train_batch(const core::NDArray& data, const core::NDArray& labels);
+  // One epoch of loader in inference mode on the first replica.
+  EvalResult evaluate(data::BatchLoader& loader);
+  // Trains epochs [epoch(), options.epochs); returns the last epoch's record.
+  EpochRecord fit(data::BatchLoader& train, data::BatchLoader* test, const FitOptions& options);
+
+  void set_learning_rate(double lr);
+  // The current rate of the worker-side optimizer; with update_on_kvstore,
+  // the base rate (the store applies any schedule).
+  double learning_rate() const;
+  bool update_on_kvstore() const { return update_on_kvstore_; }
+  int epoch() const { return epoch_; }
+  int64_t steps() const { return steps_; }
+  // Seconds spent in forward/backward since construction (for benchmarks).
+  double compute_seconds() const { return compute_seconds_; }
+
+  // Weights, optimizer state and progress in one safetensors file. Loading is
+  // allowed before the first step only (Error(kBadState) after).
+  void save_checkpoint(const std::string& path) const;
+  void load_checkpoint(const std::string& path);
+
+ private:
+  void initialize_kvstore();
+  std::vector<kvstore::Key> keys_for_all_replicas() const;
+  std::vector<core::NDArray> params_of_all_replicas(bool grads) const;
+  core::NamedArrays optimizer_state() const;
+
+  std::shared_ptr<nn::Net> net_;
+  std::vector<std::unique_ptr<nn::Net>> extra_replicas_;
+  std::vector<nn::Net*> replicas_;  // net_ first
+  std::vector<size_t> learnable_;   // indices of parameters with gradients
+  optim::OptimizerConfig config_;
+  std::shared_ptr<kvstore::KVStore> kv_;
+  bool update_on_kvstore_ = false;
+  std::vector<std::unique_ptr<optim::Optimizer>> local_optimizers_;  // one per replica
+  std::unique_ptr<nn::layers::SoftmaxCrossEntropyLoss> eval_loss_;
+  bool kv_initialized_ = false;
+  bool stepped_ = false;
+  core::NamedArrays pending_kv_state_;  // from a checkpoint, for the store's optimizer
+  double rescale_grad_ = 0.0;
+  int epoch_ = 0;
+  int64_t steps_ = 0;
+  double compute_seconds_ = 0.0;
+  std::vector<core::NDArray> staged_data_;    // batch slices copied to other devices
+  std::vector<core::NDArray> staged_labels_;
+  core::NDArray eval_staging_;
+};
+
+}  // namespace dt::train

@@ -1,0 +1,237 @@
+#include "train/trainer.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "data/mnist_dataset.h"
+#include "nn/model_builders.h"
+
+namespace dt::train {
+namespace {
+
+using core::NDArray;
+
+constexpr const char* kFashionMnist = "/usr/share/datasets/fashion-mnist";
+
+std::shared_ptr<core::Context> single_thread_cpu() {
+  auto ctx = core::make_cpu_context();
+  // One kernel thread: results must not depend on how work is split.
+  ctx->set_num_threads(1);
+  return ctx;
+}
+
+std::shared_ptr<nn::Net> lenet(uint64_t seed) {
+  auto net = std::make_shared<nn::Net>(nn::build_model_description_from_text("lenet", ""), single_thread_cpu());
+  net->initialize(seed);
+  return net;
+}
+
+optim::OptimizerConfig sgd_momentum() {
+  return optim::OptimizerConfig("sgd").set("learning_rate", 0.05).set("momentum", 0.9).set("wd", 1e-4);
+}
+
+// 1/30 of Fashion-MNIST's training set (2000 samples), shuffled by epoch.
+std::unique_ptr<data::BatchLoader> small_loader() {
+  auto dataset = std::make_shared<const data::MnistDataset>(
+      data::MnistDataset::from_directory(kFashionMnist, data::MnistSplit::kTrain));
+  const data::SplitSampler sampler(dataset->size(), 30, 7, /*shuffle=*/true, /*seed=*/42);
+  data::LoaderOptions options;
+  options.batch_size = 50;
+  return std::make_unique<data::BatchLoader>(dataset, sampler, options);
+}
+
+std::vector<float> all_weights(const nn::Net& net) {
+  std::vector<float> out;
+  for (const nn::Parameter& p : net.parameters()) {
+    const float* v = p.value.data_as<float>();
+    out.insert(out.end(), v, v + p.value.size());
+  }
+  return out;
+}
+
+std::string temp_path(const std::string& name) {
+  return "/tmp/dt-trainer-test-" + std::to_string(::getpid()) + "-" + name;
+}
+
+FitOptions quiet(int epochs) {
+  FitOptions options;
+  options.epochs = epochs;
+  options.progress = ProgressMode::kSilent;
+  return options;
+}
+
+class TrainerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (::access((std::string(kFashionMnist) + "/train-labels-idx1-ubyte.gz").c_str(), R_OK) != 0) {
+      GTEST_SKIP() << "Fashion-MNIST is not installed (Debian package dataset-fashion-mnist)";
+    }
+  }
+};
+
+TEST_F(TrainerTest, ResumedRunIsBitIdenticalToAnUninterruptedOne) {
+  // Three epochs in one go.
+  auto straight = lenet(3);
+  {
+    Trainer trainer(straight, sgd_momentum(), kvstore::KVStore::create("local"));
+    auto loader = small_loader();
+    trainer.fit(*loader, nullptr, quiet(3));
+    EXPECT_EQ(trainer.epoch(), 3);
+  }
+  // Two epochs, a checkpoint, and a fresh process-like restart for the third.
+  const std::string checkpoint = temp_path("resume.safetensors");
+  {
+    Trainer trainer(lenet(3), sgd_momentum(), kvstore::KVStore::create("local"));
+    auto loader = small_loader();
+    trainer.fit(*loader, nullptr, quiet(2));
+    trainer.save_checkpoint(checkpoint);
+  }
+  auto resumed = lenet(99);  // different initial weights: the checkpoint must replace them
+  {
+    Trainer trainer(resumed, sgd_momentum(), kvstore::KVStore::create("local"));
+    trainer.load_checkpoint(checkpoint);
+    EXPECT_EQ(trainer.epoch(), 2);
+    auto loader = small_loader();
+    trainer.fit(*loader, nullptr, quiet(3));
+  }
+  std::remove(checkpoint.c_str());
+  const auto a = all_weights(*straight);
+  const auto b = all_weights(*resumed);
+  ASSERT_EQ(a.size(), b.size());
+  size_t differing = 0;
+  for (size_t i = 0; i < a.size(); ++i) differing += a[i] != b[i];
+  EXPECT_EQ(differing, 0u) << "of " << a.size() << " weights";
+}
+
+TEST_F(TrainerTest, ResumeWorksWithWorkerSideUpdatesToo) {
+  TrainerOptions worker_side;
+  worker_side.update_on_kvstore = 0;
+  auto straight = lenet(5);
+  {
+    Trainer trainer(straight, sgd_momentum(), kvstore::KVStore::create("local"), worker_side);
+    ASSERT_FALSE(trainer.update_on_kvstore());
+    auto loader = small_loader();
+    trainer.fit(*loader, nullptr, quiet(2));
+  }
+  const std::string checkpoint = temp_path("resume-worker.safetensors");
+  {
+    Trainer trainer(lenet(5), sgd_momentum(), kvstore::KVStore::create("local"), worker_side);
+    auto loader = small_loader();
+    trainer.fit(*loader, nullptr, quiet(1));
+    trainer.save_checkpoint(checkpoint);
+  }
+  auto resumed = lenet(6);
+  {
+    Trainer trainer(resumed, sgd_momentum(), kvstore::KVStore::create("local"), worker_side);
+    trainer.load_checkpoint(checkpoint);
+    auto loader = small_loader();
+    trainer.fit(*loader, nullptr, quiet(2));
+  }
+  std::remove(checkpoint.c_str());
+  EXPECT_EQ(all_weights(*straight), all_weights(*resumed));
+}
+
+TEST_F(TrainerTest, TwoCpuContextsMatchOneContextWithTheWholeBatch) {
+  auto loader = small_loader();
+  loader->start_epoch(0);
+  data::Batch batch;
+  ASSERT_TRUE(loader->next(batch));
+
+  auto one = lenet(11);
+  Trainer single(one, sgd_momentum(), kvstore::KVStore::create("local"));
+  auto two = lenet(11);
+  TrainerOptions options;
+  options.extra_contexts = {single_thread_cpu()};
+  Trainer split(two, sgd_momentum(), kvstore::KVStore::create("local"), options);
+  for (int step = 0; step < 3; ++step) {
+    const BatchResult a = single.train_batch(batch.images, batch.labels);
+    const BatchResult b = split.train_batch(batch.images, batch.labels);
+    EXPECT_NEAR(a.loss, b.loss, 1e-5 * std::abs(a.loss));
+    EXPECT_EQ(a.correct, b.correct);
+  }
+  // The halves' gradients are summed instead of computed in one pass, so
+  // float rounding differs slightly; weights are O(0.1), hence 1e-5 absolute.
+  const auto a = all_weights(*one);
+  const auto b = all_weights(*two);
+  ASSERT_EQ(a.size(), b.size());
+  double max_diff = 0.0;
+  for (size_t i = 0; i < a.size(); ++i) max_diff = std::max(max_diff, std::abs(double(a[i]) - double(b[i])));
+  EXPECT_LT(max_diff, 1e-5);
+}
+
+TEST_F(TrainerTest, NoKvstoreAndLocalKvstoreGiveTheSameWeights) {
+  auto loader = small_loader();
+  loader->start_epoch(0);
+  data::Batch batch;
+  ASSERT_TRUE(loader->next(batch));
+  auto a = lenet(2);
+  auto b = lenet(2);
+  Trainer direct(a, sgd_momentum(), nullptr);
+  Trainer through_store(b, sgd_momentum(), kvstore::KVStore::create("local"));
+  for (int step = 0; step < 3; ++step) {
+    direct.train_batch(batch.images, batch.labels);
+    through_store.train_batch(batch.images, batch.labels);
+  }
+  EXPECT_EQ(all_weights(*a), all_weights(*b));
+}
+
+TEST_F(TrainerTest, FitWritesOneMetricsLinePerEpochAndLearns) {
+  auto net = lenet(4);
+  Trainer trainer(net, sgd_momentum(), nullptr);
+  auto train = small_loader();
+  const std::string metrics = temp_path("metrics.jsonl");
+  FitOptions options = quiet(2);
+  options.metrics_path = metrics;
+  const EpochRecord last = trainer.fit(*train, train.get(), options);
+  EXPECT_EQ(last.epoch, 2);
+  EXPECT_GT(last.train_accuracy, 0.5);  // chance is 0.1
+  EXPECT_GT(last.images_per_s, 0.0);
+  std::ifstream in(metrics);
+  std::string line;
+  int lines = 0;
+  while (std::getline(in, line)) {
+    ++lines;
+    EXPECT_NE(line.find("\"epoch\":" + std::to_string(lines)), std::string::npos) << line;
+    EXPECT_NE(line.find("\"test_accuracy\""), std::string::npos) << line;
+  }
+  EXPECT_EQ(lines, 2);
+  std::remove(metrics.c_str());
+}
+
+TEST_F(TrainerTest, CheckpointMisuseIsAClearError) {
+  auto net = lenet(1);
+  Trainer trainer(net, sgd_momentum(), nullptr);
+  const std::string params_only = temp_path("params.safetensors");
+  net->save_params(params_only);
+  try {
+    trainer.load_checkpoint(params_only);
+    FAIL() << "a parameter file was taken for a checkpoint";
+  } catch (const core::Error& e) {
+    EXPECT_EQ(e.code(), core::ErrorCode::kIo);
+  }
+  auto loader = small_loader();
+  loader->start_epoch(0);
+  data::Batch batch;
+  ASSERT_TRUE(loader->next(batch));
+  trainer.train_batch(batch.images, batch.labels);
+  const std::string checkpoint = temp_path("late.safetensors");
+  trainer.save_checkpoint(checkpoint);
+  try {
+    trainer.load_checkpoint(checkpoint);
+    FAIL() << "loaded a checkpoint after training started";
+  } catch (const core::Error& e) {
+    EXPECT_EQ(e.code(), core::ErrorCode::kBadState);
+  }
+  std::remove(params_only.c_str());
+  std::remove(checkpoint.c_str());
+}
+
+}  // namespace
+}  // namespace dt::train
