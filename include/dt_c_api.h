@@ -263,6 +263,336 @@ DT_API dt_status dt_named_arrays_find(dt_ndarray **out,
                                       const dt_named_arrays *list,
                                       const char *name);
 
+/* ------------------------------------------------------------------------ */
+/* Net: a network of layers with parameters, forward and backward           */
+/* ------------------------------------------------------------------------ */
+
+typedef struct dt_net dt_net;
+
+/* What backward does with a parameter's gradient (MXNet's grad_req). */
+typedef enum dt_grad_req {
+  DT_GRAD_NULL = 0,  /* no gradient                                    */
+  DT_GRAD_WRITE = 1, /* backward overwrites the gradient (default)     */
+  DT_GRAD_ADD = 2    /* backward adds to it (gradient accumulation)    */
+} dt_grad_req;
+
+/* Sets the number of CPU threads kernels on ctx use (0: OMP_NUM_THREADS if
+ * set, else all CPUs this process may use). Applies to nets created on ctx
+ * afterwards. */
+DT_API dt_status dt_context_set_num_threads(dt_context *ctx, int32_t num_threads);
+DT_API dt_status dt_context_num_threads(int32_t *out, const dt_context *ctx);
+
+/* Builds a model by name on ctx: "mlp", "lenet", "resnet18".
+ * options_json is NULL or a JSON object, e.g.
+ *   lenet:    {"input_shape": [1, 28, 28], "classes": 10}
+ *   mlp:      {"input_shape": [1, 28, 28], "hidden": [256, 128], "classes": 10}
+ *   resnet18: {"input_shape": [3, 32, 32], "classes": 10}
+ * Parameters are allocated (zeros) but not initialised: call
+ * dt_net_initialize or dt_net_load_params. The net keeps ctx alive. */
+DT_API dt_status dt_net_create(dt_net **out, const dt_context *ctx,
+                               const char *builder, const char *options_json);
+/* Builds a net from its JSON description (the format dt_net_to_json
+ * writes; see docs/net-json.md). */
+DT_API dt_status dt_net_create_from_json(dt_net **out, const dt_context *ctx,
+                                         const char *description_json);
+DT_API void dt_net_free(dt_net *net);
+/* Writes the JSON description, NUL-terminated, to buf. *out_length receives
+ * the bytes needed including the NUL; with buf NULL (and capacity 0) only
+ * the length is returned. A buffer too small is DT_ERR_INVALID_ARGUMENT. */
+DT_API dt_status dt_net_to_json(char *buf, size_t capacity, size_t *out_length,
+                                const dt_net *net);
+
+/* Fills every parameter by its layer's initialiser, reproducibly from seed. */
+DT_API dt_status dt_net_initialize(dt_net *net, uint64_t seed);
+
+/* Parameters, in a fixed order (the order of the layers): learnable
+ * weights and auxiliary states (e.g. BatchNorm running statistics). */
+DT_API dt_status dt_net_num_params(size_t *out, const dt_net *net);
+/* Name such as "conv1.weight"; valid as long as the net. */
+DT_API dt_status dt_net_param_name(const char **out, const dt_net *net,
+                                   size_t index);
+/* 1 for an auxiliary state (no gradient, not synchronised), else 0. */
+DT_API dt_status dt_net_param_is_auxiliary(int32_t *out, const dt_net *net,
+                                           size_t index);
+/* DT_ERR_NOT_FOUND for an unknown name. */
+DT_API dt_status dt_net_find_param(size_t *out_index, const dt_net *net,
+                                   const char *name);
+/* New handles sharing the parameter's (or its gradient's) storage; the
+ * caller frees them. An auxiliary state has no gradient (DT_ERR_NOT_FOUND). */
+DT_API dt_status dt_net_param(dt_ndarray **out, const dt_net *net,
+                              size_t index);
+DT_API dt_status dt_net_grad(dt_ndarray **out, const dt_net *net,
+                             size_t index);
+/* grad_req of one parameter by name, or of all learnable ones (name NULL). */
+DT_API dt_status dt_net_set_grad_req(dt_net *net, const char *name,
+                                     dt_grad_req req);
+
+/* Runs the net on a batch: inputs[i] has the shape of input i with a
+ * leading batch dim (e.g. (64, 1, 28, 28)), float32, on the net's context.
+ * train_mode 1: BatchNorm uses batch statistics and updates its running
+ * ones, Dropout drops; 0: inference. */
+DT_API dt_status dt_net_forward(dt_net *net, const dt_ndarray *const *inputs,
+                                size_t num_inputs, int32_t train_mode);
+/* After a forward: computes the loss of the outputs against integer labels
+ * (int32 or int64, shape (batch,)) and the gradients of every parameter by
+ * its grad_req. *out_loss receives the loss (mean over the batch unless the
+ * net's loss says "sum"). out_loss may be NULL. */
+DT_API dt_status dt_net_backward(double *out_loss, dt_net *net,
+                                 const dt_ndarray *labels);
+DT_API dt_status dt_net_num_outputs(size_t *out, const dt_net *net);
+/* A new handle to output index of the last forward (e.g. logits (batch,
+ * classes)); it shares storage that the next forward overwrites. */
+DT_API dt_status dt_net_output(dt_ndarray **out, const dt_net *net,
+                               size_t index);
+
+/* Parameters (weights and auxiliary states) as a safetensors file, names as
+ * keys. Loading requires every parameter of the net, each with its shape
+ * and dtype (DT_ERR_NOT_FOUND / DT_ERR_SHAPE_MISMATCH naming it); entries the
+ * net does not have are ignored. */
+DT_API dt_status dt_net_save_params(const dt_net *net, const char *path);
+DT_API dt_status dt_net_load_params(dt_net *net, const char *path);
+
+/* ------------------------------------------------------------------------ */
+/* Optimizer: a declarative description (a name and typed hyper-parameters) */
+/* ------------------------------------------------------------------------ */
+
+/* The description travels as text (JSON) to wherever updates run: the
+ * trainer, a local kvstore, or parameter servers. It holds no state.
+ * Names: "sgd" (learning_rate, momentum, wd, nesterov, rescale_grad,
+ * clip_gradient, multi_precision), "nag", "adam" / "adamw" (learning_rate,
+ * beta1, beta2, epsilon, wd, ...), plus learning-rate schedules
+ * ("lr_scheduler": "factor" | "multifactor" | "cosine" with their keys, and
+ * "warmup_steps", "warmup_begin_lr"). See docs/optimizers.md. */
+typedef struct dt_optimizer dt_optimizer;
+
+/* Unknown names are DT_ERR_INVALID_ARGUMENT listing the known ones. */
+DT_API dt_status dt_optimizer_create(dt_optimizer **out, const char *name);
+/* From the JSON dt_optimizer_to_json writes:
+ * {"optimizer": "sgd", "learning_rate": 0.05, "momentum": 0.9}. */
+DT_API dt_status dt_optimizer_create_from_json(dt_optimizer **out,
+                                               const char *json);
+DT_API void dt_optimizer_free(dt_optimizer *opt);
+/* Typed setters; each checks the key and value for this optimizer at once
+ * (unknown key, wrong type, out of range: DT_ERR_INVALID_ARGUMENT). */
+DT_API dt_status dt_optimizer_set_double(dt_optimizer *opt, const char *key,
+                                         double value);
+DT_API dt_status dt_optimizer_set_int(dt_optimizer *opt, const char *key,
+                                      int64_t value);
+DT_API dt_status dt_optimizer_set_bool(dt_optimizer *opt, const char *key,
+                                       int32_t value);
+DT_API dt_status dt_optimizer_set_string(dt_optimizer *opt, const char *key,
+                                         const char *value);
+DT_API dt_status dt_optimizer_set_int_list(dt_optimizer *opt, const char *key,
+                                           const int64_t *values,
+                                           size_t count);
+/* Same buffer protocol as dt_net_to_json. */
+DT_API dt_status dt_optimizer_to_json(char *buf, size_t capacity,
+                                      size_t *out_length,
+                                      const dt_optimizer *opt);
+
+/* ------------------------------------------------------------------------ */
+/* KVStore: keyed tensors, summed on push and broadcast on pull             */
+/* ------------------------------------------------------------------------ */
+
+typedef struct dt_kvstore dt_kvstore;
+
+/* type: "local" (reduce on the CPU), "device" (reduce on a GPU:
+ * DT_ERR_NO_DEVICE without one). Types not built in this version
+ * ("dist_sync", ...) are DT_ERR_NOT_SUPPORTED. Semantics as MXNet's
+ * KVStore: values pushed under one key in one call are summed; pull copies
+ * a key's value into every output listed under it. */
+DT_API dt_status dt_kvstore_create(dt_kvstore **out, const char *type);
+DT_API void dt_kvstore_free(dt_kvstore *kv);
+/* Static text, valid as long as the store. */
+DT_API dt_status dt_kvstore_type(const char **out, const dt_kvstore *kv);
+DT_API dt_status dt_kvstore_rank(int32_t *out, const dt_kvstore *kv);
+DT_API dt_status dt_kvstore_num_workers(int32_t *out, const dt_kvstore *kv);
+
+/* Integer keys must be below 2^63 (the upper half is where string keys
+ * live). keys[i] goes with values[i] / outs[i]. */
+DT_API dt_status dt_kvstore_init(dt_kvstore *kv, const uint64_t *keys,
+                                 const dt_ndarray *const *values,
+                                 size_t count);
+/* priority: higher goes first where transfers queue (e.g. the last layers'
+ * gradients, which are ready first); ignored by in-process stores. */
+DT_API dt_status dt_kvstore_push(dt_kvstore *kv, const uint64_t *keys,
+                                 const dt_ndarray *const *values,
+                                 size_t count, int32_t priority);
+DT_API dt_status dt_kvstore_pull(dt_kvstore *kv, const uint64_t *keys,
+                                 dt_ndarray *const *outs, size_t count,
+                                 int32_t priority);
+/* push(keys, values) then pull(keys, outs); values and outs may be the
+ * same arrays. */
+DT_API dt_status dt_kvstore_pushpull(dt_kvstore *kv, const uint64_t *keys,
+                                     const dt_ndarray *const *values,
+                                     dt_ndarray *const *outs, size_t count,
+                                     int32_t priority);
+/* init from the first value of each key, then pull into outs. */
+DT_API dt_status dt_kvstore_broadcast(dt_kvstore *kv, const uint64_t *keys,
+                                      const dt_ndarray *const *values,
+                                      dt_ndarray *const *outs, size_t count);
+
+/* String-keyed variants: each name maps to one 64-bit key in the upper
+ * half, the same in every process. */
+DT_API dt_status dt_kvstore_init_str(dt_kvstore *kv, const char *const *keys,
+                                     const dt_ndarray *const *values,
+                                     size_t count);
+DT_API dt_status dt_kvstore_push_str(dt_kvstore *kv, const char *const *keys,
+                                     const dt_ndarray *const *values,
+                                     size_t count, int32_t priority);
+DT_API dt_status dt_kvstore_pull_str(dt_kvstore *kv, const char *const *keys,
+                                     dt_ndarray *const *outs, size_t count,
+                                     int32_t priority);
+DT_API dt_status dt_kvstore_pushpull_str(dt_kvstore *kv,
+                                         const char *const *keys,
+                                         const dt_ndarray *const *values,
+                                         dt_ndarray *const *outs,
+                                         size_t count, int32_t priority);
+
+/* From now on pushes are gradients that the store applies with this
+ * optimizer (update on kvstore). The description is copied. */
+DT_API dt_status dt_kvstore_set_optimizer(dt_kvstore *kv,
+                                          const dt_optimizer *opt);
+/* Returns when every worker has reached the barrier. */
+DT_API dt_status dt_kvstore_barrier(dt_kvstore *kv);
+
+/* ------------------------------------------------------------------------ */
+/* Data loader: MNIST-format (IDX) datasets in batches                      */
+/* ------------------------------------------------------------------------ */
+
+typedef struct dt_data_loader dt_data_loader;
+
+typedef enum dt_last_batch {
+  DT_LAST_BATCH_KEEP = 0,    /* a smaller last batch                     */
+  DT_LAST_BATCH_DISCARD = 1, /* drop the incomplete last batch           */
+  DT_LAST_BATCH_ROLLOVER = 2 /* carry the leftovers into the next epoch  */
+} dt_last_batch;
+
+typedef struct dt_data_loader_options {
+  size_t struct_size;        /* sizeof(dt_data_loader_options)           */
+  int64_t batch_size;        /* default 64                               */
+  dt_last_batch last_batch;  /* default DT_LAST_BATCH_KEEP               */
+  int32_t shuffle;           /* default 1: a new order every epoch       */
+  uint64_t seed;             /* default 0: the order depends on it only  */
+  int32_t num_parts;         /* default 1: split the data into parts     */
+  int32_t part_index;        /* default 0: this worker's part            */
+  int32_t prefetch;          /* batches prepared ahead (>= 1); default 2 */
+  float mean;                /* normalisation (x/255 - mean) / std;      */
+  float std;                 /* defaults: Fashion-MNIST's 0.2860, 0.3530 */
+} dt_data_loader_options;
+
+DT_API void dt_data_loader_options_init(dt_data_loader_options *options);
+
+/* Loads an IDX image file and its label file (plain or gzip). Missing
+ * files are DT_ERR_NOT_FOUND; malformed ones (bad magic, truncated, counts
+ * that differ) DT_ERR_IO naming the file. options may be NULL (defaults). */
+DT_API dt_status dt_data_loader_create(dt_data_loader **out,
+                                       const char *images_path,
+                                       const char *labels_path,
+                                       const dt_data_loader_options *options);
+/* The standard MNIST/Fashion-MNIST file names in dir: split "train" or
+ * "t10k" (test). dir NULL: /usr/share/datasets/fashion-mnist. */
+DT_API dt_status dt_data_loader_create_mnist(dt_data_loader **out,
+                                             const char *dir,
+                                             const char *split,
+                                             const dt_data_loader_options *options);
+DT_API void dt_data_loader_free(dt_data_loader *loader);
+/* Samples in this loader's part, and batches per epoch. */
+DT_API dt_status dt_data_loader_num_samples(size_t *out,
+                                            const dt_data_loader *loader);
+DT_API dt_status dt_data_loader_num_batches(size_t *out,
+                                            const dt_data_loader *loader);
+/* Starts epoch `epoch` (its order depends on seed and epoch only). */
+DT_API dt_status dt_data_loader_start_epoch(dt_data_loader *loader,
+                                            int32_t epoch);
+/* The next batch of the epoch as new handles (float32 (B, 1, 28, 28) data,
+ * int32 (B) labels), or *out_has_batch = 0 at the end of the epoch (then
+ * the data and label outs are left untouched). */
+DT_API dt_status dt_data_loader_next(dt_ndarray **out_data,
+                                     dt_ndarray **out_labels,
+                                     int32_t *out_has_batch,
+                                     dt_data_loader *loader);
+
+/* ------------------------------------------------------------------------ */
+/* Trainer: net + optimizer + kvstore (Gluon's Trainer)                     */
+/* ------------------------------------------------------------------------ */
+
+typedef struct dt_trainer dt_trainer;
+
+typedef struct dt_trainer_options {
+  size_t struct_size;         /* sizeof(dt_trainer_options)              */
+  /* -1 (default): on the store when a kvstore is given, else locally;
+   * 1: the kvstore runs the optimizer; 0: workers do. */
+  int32_t update_on_kvstore;
+  /* Extra devices for data parallelism in this process: the net is
+   * replicated onto each, and every batch is split across the net's own
+   * context and these (like split_and_load). NULL/0: the net's only. */
+  const dt_context *const *extra_contexts;
+  size_t num_extra_contexts;
+} dt_trainer_options;
+
+DT_API void dt_trainer_options_init(dt_trainer_options *options);
+
+/* The trainer keeps net, kv and the contexts alive and copies opt.
+ * kv NULL: no kvstore (single-device updates). On creation the net's
+ * current weights are the initial values everywhere (kvstore init +
+ * broadcast), so initialise or load them first. */
+DT_API dt_status dt_trainer_create(dt_trainer **out, dt_net *net,
+                                   const dt_optimizer *opt, dt_kvstore *kv,
+                                   const dt_trainer_options *options);
+DT_API void dt_trainer_free(dt_trainer *trainer);
+
+/* Gluon's step: after the caller ran dt_net_forward/dt_net_backward on the
+ * net, reduces the gradients through the kvstore and updates the weights;
+ * gradients are rescaled by 1/batch_size. (With extra contexts use
+ * dt_trainer_train_batch, which runs the replicas.) */
+DT_API dt_status dt_trainer_step(dt_trainer *trainer, int64_t batch_size);
+/* One training step on a batch: splits it across the contexts, forward
+ * and backward on each, then step. Outputs (each may be NULL): the mean
+ * loss and the number of correctly classified samples. */
+DT_API dt_status dt_trainer_train_batch(double *out_loss, int64_t *out_correct,
+                                        dt_trainer *trainer,
+                                        const dt_ndarray *data,
+                                        const dt_ndarray *labels);
+/* Accuracy and mean loss over one epoch of loader, in inference mode. */
+DT_API dt_status dt_trainer_evaluate(double *out_accuracy, double *out_loss,
+                                     dt_trainer *trainer,
+                                     dt_data_loader *loader);
+DT_API dt_status dt_trainer_set_learning_rate(dt_trainer *trainer, double lr);
+DT_API dt_status dt_trainer_learning_rate(double *out,
+                                          const dt_trainer *trainer);
+
+/* Weights, optimizer state (momenta, moments, step counts) and progress
+ * (epochs and steps done) in one safetensors file, so a resumed run
+ * continues exactly where it stopped. */
+DT_API dt_status dt_trainer_save_checkpoint(const dt_trainer *trainer,
+                                            const char *path);
+DT_API dt_status dt_trainer_load_checkpoint(dt_trainer *trainer,
+                                            const char *path);
+
+typedef struct dt_fit_options {
+  size_t struct_size;        /* sizeof(dt_fit_options)                   */
+  int32_t epochs;            /* default 5                                */
+  const char *metrics_path;  /* JSON lines, one per epoch; NULL: none    */
+  const char *checkpoint_path; /* written after every epoch; NULL: none  */
+  /* -1 (default): a progress bar on a TTY, plain lines otherwise;
+   * 0: plain lines; 1: always the bar; 2: silent. */
+  int32_t progress;
+} dt_fit_options;
+
+DT_API void dt_fit_options_init(dt_fit_options *options);
+
+/* Trains from the trainer's current epoch (0, or where a loaded checkpoint
+ * stopped) up to options->epochs, evaluating on test (may be NULL) after
+ * every epoch. Per epoch it prints progress and writes a metrics line:
+ * {"epoch", "loss", "train_accuracy", "test_accuracy", "images_per_s",
+ *  "seconds"}. */
+DT_API dt_status dt_trainer_fit(dt_trainer *trainer, dt_data_loader *train,
+                                dt_data_loader *test,
+                                const dt_fit_options *options);
+/* Epochs completed (after fit or a loaded checkpoint). */
+DT_API dt_status dt_trainer_epoch(int32_t *out, const dt_trainer *trainer);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

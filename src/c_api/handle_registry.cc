@@ -28,6 +28,11 @@ const char* handle_kind_name(HandleKind kind) {
     case HandleKind::kContext: return "dt_context";
     case HandleKind::kNDArray: return "dt_ndarray";
     case HandleKind::kNamedArrays: return "dt_named_arrays";
+    case HandleKind::kNet: return "dt_net";
+    case HandleKind::kOptimizer: return "dt_optimizer";
+    case HandleKind::kKVStore: return "dt_kvstore";
+    case HandleKind::kDataLoader: return "dt_data_loader";
+    case HandleKind::kTrainer: return "dt_trainer";
   }
   return "handle";
 }

@@ -12,7 +12,7 @@
 
 namespace dt::c_api {
 
-enum class HandleKind : uint8_t { kContext, kNDArray, kNamedArrays };
+enum class HandleKind : uint8_t { kContext, kNDArray, kNamedArrays, kNet, kOptimizer, kKVStore, kDataLoader, kTrainer };
 
 const char* handle_kind_name(HandleKind kind);
 

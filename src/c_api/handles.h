@@ -4,7 +4,9 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <string>
+#include <unordered_map>
 #include <utility>
 
 #include "c_api/api_guard.h"
@@ -13,7 +15,22 @@
 #include "core/error.h"
 #include "core/ndarray.h"
 #include "core/safetensors.h"
+#include "kvstore/kvstore.h"
+#include "optim/optimizer_config.h"
 #include "dt_c_api.h"
+
+namespace dt::data {
+class BatchLoader;
+}  // namespace dt::data
+namespace dt::train {
+class Trainer;
+}  // namespace dt::train
+
+namespace dt::nn {
+// Complete only in the shims that use nets (net_api.cc, trainer_api.cc), so
+// the others need not compile the layer headers.
+class Net;
+}  // namespace dt::nn
 
 struct dt_context {
   std::shared_ptr<dt::core::Context> impl;
@@ -25,6 +42,34 @@ struct dt_ndarray {
 
 struct dt_named_arrays {
   dt::core::SafetensorsContents impl;
+};
+
+struct dt_net {
+  std::shared_ptr<dt::nn::Net> impl;  // shared: a trainer keeps its net alive
+};
+
+struct dt_optimizer {
+  dt::optim::OptimizerConfig impl;
+};
+
+// Shared: a trainer keeps the store it synchronises through alive.
+struct dt_kvstore {
+  std::shared_ptr<dt::kvstore::KVStore> impl;
+  // String keys seen by this handle, to report two names that hash alike.
+  std::mutex string_keys_mutex;
+  std::unordered_map<uint64_t, std::string> string_keys;
+};
+
+// Complete in data_api.cc and trainer_api.cc, like dt_net.
+struct dt_data_loader {
+  std::unique_ptr<dt::data::BatchLoader> impl;
+  size_t num_samples = 0;
+  ~dt_data_loader();
+};
+
+struct dt_trainer {
+  std::unique_ptr<dt::train::Trainer> impl;
+  ~dt_trainer();
 };
 
 namespace dt::c_api {
@@ -42,6 +87,26 @@ struct HandleTraits<dt_ndarray> {
 template <>
 struct HandleTraits<dt_named_arrays> {
   static constexpr HandleKind kind = HandleKind::kNamedArrays;
+};
+template <>
+struct HandleTraits<dt_net> {
+  static constexpr HandleKind kind = HandleKind::kNet;
+};
+template <>
+struct HandleTraits<dt_optimizer> {
+  static constexpr HandleKind kind = HandleKind::kOptimizer;
+};
+template <>
+struct HandleTraits<dt_kvstore> {
+  static constexpr HandleKind kind = HandleKind::kKVStore;
+};
+template <>
+struct HandleTraits<dt_data_loader> {
+  static constexpr HandleKind kind = HandleKind::kDataLoader;
+};
+template <>
+struct HandleTraits<dt_trainer> {
+  static constexpr HandleKind kind = HandleKind::kTrainer;
 };
 
 // A pointer argument that must not be NULL.

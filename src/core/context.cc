@@ -15,6 +15,14 @@ std::string Context::to_string() const {
   return std::string(type_ == DeviceType::kCpu ? "cpu(" : "gpu(") + std::to_string(device_id_) + ")";
 }
 
+void Context::set_num_threads(int num_threads) {
+  if (num_threads < 0) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "num_threads must be >= 0 (0: automatic), got " + std::to_string(num_threads));
+  }
+  num_threads_ = num_threads;
+}
+
 namespace {
 
 class CpuContext final : public Context {

@@ -23,6 +23,14 @@ class Context {
   bool is_cpu() const { return type_ == DeviceType::kCpu; }
   std::string to_string() const;  // "cpu(0)", "gpu(1)"
 
+  // CPU threads for the kernels of nets created on this context afterwards;
+  // 0 (the default) means OMP_NUM_THREADS if set, else the usable CPUs. A
+  // plain int, not an atomic: it is a setting made before nets are created,
+  // not something to change while other threads build them.
+  int num_threads() const { return num_threads_; }
+  // Error(kInvalidArgument) for a negative count.
+  void set_num_threads(int num_threads);
+
   // Raw device memory of `bytes` bytes (nullptr for 0 bytes); throws
   // Error(kOutOfMemory) when the device has none left.
   virtual void* allocate(size_t bytes) = 0;
@@ -37,6 +45,7 @@ class Context {
  private:
   DeviceType type_;
   int device_id_;
+  int num_threads_ = 0;
 };
 
 // Alignment of every CPU allocation: one cache line, and what AVX-512 loads want.

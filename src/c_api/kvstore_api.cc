@@ -1,0 +1,202 @@
+// dt_kvstore_*: keyed tensor stores.
+#include <string>
+#include <vector>
+
+#include "c_api/api_guard.h"
+#include "c_api/handles.h"
+#include "dt_c_api.h"
+
+using dt::c_api::arg;
+using dt::c_api::guarded;
+using dt::c_api::handle;
+using dt::core::Error;
+using dt::core::ErrorCode;
+using dt::core::NDArray;
+using dt::kvstore::Key;
+
+namespace {
+
+constexpr Key kStringKeyBit = Key{1} << 63;
+
+std::vector<Key> integer_keys(const uint64_t* keys, size_t count) {
+  if (count > 0) arg(keys, "keys");
+  std::vector<Key> out(keys, keys + count);
+  for (size_t i = 0; i < count; ++i) {
+    if (out[i] & kStringKeyBit) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "keys[" + std::to_string(i) + "] = " + std::to_string(out[i]) + " is not below 2^63");
+    }
+  }
+  return out;
+}
+
+// FNV-1a: stable across processes and platforms, so every worker maps a
+// name to the same key without talking to the others.
+Key string_key(dt_kvstore& kv, const char* name, size_t index) {
+  if (name == nullptr) throw Error(ErrorCode::kInvalidArgument, "keys[" + std::to_string(index) + "] is NULL");
+  uint64_t hash = 14695981039346656037ull;
+  for (const char* p = name; *p != '\0'; ++p) {
+    hash ^= static_cast<unsigned char>(*p);
+    hash *= 1099511628211ull;
+  }
+  const Key key = hash | kStringKeyBit;
+  std::lock_guard<std::mutex> lock(kv.string_keys_mutex);
+  auto [it, inserted] = kv.string_keys.emplace(key, name);
+  if (!inserted && it->second != name) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "string keys \"" + it->second + "\" and \"" + name + "\" map to the same key; rename one");
+  }
+  return key;
+}
+
+std::vector<Key> string_keys(dt_kvstore& kv, const char* const* keys, size_t count) {
+  if (count > 0) arg(keys, "keys");
+  std::vector<Key> out;
+  out.reserve(count);
+  for (size_t i = 0; i < count; ++i) out.push_back(string_key(kv, keys[i], i));
+  return out;
+}
+
+template <typename ArrayHandle>
+std::vector<NDArray> arrays(ArrayHandle const* handles, size_t count, const char* param) {
+  if (count > 0) arg(handles, param);
+  std::vector<NDArray> out;
+  out.reserve(count);
+  for (size_t i = 0; i < count; ++i) {
+    out.push_back(handle(handles[i], (std::string(param) + "[" + std::to_string(i) + "]").c_str()).impl);
+  }
+  return out;
+}
+
+}  // namespace
+
+extern "C" {
+
+dt_status dt_kvstore_create(dt_kvstore** out, const char* type) {
+  return guarded(__func__, [&] {
+    arg(out, "out");
+    arg(type, "type");
+    auto owned = std::make_unique<dt_kvstore>();
+    owned->impl = dt::kvstore::KVStore::create(type);
+    dt::c_api::register_handle(owned.get(), dt::c_api::HandleKind::kKVStore);
+    *out = owned.release();
+  });
+}
+
+void dt_kvstore_free(dt_kvstore* kv) { dt::c_api::free_handle(kv, __func__); }
+
+dt_status dt_kvstore_type(const char** out, const dt_kvstore* kv) {
+  return guarded(__func__, [&] {
+    arg(out, "out");
+    const std::string type = handle(kv, "kv").impl->type();
+    // Static text: the store's type is one of a fixed set of names.
+    for (const char* name : {"local", "device", "dist_sync", "dist_async", "dist_sync_device", "dist_async_device",
+                             "nccl"}) {
+      if (type == name) {
+        *out = name;
+        return;
+      }
+    }
+    throw Error(ErrorCode::kInternal, "kvstore reports an unknown type '" + type + "'");
+  });
+}
+
+dt_status dt_kvstore_rank(int32_t* out, const dt_kvstore* kv) {
+  return guarded(__func__, [&] {
+    arg(out, "out");
+    *out = handle(kv, "kv").impl->rank();
+  });
+}
+
+dt_status dt_kvstore_num_workers(int32_t* out, const dt_kvstore* kv) {
+  return guarded(__func__, [&] {
+    arg(out, "out");
+    *out = handle(kv, "kv").impl->num_workers();
+  });
+}
+
+dt_status dt_kvstore_init(dt_kvstore* kv, const uint64_t* keys, const dt_ndarray* const* values, size_t count) {
+  return guarded(__func__, [&] {
+    auto& store = *handle(kv, "kv").impl;
+    store.init(integer_keys(keys, count), arrays(values, count, "values"));
+  });
+}
+
+dt_status dt_kvstore_push(dt_kvstore* kv, const uint64_t* keys, const dt_ndarray* const* values, size_t count,
+                          int32_t priority) {
+  return guarded(__func__, [&] {
+    auto& store = *handle(kv, "kv").impl;
+    store.push(integer_keys(keys, count), arrays(values, count, "values"), priority);
+  });
+}
+
+dt_status dt_kvstore_pull(dt_kvstore* kv, const uint64_t* keys, dt_ndarray* const* outs, size_t count,
+                          int32_t priority) {
+  return guarded(__func__, [&] {
+    auto& store = *handle(kv, "kv").impl;
+    store.pull(integer_keys(keys, count), arrays(outs, count, "outs"), priority);
+  });
+}
+
+dt_status dt_kvstore_pushpull(dt_kvstore* kv, const uint64_t* keys, const dt_ndarray* const* values,
+                              dt_ndarray* const* outs, size_t count, int32_t priority) {
+  return guarded(__func__, [&] {
+    auto& store = *handle(kv, "kv").impl;
+    store.pushpull(integer_keys(keys, count), arrays(values, count, "values"), arrays(outs, count, "outs"),
+                   priority);
+  });
+}
+
+dt_status dt_kvstore_broadcast(dt_kvstore* kv, const uint64_t* keys, const dt_ndarray* const* values,
+                               dt_ndarray* const* outs, size_t count) {
+  return guarded(__func__, [&] {
+    auto& store = *handle(kv, "kv").impl;
+    store.broadcast(integer_keys(keys, count), arrays(values, count, "values"), arrays(outs, count, "outs"));
+  });
+}
+
+dt_status dt_kvstore_init_str(dt_kvstore* kv, const char* const* keys, const dt_ndarray* const* values,
+                              size_t count) {
+  return guarded(__func__, [&] {
+    auto& h = handle(kv, "kv");
+    h.impl->init(string_keys(h, keys, count), arrays(values, count, "values"));
+  });
+}
+
+dt_status dt_kvstore_push_str(dt_kvstore* kv, const char* const* keys, const dt_ndarray* const* values, size_t count,
+                              int32_t priority) {
+  return guarded(__func__, [&] {
+    auto& h = handle(kv, "kv");
+    h.impl->push(string_keys(h, keys, count), arrays(values, count, "values"), priority);
+  });
+}
+
+dt_status dt_kvstore_pull_str(dt_kvstore* kv, const char* const* keys, dt_ndarray* const* outs, size_t count,
+                              int32_t priority) {
+  return guarded(__func__, [&] {
+    auto& h = handle(kv, "kv");
+    h.impl->pull(string_keys(h, keys, count), arrays(outs, count, "outs"), priority);
+  });
+}
+
+dt_status dt_kvstore_pushpull_str(dt_kvstore* kv, const char* const* keys, const dt_ndarray* const* values,
+                                  dt_ndarray* const* outs, size_t count, int32_t priority) {
+  return guarded(__func__, [&] {
+    auto& h = handle(kv, "kv");
+    h.impl->pushpull(string_keys(h, keys, count), arrays(values, count, "values"), arrays(outs, count, "outs"),
+                     priority);
+  });
+}
+
+dt_status dt_kvstore_set_optimizer(dt_kvstore* kv, const dt_optimizer* opt) {
+  return guarded(__func__, [&] {
+    auto& store = *handle(kv, "kv").impl;
+    store.set_optimizer(handle(opt, "opt").impl);
+  });
+}
+
+dt_status dt_kvstore_barrier(dt_kvstore* kv) {
+  return guarded(__func__, [&] { handle(kv, "kv").impl->barrier(); });
+}
+
+}  // extern "C"

@@ -1,0 +1,163 @@
+// dt_trainer_*: training loops.
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "c_api/api_guard.h"
+#include "c_api/handles.h"
+#include "data/batch_loader.h"
+#include "dt_c_api.h"
+#include "nn/net.h"
+#include "train/trainer.h"
+
+using dt::c_api::arg;
+using dt::c_api::guarded;
+using dt::c_api::handle;
+using dt::core::Error;
+using dt::core::ErrorCode;
+
+dt_trainer::~dt_trainer() = default;
+
+namespace {
+
+// Copies a caller's options struct over the defaults, keeping the defaults
+// for fields an older caller's (shorter) struct does not have.
+template <typename Options>
+Options merged_options(const Options* given, void (*init)(Options*), size_t minimum, const char* what) {
+  Options options;
+  init(&options);
+  if (given == nullptr) return options;
+  if (given->struct_size < minimum) {
+    throw Error(ErrorCode::kInvalidArgument, std::string(what) + "->struct_size is " +
+                                                 std::to_string(given->struct_size) + "; call the _init function first");
+  }
+  std::memcpy(&options, given, std::min(given->struct_size, sizeof options));
+  options.struct_size = sizeof options;
+  return options;
+}
+
+dt::train::Trainer& trainer_of(dt_trainer* trainer) { return *handle(trainer, "trainer").impl; }
+
+}  // namespace
+
+extern "C" {
+
+void dt_trainer_options_init(dt_trainer_options* options) {
+  if (options == nullptr) return;
+  *options = dt_trainer_options{};
+  options->struct_size = sizeof *options;
+  options->update_on_kvstore = -1;
+}
+
+void dt_fit_options_init(dt_fit_options* options) {
+  if (options == nullptr) return;
+  *options = dt_fit_options{};
+  options->struct_size = sizeof *options;
+  options->epochs = 5;
+  options->progress = -1;
+}
+
+dt_status dt_trainer_create(dt_trainer** out, dt_net* net, const dt_optimizer* opt, dt_kvstore* kv,
+                            const dt_trainer_options* options) {
+  return guarded(__func__, [&] {
+    arg(out, "out");
+    auto net_impl = handle(net, "net").impl;
+    const auto& config = handle(opt, "opt").impl;
+    std::shared_ptr<dt::kvstore::KVStore> store;
+    if (kv != nullptr) store = handle(kv, "kv").impl;
+    const dt_trainer_options o =
+        merged_options(options, dt_trainer_options_init, offsetof(dt_trainer_options, update_on_kvstore) + 4,
+                       "options");
+    dt::train::TrainerOptions trainer_options;
+    trainer_options.update_on_kvstore = o.update_on_kvstore;
+    if (o.num_extra_contexts > 0) arg(o.extra_contexts, "options->extra_contexts");
+    for (size_t i = 0; i < o.num_extra_contexts; ++i) {
+      const std::string param = "options->extra_contexts[" + std::to_string(i) + "]";
+      trainer_options.extra_contexts.push_back(handle(o.extra_contexts[i], param.c_str()).impl);
+    }
+    auto owned = std::make_unique<dt_trainer>();
+    owned->impl = std::make_unique<dt::train::Trainer>(net_impl, config, store, std::move(trainer_options));
+    dt::c_api::register_handle(owned.get(), dt::c_api::HandleKind::kTrainer);
+    *out = owned.release();
+  });
+}
+
+void dt_trainer_free(dt_trainer* trainer) { dt::c_api::free_handle(trainer, __func__); }
+
+dt_status dt_trainer_step(dt_trainer* trainer, int64_t batch_size) {
+  return guarded(__func__, [&] { trainer_of(trainer).step(batch_size); });
+}
+
+dt_status dt_trainer_train_batch(double* out_loss, int64_t* out_correct, dt_trainer* trainer, const dt_ndarray* data,
+                                 const dt_ndarray* labels) {
+  return guarded(__func__, [&] {
+    auto& t = trainer_of(trainer);
+    const auto result = t.train_batch(handle(data, "data").impl, handle(labels, "labels").impl);
+    if (out_loss != nullptr) *out_loss = result.loss;
+    if (out_correct != nullptr) *out_correct = result.correct;
+  });
+}
+
+dt_status dt_trainer_evaluate(double* out_accuracy, double* out_loss, dt_trainer* trainer, dt_data_loader* loader) {
+  return guarded(__func__, [&] {
+    auto& t = trainer_of(trainer);
+    const auto result = t.evaluate(*handle(loader, "loader").impl);
+    if (out_accuracy != nullptr) *out_accuracy = result.accuracy;
+    if (out_loss != nullptr) *out_loss = result.loss;
+  });
+}
+
+dt_status dt_trainer_set_learning_rate(dt_trainer* trainer, double lr) {
+  return guarded(__func__, [&] { trainer_of(trainer).set_learning_rate(lr); });
+}
+
+dt_status dt_trainer_learning_rate(double* out, const dt_trainer* trainer) {
+  return guarded(__func__, [&] {
+    arg(out, "out");
+    *out = handle(trainer, "trainer").impl->learning_rate();
+  });
+}
+
+dt_status dt_trainer_save_checkpoint(const dt_trainer* trainer, const char* path) {
+  return guarded(__func__, [&] {
+    const auto& t = *handle(trainer, "trainer").impl;
+    arg(path, "path");
+    t.save_checkpoint(path);
+  });
+}
+
+dt_status dt_trainer_load_checkpoint(dt_trainer* trainer, const char* path) {
+  return guarded(__func__, [&] {
+    auto& t = trainer_of(trainer);
+    arg(path, "path");
+    t.load_checkpoint(path);
+  });
+}
+
+dt_status dt_trainer_fit(dt_trainer* trainer, dt_data_loader* train, dt_data_loader* test,
+                         const dt_fit_options* options) {
+  return guarded(__func__, [&] {
+    auto& t = trainer_of(trainer);
+    auto& train_loader = *handle(train, "train").impl;
+    dt::data::BatchLoader* test_loader = test != nullptr ? handle(test, "test").impl.get() : nullptr;
+    const dt_fit_options o =
+        merged_options(options, dt_fit_options_init, offsetof(dt_fit_options, epochs) + 4, "options");
+    if (o.progress < -1 || o.progress > 2) throw Error(ErrorCode::kInvalidArgument, "options->progress must be -1..2");
+    dt::train::FitOptions fit;
+    fit.epochs = o.epochs;
+    if (o.metrics_path != nullptr) fit.metrics_path = o.metrics_path;
+    if (o.checkpoint_path != nullptr) fit.checkpoint_path = o.checkpoint_path;
+    fit.progress = static_cast<dt::train::ProgressMode>(o.progress);
+    t.fit(train_loader, test_loader, fit);
+  });
+}
+
+dt_status dt_trainer_epoch(int32_t* out, const dt_trainer* trainer) {
+  return guarded(__func__, [&] {
+    arg(out, "out");
+    *out = handle(trainer, "trainer").impl->epoch();
+  });
+}
+
+}  // extern "C"
