@@ -1,0 +1,122 @@
+/*
+ * nn_throughput: images/s of a full training step (forward, backward, SGD
+ * momentum update) through the C API, one JSON line per model:
+ *   {"model":"lenet","batch":64,"threads":2,"images_per_s":...}
+ *
+ *   nn_throughput [--threads N] [--steps N] [--warmup N] [--model lenet|resnet18|all] [--json FILE]
+ *
+ * Compare with bench/peers/torch_nn_throughput.py run in the same session:
+ * these machines drift +-25% between runs, ratios are what count.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "dt_c_api.h"
+
+#define CHECK(call)                                                                         \
+  do {                                                                                      \
+    dt_status s_ = (call);                                                                  \
+    if (s_ != DT_OK) {                                                                      \
+      fprintf(stderr, "%s: %s: %s\n", #call, dt_status_string(s_), dt_last_error());        \
+      exit(1);                                                                              \
+    }                                                                                       \
+  } while (0)
+
+static double now_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Deterministic pseudo-random inputs: the speed does not depend on values. */
+static void fill_random(float *data, size_t n, unsigned seed) {
+  size_t i;
+  for (i = 0; i < n; ++i) {
+    seed = seed * 1664525u + 1013904223u;
+    data[i] = (float)((seed >> 8) & 0xffff) / 65536.0f - 0.5f;
+  }
+}
+
+static double run(const char *model, const char *options, int64_t batch, const int64_t *sample, int threads,
+                  int warmup, int steps) {
+  dt_context *cpu;
+  dt_net *net;
+  dt_optimizer *opt;
+  dt_trainer *trainer;
+  dt_ndarray *data, *labels;
+  int64_t dims[4] = {batch, sample[0], sample[1], sample[2]};
+  size_t n = (size_t)(batch * sample[0] * sample[1] * sample[2]);
+  float *host = malloc(n * sizeof(float));
+  int32_t *host_labels = malloc((size_t)batch * sizeof(int32_t));
+  double start, seconds;
+  int64_t i;
+  fill_random(host, n, 7);
+  for (i = 0; i < batch; ++i) host_labels[i] = (int32_t)(i % 10);
+
+  CHECK(dt_context_create(&cpu, DT_DEVICE_CPU, 0));
+  CHECK(dt_context_set_num_threads(cpu, threads));
+  CHECK(dt_net_create(&net, cpu, model, options));
+  CHECK(dt_net_initialize(net, 1));
+  CHECK(dt_optimizer_create(&opt, "sgd"));
+  CHECK(dt_optimizer_set_double(opt, "learning_rate", 0.01));
+  CHECK(dt_optimizer_set_double(opt, "momentum", 0.9));
+  CHECK(dt_trainer_create(&trainer, net, opt, NULL, NULL));
+  CHECK(dt_ndarray_create(&data, cpu, DT_FLOAT32, dims, 4));
+  CHECK(dt_ndarray_create(&labels, cpu, DT_INT32, &batch, 1));
+  CHECK(dt_ndarray_copy_from_host(data, host, n * sizeof(float)));
+  CHECK(dt_ndarray_copy_from_host(labels, host_labels, (size_t)batch * sizeof(int32_t)));
+
+  for (i = 0; i < warmup; ++i) CHECK(dt_trainer_train_batch(NULL, NULL, trainer, data, labels));
+  start = now_seconds();
+  for (i = 0; i < steps; ++i) CHECK(dt_trainer_train_batch(NULL, NULL, trainer, data, labels));
+  seconds = now_seconds() - start;
+
+  dt_ndarray_free(labels);
+  dt_ndarray_free(data);
+  dt_trainer_free(trainer);
+  dt_optimizer_free(opt);
+  dt_net_free(net);
+  dt_context_free(cpu);
+  free(host_labels);
+  free(host);
+  return (double)(batch * steps) / seconds;
+}
+
+int main(int argc, char **argv) {
+  int threads = 2, steps = 0, warmup = 3, i;
+  const char *which = "all";
+  const char *json_path = NULL;
+  FILE *json = NULL;
+  static const int64_t mnist[3] = {1, 28, 28};
+  static const int64_t cifar[3] = {3, 32, 32};
+  for (i = 1; i + 1 < argc; i += 2) {
+    if (strcmp(argv[i], "--threads") == 0) threads = atoi(argv[i + 1]);
+    else if (strcmp(argv[i], "--steps") == 0) steps = atoi(argv[i + 1]);
+    else if (strcmp(argv[i], "--warmup") == 0) warmup = atoi(argv[i + 1]);
+    else if (strcmp(argv[i], "--model") == 0) which = argv[i + 1];
+    else if (strcmp(argv[i], "--json") == 0) json_path = argv[i + 1];
+    else {
+      fprintf(stderr, "unknown option %s\n", argv[i]);
+      return 2;
+    }
+  }
+  if (json_path != NULL && (json = fopen(json_path, "a")) == NULL) {
+    perror(json_path);
+    return 1;
+  }
+  if (strcmp(which, "all") == 0 || strcmp(which, "lenet") == 0) {
+    double ips = run("lenet", NULL, 64, mnist, threads, warmup, steps > 0 ? steps : 100);
+    printf("{\"model\":\"lenet\",\"batch\":64,\"threads\":%d,\"images_per_s\":%.1f}\n", threads, ips);
+    if (json) fprintf(json, "{\"model\":\"lenet\",\"batch\":64,\"threads\":%d,\"images_per_s\":%.1f}\n", threads, ips);
+  }
+  if (strcmp(which, "all") == 0 || strcmp(which, "resnet18") == 0) {
+    double ips = run("resnet18", "{\"input_shape\":[3,32,32],\"classes\":10}", 32, cifar, threads,
+                     warmup < 2 ? warmup : 2, steps > 0 ? steps : 10);
+    printf("{\"model\":\"resnet18\",\"batch\":32,\"threads\":%d,\"images_per_s\":%.1f}\n", threads, ips);
+    if (json) fprintf(json, "{\"model\":\"resnet18\",\"batch\":32,\"threads\":%d,\"images_per_s\":%.1f}\n", threads, ips);
+  }
+  if (json) fclose(json);
+  return 0;
+}
