@@ -13,15 +13,16 @@ using dt::optim::OptimizerConfig;
 
 namespace {
 
-// Applies one setting to a copy and validates it, so a rejected value leaves
-// the description as it was.
+// Applies one setting to a copy and checks it, so a rejected value leaves the
+// description as it was. Rules that span keys wait until the description is
+// used: a schedule is built one key at a time.
 template <typename Value>
 void set_checked(dt_optimizer* opt, const char* key, Value value) {
   OptimizerConfig& config = handle(opt, "opt").impl;
   arg(key, "key");
   OptimizerConfig updated = config;
   updated.set(key, std::move(value));
-  updated.validate();
+  updated.validate_entries();
   config = std::move(updated);
 }
 

@@ -50,24 +50,22 @@ LocalKVStore::Entry& LocalKVStore::entry(Key key, const char* op) {
   return it->second;
 }
 
-void LocalKVStore::check_value(Key key, const Entry& e, const NDArray& value, const char* op) const {
+void LocalKVStore::check_value(Key key, const NDArray& expected, const NDArray& value, const char* op) const {
   if (!value.defined()) throw Error(ErrorCode::kInvalidArgument, std::string(op) + ": an array for key " +
                                                                       std::to_string(key) + " is empty");
-  if (value.dtype() != e.stored.dtype()) {
+  if (value.dtype() != expected.dtype()) {
     throw Error(ErrorCode::kDtypeMismatch, std::string(op) + ": key " + std::to_string(key) + " holds " +
-                                               core::dtype_name(e.stored.dtype()) + ", got " +
+                                               core::dtype_name(expected.dtype()) + ", got " +
                                                core::dtype_name(value.dtype()));
   }
-  if (value.shape() != e.stored.shape()) {
+  if (value.shape() != expected.shape()) {
     throw Error(ErrorCode::kShapeMismatch, std::string(op) + ": key " + std::to_string(key) + " was initialised as " +
-                                               e.stored.shape().to_string() + ", got " + value.shape().to_string());
+                                               expected.shape().to_string() + ", got " + value.shape().to_string());
   }
 }
 
-void LocalKVStore::init(const std::vector<Key>& keys, const std::vector<NDArray>& values) {
+void LocalKVStore::check_init(const std::vector<Key>& keys, const std::vector<NDArray>& values) const {
   check_lengths(keys.size(), values.size(), "init", "values");
-  std::lock_guard<std::mutex> lock(mutex_);
-  // Check everything before storing anything, so a failed init changes nothing.
   for (size_t i = 0; i < keys.size(); ++i) {
     if (entries_.count(keys[i]) > 0) {
       throw Error(ErrorCode::kBadState, "init: key " + std::to_string(keys[i]) + " is already initialised");
@@ -77,12 +75,25 @@ void LocalKVStore::init(const std::vector<Key>& keys, const std::vector<NDArray>
       if (keys[j] == keys[i]) throw Error(ErrorCode::kInvalidArgument, "init: key " + std::to_string(keys[i]) + " repeats");
     }
   }
+}
+
+void LocalKVStore::apply_init(const std::vector<Key>& keys, const std::vector<NDArray>& values) {
   for (size_t i = 0; i < keys.size(); ++i) {
     Entry e;
     e.stored = NDArray::empty(merge_context_, values[i].dtype(), values[i].shape());
     e.stored.copy_from(values[i]);
     entries_.emplace(keys[i], std::move(e));
   }
+}
+
+void LocalKVStore::check_push(const std::vector<Key>& keys, const std::vector<NDArray>& values) {
+  check_lengths(keys.size(), values.size(), "push", "values");
+  for (size_t i = 0; i < keys.size(); ++i) check_value(keys[i], entry(keys[i], "push").stored, values[i], "push");
+}
+
+void LocalKVStore::check_pull(const std::vector<Key>& keys, const std::vector<NDArray>& outs) {
+  check_lengths(keys.size(), outs.size(), "pull", "outputs");
+  for (size_t i = 0; i < keys.size(); ++i) check_value(keys[i], entry(keys[i], "pull").stored, outs[i], "pull");
 }
 
 void LocalKVStore::sum_into(Entry& e, const std::vector<NDArray>& values, const std::vector<size_t>& positions,
@@ -100,15 +111,8 @@ void LocalKVStore::sum_into(Entry& e, const std::vector<NDArray>& values, const 
   }
 }
 
-void LocalKVStore::push(const std::vector<Key>& keys, const std::vector<NDArray>& values, int) {
-  check_lengths(keys.size(), values.size(), "push", "values");
-  std::lock_guard<std::mutex> lock(mutex_);
-  const auto groups = group_keys(keys);
-  for (const KeyGroup& group : groups) {
-    const Entry& e = entry(group.key, "push");
-    for (size_t pos : group.positions) check_value(group.key, e, values[pos], "push");
-  }
-  for (const KeyGroup& group : groups) {
+void LocalKVStore::apply_push(const std::vector<Key>& keys, const std::vector<NDArray>& values) {
+  for (const KeyGroup& group : group_keys(keys)) {
     Entry& e = entries_.at(group.key);
     if (!optimizer_) {
       sum_into(e, values, group.positions, e.stored);
@@ -120,11 +124,56 @@ void LocalKVStore::push(const std::vector<Key>& keys, const std::vector<NDArray>
   }
 }
 
-void LocalKVStore::pull(const std::vector<Key>& keys, const std::vector<NDArray>& outs, int) {
-  check_lengths(keys.size(), outs.size(), "pull", "outputs");
-  std::lock_guard<std::mutex> lock(mutex_);
-  for (size_t i = 0; i < keys.size(); ++i) check_value(keys[i], entry(keys[i], "pull"), outs[i], "pull");
+void LocalKVStore::apply_pull(const std::vector<Key>& keys, const std::vector<NDArray>& outs) {
   for (size_t i = 0; i < keys.size(); ++i) outs[i].copy_from(entries_.at(keys[i]).stored);
+}
+
+void LocalKVStore::init(const std::vector<Key>& keys, const std::vector<NDArray>& values) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  check_init(keys, values);
+  apply_init(keys, values);
+}
+
+void LocalKVStore::push(const std::vector<Key>& keys, const std::vector<NDArray>& values, int) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  check_push(keys, values);
+  apply_push(keys, values);
+}
+
+void LocalKVStore::pull(const std::vector<Key>& keys, const std::vector<NDArray>& outs, int) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  check_pull(keys, outs);
+  apply_pull(keys, outs);
+}
+
+void LocalKVStore::pushpull(const std::vector<Key>& keys, const std::vector<NDArray>& values,
+                            const std::vector<NDArray>& outs, int) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  check_push(keys, values);
+  check_pull(keys, outs);
+  apply_push(keys, values);
+  apply_pull(keys, outs);
+}
+
+void LocalKVStore::broadcast(const std::vector<Key>& keys, const std::vector<NDArray>& values,
+                             const std::vector<NDArray>& outs) {
+  check_lengths(keys.size(), values.size(), "broadcast", "values");
+  check_lengths(keys.size(), outs.size(), "broadcast", "outputs");
+  // Each key starts from its first value, as MXNet's broadcast does.
+  std::vector<Key> first_keys;
+  std::vector<NDArray> first_values;
+  const auto groups = group_keys(keys);
+  for (const KeyGroup& group : groups) {
+    first_keys.push_back(group.key);
+    first_values.push_back(values[group.positions.front()]);
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  check_init(first_keys, first_values);
+  for (size_t g = 0; g < groups.size(); ++g) {
+    for (size_t pos : groups[g].positions) check_value(groups[g].key, first_values[g], outs[pos], "broadcast");
+  }
+  apply_init(first_keys, first_values);
+  apply_pull(keys, outs);
 }
 
 void LocalKVStore::set_optimizer(const optim::OptimizerConfig& config) {

@@ -24,6 +24,12 @@ class LocalKVStore final : public KVStore {
   void init(const std::vector<Key>& keys, const std::vector<core::NDArray>& values) override;
   void push(const std::vector<Key>& keys, const std::vector<core::NDArray>& values, int priority) override;
   void pull(const std::vector<Key>& keys, const std::vector<core::NDArray>& outs, int priority) override;
+  // Both check every value and output before changing anything, so a call
+  // that fails leaves the store as it was (a retry never applies twice).
+  void pushpull(const std::vector<Key>& keys, const std::vector<core::NDArray>& values,
+                const std::vector<core::NDArray>& outs, int priority) override;
+  void broadcast(const std::vector<Key>& keys, const std::vector<core::NDArray>& values,
+                 const std::vector<core::NDArray>& outs) override;
   void set_optimizer(const optim::OptimizerConfig& config) override;
   bool has_optimizer() const override;
   void set_learning_rate(double lr) override;
@@ -37,8 +43,15 @@ class LocalKVStore final : public KVStore {
     core::NDArray merged;  // reused buffer for the sum of one push
     core::NDArray staging; // reused buffer for a value from another device
   };
+  // The unlocked halves of each operation; callers hold mutex_.
   Entry& entry(Key key, const char* op);
-  void check_value(Key key, const Entry& e, const core::NDArray& value, const char* op) const;
+  void check_value(Key key, const core::NDArray& expected, const core::NDArray& value, const char* op) const;
+  void check_init(const std::vector<Key>& keys, const std::vector<core::NDArray>& values) const;
+  void apply_init(const std::vector<Key>& keys, const std::vector<core::NDArray>& values);
+  void check_push(const std::vector<Key>& keys, const std::vector<core::NDArray>& values);
+  void apply_push(const std::vector<Key>& keys, const std::vector<core::NDArray>& values);
+  void check_pull(const std::vector<Key>& keys, const std::vector<core::NDArray>& outs);
+  void apply_pull(const std::vector<Key>& keys, const std::vector<core::NDArray>& outs);
   void sum_into(Entry& e, const std::vector<core::NDArray>& values, const std::vector<size_t>& positions,
                 const core::NDArray& dst);
 

@@ -218,7 +218,11 @@ std::vector<int64_t> OptimizerConfig::get_int_list(const std::string& key,
   invalid(name_, "'" + key + "' must be a list of integers, not " + value_kind_name(*value));
 }
 
-void OptimizerConfig::validate() const {
+void OptimizerConfig::validate() const { check(/*whole=*/true); }
+
+void OptimizerConfig::validate_entries() const { check(/*whole=*/false); }
+
+void OptimizerConfig::check(bool whole) const {
   SpecList own;
   if (!optimizer_specs(name_, &own)) {
     throw Error(ErrorCode::kInvalidArgument,
@@ -240,11 +244,20 @@ void OptimizerConfig::validate() const {
       for (const char* other : kSchedulers) {
         SpecList specs;
         scheduler_specs(other, &specs);
-        if (find_spec(specs, key) != nullptr) {
+        const Spec* other_spec = find_spec(specs, key);
+        if (other_spec != nullptr && !whole) {
+          // Setting a schedule's keys before naming the schedule is fine
+          // while the description is being built.
+          spec = other_spec;
+          break;
+        }
+        if (other_spec != nullptr) {
           invalid(name_, "'" + key + "' is a parameter of lr_scheduler '" + other + "', not of lr_scheduler '" +
                              scheduler + "'");
         }
       }
+    }
+    if (spec == nullptr) {
       std::vector<std::string> known;
       for (SpecList specs : {common, own, schedule}) {
         for (const Spec& s : specs) known.emplace_back(s.key);
@@ -265,6 +278,7 @@ void OptimizerConfig::validate() const {
     }
   }
 
+  if (!whole) return;
   // Constraints that span keys, or that a per-key interval cannot say.
   const auto require_key = [&](const char* key) {
     if (!has(key)) invalid(name_, "lr_scheduler '" + scheduler + "' needs '" + key + "'");

@@ -53,6 +53,11 @@ class OptimizerConfig {
   // not belong to the chosen lr_scheduler), a value of the wrong type, or a
   // value out of range.
   void validate() const;
+  // The per-key part of validate(): every key is known (for this optimizer or
+  // some schedule), of the right type and in range. Rules that span keys (a
+  // schedule's required keys, warm-up shorter than max_update) wait for
+  // validate(), so a description can be built one key at a time.
+  void validate_entries() const;
 
   // {"optimizer": "adam", "learning_rate": 0.001, "lr_scheduler": "cosine", ...}:
   // one flat object, doubles written with enough digits to read back exactly.
@@ -69,6 +74,7 @@ class OptimizerConfig {
   bool operator!=(const OptimizerConfig& other) const { return !(*this == other); }
 
  private:
+  void check(bool whole) const;
   const ParamValue* find(const std::string& key) const;
 
   std::string name_;

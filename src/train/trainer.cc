@@ -1,6 +1,9 @@
 #include "train/trainer.h"
 
+#include <cerrno>
 #include <chrono>
+#include <climits>
+#include <cstdlib>
 #include <map>
 
 #include "core/error.h"
@@ -279,6 +282,21 @@ void Trainer::load_checkpoint(const std::string& path) {
     throw Error(ErrorCode::kIo, path + " is not a disttrain checkpoint (metadata format is not " +
                                     kCheckpointFormat + ")");
   }
+  // Progress counters first: a malformed file must fail before anything changes.
+  const auto number = [&](const char* key) -> int64_t {
+    auto it = contents.metadata.find(key);
+    if (it == contents.metadata.end()) return 0;
+    char* end = nullptr;
+    errno = 0;
+    const long long value = std::strtoll(it->second.c_str(), &end, 10);
+    if (it->second.empty() || *end != '\0' || errno != 0 || value < 0 || value > INT32_MAX) {
+      throw Error(ErrorCode::kIo, path + ": checkpoint metadata \"" + key + "\" is \"" + it->second +
+                                      "\", not a count");
+    }
+    return value;
+  };
+  const int64_t epoch = number("epoch");
+  const int64_t steps = number("steps");
   std::map<std::string, const NDArray*> by_name;
   core::NamedArrays optimizer_entries;
   for (const auto& [name, array] : contents.arrays) {
@@ -302,12 +320,8 @@ void Trainer::load_checkpoint(const std::string& path) {
   for (nn::Net* replica : replicas_) {
     for (nn::Parameter& p : replica->parameters()) p.value.copy_from(*by_name.at(p.name));
   }
-  const auto number = [&](const char* key) {
-    auto it = contents.metadata.find(key);
-    return it == contents.metadata.end() ? int64_t{0} : std::stoll(it->second);
-  };
-  epoch_ = static_cast<int>(number("epoch"));
-  steps_ = number("steps");
+  epoch_ = static_cast<int>(epoch);
+  steps_ = steps;
 }
 
 }  // namespace dt::train

@@ -1,0 +1,597 @@
+/*
+ * KVStores: types, init/push/pull/pushpull/broadcast with exact values,
+ * string keys, the optimizer on the store, every error status, and NULL,
+ * freed and mistyped handles.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "capi_check.h"
+
+static dt_context *g_ctx;
+
+static int last_error_has(const char *text) {
+  return strstr(dt_last_error(), text) != NULL;
+}
+
+/* A float32 array of n elements holding values (zeros when values is NULL). */
+static dt_ndarray *vec(const float *values, int64_t n) {
+  dt_ndarray *a = NULL;
+  if (!CHECK_OK(dt_ndarray_create(&a, g_ctx, DT_FLOAT32, &n, 1))) return NULL;
+  if (values != NULL) CHECK_OK(dt_ndarray_copy_from_host(a, values, (size_t)n * sizeof(float)));
+  return a;
+}
+
+/* Checks that the float32 array a holds exactly the n values. */
+#define CHECK_VALUES(a, expected, n) check_values(a, expected, n, __LINE__)
+static void check_values(const dt_ndarray *a, const float *expected, size_t n, int line) {
+  float got[16];
+  size_t i;
+  if (n > 16 || !CHECK_OK(dt_ndarray_copy_to_host(got, n * sizeof(float), a))) return;
+  for (i = 0; i < n; i++) {
+    if (!CHECK(got[i] == expected[i])) {
+      fprintf(stderr, "  line %d: element %lu is %.9g, expected %.9g\n", line, (unsigned long)i,
+              (double)got[i], (double)expected[i]);
+    }
+  }
+}
+
+static dt_kvstore *make_local(void) {
+  dt_kvstore *kv = NULL;
+  if (!CHECK_OK(dt_kvstore_create(&kv, "local"))) return NULL;
+  return kv;
+}
+
+static void test_create(void) {
+  dt_kvstore *kv = CAPI_SENTINEL(dt_kvstore);
+  dt_kvstore *local = make_local();
+  const char *type = NULL;
+  int32_t rank = -1, workers = -1, gpus = 0;
+  dt_status status;
+
+  if (local != NULL) {
+    CHECK_OK(dt_kvstore_type(&type, local));
+    CHECK_STREQ(type, "local");
+    CHECK_OK(dt_kvstore_rank(&rank, local));
+    CHECK_EQ_I64(rank, 0);
+    CHECK_OK(dt_kvstore_num_workers(&workers, local));
+    CHECK_EQ_I64(workers, 1);
+    CHECK_OK(dt_kvstore_barrier(local));
+    rank = -1;
+    workers = -1;
+    type = "untouched";
+    CHECK_STATUS(dt_kvstore_type(NULL, local), DT_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(dt_kvstore_type(&type, NULL), DT_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(dt_kvstore_rank(NULL, local), DT_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(dt_kvstore_rank(&rank, NULL), DT_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(dt_kvstore_num_workers(NULL, local), DT_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(dt_kvstore_num_workers(&workers, NULL), DT_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(dt_kvstore_barrier(NULL), DT_ERR_INVALID_ARGUMENT);
+    CHECK_STREQ(type, "untouched");
+    CHECK_EQ_I64(rank, -1);
+    CHECK_EQ_I64(workers, -1);
+    dt_kvstore_free(local);
+  }
+
+  /* "device" reduces on a GPU: absent here, or not built in. */
+  CHECK_OK(dt_gpu_count(&gpus));
+  status = dt_kvstore_create(&kv, "device");
+  if (gpus > 0) {
+    if (CHECK_OK(status)) {
+      CHECK_OK(dt_kvstore_type(&type, kv));
+      CHECK_STREQ(type, "device");
+      dt_kvstore_free(kv);
+      kv = CAPI_SENTINEL(dt_kvstore);
+    }
+  } else {
+    CHECK_STATUS2(status, DT_ERR_NO_DEVICE, DT_ERR_NOT_SUPPORTED);
+    CHECK(kv == CAPI_SENTINEL(dt_kvstore));
+  }
+
+  /* A dist type outside a job (no DMLC_* environment) names what is missing. */
+  CHECK_STATUS(dt_kvstore_create(&kv, "dist_sync"), DT_ERR_INVALID_ARGUMENT);
+  CHECK(last_error_has("DMLC_"));
+  CHECK_STATUS(dt_kvstore_create(&kv, "bogus"), DT_ERR_INVALID_ARGUMENT);
+  CHECK(last_error_has("bogus") && last_error_has("local"));
+  CHECK_STATUS(dt_kvstore_create(&kv, ""), DT_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(dt_kvstore_create(&kv, "Local"), DT_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(dt_kvstore_create(&kv, NULL), DT_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(dt_kvstore_create(NULL, "local"), DT_ERR_INVALID_ARGUMENT);
+  CHECK(kv == CAPI_SENTINEL(dt_kvstore));
+  dt_kvstore_free(NULL);
+}
+
+static void test_push_pull(void) {
+  static const float init[4] = {1.0f, 2.0f, 3.0f, 4.0f};
+  static const float one[4] = {1.0f, 1.0f, 1.0f, 1.0f};
+  static const float two[4] = {2.5f, 2.0f, -1.0f, 0.25f};
+  static const float sum[4] = {3.5f, 3.0f, 0.0f, 1.25f};
+  dt_kvstore *kv = make_local();
+  dt_ndarray *v0 = vec(init, 4), *v1 = vec(one, 4), *v2 = vec(two, 4);
+  dt_ndarray *o1 = vec(NULL, 4), *o2 = vec(NULL, 4);
+  const uint64_t key3[1] = {3}, key33[2] = {3, 3}, key4[1] = {4};
+  const dt_ndarray *values[2];
+  dt_ndarray *outs[2];
+  if (kv == NULL || v0 == NULL || v1 == NULL || v2 == NULL || o1 == NULL || o2 == NULL) return;
+
+  values[0] = v0;
+  CHECK_OK(dt_kvstore_init(kv, key3, values, 1));
+  /* init copies: changing the source later does not change the store. */
+  CHECK_OK(dt_ndarray_fill(v0, 9.0));
+  outs[0] = o1;
+  CHECK_OK(dt_kvstore_pull(kv, key3, outs, 1, 0));
+  CHECK_VALUES(o1, init, 4);
+
+  /* Two values under one key in one call are summed; without an optimizer
+   * the sum replaces the stored value. */
+  values[0] = v1;
+  values[1] = v2;
+  CHECK_OK(dt_kvstore_push(kv, key33, values, 2, 0));
+  outs[0] = o1;
+  outs[1] = o2;
+  CHECK_OK(dt_kvstore_pull(kv, key33, outs, 2, 0));
+  CHECK_VALUES(o1, sum, 4);
+  CHECK_VALUES(o2, sum, 4);
+
+  /* A single push replaces (no accumulation across calls). */
+  values[0] = v1;
+  CHECK_OK(dt_kvstore_push(kv, key3, values, 1, 7)); /* priority ignored */
+  CHECK_OK(dt_kvstore_pull(kv, key3, outs, 1, -7));
+  CHECK_VALUES(o1, one, 4);
+
+  /* pushpull with values and outs the same arrays. */
+  CHECK_OK(dt_ndarray_copy_from_host(o1, one, sizeof one));
+  CHECK_OK(dt_ndarray_copy_from_host(o2, two, sizeof two));
+  values[0] = o1;
+  values[1] = o2;
+  CHECK_OK(dt_kvstore_pushpull(kv, key33, values, outs, 2, 0));
+  CHECK_VALUES(o1, sum, 4);
+  CHECK_VALUES(o2, sum, 4);
+  CHECK_OK(dt_kvstore_pull(kv, key3, &o2, 1, 0));
+  CHECK_VALUES(o2, sum, 4);
+
+  /* An uninitialised key, in a call with a good one: nothing happens. */
+  values[0] = v1;
+  values[1] = v2;
+  {
+    const uint64_t mixed[2] = {3, 4};
+    CHECK_STATUS(dt_kvstore_push(kv, mixed, values, 2, 0), DT_ERR_NOT_FOUND);
+    CHECK(last_error_has("4"));
+    CHECK_OK(dt_kvstore_pull(kv, key3, outs, 1, 0));
+    CHECK_VALUES(o1, sum, 4);
+  }
+  CHECK_STATUS(dt_kvstore_pull(kv, key4, outs, 1, 0), DT_ERR_NOT_FOUND);
+  CHECK_STATUS(dt_kvstore_pushpull(kv, key4, values, outs, 1, 0), DT_ERR_NOT_FOUND);
+
+  /* Initialised twice; a failed init stores nothing. */
+  values[0] = v1;
+  CHECK_STATUS(dt_kvstore_init(kv, key3, values, 1), DT_ERR_BAD_STATE);
+  {
+    const uint64_t keys[2] = {4, 3};
+    values[0] = v2;
+    values[1] = v2;
+    CHECK_STATUS(dt_kvstore_init(kv, keys, values, 2), DT_ERR_BAD_STATE);
+    CHECK_STATUS(dt_kvstore_pull(kv, key4, outs, 1, 0), DT_ERR_NOT_FOUND);
+  }
+  CHECK_OK(dt_kvstore_pull(kv, key3, outs, 1, 0));
+  CHECK_VALUES(o1, sum, 4);
+
+  dt_ndarray_free(v0);
+  dt_ndarray_free(v1);
+  dt_ndarray_free(v2);
+  dt_ndarray_free(o1);
+  dt_ndarray_free(o2);
+  dt_kvstore_free(kv);
+}
+
+static void test_broadcast(void) {
+  static const float first[3] = {1.5f, -2.0f, 8.0f};
+  static const float second[3] = {7.0f, 7.0f, 7.0f};
+  static const float other[2] = {0.5f, 0.25f};
+  dt_kvstore *kv = make_local();
+  dt_ndarray *a = vec(first, 3), *b = vec(second, 3), *c = vec(other, 2);
+  dt_ndarray *o1 = vec(NULL, 3), *o2 = vec(NULL, 3), *o3 = vec(NULL, 2);
+  const uint64_t keys[3] = {7, 7, 8};
+  const dt_ndarray *values[3];
+  dt_ndarray *outs[3];
+  if (kv == NULL || a == NULL || b == NULL || c == NULL || o1 == NULL || o2 == NULL || o3 == NULL) return;
+  values[0] = a;
+  values[1] = b;
+  values[2] = c;
+  outs[0] = o1;
+  outs[1] = o2;
+  outs[2] = o3;
+  /* Each key starts from its first value, and every out receives it. */
+  CHECK_OK(dt_kvstore_broadcast(kv, keys, values, outs, 3));
+  CHECK_VALUES(o1, first, 3);
+  CHECK_VALUES(o2, first, 3);
+  CHECK_VALUES(o3, other, 2);
+  CHECK_STATUS(dt_kvstore_broadcast(kv, keys, values, outs, 1), DT_ERR_BAD_STATE);
+  CHECK_STATUS(dt_kvstore_broadcast(NULL, keys, values, outs, 3), DT_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(dt_kvstore_broadcast(kv, NULL, values, outs, 3), DT_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(dt_kvstore_broadcast(kv, keys, NULL, outs, 3), DT_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(dt_kvstore_broadcast(kv, keys, values, NULL, 3), DT_ERR_INVALID_ARGUMENT);
+  dt_ndarray_free(a);
+  dt_ndarray_free(b);
+  dt_ndarray_free(c);
+  dt_ndarray_free(o1);
+  dt_ndarray_free(o2);
+  dt_ndarray_free(o3);
+  dt_kvstore_free(kv);
+}
+
+static void test_key_range(void) {
+  static const float x[2] = {1.0f, 2.0f};
+  dt_kvstore *kv = make_local();
+  dt_ndarray *a = vec(x, 2), *o = vec(NULL, 2);
+  const uint64_t top[1] = {UINT64_C(1) << 63}, max[1] = {UINT64_MAX};
+  const uint64_t below[1] = {(UINT64_C(1) << 63) - 1};
+  const dt_ndarray *values[1];
+  dt_ndarray *outs[1];
+  if (kv == NULL || a == NULL || o == NULL) return;
+  values[0] = a;
+  outs[0] = o;
+  CHECK_STATUS(dt_kvstore_init(kv, top, values, 1), DT_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(dt_kvstore_init(kv, max, values, 1), DT_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(dt_kvstore_push(kv, top, values, 1, 0), DT_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(dt_kvstore_pull(kv, top, outs, 1, 0), DT_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(dt_kvstore_pushpull(kv, top, values, outs, 1, 0), DT_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(dt_kvstore_broadcast(kv, top, values, outs, 1), DT_ERR_INVALID_ARGUMENT);
+  /* 2^63 - 1 is the largest integer key. */
+  CHECK_OK(dt_kvstore_init(kv, below, values, 1));
+  CHECK_OK(dt_kvstore_pull(kv, below, outs, 1, 0));
+  CHECK_VALUES(o, x, 2);
+  /* The rejected 2^63 was not stored under some other key either. */
+  CHECK_STATUS(dt_kvstore_pull(kv, top, outs, 1, 0), DT_ERR_INVALID_ARGUMENT);
+  dt_ndarray_free(a);
+  dt_ndarray_free(o);
+  dt_kvstore_free(kv);
+}
+
+static void test_string_keys(void) {
+  static const float wv[3] = {1.0f, 2.0f, 3.0f};
+  static const float iv[3] = {-1.0f, -2.0f, -3.0f};
+  static const float g1[3] = {0.5f, 0.5f, 0.5f};
+  static const float g2[3] = {0.25f, 1.0f, 4.0f};
+  static const float gsum[3] = {0.75f, 1.5f, 4.5f};
+  dt_kvstore *kv = make_local();
+  dt_ndarray *w = vec(wv, 3), *i5 = vec(iv, 3), *a = vec(g1, 3), *b = vec(g2, 3);
+  dt_ndarray *o1 = vec(NULL, 3), *o2 = vec(NULL, 3);
+  const char *names[2] = {"fc1.weight", "fc1.weight"};
+  const char *five[1] = {"5"};
+  const char *missing[1] = {"fc2.weight"};
+  const char *null_name[1] = {NULL};
+  const uint64_t key5[1] = {5};
+  const dt_ndarray *values[2];
+  dt_ndarray *outs[2];
+  if (kv == NULL || w == NULL || i5 == NULL || a == NULL || b == NULL || o1 == NULL || o2 == NULL) return;
+
+  values[0] = w;
+  CHECK_OK(dt_kvstore_init_str(kv, names, values, 1));
+  values[0] = i5;
+  CHECK_OK(dt_kvstore_init(kv, key5, values, 1));
+  values[0] = w;
+  CHECK_OK(dt_kvstore_init_str(kv, five, values, 1)); /* "5" is not key 5 */
+  CHECK_STATUS(dt_kvstore_init_str(kv, names, values, 1), DT_ERR_BAD_STATE);
+
+  outs[0] = o1;
+  CHECK_OK(dt_kvstore_pull(kv, key5, outs, 1, 0));
+  CHECK_VALUES(o1, iv, 3);
+  CHECK_OK(dt_kvstore_pull_str(kv, five, outs, 1, 0));
+  CHECK_VALUES(o1, wv, 3);
+  CHECK_OK(dt_kvstore_pull_str(kv, names, outs, 1, 0));
+  CHECK_VALUES(o1, wv, 3);
+
+  values[0] = a;
+  values[1] = b;
+  outs[0] = o1;
+  outs[1] = o2;
+  CHECK_OK(dt_kvstore_push_str(kv, names, values, 2, 0));
+  CHECK_OK(dt_kvstore_pull_str(kv, names, outs, 2, 0));
+  CHECK_VALUES(o1, gsum, 3);
+  CHECK_VALUES(o2, gsum, 3);
+  /* The integer key 5 and the name "5" are untouched by that push. */
+  CHECK_OK(dt_kvstore_pull(kv, key5, outs, 1, 0));
+  CHECK_VALUES(o1, iv, 3);
+  CHECK_OK(dt_kvstore_pull_str(kv, five, outs, 1, 0));
+  CHECK_VALUES(o1, wv, 3);
+
+  /* pushpull_str, values aliasing outs. */
+  CHECK_OK(dt_ndarray_copy_from_host(o1, g1, sizeof g1));
+  CHECK_OK(dt_ndarray_copy_from_host(o2, g2, sizeof g2));
+  values[0] = o1;
+  values[1] = o2;
+  CHECK_OK(dt_kvstore_pushpull_str(kv, names, values, outs, 2, 0));
+  CHECK_VALUES(o1, gsum, 3);
+  CHECK_VALUES(o2, gsum, 3);
+
+  CHECK_STATUS(dt_kvstore_pull_str(kv, missing, outs, 1, 0), DT_ERR_NOT_FOUND);
+  CHECK_STATUS(dt_kvstore_push_str(kv, missing, values, 1, 0), DT_ERR_NOT_FOUND);
+  CHECK_STATUS(dt_kvstore_pushpull_str(kv, missing, values, outs, 1, 0), DT_ERR_NOT_FOUND);
+  CHECK_STATUS(dt_kvstore_init_str(kv, null_name, values, 1), DT_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(dt_kvstore_push_str(kv, null_name, values, 1, 0), DT_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(dt_kvstore_pull_str(kv, null_name, outs, 1, 0), DT_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(dt_kvstore_pushpull_str(kv, null_name, values, outs, 1, 0), DT_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(dt_kvstore_init_str(kv, NULL, values, 1), DT_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(dt_kvstore_push_str(kv, NULL, values, 1, 0), DT_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(dt_kvstore_pull_str(kv, NULL, outs, 1, 0), DT_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(dt_kvstore_pushpull_str(kv, NULL, values, outs, 1, 0), DT_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(dt_kvstore_init_str(kv, missing, NULL, 1), DT_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(dt_kvstore_push_str(kv, names, NULL, 1, 0), DT_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(dt_kvstore_pull_str(kv, names, NULL, 1, 0), DT_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(dt_kvstore_pushpull_str(kv, names, NULL, outs, 1, 0), DT_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(dt_kvstore_pushpull_str(kv, names, values, NULL, 1, 0), DT_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(dt_kvstore_init_str(NULL, names, values, 1), DT_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(dt_kvstore_push_str(NULL, names, values, 1, 0), DT_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(dt_kvstore_pull_str(NULL, names, outs, 1, 0), DT_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(dt_kvstore_pushpull_str(NULL, names, values, outs, 1, 0), DT_ERR_INVALID_ARGUMENT);
+  /* The failed init of "fc2.weight" with NULL values stored nothing. */
+  CHECK_STATUS(dt_kvstore_pull_str(kv, missing, outs, 1, 0), DT_ERR_NOT_FOUND);
+
+  dt_ndarray_free(w);
+  dt_ndarray_free(i5);
+  dt_ndarray_free(a);
+  dt_ndarray_free(b);
+  dt_ndarray_free(o1);
+  dt_ndarray_free(o2);
+  dt_kvstore_free(kv);
+}
+
+static void test_mismatches(void) {
+  static const float x[4] = {1.0f, 2.0f, 3.0f, 4.0f};
+  const int64_t dims22[2] = {2, 2}, four = 4;
+  dt_kvstore *kv = make_local();
+  dt_ndarray *a = vec(x, 4), *short3 = vec(NULL, 3), *square = NULL, *f64 = NULL, *i32 = NULL;
+  const uint64_t key1[1] = {1};
+  const dt_ndarray *values[1];
+  dt_ndarray *outs[1];
+  if (kv == NULL || a == NULL || short3 == NULL) return;
+  CHECK_OK(dt_ndarray_create(&square, g_ctx, DT_FLOAT32, dims22, 2));
+  CHECK_OK(dt_ndarray_create(&f64, g_ctx, DT_FLOAT64, &four, 1));
+  CHECK_OK(dt_ndarray_create(&i32, g_ctx, DT_INT32, &four, 1));
+  values[0] = a;
+  CHECK_OK(dt_kvstore_init(kv, key1, values, 1));
+
+  values[0] = short3;
+  outs[0] = short3;
+  CHECK_STATUS(dt_kvstore_push(kv, key1, values, 1, 0), DT_ERR_SHAPE_MISMATCH);
+  CHECK_STATUS(dt_kvstore_pull(kv, key1, outs, 1, 0), DT_ERR_SHAPE_MISMATCH);
+  /* Same element count, other shape. */
+  values[0] = square;
+  outs[0] = square;
+  CHECK_STATUS(dt_kvstore_push(kv, key1, values, 1, 0), DT_ERR_SHAPE_MISMATCH);
+  CHECK_STATUS(dt_kvstore_pull(kv, key1, outs, 1, 0), DT_ERR_SHAPE_MISMATCH);
+  CHECK_STATUS(dt_kvstore_pushpull(kv, key1, values, outs, 1, 0), DT_ERR_SHAPE_MISMATCH);
+  values[0] = f64;
+  outs[0] = f64;
+  CHECK_STATUS(dt_kvstore_push(kv, key1, values, 1, 0), DT_ERR_DTYPE_MISMATCH);
+  CHECK_STATUS(dt_kvstore_pull(kv, key1, outs, 1, 0), DT_ERR_DTYPE_MISMATCH);
+  values[0] = i32;
+  outs[0] = i32;
+  CHECK_STATUS(dt_kvstore_push(kv, key1, values, 1, 0), DT_ERR_DTYPE_MISMATCH);
+  CHECK_STATUS(dt_kvstore_pull(kv, key1, outs, 1, 0), DT_ERR_DTYPE_MISMATCH);
+  /* Nothing of that reached the stored value. */
+  outs[0] = a;
+  CHECK_OK(dt_ndarray_fill(a, 0.0));
+  CHECK_OK(dt_kvstore_pull(kv, key1, outs, 1, 0));
+  CHECK_VALUES(a, x, 4);
+
+  /* pushpull and broadcast are one call each: when the outs do not fit, the
+   * call fails and changes nothing (a retry must not push twice, or find
+   * its key already initialised). */
+  {
+    static const float y[4] = {-1.0f, -1.0f, -1.0f, -1.0f};
+    const uint64_t key20[1] = {20};
+    dt_ndarray *b = vec(y, 4);
+    if (b != NULL) {
+      values[0] = b;
+      outs[0] = short3;
+      CHECK_STATUS(dt_kvstore_pushpull(kv, key1, values, outs, 1, 0), DT_ERR_SHAPE_MISMATCH);
+      outs[0] = a;
+      CHECK_OK(dt_kvstore_pull(kv, key1, outs, 1, 0));
+      CHECK_VALUES(a, x, 4);
+      outs[0] = f64;
+      CHECK_STATUS(dt_kvstore_broadcast(kv, key20, values, outs, 1), DT_ERR_DTYPE_MISMATCH);
+      outs[0] = a;
+      CHECK_STATUS(dt_kvstore_pull(kv, key20, outs, 1, 0), DT_ERR_NOT_FOUND);
+      CHECK_OK(dt_kvstore_init(kv, key20, values, 1));
+      dt_ndarray_free(b);
+    }
+  }
+
+  dt_ndarray_free(a);
+  dt_ndarray_free(short3);
+  dt_ndarray_free(square);
+  dt_ndarray_free(f64);
+  dt_ndarray_free(i32);
+  dt_kvstore_free(kv);
+}
+
+static void test_optimizer(void) {
+  static const float w0[4] = {1.0f, 2.0f, 3.0f, 4.0f};
+  static const float g1[4] = {0.5f, 0.5f, 1.0f, 2.0f};
+  static const float g2[4] = {0.5f, 1.5f, 1.0f, 2.0f};
+  /* w - 0.5 * (g1 + g2) */
+  static const float w1[4] = {0.5f, 1.0f, 2.0f, 2.0f};
+  /* then w1 - 0.5 * g1: the store keeps its copy of lr 0.5. */
+  static const float w2[4] = {0.25f, 0.75f, 1.5f, 1.0f};
+  dt_kvstore *kv = make_local();
+  dt_optimizer *opt = NULL;
+  dt_ndarray *w = vec(w0, 4), *a = vec(g1, 4), *b = vec(g2, 4), *o = vec(NULL, 4);
+  const uint64_t key[1] = {11}, key2[2] = {11, 11};
+  const dt_ndarray *values[2];
+  dt_ndarray *outs[1];
+  if (kv == NULL || w == NULL || a == NULL || b == NULL || o == NULL) return;
+  if (!CHECK_OK(dt_optimizer_create(&opt, "sgd"))) return;
+  CHECK_OK(dt_optimizer_set_double(opt, "learning_rate", 0.5));
+  CHECK_OK(dt_kvstore_set_optimizer(kv, opt));
+  /* The store copied the description. */
+  CHECK_OK(dt_optimizer_set_double(opt, "learning_rate", 100.0));
+
+  values[0] = w;
+  CHECK_OK(dt_kvstore_init(kv, key, values, 1));
+  values[0] = a;
+  values[1] = b;
+  outs[0] = o;
+  CHECK_OK(dt_kvstore_push(kv, key2, values, 2, 0));
+  CHECK_OK(dt_kvstore_pull(kv, key, outs, 1, 0));
+  CHECK_VALUES(o, w1, 4);
+  CHECK_OK(dt_kvstore_pushpull(kv, key, values, outs, 1, 0));
+  CHECK_VALUES(o, w2, 4);
+
+  CHECK_STATUS(dt_kvstore_set_optimizer(kv, NULL), DT_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(dt_kvstore_set_optimizer(NULL, opt), DT_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(dt_kvstore_set_optimizer(kv, (const dt_optimizer *)w), DT_ERR_INVALID_HANDLE);
+  dt_optimizer_free(opt);
+  CHECK_STATUS(dt_kvstore_set_optimizer(kv, opt), DT_ERR_INVALID_HANDLE);
+  /* The store's optimizer outlives the freed description. */
+  CHECK_OK(dt_kvstore_push(kv, key, values, 1, 0));
+  CHECK_OK(dt_kvstore_pull(kv, key, outs, 1, 0));
+  {
+    static const float w3[4] = {0.0f, 0.5f, 1.0f, 0.0f};
+    CHECK_VALUES(o, w3, 4);
+  }
+  dt_ndarray_free(w);
+  dt_ndarray_free(a);
+  dt_ndarray_free(b);
+  dt_ndarray_free(o);
+  dt_kvstore_free(kv);
+}
+
+static void test_empty_and_null(void) {
+  static const float x[2] = {1.0f, 2.0f};
+  dt_kvstore *kv = make_local();
+  dt_ndarray *a = vec(x, 2), *freed = vec(x, 2);
+  const uint64_t key[1] = {1};
+  const dt_ndarray *values[1];
+  const dt_ndarray *null_values[1] = {NULL};
+  dt_ndarray *null_outs[1] = {NULL};
+  dt_ndarray *outs[1];
+  if (kv == NULL || a == NULL || freed == NULL) return;
+  /* count 0 with NULL arrays is a no-op. */
+  CHECK_OK(dt_kvstore_init(kv, NULL, NULL, 0));
+  CHECK_OK(dt_kvstore_push(kv, NULL, NULL, 0, 0));
+  CHECK_OK(dt_kvstore_pull(kv, NULL, NULL, 0, 0));
+  CHECK_OK(dt_kvstore_pushpull(kv, NULL, NULL, NULL, 0, 0));
+  CHECK_OK(dt_kvstore_broadcast(kv, NULL, NULL, NULL, 0));
+  CHECK_OK(dt_kvstore_init_str(kv, NULL, NULL, 0));
+  CHECK_OK(dt_kvstore_push_str(kv, NULL, NULL, 0, 0));
+  CHECK_OK(dt_kvstore_pull_str(kv, NULL, NULL, 0, 0));
+  CHECK_OK(dt_kvstore_pushpull_str(kv, NULL, NULL, NULL, 0, 0));
+
+  values[0] = a;
+  outs[0] = a;
+  CHECK_STATUS(dt_kvstore_init(NULL, key, values, 1), DT_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(dt_kvstore_init(kv, NULL, values, 1), DT_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(dt_kvstore_init(kv, key, NULL, 1), DT_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(dt_kvstore_init(kv, key, null_values, 1), DT_ERR_INVALID_ARGUMENT);
+  CHECK(last_error_has("values[0]"));
+  /* None of those stored key 1. */
+  CHECK_STATUS(dt_kvstore_pull(kv, key, outs, 1, 0), DT_ERR_NOT_FOUND);
+  CHECK_OK(dt_kvstore_init(kv, key, values, 1));
+  CHECK_STATUS(dt_kvstore_push(NULL, key, values, 1, 0), DT_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(dt_kvstore_push(kv, NULL, values, 1, 0), DT_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(dt_kvstore_push(kv, key, NULL, 1, 0), DT_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(dt_kvstore_push(kv, key, null_values, 1, 0), DT_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(dt_kvstore_pull(NULL, key, outs, 1, 0), DT_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(dt_kvstore_pull(kv, NULL, outs, 1, 0), DT_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(dt_kvstore_pull(kv, key, NULL, 1, 0), DT_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(dt_kvstore_pull(kv, key, null_outs, 1, 0), DT_ERR_INVALID_ARGUMENT);
+  CHECK(last_error_has("outs[0]"));
+  CHECK_STATUS(dt_kvstore_pushpull(NULL, key, values, outs, 1, 0), DT_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(dt_kvstore_pushpull(kv, NULL, values, outs, 1, 0), DT_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(dt_kvstore_pushpull(kv, key, NULL, outs, 1, 0), DT_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(dt_kvstore_pushpull(kv, key, values, NULL, 1, 0), DT_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(dt_kvstore_pushpull(kv, key, values, null_outs, 1, 0), DT_ERR_INVALID_ARGUMENT);
+
+  /* A freed array, and a handle of another kind, in the arrays. */
+  dt_ndarray_free(freed);
+  values[0] = freed;
+  outs[0] = freed;
+  CHECK_STATUS(dt_kvstore_push(kv, key, values, 1, 0), DT_ERR_INVALID_HANDLE);
+  CHECK_STATUS(dt_kvstore_pull(kv, key, outs, 1, 0), DT_ERR_INVALID_HANDLE);
+  values[0] = (const dt_ndarray *)kv;
+  CHECK_STATUS(dt_kvstore_push(kv, key, values, 1, 0), DT_ERR_INVALID_HANDLE);
+  {
+    const uint64_t key2[1] = {2};
+    CHECK_STATUS(dt_kvstore_init(kv, key2, values, 1), DT_ERR_INVALID_HANDLE);
+  }
+  dt_ndarray_free(a);
+  dt_kvstore_free(kv);
+}
+
+static void test_handles(void) {
+  static const float x[2] = {1.0f, 2.0f};
+  dt_kvstore *kv = make_local();
+  dt_ndarray *a = vec(x, 2), *o = vec(NULL, 2);
+  dt_optimizer *opt = NULL;
+  const uint64_t key[1] = {1};
+  const char *names[1] = {"w"};
+  const char *type = "untouched";
+  int32_t rank = -1;
+  const dt_ndarray *values[1];
+  dt_ndarray *outs[1];
+  if (kv == NULL || a == NULL || o == NULL) return;
+  values[0] = a;
+  outs[0] = o;
+  CHECK_OK(dt_kvstore_init(kv, key, values, 1));
+  /* The store copied the value: freeing the source is fine. */
+  dt_ndarray_free(a);
+  CHECK_OK(dt_kvstore_pull(kv, key, outs, 1, 0));
+  CHECK_VALUES(o, x, 2);
+  CHECK_OK(dt_optimizer_create(&opt, "sgd"));
+
+  /* Another kind of handle is not a store. */
+  CHECK_STATUS(dt_kvstore_rank(&rank, (const dt_kvstore *)o), DT_ERR_INVALID_HANDLE);
+  CHECK_STATUS(dt_kvstore_barrier((dt_kvstore *)opt), DT_ERR_INVALID_HANDLE);
+  CHECK_STATUS(dt_kvstore_pull((dt_kvstore *)o, key, outs, 1, 0), DT_ERR_INVALID_HANDLE);
+  dt_kvstore_free((dt_kvstore *)opt); /* not a store: ignored, reported */
+  CHECK(last_error_has("dt_kvstore_free"));
+  CHECK_OK(dt_optimizer_set_double(opt, "learning_rate", 0.1)); /* still alive */
+
+  dt_kvstore_free(kv);
+  values[0] = o;
+  CHECK_STATUS(dt_kvstore_type(&type, kv), DT_ERR_INVALID_HANDLE);
+  CHECK_STATUS(dt_kvstore_rank(&rank, kv), DT_ERR_INVALID_HANDLE);
+  CHECK_STATUS(dt_kvstore_num_workers(&rank, kv), DT_ERR_INVALID_HANDLE);
+  CHECK_STATUS(dt_kvstore_init(kv, key, values, 1), DT_ERR_INVALID_HANDLE);
+  CHECK_STATUS(dt_kvstore_push(kv, key, values, 1, 0), DT_ERR_INVALID_HANDLE);
+  CHECK_STATUS(dt_kvstore_pull(kv, key, outs, 1, 0), DT_ERR_INVALID_HANDLE);
+  CHECK_STATUS(dt_kvstore_pushpull(kv, key, values, outs, 1, 0), DT_ERR_INVALID_HANDLE);
+  CHECK_STATUS(dt_kvstore_broadcast(kv, key, values, outs, 1), DT_ERR_INVALID_HANDLE);
+  CHECK_STATUS(dt_kvstore_init_str(kv, names, values, 1), DT_ERR_INVALID_HANDLE);
+  CHECK_STATUS(dt_kvstore_push_str(kv, names, values, 1, 0), DT_ERR_INVALID_HANDLE);
+  CHECK_STATUS(dt_kvstore_pull_str(kv, names, outs, 1, 0), DT_ERR_INVALID_HANDLE);
+  CHECK_STATUS(dt_kvstore_pushpull_str(kv, names, values, outs, 1, 0), DT_ERR_INVALID_HANDLE);
+  CHECK_STATUS(dt_kvstore_set_optimizer(kv, opt), DT_ERR_INVALID_HANDLE);
+  CHECK_STATUS(dt_kvstore_barrier(kv), DT_ERR_INVALID_HANDLE);
+  CHECK_STREQ(type, "untouched");
+  CHECK_EQ_I64(rank, -1);
+  dt_kvstore_free(kv); /* double free: ignored, reported */
+  CHECK(last_error_has("dt_kvstore_free"));
+  dt_optimizer_free(opt);
+  dt_ndarray_free(o);
+}
+
+int main(void) {
+  int rc;
+  if (dt_context_create(&g_ctx, DT_DEVICE_CPU, 0) != DT_OK) {
+    fprintf(stderr, "cannot create a CPU context: %s\n", dt_last_error());
+    printf("0 passed, 1 failed\n");
+    return 1;
+  }
+  test_create();
+  test_push_pull();
+  test_broadcast();
+  test_key_range();
+  test_string_keys();
+  test_mismatches();
+  test_optimizer();
+  test_empty_and_null();
+  test_handles();
+  dt_context_free(g_ctx);
+  rc = capi_finish();
+  return rc;
+}
