@@ -373,7 +373,11 @@ DT_API dt_status dt_optimizer_create_from_json(dt_optimizer **out,
                                                const char *json);
 DT_API void dt_optimizer_free(dt_optimizer *opt);
 /* Typed setters; each checks the key and value for this optimizer at once
- * (unknown key, wrong type, out of range: DT_ERR_INVALID_ARGUMENT). */
+ * (unknown key, wrong type, out of range: DT_ERR_INVALID_ARGUMENT) and leaves
+ * the description unchanged on error. Rules that span keys (a schedule's
+ * required keys, e.g. "step" for "factor") are checked when the description
+ * is used (dt_trainer_create, dt_kvstore_set_optimizer), so keys may be set
+ * in any order. */
 DT_API dt_status dt_optimizer_set_double(dt_optimizer *opt, const char *key,
                                          double value);
 DT_API dt_status dt_optimizer_set_int(dt_optimizer *opt, const char *key,
@@ -507,7 +511,8 @@ DT_API dt_status dt_data_loader_start_epoch(dt_data_loader *loader,
                                             int32_t epoch);
 /* The next batch of the epoch as new handles (float32 (B, 1, 28, 28) data,
  * int32 (B) labels), or *out_has_batch = 0 at the end of the epoch (then
- * the data and label outs are left untouched). */
+ * the data and label outs are left untouched). Before the first
+ * dt_data_loader_start_epoch it is DT_ERR_BAD_STATE. */
 DT_API dt_status dt_data_loader_next(dt_ndarray **out_data,
                                      dt_ndarray **out_labels,
                                      int32_t *out_has_batch,
@@ -534,9 +539,14 @@ typedef struct dt_trainer_options {
 DT_API void dt_trainer_options_init(dt_trainer_options *options);
 
 /* The trainer keeps net, kv and the contexts alive and copies opt.
- * kv NULL: no kvstore (single-device updates). On creation the net's
- * current weights are the initial values everywhere (kvstore init +
- * broadcast), so initialise or load them first. */
+ * kv NULL: no kvstore (single-device updates). The net's current weights
+ * are the initial values everywhere (the kvstore is initialised from them
+ * at the first step), so initialise or load them first.
+ * The trainer switches the net's loss to sum reduction, for good: as with
+ * Gluon's loss.backward(), gradients are those of the summed loss and
+ * dt_trainer_step(batch_size) divides by batch_size; dt_net_backward on
+ * the net then returns the summed loss. opt must be complete (e.g. a
+ * schedule with its required keys): DT_ERR_INVALID_ARGUMENT otherwise. */
 DT_API dt_status dt_trainer_create(dt_trainer **out, dt_net *net,
                                    const dt_optimizer *opt, dt_kvstore *kv,
                                    const dt_trainer_options *options);
@@ -564,7 +574,10 @@ DT_API dt_status dt_trainer_learning_rate(double *out,
 
 /* Weights, optimizer state (momenta, moments, step counts) and progress
  * (epochs and steps done) in one safetensors file, so a resumed run
- * continues exactly where it stopped. */
+ * continues exactly where it stopped. Loading is allowed before the first
+ * step only (DT_ERR_BAD_STATE after); the checkpoint's optimizer must be the
+ * trainer's (DT_ERR_INVALID_ARGUMENT otherwise); a malformed file is
+ * DT_ERR_IO and changes nothing. */
 DT_API dt_status dt_trainer_save_checkpoint(const dt_trainer *trainer,
                                             const char *path);
 DT_API dt_status dt_trainer_load_checkpoint(dt_trainer *trainer,
@@ -592,6 +605,53 @@ DT_API dt_status dt_trainer_fit(dt_trainer *trainer, dt_data_loader *train,
                                 const dt_fit_options *options);
 /* Epochs completed (after fit or a loaded checkpoint). */
 DT_API dt_status dt_trainer_epoch(int32_t *out, const dt_trainer *trainer);
+
+/* ------------------------------------------------------------------------ */
+/* Distributed kvstores and nodes (parameter server)                        */
+/* ------------------------------------------------------------------------ */
+
+/* Deadlines and bounds for the distributed kvstore types and for nodes.
+ * Environment variables supply the defaults where noted (MXNet-compatible
+ * DMLC_* for the job layout); a value set here wins. Times in seconds;
+ * every wait has one, none is infinite. */
+typedef struct dt_kvstore_options {
+  size_t struct_size;           /* sizeof(dt_kvstore_options)                  */
+  double startup_timeout_s;     /* registering with the scheduler; default 60  */
+  double request_timeout_s;     /* one push/pull/barrier; default 120          */
+  double heartbeat_interval_s;  /* default 1                                   */
+  double heartbeat_timeout_s;   /* a node silent this long is lost; default 5  */
+  double shutdown_timeout_s;    /* dt_kvstore_free waiting for peers; default 10 */
+  uint64_t bigarray_bound_bytes; /* larger tensors are split across all servers;
+                                    default 4000000 (MXNet's 1e6 float32)       */
+} dt_kvstore_options;
+
+DT_API void dt_kvstore_options_init(dt_kvstore_options *options);
+/* dt_kvstore_create with options (NULL: defaults). Distributed types
+ * ("dist_sync", "dist_async") join the job described by DMLC_ROLE=worker,
+ * DMLC_PS_ROOT_URI, DMLC_PS_ROOT_PORT, DMLC_NUM_SERVER, DMLC_NUM_WORKER
+ * (DMLC_WORKER_ID, DMLC_INTERFACE, DMLC_NODE_HOST when set): the call
+ * returns once the scheduler has published the node table, or
+ * DT_ERR_TIMED_OUT after startup_timeout_s. When a node of the job dies,
+ * pending and later calls return DT_ERR_PEER_LOST naming it. */
+DT_API dt_status dt_kvstore_create_ex(dt_kvstore **out, const char *type,
+                                      const dt_kvstore_options *options);
+
+typedef enum dt_role {
+  DT_ROLE_WORKER = 0,
+  DT_ROLE_SERVER = 1,
+  DT_ROLE_SCHEDULER = 2
+} dt_role;
+
+/* This process's role from DMLC_ROLE (worker when unset); an unknown value
+ * is DT_ERR_INVALID_ARGUMENT. */
+DT_API dt_status dt_node_role(dt_role *out);
+/* Runs this process as the scheduler or a server of the job described by
+ * the DMLC_* environment, until the job shuts down (DT_OK) or fails (e.g.
+ * DT_ERR_PEER_LOST naming the lost node, DT_ERR_TIMED_OUT at start-up,
+ * DT_ERR_NETWORK for a port in use). A worker's role is
+ * DT_ERR_INVALID_ARGUMENT: workers create a dist kvstore instead. This is
+ * what MXNet programs started with DMLC_ROLE=server do on import. */
+DT_API dt_status dt_node_run(const dt_kvstore_options *options);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -8,6 +8,11 @@
  *                       [--resume FILE] [--seed N] [--threads N] [--help]
  *
  * Prints per-epoch progress; the last line is test_accuracy=<fraction>.
+ *
+ * With --kvstore dist_sync or dist_async this process is one worker of a
+ * parameter-server job described by the DMLC_* environment (scheduler and
+ * servers run dt-node): each worker trains on its rank-th part of the
+ * training set, and only rank 0 prints progress and the final accuracy.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -117,6 +122,7 @@ int main(int argc, char **argv) {
   dt_trainer_options trainer_options;
   dt_fit_options fit_options;
   double test_accuracy = 0.0;
+  int32_t rank = 0, num_workers = 1;
   int rc = 1;
   int parsed = parse_args(argc, argv, &a);
   if (parsed != 0) {
@@ -132,14 +138,23 @@ int main(int argc, char **argv) {
   CHECK(dt_optimizer_create(&opt, "sgd"));
   CHECK(dt_optimizer_set_double(opt, "learning_rate", a.lr));
   CHECK(dt_optimizer_set_double(opt, "momentum", a.momentum));
-  if (strcmp(a.kvstore, "none") != 0) CHECK(dt_kvstore_create(&kv, a.kvstore));
+  if (strcmp(a.kvstore, "none") != 0) {
+    CHECK(dt_kvstore_create_ex(&kv, a.kvstore, NULL));
+    CHECK(dt_kvstore_rank(&rank, kv));
+    CHECK(dt_kvstore_num_workers(&num_workers, kv));
+  }
 
   dt_data_loader_options_init(&loader_options);
   loader_options.batch_size = a.batch_size;
   loader_options.seed = a.seed;
+  /* Split sampler: every worker trains on its own part of the data. */
+  loader_options.num_parts = num_workers;
+  loader_options.part_index = rank;
   CHECK(dt_data_loader_create_mnist(&train, a.data, "train", &loader_options));
   loader_options.shuffle = 0;
   loader_options.batch_size = 1000;
+  loader_options.num_parts = 1;
+  loader_options.part_index = 0;
   CHECK(dt_data_loader_create_mnist(&test, a.data, "t10k", &loader_options));
 
   dt_trainer_options_init(&trainer_options);
@@ -151,15 +166,16 @@ int main(int argc, char **argv) {
     printf("resumed from %s after epoch %d\n", a.resume, (int)epoch);
   }
 
-  printf("training %s on Fashion-MNIST: %d epochs, batch %ld, SGD lr %g momentum %g, kvstore %s\n", a.model,
+  if (rank == 0) printf("training %s on Fashion-MNIST: %d epochs, batch %ld, SGD lr %g momentum %g, kvstore %s\n", a.model,
          a.epochs, a.batch_size, a.lr, a.momentum, a.kvstore);
   dt_fit_options_init(&fit_options);
   fit_options.epochs = a.epochs;
   fit_options.metrics_path = a.metrics;
   fit_options.checkpoint_path = a.checkpoint;
+  if (rank != 0) fit_options.progress = 2; /* silent */
   CHECK(dt_trainer_fit(trainer, train, test, &fit_options));
   CHECK(dt_trainer_evaluate(&test_accuracy, NULL, trainer, test));
-  printf("test_accuracy=%.4f\n", test_accuracy);
+  if (rank == 0) printf("test_accuracy=%.4f\n", test_accuracy);
   rc = 0;
 
 done:

@@ -4,6 +4,7 @@
 
 #include "c_api/api_guard.h"
 #include "c_api/handles.h"
+#include "c_api/ps_options.h"
 #include "dt_c_api.h"
 
 using dt::c_api::arg;
@@ -78,6 +79,18 @@ dt_status dt_kvstore_create(dt_kvstore** out, const char* type) {
     arg(type, "type");
     auto owned = std::make_unique<dt_kvstore>();
     owned->impl = dt::kvstore::KVStore::create(type);
+    dt::c_api::register_handle(owned.get(), dt::c_api::HandleKind::kKVStore);
+    *out = owned.release();
+  });
+}
+
+dt_status dt_kvstore_create_ex(dt_kvstore** out, const char* type, const dt_kvstore_options* options) {
+  return guarded(__func__, [&] {
+    arg(out, "out");
+    arg(type, "type");
+    const dt::ps::PsOptions ps_options = dt::c_api::ps_options_from(options);
+    auto owned = std::make_unique<dt_kvstore>();
+    owned->impl = dt::kvstore::KVStore::create(type, ps_options);
     dt::c_api::register_handle(owned.get(), dt::c_api::HandleKind::kKVStore);
     *out = owned.release();
   });

@@ -1,8 +1,10 @@
 #include "kvstore/kvstore.h"
 
+#include <cstdlib>
 #include <unordered_map>
 
 #include "core/error.h"
+#include "kvstore/dist_kvstore.h"
 #include "kvstore/local_kvstore.h"
 
 namespace dt::kvstore {
@@ -10,11 +12,18 @@ namespace dt::kvstore {
 using core::Error;
 using core::ErrorCode;
 
-std::unique_ptr<KVStore> KVStore::create(const std::string& type) {
+std::unique_ptr<KVStore> KVStore::create(const std::string& type) { return create(type, ps::PsOptions{}); }
+
+std::unique_ptr<KVStore> KVStore::create(const std::string& type, const ps::PsOptions& options) {
+  if (type == "dist_sync" || type == "dist_async") {
+    options.validate();
+    const char* transport = std::getenv("DT_PS_DATA_TRANSPORT");
+    return std::make_unique<DistKVStore>(type, ps::job_config_from_env(), options,
+                                         ps::data_transport_from_name(transport ? transport : "auto"));
+  }
   if (type == "local") return std::make_unique<LocalKVStore>(LocalKVStore::Reduce::kOnCpu);
   if (type == "device") return std::make_unique<LocalKVStore>(LocalKVStore::Reduce::kOnGpu);
-  if (type == "dist_sync" || type == "dist_async" || type == "dist_sync_device" || type == "dist_async_device" ||
-      type == "nccl") {
+  if (type == "dist_sync_device" || type == "dist_async_device" || type == "nccl") {
     throw Error(ErrorCode::kNotSupported, "kvstore type '" + type + "' is not built in this version of disttrain");
   }
   throw Error(ErrorCode::kInvalidArgument, "unknown kvstore type '" + type +

@@ -19,6 +19,7 @@
 #include "core/ndarray.h"
 #include "core/safetensors.h"
 #include "optim/optimizer_config.h"
+#include "ps/job_config.h"
 
 namespace dt::kvstore {
 
@@ -33,6 +34,11 @@ class KVStore {
   // "local", "device", ...: unknown types are Error(kInvalidArgument) listing
   // the known ones; known but unbuilt ones Error(kNotSupported).
   static std::unique_ptr<KVStore> create(const std::string& type);
+  // The same with the parameter server's deadlines and bounds (the dist
+  // types join the job described by the DMLC_* environment; DT_PS_DATA_TRANSPORT
+  // = auto|tcp|ipc picks the workers' data connections). Other types ignore
+  // options.
+  static std::unique_ptr<KVStore> create(const std::string& type, const ps::PsOptions& options);
 
   virtual std::string type() const = 0;
   virtual int rank() const { return 0; }

@@ -1,0 +1,268 @@
+// kvstore_bench: push, pull and pushpull throughput and latency of the
+// dist_sync kvstore for one key of 4 KiB .. 64 MiB and for ResNet-18's
+// gradient set, with 1 server/1 worker and 2 servers/2 workers over tcp and
+// ipc loopback, plus a raw TCP loopback baseline measured in the same run
+// (send N bytes, receive N bytes back: what a push then a pull moves), so the
+// figures can be read as ratios. One JSON line per measurement on stdout.
+//
+// The bench starts every process itself: the scheduler and servers are
+// dt-node (DT_NODE_BINARY, default ./dt-node beside the build tree's bench/),
+// workers are this program re-executed with --worker.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/context.h"
+#include "core/error.h"
+#include "kvstore/kvstore.h"
+#include "nn/model_builders.h"
+#include "nn/net.h"
+
+extern char** environ;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using dt::core::NDArray;
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+int repetitions(size_t bytes) { return bytes <= (1u << 20) ? 50 : bytes <= (16u << 20) ? 10 : 4; }
+
+void print(const char* op, size_t bytes, int servers, int workers, const std::string& transport, double secs_per_op,
+           const char* what = nullptr) {
+  // pushpull and the raw baseline move the bytes twice (there and back).
+  const bool both_ways = std::strcmp(op, "pushpull") == 0 || std::strcmp(op, "raw_tcp") == 0;
+  const double gbps = (both_ways ? 2.0 : 1.0) * double(bytes) / secs_per_op / 1e9;
+  std::printf("{\"op\":\"%s\",\"bytes\":%zu,\"servers\":%d,\"workers\":%d,\"transport\":\"%s\",%s%s%s\"gbps\":%.3f,"
+              "\"latency_us\":%.1f}\n",
+              op, bytes, servers, workers, transport.c_str(), what ? "\"set\":\"" : "", what ? what : "",
+              what ? "\"," : "", gbps, secs_per_op * 1e6);
+  std::fflush(stdout);
+}
+
+// ---- worker side ------------------------------------------------------------
+
+std::vector<dt::core::Shape> resnet18_shapes() {
+  dt::nn::Net net(dt::nn::build_model_description_from_text("resnet18", ""), dt::core::make_cpu_context());
+  std::vector<dt::core::Shape> shapes;
+  for (const auto& p : net.parameters()) {
+    if (!p.auxiliary) shapes.push_back(p.value.shape());
+  }
+  return shapes;
+}
+
+// Times op over one set of keys; every worker runs the same sequence.
+void measure(dt::kvstore::KVStore& kv, const std::vector<uint64_t>& keys, const std::vector<NDArray>& grads,
+             const std::vector<NDArray>& outs, size_t bytes, int servers, const std::string& transport,
+             const char* set) {
+  const int workers = kv.num_workers();
+  const int reps = repetitions(bytes);
+  for (const char* op : {"push", "pull", "pushpull"}) {
+    kv.barrier();
+    const auto start = Clock::now();
+    for (int r = 0; r < reps; ++r) {
+      if (std::strcmp(op, "push") == 0) {
+        kv.push(keys, grads, 0);
+      } else if (std::strcmp(op, "pull") == 0) {
+        kv.pull(keys, outs, 0);
+      } else {
+        kv.pushpull(keys, grads, outs, 0);
+      }
+    }
+    // A push returns once the servers took the bytes; the next pull waits
+    // for the round, so a pull closes each timed sequence fairly.
+    if (std::strcmp(op, "push") == 0) kv.pull(keys, outs, 0);
+    const double per_op = seconds_since(start) / reps;
+    if (kv.rank() == 0) print(op, bytes, servers, workers, transport, per_op, set);
+  }
+}
+
+int worker_main() {
+  try {
+    const std::string transport = std::getenv("DT_PS_DATA_TRANSPORT");
+    const int servers = std::atoi(std::getenv("DMLC_NUM_SERVER"));
+    auto kv = dt::kvstore::KVStore::create("dist_sync");
+    auto cpu = dt::core::make_cpu_context();
+    uint64_t next_key = 0;
+    for (size_t bytes : {size_t{4} << 10, size_t{64} << 10, size_t{1} << 20, size_t{16} << 20, size_t{64} << 20}) {
+      const dt::core::Shape shape({static_cast<int64_t>(bytes / 4)});
+      NDArray grad = NDArray::zeros(cpu, dt::core::DType::kFloat32, shape);
+      NDArray out = NDArray::zeros(cpu, dt::core::DType::kFloat32, shape);
+      const uint64_t key = next_key++;
+      kv->init({key}, {grad});
+      measure(*kv, {key}, {grad}, {out}, bytes, servers, transport, nullptr);
+    }
+    std::vector<uint64_t> keys;
+    std::vector<NDArray> grads, outs;
+    size_t total = 0;
+    for (const auto& shape : resnet18_shapes()) {
+      keys.push_back(next_key++);
+      grads.push_back(NDArray::zeros(cpu, dt::core::DType::kFloat32, shape));
+      outs.push_back(NDArray::zeros(cpu, dt::core::DType::kFloat32, shape));
+      total += grads.back().nbytes();
+    }
+    kv->init(keys, grads);
+    measure(*kv, keys, grads, outs, total, servers, transport, "resnet18");
+    kv->barrier();
+    return 0;
+  } catch (const dt::core::Error& e) {
+    std::fprintf(stderr, "kvstore_bench worker: %s\n", e.what());
+    return 1;
+  }
+}
+
+// ---- raw TCP baseline -----------------------------------------------------
+
+void full_io(int fd, char* buf, size_t n, bool send_side) {
+  size_t done = 0;
+  while (done < n) {
+    const ssize_t k = send_side ? ::send(fd, buf + done, n - done, 0) : ::recv(fd, buf + done, n - done, 0);
+    if (k <= 0) throw std::runtime_error("raw tcp baseline: socket closed");
+    done += static_cast<size_t>(k);
+  }
+}
+
+// Echo: the peer receives N bytes and sends N bytes back.
+void raw_tcp(size_t bytes) {
+  const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  ::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  ::listen(listener, 1);
+  ::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len);
+  const int reps = repetitions(bytes);
+  const pid_t child = ::fork();
+  if (child == 0) {
+    const int fd = ::accept(listener, nullptr, nullptr);
+    std::vector<char> buf(bytes);
+    for (int r = 0; r < reps; ++r) {
+      full_io(fd, buf.data(), bytes, false);
+      full_io(fd, buf.data(), bytes, true);
+    }
+    _exit(0);
+  }
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  const int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  std::vector<char> buf(bytes, 1);
+  const auto start = Clock::now();
+  for (int r = 0; r < reps; ++r) {
+    full_io(fd, buf.data(), bytes, true);
+    full_io(fd, buf.data(), bytes, false);
+  }
+  print("raw_tcp", bytes, 0, 0, "tcp", seconds_since(start) / reps);
+  ::close(fd);
+  ::close(listener);
+  ::waitpid(child, nullptr, 0);
+}
+
+// ---- the driver ---------------------------------------------------------------
+
+pid_t spawn(const std::string& program, const std::vector<std::string>& args, const std::vector<std::string>& env) {
+  std::vector<std::string> all_env;
+  for (char** e = environ; *e != nullptr; ++e) all_env.push_back(*e);
+  all_env.insert(all_env.end(), env.begin(), env.end());
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    std::vector<char*> argv, envp;
+    std::vector<std::string> a = args;
+    a.insert(a.begin(), program);
+    for (auto& s : a) argv.push_back(s.data());
+    argv.push_back(nullptr);
+    for (auto& s : all_env) envp.push_back(s.data());
+    envp.push_back(nullptr);
+    ::execve(program.c_str(), argv.data(), envp.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+bool run_job(const std::string& self, const std::string& node, int servers, int workers, const std::string& transport) {
+  const std::string port_file = "/tmp/dt-kvbench-port-" + std::to_string(::getpid());
+  std::remove(port_file.c_str());
+  const std::vector<std::string> common = {"DMLC_NUM_SERVER=" + std::to_string(servers),
+                                           "DMLC_NUM_WORKER=" + std::to_string(workers),
+                                           "DMLC_PS_ROOT_URI=127.0.0.1", "DT_PS_DATA_TRANSPORT=" + transport,
+                                           "DT_REQUEST_TIMEOUT_S=120", "DT_STARTUP_TIMEOUT_S=30"};
+  auto with = [&](std::vector<std::string> extra) {
+    extra.insert(extra.end(), common.begin(), common.end());
+    return extra;
+  };
+  std::vector<pid_t> pids;
+  pids.push_back(spawn(node, {}, with({"DMLC_ROLE=scheduler", "DMLC_PS_ROOT_PORT=0", "DT_PS_PORT_FILE=" + port_file})));
+  std::string port;
+  for (auto end = Clock::now() + std::chrono::seconds(10); Clock::now() < end && port.empty();) {
+    std::ifstream in(port_file);
+    std::getline(in, port);
+    if (port.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  std::remove(port_file.c_str());
+  if (port.empty()) {
+    std::fprintf(stderr, "kvstore_bench: the scheduler did not start\n");
+    ::kill(pids[0], SIGKILL);
+    ::waitpid(pids[0], nullptr, 0);
+    return false;
+  }
+  for (int s = 0; s < servers; ++s) pids.push_back(spawn(node, {}, with({"DMLC_ROLE=server", "DMLC_PS_ROOT_PORT=" + port})));
+  for (int w = 0; w < workers; ++w) {
+    pids.push_back(spawn(self, {"--worker"}, with({"DMLC_ROLE=worker", "DMLC_PS_ROOT_PORT=" + port,
+                                                   "DMLC_WORKER_ID=" + std::to_string(w)})));
+  }
+  // Bounded: whatever is still running after the deadline is killed.
+  bool ok = true;
+  const auto deadline = Clock::now() + std::chrono::minutes(5);
+  for (pid_t pid : pids) {
+    int status = 0;
+    while (::waitpid(pid, &status, WNOHANG) == 0) {
+      if (Clock::now() > deadline) {
+        ::kill(pid, SIGKILL);
+        ::waitpid(pid, &status, 0);
+        ok = false;
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    ok = ok && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  }
+  return ok;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc > 1 && std::strcmp(argv[1], "--worker") == 0) return worker_main();
+  char self[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) return 1;
+  self[n] = '\0';
+  const char* node_env = std::getenv("DT_NODE_BINARY");
+  const std::string node = node_env ? node_env : std::string(self).substr(0, std::string(self).rfind("/bench/")) + "/dt-node";
+  for (size_t bytes : {size_t{4} << 10, size_t{64} << 10, size_t{1} << 20, size_t{16} << 20, size_t{64} << 20}) raw_tcp(bytes);
+  bool ok = true;
+  for (const char* transport : {"tcp", "ipc"}) {
+    ok = run_job(self, node, 1, 1, transport) && ok;
+    ok = run_job(self, node, 2, 2, transport) && ok;
+  }
+  return ok ? 0 : 1;
+}

@@ -1,0 +1,62 @@
+// Where each key's bytes live: which server holds which element range.
+// Every worker computes the same placement from the same sequence of init
+// calls without talking to the others, so placement is a pure function of
+// (num_servers, bounds, the keys and sizes in init order).
+//  - A tensor up to bigarray_bound_bytes goes whole to the server with the
+//    fewest bytes placed so far (ties: the lowest rank), balancing bytes
+//    rather than hashing key ids, which leaves servers idle when a few keys
+//    are large.
+//  - A larger tensor is split into num_servers contiguous element ranges,
+//    as even as possible, range i on server i.
+//  - Every range is further cut into parts of at most part_bytes: a part is
+//    the unit a server stores and counts rounds for, and the unit that
+//    messages carry, so no message is larger than about part_bytes and the
+//    parts of one big tensor pipeline through several requests in flight.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <vector>
+
+namespace dt::ps {
+
+// Elements [begin, end) of a key's flattened tensor, stored on server.
+struct PartRange {
+  int server = 0;
+  int64_t begin = 0;
+  int64_t end = 0;
+};
+
+class KeyPlacement {
+ public:
+  static constexpr size_t kDefaultPartBytes = size_t{4} << 20;
+
+  // num_servers >= 1, part_bytes >= 1 (Error(kInvalidArgument) otherwise).
+  KeyPlacement(int num_servers, uint64_t bigarray_bound_bytes, size_t part_bytes = kDefaultPartBytes);
+
+  // Places key (numel elements of element_size bytes) and returns its parts
+  // in element order. Placing a key again returns its first placement when
+  // the size agrees, Error(kShapeMismatch) otherwise.
+  const std::vector<PartRange>& place(uint64_t key, int64_t numel, size_t element_size);
+  // The parts of a placed key, or nullptr.
+  const std::vector<PartRange>* find(uint64_t key) const;
+
+  int num_servers() const { return static_cast<int>(server_bytes_.size()); }
+  uint64_t server_bytes(int server) const { return server_bytes_.at(static_cast<size_t>(server)); }
+
+ private:
+  struct Placed {
+    int64_t numel;
+    size_t element_size;
+    std::vector<PartRange> parts;
+  };
+  void add_range(std::vector<PartRange>& parts, int server, int64_t begin, int64_t end, size_t element_size);
+
+  uint64_t bigarray_bound_bytes_;
+  size_t part_bytes_;
+  std::vector<uint64_t> server_bytes_;
+  std::map<uint64_t, Placed> placed_;
+};
+
+}  // namespace dt::ps

@@ -1,0 +1,47 @@
+// The data plane of one server: decodes DataRequests, runs them against the
+// ServerStore and answers with DataReplies. Transport-free (it consumes a
+// Message and a Reply), so server_node wires it to a RequestServer and tests
+// may call it directly.
+//
+// Wire conventions beyond protocol.fbs:
+//  - Init requests carry the worker's kvstore type ("dist_sync" or
+//    "dist_async") in DataRequest.text; the first one fixes the server's
+//    mode, a different one later is answered kBadState.
+//  - Push/PushPull slices carry the worker's round for their key (dist_sync:
+//    1, 2, ...; dist_async: -1); Pull slices the round to wait for (<= 0:
+//    the latest value). PushPull pulls the round it pushes.
+//  - Replies list the pulled slices in request order. GetOptimizerState's
+//    reply lists one slice per state array (key 0, its dtype and shape) and
+//    their names, '\n'-separated, in DataReply.message.
+// Every reply is sent exactly once: at once, or (a dist_sync pull, a push
+// held for the next round) when the store completes it. Malformed requests
+// are answered Error(kProtocol) and logged; the server keeps serving.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "ps/message.h"
+#include "ps/request_server.h"
+#include "ps/server_store.h"
+
+namespace dt::ps {
+
+class ParameterServer {
+ public:
+  explicit ParameterServer(int num_workers);
+  ParameterServer(const ParameterServer&) = delete;
+  ParameterServer& operator=(const ParameterServer&) = delete;
+
+  // A RequestServer::Handler: never throws; reply is called exactly once.
+  void handle(Message request, const RequestServer::Reply& reply);
+  // Answers everything waiting with error and every later request too.
+  void fail(const core::Error& error) { store_.fail(error); }
+
+  ServerStore& store() { return store_; }
+
+ private:
+  ServerStore store_;
+};
+
+}  // namespace dt::ps

@@ -1,0 +1,358 @@
+// The data plane across processes: a scheduler and servers (dt-node) and
+// workers (this program re-executed with --dist-worker) over tcp and ipc
+// loopback. Workers train LeNet on half of a fixed batch through a dist_sync
+// kvstore and write their weights; the test compares them bit for bit with a
+// single-process two-replica run through the local kvstore, and across runs.
+// Killing a worker or a server must make every other process exit naming it.
+// Every wait has a deadline; the fixture SIGKILLs whatever still runs.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/context.h"
+#include "core/error.h"
+#include "kvstore/kvstore.h"
+#include "nn/model_builders.h"
+#include "nn/net.h"
+#include "ps/job_config.h"
+#include "train/trainer.h"
+
+extern char** environ;
+
+namespace dt::ps {
+namespace {
+
+using core::DType;
+using core::Error;
+using core::ErrorCode;
+using core::NDArray;
+using core::Shape;
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+std::string self_path;
+constexpr int kSteps = 4;
+
+std::shared_ptr<core::Context> single_thread_cpu() {
+  auto ctx = core::make_cpu_context();
+  ctx->set_num_threads(1);  // results must not depend on how kernels split work
+  return ctx;
+}
+
+std::shared_ptr<nn::Net> lenet() {
+  auto net = std::make_shared<nn::Net>(nn::build_model_description_from_text("lenet", ""), single_thread_cpu());
+  net->initialize(7);
+  return net;
+}
+
+std::pair<NDArray, NDArray> batch(int64_t begin, int64_t end) {
+  const int64_t n = end - begin;
+  NDArray images = NDArray::empty(core::make_cpu_context(), DType::kFloat32, Shape({n, 1, 28, 28}));
+  NDArray labels = NDArray::empty(core::make_cpu_context(), DType::kInt32, Shape({n}));
+  float* x = images.data_as<float>();
+  int32_t* y = labels.data_as<int32_t>();
+  for (int64_t i = 0; i < n; ++i) {
+    y[i] = static_cast<int32_t>((begin + i) % 10);
+    for (int64_t p = 0; p < 28 * 28; ++p) x[i * 784 + p] = std::sin(0.01f * float((begin + i) * 784 + p) + float(y[i]));
+  }
+  return {images, labels};
+}
+
+std::string weights_bytes(const nn::Net& net) {
+  std::string out;
+  for (const nn::Parameter& p : net.parameters()) {
+    if (p.auxiliary) continue;
+    out.append(static_cast<const char*>(p.value.data()), p.value.nbytes());
+  }
+  return out;
+}
+
+// See dist_kvstore_test.cc: halving lr on the workers offsets the trainer's
+// per-worker 1/batch rescale exactly (powers of two), wd = 0.
+optim::OptimizerConfig sgd(double lr) {
+  return optim::OptimizerConfig("sgd").set("learning_rate", lr).set("momentum", 0.9).set("wd", 0.0);
+}
+
+PsOptions options_from_env() {
+  PsOptions o;
+  const auto read = [](const char* name, double& into) {
+    if (const char* v = std::getenv(name)) into = std::atof(v);
+  };
+  read("DT_STARTUP_TIMEOUT_S", o.startup_timeout_s);
+  read("DT_REQUEST_TIMEOUT_S", o.request_timeout_s);
+  read("DT_HEARTBEAT_INTERVAL_S", o.heartbeat_interval_s);
+  read("DT_HEARTBEAT_TIMEOUT_S", o.heartbeat_timeout_s);
+  read("DT_SHUTDOWN_TIMEOUT_S", o.shutdown_timeout_s);
+  if (const char* v = std::getenv("DT_BIGARRAY_BOUND_BYTES")) o.bigarray_bound_bytes = std::strtoull(v, nullptr, 10);
+  return o;
+}
+
+// What a re-executed worker does: train, or (DT_TEST_ACTION=hold) pushpull
+// until something fails.
+int worker_main() {
+  try {
+    auto kv = std::shared_ptr<kvstore::KVStore>(kvstore::KVStore::create("dist_sync", options_from_env()));
+    const int rank = kv->rank();
+    std::cout << "rank " << rank << std::endl;
+    auto net = lenet();
+    train::Trainer trainer(net, sgd(0.025), kv);
+    const auto [images, labels] = batch(rank * 8, rank * 8 + 8);
+    const char* action = std::getenv("DT_TEST_ACTION");
+    const bool hold = action != nullptr && std::string(action) == "hold";
+    for (int step = 0; hold || step < kSteps; ++step) {
+      trainer.train_batch(images, labels);
+      if (step == 0) std::cout << "trained" << std::endl;
+    }
+    std::ofstream(std::getenv("DT_TEST_OUT") + std::string(".") + std::to_string(rank), std::ios::binary)
+        << weights_bytes(*net);
+    return 0;
+  } catch (const Error& e) {
+    std::cerr << "worker failed: " << e.what() << std::endl;
+    return e.code() == ErrorCode::kPeerLost ? 3 : 5;
+  }
+}
+
+struct Child {
+  pid_t pid = -1;
+  std::string out, err;  // files
+  int status = -1;       // exit code once reaped; -1 while running
+};
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+class DistProcesses : public ::testing::Test {
+ protected:
+  void TearDown() override {
+    for (Child& c : children_) {
+      if (c.status == -1 && c.pid > 0) {
+        ::kill(c.pid, SIGKILL);
+        ::waitpid(c.pid, nullptr, 0);
+      }
+    }
+  }
+
+  Child& spawn(const std::string& program, std::vector<std::string> args, const std::map<std::string, std::string>& env) {
+    const std::string tag = std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + "-" +
+                            std::to_string(children_.size());
+    const char* tmp = std::getenv("TMPDIR");
+    const std::string dir = tmp == nullptr ? "/tmp" : tmp;
+    Child c;
+    c.out = dir + "/ps-" + std::to_string(::getpid()) + "-" + tag + ".out";
+    c.err = dir + "/ps-" + std::to_string(::getpid()) + "-" + tag + ".err";
+    std::map<std::string, std::string> all;
+    for (char** e = environ; *e != nullptr; ++e) {
+      const std::string kv = *e;
+      const size_t eq = kv.find('=');
+      if (eq != std::string::npos && kv.rfind("DMLC_", 0) != 0) all[kv.substr(0, eq)] = kv.substr(eq + 1);
+    }
+    for (const auto& kv : env) all[kv.first] = kv.second;
+    std::vector<std::string> env_strings;
+    for (const auto& kv : all) env_strings.push_back(kv.first + "=" + kv.second);
+    std::vector<char*> envp, argv;
+    for (auto& s : env_strings) envp.push_back(s.data());
+    envp.push_back(nullptr);
+    args.insert(args.begin(), program);
+    for (auto& s : args) argv.push_back(s.data());
+    argv.push_back(nullptr);
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      if (!std::freopen(c.out.c_str(), "w", stdout) || !std::freopen(c.err.c_str(), "w", stderr)) _exit(126);
+      ::execve(program.c_str(), argv.data(), envp.data());
+      _exit(127);
+    }
+    c.pid = pid;
+    children_.push_back(c);
+    return children_.back();
+  }
+
+  // Waits for the child's exit; false after the deadline.
+  static bool wait_exit(Child& c, std::chrono::milliseconds deadline) {
+    const auto end = Clock::now() + deadline;
+    while (Clock::now() < end) {
+      int status = 0;
+      if (::waitpid(c.pid, &status, WNOHANG) == c.pid) {
+        c.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        return true;
+      }
+      std::this_thread::sleep_for(10ms);
+    }
+    return false;
+  }
+
+  static bool wait_output(const Child& c, const std::string& text, std::chrono::milliseconds deadline) {
+    const auto end = Clock::now() + deadline;
+    while (Clock::now() < end) {
+      if (read_file(c.out).find(text) != std::string::npos) return true;
+      std::this_thread::sleep_for(10ms);
+    }
+    return false;
+  }
+
+  static std::string dt_node() {
+    const char* path = std::getenv("DT_NODE_BINARY");
+    return path == nullptr ? std::string() : path;
+  }
+
+  // Starts the scheduler (dt-node) on a free tcp port; returns the port.
+  std::string start_tcp_scheduler(std::map<std::string, std::string> env) {
+    const std::string port_file = "/tmp/dt-ps-port-" + std::to_string(::getpid()) + "-" + std::to_string(children_.size());
+    std::remove(port_file.c_str());
+    env["DMLC_ROLE"] = "scheduler";
+    env["DMLC_PS_ROOT_URI"] = "127.0.0.1";
+    env["DMLC_PS_ROOT_PORT"] = "0";
+    env["DT_PS_PORT_FILE"] = port_file;
+    spawn(dt_node(), {}, env);
+    const auto end = Clock::now() + 10s;
+    while (Clock::now() < end) {
+      const std::string port = read_file(port_file);
+      if (!port.empty() && port.back() == '\n') {
+        std::remove(port_file.c_str());
+        return port.substr(0, port.size() - 1);
+      }
+      std::this_thread::sleep_for(10ms);
+    }
+    ADD_FAILURE() << "the scheduler did not report its port: " << read_file(children_.back().err);
+    return "1";
+  }
+
+  std::vector<Child> children_;
+};
+
+std::map<std::string, std::string> fast_job(int servers, int workers) {
+  return {{"DMLC_NUM_SERVER", std::to_string(servers)},
+          {"DMLC_NUM_WORKER", std::to_string(workers)},
+          {"DT_STARTUP_TIMEOUT_S", "20"},
+          {"DT_REQUEST_TIMEOUT_S", "20"},
+          {"DT_HEARTBEAT_INTERVAL_S", "0.2"},
+          {"DT_HEARTBEAT_TIMEOUT_S", "1"},
+          {"DT_SHUTDOWN_TIMEOUT_S", "5"}};
+}
+
+std::string reference_weights() {
+  auto net = lenet();
+  train::TrainerOptions options;
+  options.extra_contexts = {single_thread_cpu()};
+  train::Trainer trainer(net, sgd(0.05), kvstore::KVStore::create("local"), options);
+  const auto [images, labels] = batch(0, 16);
+  for (int step = 0; step < kSteps; ++step) trainer.train_batch(images, labels);
+  return weights_bytes(*net);
+}
+
+class DistJob : public DistProcesses {
+ protected:
+  // 1 scheduler + 2 servers + 2 workers; returns the workers' env.
+  std::map<std::string, std::string> start(const std::string& transport, const std::string& action) {
+    auto env = fast_job(2, 2);
+    env["DT_BIGARRAY_BOUND_BYTES"] = "4096";
+    const std::string port = start_tcp_scheduler(env);
+    env["DMLC_PS_ROOT_URI"] = "127.0.0.1";
+    env["DMLC_PS_ROOT_PORT"] = port;
+    env["DT_PS_DATA_TRANSPORT"] = transport;
+    env["DT_TEST_ACTION"] = action;
+    auto server = env;
+    server["DMLC_ROLE"] = "server";
+    spawn(dt_node(), {}, server);
+    spawn(dt_node(), {}, server);
+    for (int w = 0; w < 2; ++w) {
+      auto worker = env;
+      worker["DMLC_ROLE"] = "worker";
+      worker["DMLC_WORKER_ID"] = std::to_string(w);
+      worker["DT_TEST_OUT"] = out_prefix();
+      spawn(self_path, {"--dist-worker"}, worker);
+    }
+    return env;
+  }
+  std::string out_prefix() const { return "/tmp/dt-dist-it-" + std::to_string(::getpid()) + "-" + std::to_string(run_); }
+
+  // Runs a training job to its end; returns worker 0's weights.
+  std::string train(const std::string& transport) {
+    ++run_;
+    children_.clear();
+    start(transport, "train");
+    for (Child& c : children_) {
+      EXPECT_TRUE(wait_exit(c, 60s)) << "a process hung";
+      EXPECT_EQ(c.status, 0) << read_file(c.err);
+    }
+    const std::string w0 = read_file(out_prefix() + ".0"), w1 = read_file(out_prefix() + ".1");
+    std::remove((out_prefix() + ".0").c_str());
+    std::remove((out_prefix() + ".1").c_str());
+    EXPECT_EQ(w0, w1) << "the workers' weights differ";
+    return w0;
+  }
+
+  void kill_and_expect_peer_lost(size_t victim_index, const std::string& role) {
+    ++run_;
+    start("auto", "hold");
+    for (size_t i = 3; i < 5; ++i) ASSERT_TRUE(wait_output(children_[i], "trained", 30s)) << read_file(children_[i].err);
+    Child& victim = children_[victim_index];
+    const auto killed_at = Clock::now();
+    ::kill(victim.pid, SIGKILL);
+    ASSERT_TRUE(wait_exit(victim, 5s));
+    const std::string name = " (pid " + std::to_string(victim.pid) + " ";
+    for (size_t i = 0; i < children_.size(); ++i) {
+      if (i == victim_index) continue;
+      ASSERT_TRUE(wait_exit(children_[i], 10s)) << "process " << i << " hung after the kill";
+      EXPECT_NE(children_[i].status, 0);
+      const std::string err = read_file(children_[i].err);
+      EXPECT_NE(err.find(role + " "), std::string::npos) << i << ": " << err;
+      EXPECT_NE(err.find(name), std::string::npos) << i << ": " << err;
+    }
+    // Heartbeat timeout 1 s: everyone must be gone within 2x that (+ margin
+    // for process exit on a loaded machine).
+    EXPECT_LT(Clock::now() - killed_at, 2s + 1s) << "loss detected too late";
+  }
+
+  int run_ = 0;
+};
+
+TEST_F(DistJob, SyncTrainingOverTcpAndIpcIsBitIdenticalToLocalAndRepeatable) {
+  const std::string expected = reference_weights();
+  const std::string tcp1 = train("tcp");
+  const std::string tcp2 = train("tcp");
+  const std::string ipc = train("ipc");
+  ASSERT_EQ(tcp1.size(), expected.size());
+  EXPECT_TRUE(tcp1 == expected) << "dist_sync over tcp differs from the local kvstore";
+  EXPECT_TRUE(tcp1 == tcp2) << "two dist_sync runs differ";
+  EXPECT_TRUE(ipc == expected) << "dist_sync over ipc differs from the local kvstore";
+}
+
+TEST_F(DistJob, KilledWorkerIsNamedByEveryOtherProcess) { kill_and_expect_peer_lost(4, "worker 1"); }
+
+// Which rank the killed server holds depends on registration order: the
+// check names it by pid.
+TEST_F(DistJob, KilledServerIsNamedByEveryOtherProcess) { kill_and_expect_peer_lost(2, "server"); }
+
+}  // namespace
+}  // namespace dt::ps
+
+int main(int argc, char** argv) {
+  dt::ps::self_path = "/proc/self/exe";
+  char resolved[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", resolved, sizeof resolved - 1);
+  if (n > 0) {
+    resolved[n] = '\0';
+    dt::ps::self_path = resolved;
+  }
+  if (argc > 1 && std::strcmp(argv[1], "--dist-worker") == 0) return dt::ps::worker_main();
+  ::testing::InitGoogleTest(&argc, argv);
+  return RUN_ALL_TESTS();
+}

@@ -1,0 +1,467 @@
+// The control plane for real: a scheduler (dt-node) and member processes over
+// tcp and ipc loopback, and schedulers and members as threads over inproc.
+// Member processes are this program re-executed with --member; every wait
+// has a deadline and the fixture SIGKILLs whatever is still running.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <future>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/error.h"
+#include "ps/cluster_member.h"
+#include "ps/frame.h"
+#include "ps/job_config.h"
+#include "ps/request_client.h"
+#include "ps/request_server.h"
+#include "ps/scheduler.h"
+
+extern char** environ;
+
+namespace dt::ps {
+namespace {
+
+using core::Error;
+using core::ErrorCode;
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+std::string self_path;
+
+// ---- member mode: what a re-executed child does ---------------------------
+
+PsOptions options_from_env() {
+  PsOptions o;
+  const auto read = [](const char* name, double& into) {
+    if (const char* v = std::getenv(name)) into = std::atof(v);
+  };
+  read("DT_STARTUP_TIMEOUT_S", o.startup_timeout_s);
+  read("DT_REQUEST_TIMEOUT_S", o.request_timeout_s);
+  read("DT_HEARTBEAT_INTERVAL_S", o.heartbeat_interval_s);
+  read("DT_HEARTBEAT_TIMEOUT_S", o.heartbeat_timeout_s);
+  read("DT_SHUTDOWN_TIMEOUT_S", o.shutdown_timeout_s);
+  return o;
+}
+
+int exit_code_of(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::kPeerLost:
+      return 3;
+    case ErrorCode::kTimedOut:
+      return 4;
+    default:
+      return 5;
+  }
+}
+
+int member_main() {
+  try {
+    const JobConfig job = job_config_from_env();
+    const PsOptions options = options_from_env();
+    ClusterMember member(job, options, job.role == Role::kServer ? std::vector<std::string>{"tcp://127.0.0.1:1"}
+                                                                  : std::vector<std::string>{});
+    std::cout << "rank " << member.rank() << std::endl;
+    const char* action = std::getenv("DT_TEST_ACTION");
+    const std::string what = action == nullptr ? "" : action;
+    if (job.role == Role::kServer) {
+      member.wait_for_stop();
+    } else if (what == "hold") {
+      // Barriers until something fails: the killed-peer tests end here.
+      for (;;) {
+        member.barrier();
+        std::this_thread::sleep_for(50ms);
+      }
+    } else {
+      for (int i = 0; i < 3; ++i) member.barrier();
+    }
+    member.shutdown();
+    return 0;
+  } catch (const Error& e) {
+    std::cerr << "member failed: " << e.what() << std::endl;
+    return exit_code_of(e.code());
+  }
+}
+
+// ---- processes ----------------------------------------------------------------
+
+struct Child {
+  pid_t pid = -1;
+  std::string out, err;  // files
+  int status = -1;       // exit code once reaped; -1 while running
+};
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+class PsProcesses : public ::testing::Test {
+ protected:
+  void TearDown() override {
+    for (Child& c : children_) {
+      if (c.status == -1 && c.pid > 0) {
+        ::kill(c.pid, SIGKILL);
+        ::waitpid(c.pid, nullptr, 0);
+      }
+    }
+  }
+
+  Child& spawn(const std::string& program, std::vector<std::string> args, const std::map<std::string, std::string>& env) {
+    const std::string tag = std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + "-" +
+                            std::to_string(children_.size());
+    const char* tmp = std::getenv("TMPDIR");
+    const std::string dir = tmp == nullptr ? "/tmp" : tmp;
+    Child c;
+    c.out = dir + "/ps-" + std::to_string(::getpid()) + "-" + tag + ".out";
+    c.err = dir + "/ps-" + std::to_string(::getpid()) + "-" + tag + ".err";
+    std::map<std::string, std::string> all;
+    for (char** e = environ; *e != nullptr; ++e) {
+      const std::string kv = *e;
+      const size_t eq = kv.find('=');
+      if (eq != std::string::npos && kv.rfind("DMLC_", 0) != 0) all[kv.substr(0, eq)] = kv.substr(eq + 1);
+    }
+    for (const auto& kv : env) all[kv.first] = kv.second;
+    std::vector<std::string> env_strings;
+    for (const auto& kv : all) env_strings.push_back(kv.first + "=" + kv.second);
+    std::vector<char*> envp, argv;
+    for (auto& s : env_strings) envp.push_back(s.data());
+    envp.push_back(nullptr);
+    args.insert(args.begin(), program);
+    for (auto& s : args) argv.push_back(s.data());
+    argv.push_back(nullptr);
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      if (!std::freopen(c.out.c_str(), "w", stdout) || !std::freopen(c.err.c_str(), "w", stderr)) _exit(126);
+      ::execve(program.c_str(), argv.data(), envp.data());
+      _exit(127);
+    }
+    c.pid = pid;
+    children_.push_back(c);
+    return children_.back();
+  }
+
+  // Waits for the child's exit; false after the deadline.
+  static bool wait_exit(Child& c, std::chrono::milliseconds deadline) {
+    const auto end = Clock::now() + deadline;
+    while (Clock::now() < end) {
+      int status = 0;
+      if (::waitpid(c.pid, &status, WNOHANG) == c.pid) {
+        c.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        return true;
+      }
+      std::this_thread::sleep_for(10ms);
+    }
+    return false;
+  }
+
+  static bool wait_output(const Child& c, const std::string& text, std::chrono::milliseconds deadline) {
+    const auto end = Clock::now() + deadline;
+    while (Clock::now() < end) {
+      if (read_file(c.out).find(text) != std::string::npos) return true;
+      std::this_thread::sleep_for(10ms);
+    }
+    return false;
+  }
+
+  static std::string dt_node() {
+    const char* path = std::getenv("DT_NODE_BINARY");
+    return path == nullptr ? std::string() : path;
+  }
+
+  // Starts the scheduler (dt-node) on a free tcp port; returns the port.
+  std::string start_tcp_scheduler(std::map<std::string, std::string> env) {
+    const std::string port_file = "/tmp/dt-ps-port-" + std::to_string(::getpid()) + "-" + std::to_string(children_.size());
+    std::remove(port_file.c_str());
+    env["DMLC_ROLE"] = "scheduler";
+    env["DMLC_PS_ROOT_URI"] = "127.0.0.1";
+    env["DMLC_PS_ROOT_PORT"] = "0";
+    env["DT_PS_PORT_FILE"] = port_file;
+    spawn(dt_node(), {}, env);
+    const auto end = Clock::now() + 10s;
+    while (Clock::now() < end) {
+      const std::string port = read_file(port_file);
+      if (!port.empty() && port.back() == '\n') {
+        std::remove(port_file.c_str());
+        return port.substr(0, port.size() - 1);
+      }
+      std::this_thread::sleep_for(10ms);
+    }
+    ADD_FAILURE() << "the scheduler did not report its port";
+    return "1";
+  }
+
+  std::vector<Child> children_;
+};
+
+std::map<std::string, std::string> fast_job(int servers, int workers) {
+  return {{"DMLC_NUM_SERVER", std::to_string(servers)},
+          {"DMLC_NUM_WORKER", std::to_string(workers)},
+          {"DT_STARTUP_TIMEOUT_S", "20"},
+          {"DT_REQUEST_TIMEOUT_S", "20"},
+          {"DT_HEARTBEAT_INTERVAL_S", "0.2"},
+          {"DT_HEARTBEAT_TIMEOUT_S", "1"},
+          {"DT_SHUTDOWN_TIMEOUT_S", "5"}};
+}
+
+
+TEST_F(PsProcesses, TcpRegistrationRanksBarriersAndCleanShutdown) {
+  auto env = fast_job(1, 2);
+  const std::string port = start_tcp_scheduler(env);
+  env["DMLC_PS_ROOT_URI"] = "localhost";
+  env["DMLC_PS_ROOT_PORT"] = port;
+  auto server_env = env, w1 = env, w0 = env;
+  server_env["DMLC_ROLE"] = "server";
+  w1["DMLC_ROLE"] = w0["DMLC_ROLE"] = "worker";
+  w1["DMLC_WORKER_ID"] = "1";
+  w0["DMLC_WORKER_ID"] = "0";
+  // Worker 1 registers first and must still get rank 1.
+  spawn(self_path, {"--member"}, w1);
+  std::this_thread::sleep_for(100ms);
+  spawn(self_path, {"--member"}, w0);
+  spawn(self_path, {"--member"}, server_env);
+  for (size_t i = 1; i < children_.size(); ++i) {
+    ASSERT_TRUE(wait_exit(children_[i], 20s)) << "member " << i << " hung";
+    EXPECT_EQ(children_[i].status, 0) << read_file(children_[i].err);
+  }
+  EXPECT_NE(read_file(children_[1].out).find("rank 1"), std::string::npos);
+  EXPECT_NE(read_file(children_[2].out).find("rank 0"), std::string::npos);
+  Child& scheduler = children_[0];
+  ASSERT_TRUE(wait_exit(scheduler, 10s));
+  EXPECT_EQ(scheduler.status, 0) << read_file(scheduler.err);
+}
+
+TEST_F(PsProcesses, IpcJobWithMembersStartedBeforeTheScheduler) {
+  auto env = fast_job(2, 1);
+  env["DT_PS_ROOT_URL"] = "ipc:///tmp/dt-ps-sched-" + std::to_string(::getpid()) + ".ipc";
+  auto server_env = env, worker_env = env;
+  server_env["DMLC_ROLE"] = "server";
+  worker_env["DMLC_ROLE"] = "worker";
+  spawn(self_path, {"--member"}, server_env);
+  spawn(self_path, {"--member"}, server_env);
+  spawn(self_path, {"--member"}, worker_env);
+  std::this_thread::sleep_for(500ms);  // the scheduler comes last
+  auto sched_env = env;
+  sched_env["DMLC_ROLE"] = "scheduler";
+  Child& scheduler = spawn(dt_node(), {}, sched_env);
+  for (size_t i = 0; i < 3; ++i) {
+    ASSERT_TRUE(wait_exit(children_[i], 20s)) << "member " << i << " hung";
+    EXPECT_EQ(children_[i].status, 0) << read_file(children_[i].err);
+  }
+  const std::string ranks = read_file(children_[0].out) + read_file(children_[1].out);
+  EXPECT_NE(ranks.find("rank 0"), std::string::npos);
+  EXPECT_NE(ranks.find("rank 1"), std::string::npos);
+  ASSERT_TRUE(wait_exit(scheduler, 10s));
+  EXPECT_EQ(scheduler.status, 0) << read_file(scheduler.err);
+}
+
+TEST_F(PsProcesses, KilledWorkerIsReportedAsPeerLostByEveryone) {
+  auto env = fast_job(1, 2);
+  const std::string port = start_tcp_scheduler(env);
+  env["DMLC_PS_ROOT_URI"] = "127.0.0.1";
+  env["DMLC_PS_ROOT_PORT"] = port;
+  env["DT_TEST_ACTION"] = "hold";
+  auto server_env = env, w0 = env, w1 = env;
+  server_env["DMLC_ROLE"] = "server";
+  w0["DMLC_ROLE"] = w1["DMLC_ROLE"] = "worker";
+  w0["DMLC_WORKER_ID"] = "0";
+  w1["DMLC_WORKER_ID"] = "1";
+  spawn(self_path, {"--member"}, server_env);
+  spawn(self_path, {"--member"}, w0);
+  Child& victim = spawn(self_path, {"--member"}, w1);
+  for (size_t i = 1; i < children_.size(); ++i) ASSERT_TRUE(wait_output(children_[i], "rank", 20s));
+  std::this_thread::sleep_for(300ms);
+  const auto killed_at = Clock::now();
+  ::kill(victim.pid, SIGKILL);
+  ASSERT_TRUE(wait_exit(victim, 5s));
+  const std::string name = "worker 1 (pid " + std::to_string(victim.pid);
+  // Heartbeat timeout 1 s: everyone must know within 2 s.
+  for (size_t i : {size_t{0}, size_t{1}, size_t{2}}) {
+    ASSERT_TRUE(wait_exit(children_[i], 5s)) << "process " << i << " hung after the kill";
+    EXPECT_NE(children_[i].status, 0);
+    EXPECT_NE(read_file(children_[i].err).find(name), std::string::npos) << read_file(children_[i].err);
+  }
+  EXPECT_EQ(children_[2].status, 3) << "worker 0 should fail with peer lost";
+  EXPECT_LT(Clock::now() - killed_at, 2s + 500ms) << "loss detected too late";
+}
+
+TEST_F(PsProcesses, UnreachableSchedulerTimesOutAtStartup) {
+  std::string url;
+  {
+    RequestServer probe({"tcp://127.0.0.1:0"}, 1, [](Message, RequestServer::Reply) {}, 4096);
+    url = probe.bound_urls().front();
+  }
+  auto env = fast_job(1, 1);
+  env["DMLC_ROLE"] = "worker";
+  env["DMLC_PS_ROOT_URI"] = "127.0.0.1";
+  env["DMLC_PS_ROOT_PORT"] = url.substr(url.rfind(':') + 1);
+  env["DT_STARTUP_TIMEOUT_S"] = "1";
+  const auto start = Clock::now();
+  Child& worker = spawn(self_path, {"--member"}, env);
+  ASSERT_TRUE(wait_exit(worker, 10s));
+  EXPECT_EQ(worker.status, 4) << read_file(worker.err);
+  EXPECT_NE(read_file(worker.err).find("unreachable for 1.0 s"), std::string::npos) << read_file(worker.err);
+  EXPECT_LT(Clock::now() - start, 5s);
+}
+
+TEST_F(PsProcesses, SchedulerPortInUseIsANetworkError) {
+  RequestServer holder({"tcp://0.0.0.0:0"}, 1, [](Message, RequestServer::Reply) {}, 4096);
+  const std::string url = holder.bound_urls().front();
+  auto env = fast_job(1, 1);
+  env["DMLC_ROLE"] = "scheduler";
+  env["DMLC_PS_ROOT_URI"] = "127.0.0.1";
+  env["DMLC_PS_ROOT_PORT"] = url.substr(url.rfind(':') + 1);
+  Child& scheduler = spawn(dt_node(), {}, env);
+  ASSERT_TRUE(wait_exit(scheduler, 10s));
+  EXPECT_EQ(scheduler.status, 1);
+  const std::string err = read_file(scheduler.err);
+  EXPECT_NE(err.find("address in use"), std::string::npos) << err;
+  EXPECT_NE(err.find("network"), std::string::npos) << err;
+}
+
+// ---- threads over inproc ----------------------------------------------------
+
+JobConfig inproc_job(const std::string& url, Role role, int servers, int workers, int worker_id = -1) {
+  JobConfig job;
+  job.role = role;
+  job.root_url = job.scheduler_listen_url = url;
+  job.num_servers = servers;
+  job.num_workers = workers;
+  job.worker_id = worker_id;
+  job.node_host = "127.0.0.1";
+  return job;
+}
+
+PsOptions fast_options() {
+  PsOptions o;
+  o.startup_timeout_s = 10;
+  o.request_timeout_s = 10;
+  o.heartbeat_interval_s = 0.1;
+  o.heartbeat_timeout_s = 1;
+  o.shutdown_timeout_s = 5;
+  return o;
+}
+
+std::string inproc_url() {
+  static int n = 0;
+  return "inproc://ps-it-" + std::to_string(::getpid()) + "-" + std::to_string(n++);
+}
+
+TEST(PsThreads, RegistrationBarrierAndShutdownOverInproc) {
+  const std::string url = inproc_url();
+  Scheduler scheduler(inproc_job(url, Role::kScheduler, 2, 2), fast_options());
+  auto done = std::async(std::launch::async, [&] { scheduler.run(); });
+  auto server = [&](int) {
+    ClusterMember m(inproc_job(url, Role::kServer, 2, 2), fast_options(), {"inproc://data"});
+    m.wait_for_stop();
+    return m.rank();
+  };
+  auto worker = [&](int id) {
+    ClusterMember m(inproc_job(url, Role::kWorker, 2, 2, id), fast_options());
+    EXPECT_EQ(m.table().workers.size(), 2u);
+    EXPECT_EQ(m.table().servers.size(), 2u);
+    EXPECT_EQ(m.table().servers[0].data_urls, std::vector<std::string>{"inproc://data"});
+    for (int i = 0; i < 5; ++i) m.barrier();
+    m.shutdown();
+    return m.rank();
+  };
+  auto s0 = std::async(std::launch::async, server, 0);
+  auto s1 = std::async(std::launch::async, server, 1);
+  auto w1 = std::async(std::launch::async, worker, 1);
+  auto w0 = std::async(std::launch::async, worker, 0);
+  for (auto* f : {&s0, &s1, &w0, &w1}) ASSERT_EQ(f->wait_for(20s), std::future_status::ready);
+  EXPECT_EQ(w0.get(), 0);
+  EXPECT_EQ(w1.get(), 1);
+  EXPECT_EQ(s0.get() + s1.get(), 1);  // ranks 0 and 1
+  ASSERT_EQ(done.wait_for(10s), std::future_status::ready);
+  done.get();
+}
+
+TEST(PsThreads, DuplicateWorkerIdIsRejected) {
+  const std::string url = inproc_url();
+  PsOptions o = fast_options();
+  o.startup_timeout_s = 2;
+  Scheduler scheduler(inproc_job(url, Role::kScheduler, 1, 2), o);
+  auto done = std::async(std::launch::async, [&] {
+    try {
+      scheduler.run();
+    } catch (const Error&) {
+    }
+  });
+  auto first = std::async(std::launch::async, [&] {
+    try {
+      ClusterMember m(inproc_job(url, Role::kWorker, 1, 2, 0), o);
+    } catch (const Error&) {
+    }
+  });
+  std::this_thread::sleep_for(200ms);
+  try {
+    ClusterMember second(inproc_job(url, Role::kWorker, 1, 2, 0), o);
+    FAIL() << "duplicate id accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("DMLC_WORKER_ID=0 is already taken"), std::string::npos) << e.what();
+  }
+  ASSERT_EQ(first.wait_for(10s), std::future_status::ready);
+  ASSERT_EQ(done.wait_for(10s), std::future_status::ready);
+}
+
+TEST(PsThreads, MismatchedProtocolVersionIsAProtocolError) {
+  const std::string url = inproc_url();
+  Scheduler scheduler(inproc_job(url, Role::kScheduler, 1, 1), fast_options());
+  RequestClient client(scheduler.url(), 5s);
+  flatbuffers::FlatBufferBuilder fbb;
+  auto reg = wire::CreateRegister(fbb, wire::Role::Worker, fbb.CreateString("h"), 1, 0, -1, 1, 1);
+  wire::FinishEnvelopeBuffer(fbb, wire::CreateEnvelope(fbb, kProtocolVersion + 1, wire::Body::Register, reg.Union()));
+  const Frame reply = Frame::parse(client.call(encode_frame(fbb.GetBufferPointer(), fbb.GetSize(), 0, nullptr), 5s));
+  try {
+    reply.expect<wire::NodeTable>();
+    FAIL() << "registered with a foreign version";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kProtocol);
+    const std::string text = e.what();
+    EXPECT_NE(text.find("version " + std::to_string(kProtocolVersion + 1)), std::string::npos) << text;
+    EXPECT_NE(text.find("version " + std::to_string(kProtocolVersion)), std::string::npos) << text;
+  }
+}
+
+TEST(PsThreads, MismatchedJobLayoutIsRejected) {
+  const std::string url = inproc_url();
+  Scheduler scheduler(inproc_job(url, Role::kScheduler, 1, 1), fast_options());
+  try {
+    ClusterMember m(inproc_job(url, Role::kWorker, 1, 3), fast_options());
+    FAIL() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("DMLC_NUM_WORKER=3"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace dt::ps
+
+int main(int argc, char** argv) {
+  dt::ps::self_path = "/proc/self/exe";
+  char resolved[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", resolved, sizeof resolved - 1);
+  if (n > 0) {
+    resolved[n] = '\0';
+    dt::ps::self_path = resolved;
+  }
+  if (argc > 1 && std::strcmp(argv[1], "--member") == 0) return dt::ps::member_main();
+  ::testing::InitGoogleTest(&argc, argv);
+  return RUN_ALL_TESTS();
+}
