@@ -52,7 +52,7 @@ static void usage(FILE *to) {
           "  --model lenet|mlp     network (default lenet)\n"
           "  --epochs N            epochs to train (default 5)\n"
           "  --batch-size N        samples per batch (default 64)\n"
-          "  --lr X                SGD learning rate (default 0.05)\n"
+          "  --lr X                SGD learning rate (default 0.02)\n"
           "  --momentum X          SGD momentum (default 0.9)\n"
           "  --kvstore TYPE|none   kvstore type, e.g. local (default local)\n"
           "  --data DIR            Fashion-MNIST IDX files (default "
@@ -111,7 +111,7 @@ static int parse_args(int argc, char **argv, args *a) {
 }
 
 int main(int argc, char **argv) {
-  args a = {"lenet", 5, 64, 0.05, 0.9, "local", NULL, NULL, NULL, NULL, 1, 0};
+  args a = {"lenet", 5, 64, 0.02, 0.9, "local", NULL, NULL, NULL, NULL, 1, 0};
   dt_context *cpu = NULL;
   dt_net *net = NULL;
   dt_optimizer *opt = NULL;
