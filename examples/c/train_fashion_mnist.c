@@ -12,7 +12,14 @@
  * With --kvstore dist_sync or dist_async this process is one worker of a
  * parameter-server job described by the DMLC_* environment (scheduler and
  * servers run dt-node): each worker trains on its rank-th part of the
- * training set, and only rank 0 prints progress and the final accuracy.
+ * training set with --batch-size samples per step, and only rank 0 evaluates,
+ * prints, and writes the metrics log and checkpoints.
+ *
+ * --lr is the rate single-machine training would use for the job's global
+ * batch (workers x batch size). As in MXNet, every worker rescales its
+ * gradient by 1/its batch and dist_sync servers sum the workers' gradients,
+ * so with dist_sync the example hands the trainer lr / num_workers. With
+ * dist_async every push is its own update and the rate stays as given.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -123,6 +130,7 @@ int main(int argc, char **argv) {
   dt_fit_options fit_options;
   double test_accuracy = 0.0;
   int32_t rank = 0, num_workers = 1;
+  double lr;
   int rc = 1;
   int parsed = parse_args(argc, argv, &a);
   if (parsed != 0) {
@@ -135,14 +143,15 @@ int main(int argc, char **argv) {
   CHECK(dt_net_create(&net, cpu, a.model, NULL));
   CHECK(dt_net_initialize(net, a.seed));
 
-  CHECK(dt_optimizer_create(&opt, "sgd"));
-  CHECK(dt_optimizer_set_double(opt, "learning_rate", a.lr));
-  CHECK(dt_optimizer_set_double(opt, "momentum", a.momentum));
   if (strcmp(a.kvstore, "none") != 0) {
     CHECK(dt_kvstore_create_ex(&kv, a.kvstore, NULL));
     CHECK(dt_kvstore_rank(&rank, kv));
     CHECK(dt_kvstore_num_workers(&num_workers, kv));
   }
+  lr = strcmp(a.kvstore, "dist_sync") == 0 ? a.lr / num_workers : a.lr;
+  CHECK(dt_optimizer_create(&opt, "sgd"));
+  CHECK(dt_optimizer_set_double(opt, "learning_rate", lr));
+  CHECK(dt_optimizer_set_double(opt, "momentum", a.momentum));
 
   dt_data_loader_options_init(&loader_options);
   loader_options.batch_size = a.batch_size;
@@ -166,16 +175,23 @@ int main(int argc, char **argv) {
     printf("resumed from %s after epoch %d\n", a.resume, (int)epoch);
   }
 
-  if (rank == 0) printf("training %s on Fashion-MNIST: %d epochs, batch %ld, SGD lr %g momentum %g, kvstore %s\n", a.model,
-         a.epochs, a.batch_size, a.lr, a.momentum, a.kvstore);
+  if (rank == 0) {
+    printf("training %s on Fashion-MNIST: %d epochs, %d worker(s) x batch %ld, SGD lr %g momentum %g, kvstore %s\n",
+           a.model, a.epochs, (int)num_workers, a.batch_size, lr, a.momentum, a.kvstore);
+  }
   dt_fit_options_init(&fit_options);
   fit_options.epochs = a.epochs;
-  fit_options.metrics_path = a.metrics;
-  fit_options.checkpoint_path = a.checkpoint;
-  if (rank != 0) fit_options.progress = 2; /* silent */
-  CHECK(dt_trainer_fit(trainer, train, test, &fit_options));
-  CHECK(dt_trainer_evaluate(&test_accuracy, NULL, trainer, test));
-  if (rank == 0) printf("test_accuracy=%.4f\n", test_accuracy);
+  if (rank == 0) {
+    fit_options.metrics_path = a.metrics;
+    fit_options.checkpoint_path = a.checkpoint;
+  } else {
+    fit_options.progress = 2; /* silent: rank 0 speaks for the job */
+  }
+  CHECK(dt_trainer_fit(trainer, train, rank == 0 ? test : NULL, &fit_options));
+  if (rank == 0) {
+    CHECK(dt_trainer_evaluate(&test_accuracy, NULL, trainer, test));
+    printf("test_accuracy=%.4f\n", test_accuracy);
+  }
   rc = 0;
 
 done:
