@@ -75,27 +75,12 @@ ops::cpu::InnerProduct& DenseLayer::kernel(const core::Shape& input, const Layer
 
 void DenseLayer::forward(const ForwardArgs& args) {
   check_forward(*this, args, options_.use_bias ? 2 : 1);
-  const core::NDArray& x = *args.inputs[0];
-  ops::cpu::InnerProduct& k = kernel(x.shape(), args.runtime);
-  const float* b = options_.use_bias ? args.params[1]->value.data_as<float>() : nullptr;
-  run_kernel(*this, [&] {
-    k.forward(x.data_as<float>(), args.params[0]->value.data_as<float>(), b, args.output->data_as<float>());
-  });
+  weighted_forward(*this, kernel(args.inputs[0]->shape(), args.runtime), args, options_.use_bias);
 }
 
 void DenseLayer::backward(const BackwardArgs& args) {
   check_backward(*this, args, options_.use_bias ? 2 : 1);
-  const core::NDArray& x = *args.inputs[0];
-  ops::cpu::InnerProduct& k = kernel(x.shape(), args.runtime);
-  const float* dy = args.output_grad->data_as<float>();
-  Parameter& weight = *args.params[0];
-  run_kernel(*this, [&] {
-    if (args.input_grads[0] != nullptr) {
-      k.backward_data(dy, weight.value.data_as<float>(), args.input_grads[0]->data_as<float>());
-    }
-    fused_param_grads(weight, options_.use_bias ? args.params[1] : nullptr,
-                      [&](float* dw, float* db) { k.backward_weights(x.data_as<float>(), dy, dw, db); });
-  });
+  weighted_backward(*this, kernel(args.inputs[0]->shape(), args.runtime), args, options_.use_bias);
 }
 
 nlohmann::json DenseLayer::attributes() const {

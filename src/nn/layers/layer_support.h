@@ -128,6 +128,16 @@ class AttributeReader {
 nlohmann::json pair_to_json(std::pair<int64_t, int64_t> value);
 nlohmann::json initializer_to_json(const Initializer& init);
 
+// Forward and backward of a layer whose kernel computes y = f(x; weight, bias)
+// with forward(x, w, b, y), backward_data(dy, w, dx) and
+// backward_weights(x, dy, dw, db): Dense and Conv2D differ only in the kernel.
+// params[0] is the weight, params[1] the bias when use_bias; arguments are
+// already checked.
+template <typename Kernel>
+void weighted_forward(const Layer& layer, Kernel& kernel, const ForwardArgs& args, bool use_bias);
+template <typename Kernel>
+void weighted_backward(const Layer& layer, Kernel& kernel, const BackwardArgs& args, bool use_bias);
+
 // ---- implementation of the templates ---------------------------------------
 
 template <typename F>
@@ -145,6 +155,28 @@ decltype(auto) run_kernel(const Layer& layer, F&& fn) {
   } catch (const std::exception& e) {
     throw core::Error(core::ErrorCode::kInternal, describe(layer) + ": " + e.what());
   }
+}
+
+template <typename Kernel>
+void weighted_forward(const Layer& layer, Kernel& kernel, const ForwardArgs& args, bool use_bias) {
+  const float* x = args.inputs[0]->data_as<float>();
+  const float* b = use_bias ? args.params[1]->value.data_as<float>() : nullptr;
+  float* y = args.output->data_as<float>();
+  run_kernel(layer, [&] { kernel.forward(x, args.params[0]->value.data_as<float>(), b, y); });
+}
+
+template <typename Kernel>
+void weighted_backward(const Layer& layer, Kernel& kernel, const BackwardArgs& args, bool use_bias) {
+  const float* x = args.inputs[0]->data_as<float>();
+  const float* dy = args.output_grad->data_as<float>();
+  Parameter& weight = *args.params[0];
+  run_kernel(layer, [&] {
+    if (args.input_grads[0] != nullptr) {
+      kernel.backward_data(dy, weight.value.data_as<float>(), args.input_grads[0]->data_as<float>());
+    }
+    fused_param_grads(weight, use_bias ? args.params[1] : nullptr,
+                      [&](float* dw, float* db) { kernel.backward_weights(x, dy, dw, db); });
+  });
 }
 
 }  // namespace dt::nn::layers
