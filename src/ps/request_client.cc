@@ -218,9 +218,12 @@ void RequestClient::close() {
     st.closed = true;
     for (auto& p : st.all) requests.push_back(p.get());
   }
-  // Completes every pending operation with NNG_ECLOSED: each Done sees kClosed.
-  st.socket.close();
+  // Stop the aios before closing the socket, as RequestServer does: a
+  // callback re-arms a receive after its send, and that must not race the
+  // socket's teardown. Each pending Done sees kClosed (error_for checks
+  // `closed` first, whatever nng reports).
   for (State::PendingRequest* p : requests) p->aio.stop();
+  st.socket.close();
   st.connected_cv.notify_all();
 }
 

@@ -206,8 +206,12 @@ RequestServer::~RequestServer() {
     st.stopping = true;
   }
   st.queue_cv.notify_all();
-  st.socket.close();
+  // Stop every aio before closing the socket: nng_aio_stop waits for a
+  // running completion callback and keeps it from re-arming a receive, so no
+  // nng_ctx_recv can race the socket's teardown (nng 1.5.2 panicked on a
+  // destroyed mutex when a callback re-armed while nng_close ran).
   for (auto& slot : st.slots) slot->aio.stop();
+  st.socket.close();
   for (auto& thread : st.threads) thread.join();
   // Requests received but not handled: dropped with the queue; their
   // requesters see the closed connection.

@@ -1,5 +1,9 @@
 // RequestServer/RequestClient over inproc, ipc and tcp loopback.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <condition_variable>
@@ -208,12 +212,18 @@ TEST(PsTransportTcp, BoundUrlsHaveTheRealPort) {
 }
 
 TEST(PsTransportTcp, UnreachablePeerTimesOutInConnect) {
-  // Bind and release a port so nothing listens there.
-  std::string url;
-  {
-    RequestServer s({"tcp://127.0.0.1:0"}, 1, echo(), 1 << 20);
-    url = s.bound_urls().front();
-  }
+  // Hold a bound but never-listening socket on the port for the whole test:
+  // connections are refused, and no test running beside this one can be
+  // given the port in the meantime (a released port could be).
+  const int holder = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(holder, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(holder, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+  socklen_t length = sizeof address;
+  ASSERT_EQ(::getsockname(holder, reinterpret_cast<sockaddr*>(&address), &length), 0);
+  const std::string url = "tcp://127.0.0.1:" + std::to_string(ntohs(address.sin_port));
   try {
     RequestClient client(url, 300ms);
     FAIL() << "connected to nothing";
@@ -228,6 +238,7 @@ TEST(PsTransportTcp, UnreachablePeerTimesOutInConnect) {
     EXPECT_EQ(e.code(), ErrorCode::kTimedOut);
     EXPECT_NE(std::string(e.what()).find("could not reach"), std::string::npos) << e.what();
   }
+  ::close(holder);
 }
 
 TEST(PsTransportTcp, MalformedUrlIsInvalidArgument) {
