@@ -1,0 +1,67 @@
+#include <gtest/gtest.h>
+
+#include "options.h"
+
+namespace dt::dtrun {
+namespace {
+
+Options parse(std::vector<std::string> args) { return parse_options(args); }
+
+TEST(DtrunOptions, ServersDefaultToWorkersAndTheCommandFollowsTheSeparator) {
+  const Options o = parse({"-n", "3", "--", "./train", "--epochs", "1", "-n", "7"});
+  EXPECT_EQ(o.num_workers, 3);
+  EXPECT_EQ(o.num_servers, 3);
+  EXPECT_EQ(o.launcher, Launcher::kLocal);
+  EXPECT_EQ(o.command, (std::vector<std::string>{"./train", "--epochs", "1", "-n", "7"}));
+}
+
+TEST(DtrunOptions, LongAttachedAndLaunchPyForms) {
+  const Options o = parse({"--num-workers=2", "-s1", "--launcher", "slurm", "--timeout=2.5", "--log-dir", "logs",
+                           "--interface", "eth0", "--", "w"});
+  EXPECT_EQ(o.num_workers, 2);
+  EXPECT_EQ(o.num_servers, 1);
+  EXPECT_EQ(o.launcher, Launcher::kSlurm);
+  EXPECT_DOUBLE_EQ(o.timeout_s, 2.5);
+  EXPECT_EQ(o.log_dir, "logs");
+  EXPECT_EQ(o.interface, "eth0");
+}
+
+TEST(DtrunOptions, EnvSettingsKeepTheirFormsAndRoles) {
+  const Options o = parse({"-n", "1", "--env", "A=x:y=z", "--env", "B:/p", "--env", "HOME", "--env-server",
+                           "S=1", "--env-worker=W=2", "--", "w"});
+  ASSERT_EQ(o.env.size(), 3u);
+  EXPECT_EQ(o.env[0].name, "A");
+  EXPECT_EQ(o.env[0].value, "x:y=z");  // '=' wins over ':'
+  EXPECT_EQ(o.env[1].name, "B");
+  EXPECT_EQ(o.env[1].value, "/p");  // launch.py's K:V
+  EXPECT_TRUE(o.env[2].from_caller);
+  ASSERT_EQ(o.env_server.size(), 1u);
+  EXPECT_EQ(o.env_server[0].value, "1");
+  ASSERT_EQ(o.env_worker.size(), 1u);
+  EXPECT_EQ(o.env_worker[0].name, "W");
+}
+
+TEST(DtrunOptions, HelpNeedsNothingElse) { EXPECT_TRUE(parse({"--help"}).help); }
+
+TEST(DtrunOptions, BadCommandLinesAreUsageErrors) {
+  EXPECT_THROW(parse({"--", "w"}), UsageError);                          // no -n
+  EXPECT_THROW(parse({"-n", "2"}), UsageError);                          // no command
+  EXPECT_THROW(parse({"-n", "0", "--", "w"}), UsageError);
+  EXPECT_THROW(parse({"-n", "2x", "--", "w"}), UsageError);
+  EXPECT_THROW(parse({"-n"}), UsageError);
+  EXPECT_THROW(parse({"-n", "1", "-s", "0", "--", "w"}), UsageError);
+  EXPECT_THROW(parse({"-n", "1", "--timeout", "-1", "--", "w"}), UsageError);
+  EXPECT_THROW(parse({"-n", "1", "--launcher", "yarn", "--", "w"}), UsageError);
+  EXPECT_THROW(parse({"-n", "1", "--env", "1X=2", "--", "w"}), UsageError);
+  EXPECT_THROW(parse({"-n", "1", "--frobnicate", "--", "w"}), UsageError);
+  EXPECT_THROW(parse({"-n", "1", "./w"}), UsageError);  // the command needs "--"
+}
+
+TEST(DtrunOptions, TheJobLayoutCannotBeOverriddenThroughEnv) {
+  EXPECT_THROW(parse({"-n", "1", "--env", "DMLC_NUM_WORKER=4", "--", "w"}), UsageError);
+  EXPECT_THROW(parse({"-n", "1", "--env-worker", "DMLC_WORKER_ID=0", "--", "w"}), UsageError);
+  EXPECT_NO_THROW(parse({"-n", "1", "--env", "DMLC_NODE_HOST=10.0.0.2", "--", "w"}));
+}
+
+}  // namespace
+}  // namespace dt::dtrun

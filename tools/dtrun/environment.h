@@ -1,0 +1,53 @@
+// The environment each process of a job starts with: dtrun's own, then the
+// user's --env settings, then the job layout (DMLC_*), which dtrun owns.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "options.h"
+
+namespace dt::dtrun {
+
+using EnvMap = std::map<std::string, std::string>;
+
+enum class Role { kScheduler, kServer, kWorker };
+const char* role_name(Role role);  // "scheduler", "server", "worker"
+
+// Where the job's nodes find the scheduler.
+struct JobLayout {
+  std::string root_uri;  // DMLC_PS_ROOT_URI
+  int root_port = 0;     // DMLC_PS_ROOT_PORT; 0 for the scheduler binding a free one
+  int num_servers = 0;
+  int num_workers = 0;
+  std::string port_file;  // DT_PS_PORT_FILE, given to the scheduler only
+  std::string interface;  // DMLC_INTERFACE when not empty
+};
+
+// Variables that describe the job layout: dtrun sets them, so --env may not.
+bool is_launcher_variable(const std::string& name);
+
+// environ as a map.
+EnvMap current_environment();
+
+// Resolves the --env settings in order (--env, then the role's own), bare
+// names taking their value from `inherited` (dropped when unset there).
+EnvMap user_settings(const EnvMap& inherited, const Options& options, Role role);
+
+// What process `rank` of `role` runs with. Precedence: inherited < --env <
+// --env-server / --env-worker < the layout. OMP_WAIT_POLICY=passive is added
+// unless set earlier: processes of one job share cores, and OpenMP threads
+// that spin while they wait take them from the others.
+EnvMap child_environment(const EnvMap& inherited, const Options& options, const JobLayout& layout, Role role,
+                         int rank);
+
+// What a launcher that starts servers and workers itself (srun) runs with:
+// as child_environment without the role's variables (DMLC_ROLE,
+// DMLC_WORKER_ID, --env-server, --env-worker), which it adds per task.
+EnvMap launcher_environment(const EnvMap& inherited, const Options& options, const JobLayout& layout);
+
+// "K=V" strings for execve.
+std::vector<std::string> to_envp(const EnvMap& env);
+
+}  // namespace dt::dtrun

@@ -1,0 +1,80 @@
+// dtrun: starts a disttrain parameter-server job (scheduler, servers, workers)
+// and owns its processes until the last one is reaped. See usage_text() and
+// README "Launching jobs with dtrun".
+#include <unistd.h>
+
+#include <cstdio>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "environment.h"
+#include "job.h"
+#include "line_prefixer.h"
+#include "local_launcher.h"
+#include "options.h"
+#include "signal_pipe.h"
+#include "slurm_launcher.h"
+#include "supervisor.h"
+#include "temp_dir.h"
+
+namespace {
+
+void say(const std::string& text) {
+  const std::string line = "dtrun: " + text + "\n";
+  dt::dtrun::write_all(STDERR_FILENO, line.data(), line.size());
+}
+
+int run(const dt::dtrun::Options& options) {
+  using namespace dt::dtrun;
+  // Installed before any child exists, so no SIGCHLD or Ctrl-C is missed.
+  SignalPipe signals;
+  TempDir work("dtrun");
+  const EnvMap inherited = current_environment();
+  JobContext job{options, inherited, find_dt_node(inherited), work.path(),
+                 options.timeout_s > 0 ? Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                                            std::chrono::duration<double>(options.timeout_s))
+                                       : Clock::time_point::max()};
+  SupervisorSettings settings;
+  settings.log_dir = options.log_dir;
+  settings.colour_stdout = isatty(STDOUT_FILENO) == 1;
+  settings.colour_stderr = isatty(STDERR_FILENO) == 1;
+  Supervisor supervisor(signals, settings);
+  Outcome outcome;
+  try {
+    outcome = options.launcher == Launcher::kSlurm ? run_slurm(supervisor, job) : run_local(supervisor, job);
+  } catch (const std::exception& e) {
+    outcome = Outcome{127, e.what()};
+  }
+  if (outcome.exit_code != 0) say(outcome.message + "; stopping the job (process group " +
+                                  std::to_string(supervisor.process_group()) + ")");
+  supervisor.stop();
+  if (outcome.exit_code != 0) {
+    say("job failed: " + outcome.message);
+  } else {
+    say("job finished: every process exited cleanly");
+  }
+  return outcome.exit_code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  dt::dtrun::Options options;
+  try {
+    options = dt::dtrun::parse_options(std::vector<std::string>(argv + 1, argv + argc));
+  } catch (const dt::dtrun::UsageError& e) {
+    std::fprintf(stderr, "dtrun: %s\n\n%s", e.what(), dt::dtrun::usage_text());
+    return 2;
+  }
+  if (options.help) {
+    std::fputs(dt::dtrun::usage_text(), stdout);
+    return 0;
+  }
+  try {
+    return run(options);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "dtrun: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,154 @@
+#include "options.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+
+#include "environment.h"
+
+namespace dt::dtrun {
+
+const char* usage_text() {
+  return "usage: dtrun -n WORKERS [-s SERVERS] [--launcher local|slurm] [--env K=V]...\n"
+         "             [--env-server K=V]... [--env-worker K=V]... [--interface IF]\n"
+         "             [--log-dir DIR] [--timeout S] -- command [args...]\n"
+         "\n"
+         "Starts a parameter-server job: a scheduler and SERVERS servers (dt-node) and\n"
+         "WORKERS copies of the command, with the DMLC_* variables set; prefixes their\n"
+         "output with role and rank; stops every process when one fails, on Ctrl-C or\n"
+         "after --timeout. Exit code: 0 when every process ends cleanly; the failed\n"
+         "process's status (128+signal when killed); 124 on timeout; 130 on SIGINT.\n"
+         "\n"
+         "  -n, --num-workers N   workers\n"
+         "  -s, --num-servers N   servers (default: as many as workers)\n"
+         "  --launcher L          local (default): all on this host;\n"
+         "                        slurm: the scheduler here, servers and workers via srun\n"
+         "  --env K=V | K:V | K   for every process (a bare K passes this shell's value)\n"
+         "  --env-server K=V      for the scheduler and the servers\n"
+         "  --env-worker K=V      for the workers\n"
+         "  --interface IF        DMLC_INTERFACE: the network interface nodes use\n"
+         "  --log-dir DIR         also write each process's output to DIR/<role>-<rank>.log\n"
+         "  --timeout S           stop the job after S seconds (exit code 124)\n"
+         "  -h, --help            this text\n"
+         "\n"
+         "dt-node is DT_NODE_BINARY, else the dt-node beside dtrun, else found in PATH.\n";
+}
+
+namespace {
+
+int parse_count(const std::string& flag, const std::string& text, int min) {
+  errno = 0;
+  char* end = nullptr;
+  const long v = std::strtol(text.c_str(), &end, 10);
+  if (text.empty() || errno != 0 || *end != '\0' || v < min || v > 65535) {
+    throw UsageError(flag + " needs an integer in [" + std::to_string(min) + ", 65535], got \"" + text + "\"");
+  }
+  return static_cast<int>(v);
+}
+
+double parse_seconds(const std::string& flag, const std::string& text) {
+  errno = 0;
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || errno != 0 || *end != '\0' || !std::isfinite(v) || v <= 0) {
+    throw UsageError(flag + " needs a positive number of seconds, got \"" + text + "\"");
+  }
+  return v;
+}
+
+bool valid_name(const std::string& name) {
+  if (name.empty() || (name[0] >= '0' && name[0] <= '9')) return false;
+  for (char c : name) {
+    const bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+EnvSetting parse_env(const std::string& flag, const std::string& text) {
+  EnvSetting s;
+  // '=' first: values such as paths or URLs may hold ':' but a name cannot.
+  std::string::size_type cut = text.find('=');
+  if (cut == std::string::npos) cut = text.find(':');
+  if (cut == std::string::npos) {
+    s.name = text;
+    s.from_caller = true;
+  } else {
+    s.name = text.substr(0, cut);
+    s.value = text.substr(cut + 1);
+  }
+  if (!valid_name(s.name)) throw UsageError(flag + " \"" + text + "\" does not start with a variable name");
+  if (is_launcher_variable(s.name)) {
+    throw UsageError(flag + " " + s.name + ": dtrun sets this variable itself (see -n, -s, --interface)");
+  }
+  return s;
+}
+
+}  // namespace
+
+Options parse_options(const std::vector<std::string>& args) {
+  Options o;
+  bool servers_given = false;
+  bool workers_given = false;
+  size_t i = 0;
+  // The value of flag: the rest of "--flag=value" / "-n4", else the next argument.
+  const auto value_of = [&](const std::string& arg, const std::string& flag) -> std::string {
+    if (arg.size() > flag.size()) return arg.substr(flag.size() + (arg[flag.size()] == '=' ? 1 : 0));
+    if (i + 1 >= args.size()) throw UsageError(flag + " needs a value");
+    return args[++i];
+  };
+  const auto is = [](const std::string& arg, const std::string& flag) {
+    if (arg.compare(0, flag.size(), flag) != 0) return false;
+    if (arg.size() == flag.size()) return true;
+    // Short flags take attached values ("-n4"), long ones only after '='.
+    return flag.size() == 2 || arg[flag.size()] == '=';
+  };
+  for (; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--") {
+      o.command.assign(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
+      break;
+    }
+    if (a == "-h" || a == "--help") {
+      o.help = true;
+      return o;
+    } else if (is(a, "-n") || is(a, "--num-workers")) {
+      o.num_workers = parse_count("-n", value_of(a, a.rfind("--", 0) == 0 ? "--num-workers" : "-n"), 1);
+      workers_given = true;
+    } else if (is(a, "-s") || is(a, "--num-servers")) {
+      o.num_servers = parse_count("-s", value_of(a, a.rfind("--", 0) == 0 ? "--num-servers" : "-s"), 1);
+      servers_given = true;
+    } else if (is(a, "--launcher")) {
+      const std::string l = value_of(a, "--launcher");
+      if (l == "local") {
+        o.launcher = Launcher::kLocal;
+      } else if (l == "slurm") {
+        o.launcher = Launcher::kSlurm;
+      } else {
+        throw UsageError("--launcher must be local or slurm, got \"" + l + "\"");
+      }
+    } else if (is(a, "--env-server")) {
+      o.env_server.push_back(parse_env("--env-server", value_of(a, "--env-server")));
+    } else if (is(a, "--env-worker")) {
+      o.env_worker.push_back(parse_env("--env-worker", value_of(a, "--env-worker")));
+    } else if (is(a, "--env")) {
+      o.env.push_back(parse_env("--env", value_of(a, "--env")));
+    } else if (is(a, "--interface")) {
+      o.interface = value_of(a, "--interface");
+      if (o.interface.empty()) throw UsageError("--interface needs an interface name");
+    } else if (is(a, "--log-dir")) {
+      o.log_dir = value_of(a, "--log-dir");
+      if (o.log_dir.empty()) throw UsageError("--log-dir needs a directory");
+    } else if (is(a, "--timeout")) {
+      o.timeout_s = parse_seconds("--timeout", value_of(a, "--timeout"));
+    } else {
+      throw UsageError("unknown option \"" + a + "\" (the command goes after \"--\")");
+    }
+  }
+  if (!workers_given) throw UsageError("-n WORKERS is required");
+  if (!servers_given) o.num_servers = o.num_workers;
+  if (o.command.empty()) throw UsageError("no command: put the worker command after \"--\"");
+  return o;
+}
+
+}  // namespace dt::dtrun

@@ -1,0 +1,47 @@
+// dtrun's command line, with the meanings of MXNet's tools/launch.py where
+// the two overlap (-n, -s, --launcher, --env-server, --env-worker, --env).
+#pragma once
+
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace dt::dtrun {
+
+enum class Launcher { kLocal, kSlurm };
+
+// One --env/--env-server/--env-worker value. launch.py's forms are kept:
+// "K=V" and "K:V" set K; a bare "K" passes this shell's value of K on.
+struct EnvSetting {
+  std::string name;
+  std::string value;
+  bool from_caller = false;  // bare "K": value comes from dtrun's environment
+};
+
+struct Options {
+  int num_workers = 0;
+  int num_servers = 0;  // -s; equals num_workers when not given
+  Launcher launcher = Launcher::kLocal;
+  std::vector<EnvSetting> env;         // every process
+  std::vector<EnvSetting> env_server;  // scheduler and servers (the dt-node processes)
+  std::vector<EnvSetting> env_worker;  // workers
+  std::string interface;               // DMLC_INTERFACE for every process
+  std::string log_dir;                 // one <role>-<rank>.log per process
+  double timeout_s = 0;                // 0: no limit
+  bool help = false;
+  std::vector<std::string> command;    // the worker command, after "--"
+};
+
+// A command line dtrun cannot run; what() is the message for the user.
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// args excludes argv[0]. Throws UsageError.
+Options parse_options(const std::vector<std::string>& args);
+
+const char* usage_text();
+
+}  // namespace dt::dtrun

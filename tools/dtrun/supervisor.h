@@ -1,0 +1,122 @@
+// Owns the processes of a job on this host: starts them in one process group
+// that it creates (the first process leads it), pumps their output through
+// LinePrefixers, reaps them, and decides when the job must stop: the first
+// process that exits non-zero or is killed, a signal to dtrun, or a
+// deadline. stop() ends every process of the group: SIGTERM, then SIGKILL
+// after a grace period, and reaps them all.
+//
+// dtrun is made a child subreaper, so processes that a child forks and
+// leaves behind are reparented to it and reaped here too: "no children left"
+// (waitpid's ECHILD) then means that nothing the job started still runs.
+// Children also get PR_SET_PDEATHSIG(SIGKILL), so even SIGKILL to dtrun
+// takes its direct children down.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "environment.h"
+#include "line_prefixer.h"
+#include "signal_pipe.h"
+#include "unique_fd.h"
+
+namespace dt::dtrun {
+
+using Clock = std::chrono::steady_clock;
+
+// "worker 1", "server 0", "scheduler" (rank -1).
+struct ProcessName {
+  ProcessName(std::string role_, int rank_ = -1) : role(std::move(role_)), rank(rank_) {}
+  std::string role;
+  int rank;
+  std::string text() const;
+};
+
+struct ChildSpec {
+  ProcessName name;
+  std::vector<std::string> argv;  // argv[0] is looked up in PATH when it has no '/'
+  EnvMap env;
+};
+
+// Why a job stopped, as dtrun reports it.
+struct Outcome {
+  int exit_code = 0;
+  std::string message;  // empty for a job that ended cleanly
+};
+
+// "exited with status 3", "killed by signal 9 (Killed)"; the exit code a
+// shell would give: the status, or 128 + the signal.
+std::string describe_wait_status(int status);
+int exit_code_of(int status);
+
+struct SupervisorSettings {
+  std::string log_dir;  // empty: no log files
+  bool colour_stdout = false;
+  bool colour_stderr = false;
+  std::chrono::milliseconds grace{3000};          // SIGTERM -> SIGKILL
+  std::chrono::milliseconds kill_wait{5000};      // after SIGKILL, for the reaping
+  std::chrono::milliseconds output_drain{2000};   // for pipes still open after the last exit
+};
+
+class Supervisor {
+ public:
+  Supervisor(SignalPipe& signals, SupervisorSettings settings);
+  // Stops whatever still runs (as stop()).
+  ~Supervisor();
+  Supervisor(const Supervisor&) = delete;
+  Supervisor& operator=(const Supervisor&) = delete;
+
+  // Starts a process in the job's process group. Throws std::runtime_error
+  // when it cannot be started (the command does not exist, pipes or fork
+  // fail); a process that got as far as fork is still owned and reaped.
+  pid_t start(const ChildSpec& spec);
+
+  // The job's process group id (the first process's pid); 0 before any start.
+  pid_t process_group() const { return pgid_; }
+
+  // Pumps output and reaps until done() holds (then nullopt), or returns what
+  // stops the job: a process that failed, SIGINT (130), SIGTERM (143),
+  // SIGHUP (129), or on_deadline() once deadline passes.
+  std::optional<Outcome> run_until(const std::function<bool()>& done, Clock::time_point deadline,
+                                   const std::function<Outcome()>& on_deadline);
+
+  bool all_exited(const std::string& role) const;  // every started process of the role has exited
+  bool all_exited() const;
+  bool has_exited(pid_t pid) const;
+  // Names of started processes that have not exited, e.g. "server 0, scheduler".
+  std::string still_running() const;
+
+  // Ends every process of the job and reaps them, bounded by the settings'
+  // times; a second SIGINT/SIGTERM meanwhile skips to SIGKILL. Idempotent.
+  void stop();
+
+ private:
+  struct Child;
+  struct Events {
+    std::vector<int> signals;
+    std::vector<Child*> exits;
+  };
+
+  Events poll_once(std::chrono::milliseconds timeout);
+  void reap(Events& events);
+  void signal_group(int signo);
+  // Pumps until pred() holds or the deadline; returns whether pred() held.
+  // Returns early (false) on SIGINT/SIGTERM/SIGHUP when interruptible.
+  bool pump_while_stopping(const std::function<bool()>& pred, Clock::time_point deadline, bool interruptible);
+  bool any_output_open() const;
+
+  SignalPipe& signals_;
+  SupervisorSettings settings_;
+  std::vector<std::unique_ptr<Child>> children_;
+  pid_t pgid_ = 0;
+  bool children_left_ = false;  // some process we must reap may still exist
+};
+
+}  // namespace dt::dtrun
