@@ -277,8 +277,8 @@ TEST(BatchLoaderTest, RejectsBadArguments) {
 
 TEST(BatchLoaderTest, FashionMnistPartsNormaliseToZeroMeanUnitVariance) {
   if (!testing::fashion_mnist_present()) {
-    GTEST_SKIP() << "Fashion-MNIST not installed at " << testing::kFashionMnistDir
-                 << " (Debian package dataset-fashion-mnist); skipping the real-data check";
+    FAIL() << "Fashion-MNIST is not installed at " << testing::kFashionMnistDir
+           << " (scripts/install-deps.sh installs the Debian package dataset-fashion-mnist)";
   }
   const auto train = std::make_shared<MnistDataset>(
       MnistDataset::from_directory(testing::kFashionMnistDir, MnistSplit::kTrain));

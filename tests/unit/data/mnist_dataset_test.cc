@@ -152,8 +152,8 @@ TEST_F(MnistDatasetTest, ErrorsFromTheReaderPassThrough) {
 
 TEST(FashionMnistTest, RealFilesLoadWithBalancedClasses) {
   if (!testing::fashion_mnist_present()) {
-    GTEST_SKIP() << "Fashion-MNIST not installed at " << testing::kFashionMnistDir
-                 << " (Debian package dataset-fashion-mnist); skipping the real-data check";
+    FAIL() << "Fashion-MNIST is not installed at " << testing::kFashionMnistDir
+           << " (scripts/install-deps.sh installs the Debian package dataset-fashion-mnist)";
   }
   const MnistDataset train = MnistDataset::from_directory(testing::kFashionMnistDir, MnistSplit::kTrain);
   const MnistDataset test = MnistDataset::from_directory(testing::kFashionMnistDir, MnistSplit::kTest);

@@ -71,7 +71,7 @@ class TrainerTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (::access((std::string(kFashionMnist) + "/train-labels-idx1-ubyte.gz").c_str(), R_OK) != 0) {
-      GTEST_SKIP() << "Fashion-MNIST is not installed (Debian package dataset-fashion-mnist)";
+      FAIL() << "Fashion-MNIST is not installed (scripts/install-deps.sh installs dataset-fashion-mnist)";
     }
   }
 };
