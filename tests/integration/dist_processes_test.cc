@@ -137,7 +137,10 @@ std::map<std::string, std::string> fast_job(int servers, int workers) {
           {"DT_STARTUP_TIMEOUT_S", "20"},
           {"DT_REQUEST_TIMEOUT_S", "20"},
           {"DT_HEARTBEAT_INTERVAL_S", "0.2"},
-          {"DT_HEARTBEAT_TIMEOUT_S", "1"},
+          // Killed processes are seen at once by their closed connections;
+          // the timeout only has to stay above how long a heartbeat can be
+          // delayed on two busy cores.
+          {"DT_HEARTBEAT_TIMEOUT_S", "3"},
           {"DT_SHUTDOWN_TIMEOUT_S", "5"}};
 }
 
@@ -210,9 +213,8 @@ class DistJob : public DistProcesses {
       EXPECT_NE(err.find(role + " "), std::string::npos) << i << ": " << err;
       EXPECT_NE(err.find(name), std::string::npos) << i << ": " << err;
     }
-    // Heartbeat timeout 1 s: everyone must be gone within 2x that (+ margin
-    // for process exit on a loaded machine).
-    EXPECT_LT(Clock::now() - killed_at, 2s + 1s) << "loss detected too late";
+    // Heartbeat timeout 3 s: everyone must be gone within 2x that.
+    EXPECT_LT(Clock::now() - killed_at, 6s) << "loss detected too late";
   }
 
   int run_ = 0;
