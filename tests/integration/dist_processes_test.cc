@@ -23,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "lenet_exactness.h"
 #include "process_harness.h"
 #include "core/context.h"
 #include "core/error.h"
@@ -46,34 +47,13 @@ using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 using test::Child;
 using test::read_file;
+using test::batch;
+using test::lenet;
+using test::sgd;
+using test::single_thread_cpu;
 
 std::string self_path;
 constexpr int kSteps = 4;
-
-std::shared_ptr<core::Context> single_thread_cpu() {
-  auto ctx = core::make_cpu_context();
-  ctx->set_num_threads(1);  // results must not depend on how kernels split work
-  return ctx;
-}
-
-std::shared_ptr<nn::Net> lenet() {
-  auto net = std::make_shared<nn::Net>(nn::build_model_description_from_text("lenet", ""), single_thread_cpu());
-  net->initialize(7);
-  return net;
-}
-
-std::pair<NDArray, NDArray> batch(int64_t begin, int64_t end) {
-  const int64_t n = end - begin;
-  NDArray images = NDArray::empty(core::make_cpu_context(), DType::kFloat32, Shape({n, 1, 28, 28}));
-  NDArray labels = NDArray::empty(core::make_cpu_context(), DType::kInt32, Shape({n}));
-  float* x = images.data_as<float>();
-  int32_t* y = labels.data_as<int32_t>();
-  for (int64_t i = 0; i < n; ++i) {
-    y[i] = static_cast<int32_t>((begin + i) % 10);
-    for (int64_t p = 0; p < 28 * 28; ++p) x[i * 784 + p] = std::sin(0.01f * float((begin + i) * 784 + p) + float(y[i]));
-  }
-  return {images, labels};
-}
 
 std::string weights_bytes(const nn::Net& net) {
   std::string out;
@@ -82,12 +62,6 @@ std::string weights_bytes(const nn::Net& net) {
     out.append(static_cast<const char*>(p.value.data()), p.value.nbytes());
   }
   return out;
-}
-
-// See dist_kvstore_test.cc: halving lr on the workers offsets the trainer's
-// per-worker 1/batch rescale exactly (powers of two), wd = 0.
-optim::OptimizerConfig sgd(double lr) {
-  return optim::OptimizerConfig("sgd").set("learning_rate", lr).set("momentum", 0.9).set("wd", 0.0);
 }
 
 PsOptions options_from_env() {
