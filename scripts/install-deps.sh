@@ -10,6 +10,10 @@ packages=(
   libdnnl-dev libopenblas-dev
   libnng-dev libflatbuffers-dev flatbuffers-compiler
   dataset-fashion-mnist
+  # bindings (tests build and run all three languages)
+  swig default-jdk-headless junit4 junit5 scala golang-go
+  # dtrun's launchers: mpirun, and ssh/rsync between namespace "hosts"
+  openmpi-bin libopenmpi-dev openssh-server openssh-client rsync iproute2
 )
 
 missing=()
