@@ -8,6 +8,14 @@
 // The bench starts every process itself: the scheduler and servers are
 // dt-node (DT_NODE_BINARY, default ./dt-node beside the build tree's bench/),
 // workers are this program re-executed with --worker.
+//
+// kvstore_bench --train [--servers N] [--workers N] [--transport tcp|ipc]
+// measures whole dist_sync training steps instead (synthetic data, LeNet at
+// batch 64 and ResNet-18 at batch 4 per worker, sgd with momentum, the
+// trainer's defaults) with communication overlapping backward and without
+// (DT_KVSTORE_OVERLAP=1/0), one JSON line per model and setting:
+//   {"op":"train_step","model":"lenet","overlap":1,...,"step_ms":...,
+//    "compute_ms":...,"exposed_comm_ms":...}
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -34,6 +42,8 @@
 #include "kvstore/kvstore.h"
 #include "nn/model_builders.h"
 #include "nn/net.h"
+#include "optim/optimizer_config.h"
+#include "train/trainer.h"
 
 extern char** environ;
 
@@ -129,6 +139,55 @@ int worker_main() {
   }
 }
 
+// One model's training steps; rank 0 prints the line.
+int train_worker_main() {
+  try {
+    const std::string transport = std::getenv("DT_PS_DATA_TRANSPORT");
+    const std::string model = std::getenv("DT_BENCH_MODEL");
+    const int servers = std::atoi(std::getenv("DMLC_NUM_SERVER"));
+    std::shared_ptr<dt::kvstore::KVStore> kv = dt::kvstore::KVStore::create("dist_sync");
+    auto ctx = dt::core::make_cpu_context();
+    ctx->set_num_threads(1);  // the cores are shared with the other worker and the servers
+    auto net = std::make_shared<dt::nn::Net>(dt::nn::build_model_description_from_text(model, ""), ctx);
+    net->initialize(1);
+    const bool lenet = model == "lenet";
+    const int64_t batch = lenet ? 64 : 4;
+    const int steps = lenet ? 30 : 5;
+    const auto& input = net->description().inputs.at(0).shape;
+    std::vector<int64_t> dims = {batch};
+    for (size_t d = 0; d < input.ndim(); ++d) dims.push_back(input[d]);
+    NDArray images = NDArray::empty(ctx, dt::core::DType::kFloat32, dt::core::Shape(dims));
+    NDArray labels = NDArray::empty(ctx, dt::core::DType::kInt32, dt::core::Shape({batch}));
+    float* x = images.data_as<float>();
+    for (size_t i = 0; i < images.size(); ++i) x[i] = static_cast<float>((i * 7919) % 1000) / 1000.0f - 0.5f;
+    int32_t* y = labels.data_as<int32_t>();
+    for (int64_t i = 0; i < batch; ++i) y[i] = static_cast<int32_t>(i % 10);
+    dt::train::Trainer trainer(
+        net, dt::optim::OptimizerConfig("sgd").set("learning_rate", 0.01).set("momentum", 0.9), kv);
+    for (int i = 0; i < 2; ++i) trainer.train_batch(images, labels);  // initialisation and warm-up
+    kv->barrier();
+    const double compute_before = trainer.compute_seconds();
+    const auto start = Clock::now();
+    for (int i = 0; i < steps; ++i) trainer.train_batch(images, labels);
+    const double step_s = seconds_since(start) / steps;
+    const double compute_s = (trainer.compute_seconds() - compute_before) / steps;
+    if (kv->rank() == 0) {
+      std::printf("{\"op\":\"train_step\",\"model\":\"%s\",\"batch\":%lld,\"overlap\":%d,\"servers\":%d,"
+                  "\"workers\":%d,\"transport\":\"%s\",\"update_on_kvstore\":%d,\"step_ms\":%.2f,"
+                  "\"compute_ms\":%.2f,\"exposed_comm_ms\":%.2f}\n",
+                  model.c_str(), static_cast<long long>(batch), trainer.overlaps_communication() ? 1 : 0, servers,
+                  kv->num_workers(), transport.c_str(), trainer.update_on_kvstore() ? 1 : 0, step_s * 1e3,
+                  compute_s * 1e3, (step_s - compute_s) * 1e3);
+      std::fflush(stdout);
+    }
+    kv->barrier();
+    return 0;
+  } catch (const dt::core::Error& e) {
+    std::fprintf(stderr, "kvstore_bench train worker: %s\n", e.what());
+    return 1;
+  }
+}
+
 // ---- raw TCP baseline -----------------------------------------------------
 
 void full_io(int fd, char* buf, size_t n, bool send_side) {
@@ -198,7 +257,8 @@ pid_t spawn(const std::string& program, const std::vector<std::string>& args, co
   return pid;
 }
 
-bool run_job(const std::string& self, const std::string& node, int servers, int workers, const std::string& transport) {
+bool run_job(const std::string& self, const std::string& node, int servers, int workers, const std::string& transport,
+             const std::string& worker_flag = "--worker", const std::vector<std::string>& worker_env = {}) {
   const std::string port_file = "/tmp/dt-kvbench-port-" + std::to_string(::getpid());
   std::remove(port_file.c_str());
   const std::vector<std::string> common = {"DMLC_NUM_SERVER=" + std::to_string(servers),
@@ -226,8 +286,10 @@ bool run_job(const std::string& self, const std::string& node, int servers, int 
   }
   for (int s = 0; s < servers; ++s) pids.push_back(spawn(node, {}, with({"DMLC_ROLE=server", "DMLC_PS_ROOT_PORT=" + port})));
   for (int w = 0; w < workers; ++w) {
-    pids.push_back(spawn(self, {"--worker"}, with({"DMLC_ROLE=worker", "DMLC_PS_ROOT_PORT=" + port,
-                                                   "DMLC_WORKER_ID=" + std::to_string(w)})));
+    std::vector<std::string> env = {"DMLC_ROLE=worker", "DMLC_PS_ROOT_PORT=" + port,
+                                    "DMLC_WORKER_ID=" + std::to_string(w)};
+    env.insert(env.end(), worker_env.begin(), worker_env.end());
+    pids.push_back(spawn(self, {worker_flag}, with(env)));
   }
   // Bounded: whatever is still running after the deadline is killed.
   bool ok = true;
@@ -252,12 +314,35 @@ bool run_job(const std::string& self, const std::string& node, int servers, int 
 
 int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "--worker") == 0) return worker_main();
+  if (argc > 1 && std::strcmp(argv[1], "--train-worker") == 0) return train_worker_main();
   char self[4096];
   const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
   if (n <= 0) return 1;
   self[n] = '\0';
   const char* node_env = std::getenv("DT_NODE_BINARY");
   const std::string node = node_env ? node_env : std::string(self).substr(0, std::string(self).rfind("/bench/")) + "/dt-node";
+  if (argc > 1 && std::strcmp(argv[1], "--train") == 0) {
+    int servers = 1, workers = 2;
+    std::string transport = "ipc";
+    for (int i = 2; i + 1 < argc; i += 2) {
+      if (std::strcmp(argv[i], "--servers") == 0) servers = std::atoi(argv[i + 1]);
+      else if (std::strcmp(argv[i], "--workers") == 0) workers = std::atoi(argv[i + 1]);
+      else if (std::strcmp(argv[i], "--transport") == 0) transport = argv[i + 1];
+      else {
+        std::fprintf(stderr, "kvstore_bench: unknown option %s\n", argv[i]);
+        return 2;
+      }
+    }
+    bool ok = true;
+    for (const char* model : {"lenet", "resnet18"}) {
+      for (const char* overlap : {"0", "1"}) {
+        ok = run_job(self, node, servers, workers, transport, "--train-worker",
+                     {std::string("DT_BENCH_MODEL=") + model, std::string("DT_KVSTORE_OVERLAP=") + overlap}) &&
+             ok;
+      }
+    }
+    return ok ? 0 : 1;
+  }
   for (size_t bytes : {size_t{4} << 10, size_t{64} << 10, size_t{1} << 20, size_t{16} << 20, size_t{64} << 20}) raw_tcp(bytes);
   bool ok = true;
   for (const char* transport : {"tcp", "ipc"}) {

@@ -2,28 +2,48 @@
 // KVStoreDist). This process is a worker of the job described by a JobConfig
 // (the DMLC_* environment); keys live on the servers as placed by
 // ps::KeyPlacement.
-//  - Every call sends at most one message per server per ~4 MiB of tensor
-//    data (small keys fused, big ones split across servers and into parts),
-//    all in flight at once, and waits for all replies within
-//    request_timeout_s.
+//  - Every request (init, push, pull, pushpull; a synchronous call is an
+//    async request plus its wait) is cut into parts, queued per server by
+//    priority (larger first, then issue order) and sent by one
+//    communication thread: each server connection keeps its own window of
+//    messages in flight, so servers work in parallel, and a high-priority
+//    request issued late overtakes what is still queued. Small parts queued
+//    for one server leave fused, up to ~4 MiB per message; big keys are
+//    split across servers and into parts. Replies are copied out on the
+//    transport's threads.
+//  - Per server, pulls and pushes queue apart, each with a window of at most
+//    4 and at most kServerConcurrency / (2 num_workers) messages in flight:
+//    a dist_sync pull holds a server slot until its round completes, so
+//    every message in flight must have a slot, and pushes (which never wait)
+//    must never queue behind pulls. A dist_sync pushpull is therefore sent
+//    as a push and a pull of the same round.
 //  - Values pushed under one key in one call are summed here first (copy the
 //    first, add the rest: the local kvstore's order), so the servers see one
 //    gradient per worker; dist_sync servers sum those in worker-rank order,
 //    which makes a 2-worker push exactly a local push([g0, g1]).
-//  - dist_sync tracks a round per key: a pull returns the value of this
-//    worker's latest pushed round (waiting for the other workers' pushes).
+//  - dist_sync tracks a round per key, assigned when a request is issued; a
+//    request on a key is queued only after the key's previous one finished,
+//    so rounds reach the servers in order whatever the priorities.
 //  - Every worker calls init; the servers keep rank 0's values.
-//  - priority is accepted and ignored: every request of a call is in flight
-//    at once, so there is nothing to reorder.
 //  - A lost node (ClusterMember's heartbeat news) fails pending and later
-//    calls with Error(kPeerLost) naming it.
-//  - load_optimizer_state is Error(kNotSupported): resuming a checkpoint
-//    with update_on_kvstore would need the servers to take state back.
+//    calls with Error(kPeerLost) naming it; so does a wait that sees no reply
+//    for request_timeout_s (kTimedOut). After either, no reply touches the
+//    caller's arrays any more.
+//  - load_optimizer_state sends each part's optimizer state to the server
+//    that owns it (the inverse of optimizer_state), so a checkpoint taken
+//    with update_on_kvstore resumes exactly.
 #pragma once
 
+#include <chrono>
+#include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <shared_mutex>
+#include <thread>
+#include <utility>
+#include <vector>
 
 #include "core/context.h"
 #include "kvstore/kvstore.h"
@@ -38,10 +58,12 @@ class DistKVStore final : public KVStore {
  public:
   // type: "dist_sync" or "dist_async". Joins the job (job.role must be
   // worker): returns once the node table arrived, Error(kTimedOut) after
-  // startup_timeout_s.
+  // startup_timeout_s. max_in_flight_per_server: 0 picks the window above;
+  // tests pass 1 to make the priority order observable.
   DistKVStore(const std::string& type, const ps::JobConfig& job, const ps::PsOptions& options,
-              ps::DataTransport transport = ps::DataTransport::kAuto);
-  // Says goodbye to the scheduler (bounded by shutdown_timeout_s); no barrier.
+              ps::DataTransport transport = ps::DataTransport::kAuto, int max_in_flight_per_server = 0);
+  // Stops the communication thread (queued requests fail with kClosed), then
+  // says goodbye to the scheduler (bounded by shutdown_timeout_s); no barrier.
   ~DistKVStore() override;
 
   std::string type() const override { return sync_ ? "dist_sync" : "dist_async"; }
@@ -53,6 +75,17 @@ class DistKVStore final : public KVStore {
   void pull(const std::vector<Key>& keys, const std::vector<core::NDArray>& outs, int priority) override;
   void pushpull(const std::vector<Key>& keys, const std::vector<core::NDArray>& values,
                 const std::vector<core::NDArray>& outs, int priority) override;
+
+  bool communicates_asynchronously() const override { return true; }
+  std::shared_ptr<Completion> push_async(const std::vector<Key>& keys, const std::vector<core::NDArray>& values,
+                                         int priority) override;
+  std::shared_ptr<Completion> pull_async(const std::vector<Key>& keys, const std::vector<core::NDArray>& outs,
+                                         int priority) override;
+  std::shared_ptr<Completion> pushpull_async(const std::vector<Key>& keys, const std::vector<core::NDArray>& values,
+                                             const std::vector<core::NDArray>& outs, int priority) override;
+  void wait(const std::shared_ptr<Completion>& request) override;
+  void wait_all() override;
+
   void set_optimizer(const optim::OptimizerConfig& config) override;
   bool has_optimizer() const override;
   void set_learning_rate(double lr) override;
@@ -61,6 +94,8 @@ class DistKVStore final : public KVStore {
   core::NamedArrays optimizer_state(const std::string& prefix) const override;
   void load_optimizer_state(const core::NamedArrays& arrays, const std::string& prefix) override;
 
+  int max_in_flight_per_server() const { return window_; }
+
  private:
   struct KeyMeta {
     core::DType dtype;
@@ -68,8 +103,9 @@ class DistKVStore final : public KVStore {
     std::vector<ps::PartRange> parts;
     int64_t pushes = 0;      // dist_sync: the round of the latest push
     core::NDArray staging;   // host buffer: a local sum, or a device value's copy
+    std::shared_ptr<Completion> last;  // the latest request on this key
   };
-  // One part of one key moving in a call.
+  // One part of one key moving in a request.
   struct Item {
     const KeyMeta* meta;
     Key key;
@@ -78,15 +114,54 @@ class DistKVStore final : public KVStore {
     const uint8_t* src;  // the key's full host data to push, or null
     uint8_t* dst;        // where the key's full host data is pulled to, or null
   };
+  struct Request;
+  // An item waiting in a server's queue.
+  struct Unit {
+    std::shared_ptr<Request> request;
+    ps::wire::DataOp op;
+    Item item;
+  };
+  // One of a server connection's two queues (pushes and everything else;
+  // pulls), in (-priority, issue order), and how many of its messages are in
+  // flight. Lane 2s is server s's pushes, lane 2s + 1 its pulls.
+  struct Lane {
+    std::map<std::pair<int64_t, uint64_t>, Unit> queued;
+    int in_flight = 0;
+  };
+  using Copies = std::vector<std::pair<core::NDArray, core::NDArray>>;  // (to, from), in order
 
   KeyMeta& meta(Key key, const char* op);
   void check_value(Key key, const KeyMeta& m, const core::NDArray& value, const char* op) const;
   // The host bytes to push for a key group (summing several values).
   const uint8_t* push_source(KeyMeta& m, const std::vector<core::NDArray>& values, const std::vector<size_t>& positions);
-  void run(ps::wire::DataOp op, const std::vector<Item>& items, const std::string& text = {});
-  void broadcast_command(ps::wire::DataOp op, const std::string& text, double number) const;
-  void send_values(const std::vector<Key>& keys, const std::vector<core::NDArray>& values,
-                   const std::vector<core::NDArray>* outs, ps::wire::DataOp op);
+  std::shared_ptr<Completion> issue(ps::wire::DataOp op, const std::vector<Key>& keys,
+                                    const std::vector<core::NDArray>& values, const std::vector<core::NDArray>* outs,
+                                    int priority);
+  // Queues items (mutex_ held); copies run once every item is answered.
+  std::shared_ptr<Completion> enqueue(const std::vector<std::pair<ps::wire::DataOp, Item>>& work, int priority,
+                                      Copies copies);
+  void communicate();
+  std::vector<Unit> take_batch(Lane& lane);
+  void send_batch(int lane, std::vector<Unit> units);
+  void on_reply(int lane, const std::vector<Unit>& units, std::optional<core::Error> error, const ps::Frame* reply);
+  void finish_unit(const std::shared_ptr<Request>& request, const std::optional<core::Error>& error);
+  // Until the request finished; throws only the job's failure (a lost
+  // peer) or kTimedOut when no reply came for request_timeout_s.
+  void await(const std::shared_ptr<Completion>& request);
+  // Bounded wait for one request; throws its error (which then counts as
+  // reported) or the job's failure.
+  void wait_request(const std::shared_ptr<Completion>& request);
+  // Waits for every request issued so far; throws the first error.
+  void wait_outstanding();
+  // Throws the error of a failed request nobody waited for.
+  void throw_unreported();
+  // Throws a request's error, or the lost peer behind it when heartbeats
+  // name one within 2 x heartbeat_timeout_s of a dropped connection.
+  [[noreturn]] void report(const core::Error& error);
+  // Ends the job for this worker: later calls throw error, queued requests
+  // fail with it, and no reply writes into caller memory any more.
+  void abandon(const core::Error& error);
+  void broadcast_command(ps::wire::DataOp op, const std::string& text, double number);
 
   const bool sync_;
   const ps::PsOptions options_;
@@ -94,9 +169,25 @@ class DistKVStore final : public KVStore {
   std::unique_ptr<ps::ClusterMember> member_;
   std::unique_ptr<ps::WorkerClient> client_;
   ps::KeyPlacement placement_;
+  int window_ = 1;
   mutable std::mutex mutex_;  // one call at a time: rounds and staging are per key
   std::map<Key, KeyMeta> keys_;
   bool has_optimizer_ = false;
+
+  // The communication thread's state.
+  std::mutex dispatch_mutex_;
+  std::condition_variable dispatch_cv_;
+  std::vector<Lane> lanes_;
+  uint64_t next_sequence_ = 0;
+  bool stop_ = false;
+  std::vector<std::shared_ptr<Completion>> outstanding_;  // issued, maybe not finished
+  std::shared_ptr<Completion> unreported_;               // failed, nobody waited for it yet
+  std::chrono::steady_clock::time_point last_progress_;
+  // Reply handlers and the sender hold it shared while they touch caller
+  // memory; abandon() takes it exclusively, so none does afterwards.
+  std::shared_mutex memory_mutex_;
+  bool memory_released_ = false;
+  std::thread thread_;
 };
 
 }  // namespace dt::kvstore

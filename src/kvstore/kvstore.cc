@@ -14,11 +14,12 @@ using core::ErrorCode;
 
 std::unique_ptr<KVStore> KVStore::create(const std::string& type) { return create(type, ps::PsOptions{}); }
 
-std::unique_ptr<KVStore> KVStore::create(const std::string& type, const ps::PsOptions& options) {
+std::unique_ptr<KVStore> KVStore::create(const std::string& type, const ps::PsOptions& options,
+                                         const ps::JobOverrides& layout) {
   if (type == "dist_sync" || type == "dist_async") {
     options.validate();
     const char* transport = std::getenv("DT_PS_DATA_TRANSPORT");
-    return std::make_unique<DistKVStore>(type, ps::job_config_from_env(), options,
+    return std::make_unique<DistKVStore>(type, ps::job_config_from_env(layout), options,
                                          ps::data_transport_from_name(transport ? transport : "auto"));
   }
   if (type == "local") return std::make_unique<LocalKVStore>(LocalKVStore::Reduce::kOnCpu);
@@ -35,6 +36,40 @@ void KVStore::pushpull(const std::vector<Key>& keys, const std::vector<core::NDA
                        const std::vector<core::NDArray>& outs, int priority) {
   push(keys, values, priority);
   pull(keys, outs, priority);
+}
+
+namespace {
+
+std::shared_ptr<Completion> finished() {
+  auto done = std::make_shared<Completion>();
+  done->finish();
+  return done;
+}
+
+}  // namespace
+
+std::shared_ptr<Completion> KVStore::push_async(const std::vector<Key>& keys, const std::vector<core::NDArray>& values,
+                                                int priority) {
+  push(keys, values, priority);
+  return finished();
+}
+
+std::shared_ptr<Completion> KVStore::pull_async(const std::vector<Key>& keys, const std::vector<core::NDArray>& outs,
+                                                int priority) {
+  pull(keys, outs, priority);
+  return finished();
+}
+
+std::shared_ptr<Completion> KVStore::pushpull_async(const std::vector<Key>& keys,
+                                                    const std::vector<core::NDArray>& values,
+                                                    const std::vector<core::NDArray>& outs, int priority) {
+  pushpull(keys, values, outs, priority);
+  return finished();
+}
+
+void KVStore::wait(const std::shared_ptr<Completion>& request) {
+  if (!request) throw Error(ErrorCode::kInvalidArgument, "wait: no request");
+  if (auto error = request->error()) throw *error;
 }
 
 void KVStore::broadcast(const std::vector<Key>& keys, const std::vector<core::NDArray>& values,

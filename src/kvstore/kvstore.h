@@ -8,6 +8,14 @@
 //  - pull(keys, outs) copies the stored value of each key into every out
 //    listed under it (a broadcast to the devices).
 //  - pushpull = push then pull; broadcast = init then pull.
+//  - push_async/pull_async/pushpull_async queue the same requests and return
+//    at once with a Completion; a larger priority is sent first (MXNet's
+//    convention; trainers pass -parameter_index). The arrays must stay alive
+//    and unchanged until the request is waited for. Requests on one key run
+//    in the order they were issued. wait/wait_all are bounded and throw the
+//    request's error; an error nobody waited for is thrown by the next call.
+//    Stores without a communication thread (communicates_asynchronously()
+//    false) complete each request before returning and throw at once.
 // Keys are integers; the C API maps string keys onto them.
 #pragma once
 
@@ -17,6 +25,7 @@
 #include <vector>
 
 #include "core/ndarray.h"
+#include "kvstore/completion.h"
 #include "core/safetensors.h"
 #include "optim/optimizer_config.h"
 #include "ps/job_config.h"
@@ -38,7 +47,9 @@ class KVStore {
   // types join the job described by the DMLC_* environment; DT_PS_DATA_TRANSPORT
   // = auto|tcp|ipc picks the workers' data connections). Other types ignore
   // options.
-  static std::unique_ptr<KVStore> create(const std::string& type, const ps::PsOptions& options);
+  // layout: explicit job layout fields, each winning over the environment.
+  static std::unique_ptr<KVStore> create(const std::string& type, const ps::PsOptions& options,
+                                         const ps::JobOverrides& layout = {});
 
   virtual std::string type() const = 0;
   virtual int rank() const { return 0; }
@@ -55,6 +66,22 @@ class KVStore {
                         const std::vector<core::NDArray>& outs, int priority);
   virtual void broadcast(const std::vector<Key>& keys, const std::vector<core::NDArray>& values,
                          const std::vector<core::NDArray>& outs);
+
+  // Whether the async calls below overlap the caller's work (a trainer only
+  // issues requests during backward when they do).
+  virtual bool communicates_asynchronously() const { return false; }
+  virtual std::shared_ptr<Completion> push_async(const std::vector<Key>& keys,
+                                                 const std::vector<core::NDArray>& values, int priority);
+  virtual std::shared_ptr<Completion> pull_async(const std::vector<Key>& keys,
+                                                 const std::vector<core::NDArray>& outs, int priority);
+  virtual std::shared_ptr<Completion> pushpull_async(const std::vector<Key>& keys,
+                                                     const std::vector<core::NDArray>& values,
+                                                     const std::vector<core::NDArray>& outs, int priority);
+  // Until the request finished: throws its error; Error(kTimedOut) when the
+  // store's request deadline passes without progress.
+  virtual void wait(const std::shared_ptr<Completion>& request);
+  // Until every request issued so far finished; throws the first error.
+  virtual void wait_all() {}
 
   // From now on pushes are gradients that the store applies with this
   // optimizer (update_on_kvstore).

@@ -416,7 +416,9 @@ void Net::forward(const std::vector<core::NDArray>& inputs, bool train) {
   last_forward_ = &plan;
 }
 
-double Net::backward(const core::NDArray& labels) {
+double Net::backward(const core::NDArray& labels) { return backward(labels, nullptr); }
+
+double Net::backward(const core::NDArray& labels, const GradientReady& on_gradient_ready) {
   if (last_forward_ == nullptr) {
     throw Error(ErrorCode::kBadState, "net: backward needs a completed forward first");
   }
@@ -466,6 +468,10 @@ double Net::backward(const core::NDArray& labels) {
         const core::NDArray& grad = plan.grads[node.inputs[j]];
         ops::add(grad, grad, plan.scratch[k][j]);
       }
+    }
+    if (!on_gradient_ready) continue;
+    for (const Parameter* p : node.params) {
+      if (!p->auxiliary && p->grad_req != GradReq::kNull) on_gradient_ready(static_cast<size_t>(p - params_.data()));
     }
   }
   return loss;

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <list>
 #include <memory>
 #include <string>
@@ -80,6 +81,16 @@ class Net {
   // shape (batch,), on the net's context), and every parameter's gradient
   // by its grad_req. Error(kBadState) without a forward.
   double backward(const core::NDArray& labels);
+
+  // Called by backward once a learnable parameter's gradient is final, with
+  // the parameter's index in parameters(). Layers run backward in reverse
+  // order, so the last layer's gradients are ready first: a trainer sends
+  // each one to its kvstore here, while backward goes on (what MXNet,
+  // Horovod and PyTorch DDP do to overlap communication with compute).
+  // Auxiliary states and parameters with grad_req kNull are not reported. An exception thrown by
+  // the callback ends backward with it.
+  using GradientReady = std::function<void(size_t param_index)>;
+  double backward(const core::NDArray& labels, const GradientReady& on_gradient_ready);
 
   // Replaces the loss's reduction ("mean" or "sum"; Error(kInvalidArgument)
   // otherwise), e.g. for a trainer that scales summed gradients itself; the

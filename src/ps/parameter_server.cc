@@ -167,6 +167,30 @@ void ParameterServer::handle(Message request, const RequestServer::Reply& reply)
         reply(std::move(answer.message));
         return;
       }
+      case wire::DataOp::SetOptimizerState: {
+        const auto slices = decode_all(frame, *data, true);
+        const std::string text = data->text() ? data->text()->str() : "";
+        core::NamedArrays arrays;
+        size_t start = 0;
+        for (const DecodedSlice& s : slices) {
+          if (start > text.size()) throw Error(ErrorCode::kProtocol, "optimizer state: fewer names than arrays");
+          const size_t end = std::min(text.find('\n', start), text.size());
+          core::NDArray array = core::NDArray::empty(core::make_cpu_context(), s.info.dtype, s.info.shape);
+          if (s.data_bytes != array.nbytes()) {
+            throw Error(ErrorCode::kProtocol, "optimizer state: an array of " + s.info.shape.to_string() +
+                                                  " carries " + std::to_string(s.data_bytes) + " bytes");
+          }
+          array.copy_from_host(s.data, s.data_bytes);
+          arrays.emplace_back(text.substr(start, end - start), array);
+          start = end + 1;
+        }
+        if (start <= text.size() && !slices.empty()) {
+          throw Error(ErrorCode::kProtocol, "optimizer state: more names than arrays");
+        }
+        store_.load_optimizer_state(arrays);
+        reply(encode_data_reply({}).message);
+        return;
+      }
       case wire::DataOp::SetGradientCompression:
         throw Error(ErrorCode::kNotSupported, "gradient compression is not built in this version of disttrain");
     }

@@ -12,7 +12,8 @@
 //    the latest value). PushPull pulls the round it pushes.
 //  - Replies list the pulled slices in request order. GetOptimizerState's
 //    reply lists one slice per state array (key 0, its dtype and shape) and
-//    their names, '\n'-separated, in DataReply.message.
+//    their names, '\n'-separated, in DataReply.message; SetOptimizerState
+//    sends arrays named the same way back (names in DataRequest.text).
 // Every reply is sent exactly once: at once, or (a dist_sync pull, a push
 // held for the next round) when the store completes it. Malformed requests
 // are answered Error(kProtocol) and logged; the server keeps serving.

@@ -17,10 +17,6 @@ namespace dt::ps {
 
 namespace {
 
-// Handler contexts: enough that a big part being summed does not hold up
-// small keys or the other workers' pushes of the same round.
-constexpr int kServerConcurrency = 16;
-
 // A name no other listener in this process or host uses.
 std::string unique_suffix(const void* owner) {
   const auto ticks = std::chrono::steady_clock::now().time_since_epoch().count();

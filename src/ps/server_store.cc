@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <stdexcept>
 #include <utility>
 
 #include "ops/cpu/tensor_math.h"
@@ -338,6 +339,47 @@ core::NamedArrays ServerStore::optimizer_state() const {
                      copy);
   }
   return out;
+}
+
+void ServerStore::load_optimizer_state(const core::NamedArrays& arrays) {
+  auto opt = optimizer();
+  if (!opt) throw Error(ErrorCode::kBadState, "load_optimizer_state: the server has no optimizer");
+  std::shared_lock<std::shared_mutex> map_lock(entries_mutex_);
+  // The optimizer knows parts by their optimizer keys: translate
+  // "<key>/<begin>/<end>.<slot>" back.
+  core::NamedArrays translated;
+  for (const auto& [name, array] : arrays) {
+    const size_t dot = name.find('.');
+    if (dot == std::string::npos) {
+      translated.emplace_back(name, array);
+      continue;
+    }
+    const std::string part = name.substr(0, dot);
+    const size_t slash1 = part.find('/');
+    const size_t slash2 = slash1 == std::string::npos ? std::string::npos : part.find('/', slash1 + 1);
+    uint64_t key = 0;
+    int64_t begin = 0, end = 0;
+    try {
+      if (slash2 == std::string::npos) throw std::invalid_argument(name);
+      key = std::stoull(part.substr(0, slash1));
+      begin = std::stoll(part.substr(slash1 + 1, slash2 - slash1 - 1));
+      end = std::stoll(part.substr(slash2 + 1));
+    } catch (const std::exception&) {
+      throw Error(ErrorCode::kInvalidArgument, "load_optimizer_state: '" + name +
+                                                   "' is not <key>/<begin>/<end>.<slot>, num_update or learning_rate");
+    }
+    auto it = entries_.find({key, begin});
+    if (it == entries_.end() || it->second->info.part.end != end) {
+      throw Error(ErrorCode::kNotFound, "load_optimizer_state: " + part_name(PartKey{key, begin, end}) +
+                                            " is not held by this server");
+    }
+    translated.emplace_back(std::to_string(it->second->optimizer_key) + name.substr(dot), array);
+  }
+  // Optimizer::load_state must not overlap an update: hold every part, in
+  // map order as optimizer_state() does.
+  std::vector<std::unique_lock<std::mutex>> locks;
+  for (const auto& [id, entry] : entries_) locks.emplace_back(entry->mutex);
+  opt->load_state(translated, "");
 }
 
 void ServerStore::fail(const Error& error) {

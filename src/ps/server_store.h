@@ -117,6 +117,11 @@ class ServerStore {
   // and "<key>/<begin>/<end>.<slot>" (slot: step, mom, mean, var, weight32),
   // copies taken with every part locked in turn. Empty without an optimizer.
   core::NamedArrays optimizer_state() const;
+  // The inverse: replaces the optimizer's state with arrays named as
+  // optimizer_state() names them (parts this server does not hold are
+  // Error(kNotFound), a part's state of the wrong size kInvalidArgument from
+  // the optimizer). kBadState without an optimizer. On error nothing changes.
+  void load_optimizer_state(const core::NamedArrays& arrays);
 
   // Fails every held push and waiting pull with error and makes later calls
   // throw it (a lost peer ends the job; nothing waits forever).

@@ -59,6 +59,37 @@ void WorkerClient::check() const {
   if (auto error = failure()) throw *error;
 }
 
+void WorkerClient::send(int server, Message request, Done done) {
+  if (auto error = failure()) {
+    done(*error, nullptr);
+    return;
+  }
+  servers_.at(static_cast<size_t>(server))
+      ->request(std::move(request), to_ms(options_.request_timeout_s),
+                [done = std::move(done)](std::optional<Error> error, Message reply) {
+                  if (error) {
+                    done(std::move(error), nullptr);
+                    return;
+                  }
+                  std::optional<Frame> frame;
+                  try {
+                    frame.emplace(Frame::parse(std::move(reply)));
+                    const auto& data = frame->expect<wire::DataReply>();
+                    if (data.status() != 0) {
+                      throw Error(static_cast<ErrorCode>(data.status()),
+                                  data.message() ? data.message()->str() : "server error");
+                    }
+                  } catch (const Error& e) {
+                    done(e, nullptr);
+                    return;
+                  } catch (const std::exception& e) {
+                    done(Error(ErrorCode::kInternal, e.what()), nullptr);
+                    return;
+                  }
+                  done(std::nullopt, &*frame);
+                });
+}
+
 struct WorkerClient::Exchange::State {
   OnReply on_reply;
   // Handlers run under a shared lock; abandoning takes it exclusively, so no

@@ -67,13 +67,23 @@ class WorkerClient {
     size_t sent_ = 0;
   };
 
+  // One request outside any exchange, for callers that keep their own
+  // windows and priorities (the kvstore's communication thread). done runs
+  // exactly once, on a transport thread (or on this one when the client has
+  // failed): with the verified DataReply frame and no error, or with the
+  // error: the transport's, a reply that fails verification, or the
+  // server's error status. Never throws.
+  using Done = std::function<void(std::optional<core::Error> error, const Frame* reply)>;
+  void send(int server, Message request, Done done);
+
   // A node was lost: every current and later exchange fails with error.
   void fail(const core::Error& error);
   // Throws the recorded failure, if any.
   void check() const;
+  std::optional<core::Error> failure() const;
+  const PsOptions& options() const { return options_; }
 
  private:
-  std::optional<core::Error> failure() const;
 
   PsOptions options_;
   std::vector<std::unique_ptr<RequestClient>> servers_;

@@ -5,6 +5,7 @@
 #include <climits>
 #include <cstdlib>
 #include <map>
+#include <string>
 
 #include "core/error.h"
 #include "core/safetensors.h"
@@ -73,6 +74,17 @@ Trainer::Trainer(std::shared_ptr<nn::Net> net, optim::OptimizerConfig optimizer,
     throw Error(ErrorCode::kInvalidArgument, "update_on_kvstore = 1 needs a kvstore");
   }
   update_on_kvstore_ = kv_ && options.update_on_kvstore != 0;
+  int overlap = options.overlap_communication;
+  if (overlap < -1 || overlap > 1) throw Error(ErrorCode::kInvalidArgument, "overlap_communication must be -1, 0 or 1");
+  if (overlap == -1) {
+    const char* env = std::getenv("DT_KVSTORE_OVERLAP");
+    const std::string text = env ? env : "1";
+    if (text != "0" && text != "1") {
+      throw Error(ErrorCode::kInvalidArgument, "DT_KVSTORE_OVERLAP must be 0 or 1, not '" + text + "'");
+    }
+    overlap = text == "1" ? 1 : 0;
+  }
+  overlap_ = overlap == 1 && kv_ && kv_->communicates_asynchronously();
   for (nn::Net* replica : replicas_) replica->set_loss_reduction("sum");
 
   const auto& params = net_->parameters();
@@ -144,14 +156,47 @@ void Trainer::step(int64_t batch_size) {
     const auto keys = keys_for_all_replicas();
     const auto grads = params_of_all_replicas(true);
     kv_->pushpull(keys, grads, grads, 0);
-    for (size_t r = 0; r < replicas_.size(); ++r) {
-      local_optimizers_[r]->set_rescale_grad(rescale);
-      for (size_t index : learnable_) {
-        nn::Parameter& p = replicas_[r]->parameters()[index];
-        if (p.grad_req != nn::GradReq::kNull) local_optimizers_[r]->update(index, p.value, p.grad);
-      }
+    update_replicas(rescale);
+  }
+  rescale_grad_ = rescale;
+  stepped_ = true;
+  ++steps_;
+}
+
+void Trainer::update_replicas(double rescale) {
+  for (size_t r = 0; r < replicas_.size(); ++r) {
+    local_optimizers_[r]->set_rescale_grad(rescale);
+    for (size_t index : learnable_) {
+      nn::Parameter& p = replicas_[r]->parameters()[index];
+      if (p.grad_req != nn::GradReq::kNull) local_optimizers_[r]->update(index, p.value, p.grad);
     }
   }
+}
+
+void Trainer::issue_exchange(size_t index) {
+  std::vector<kvstore::Key> keys(replicas_.size(), index);
+  std::vector<NDArray> grads, values;
+  for (nn::Net* replica : replicas_) {
+    grads.push_back(replica->parameters()[index].grad);
+    values.push_back(replica->parameters()[index].value);
+  }
+  // With update_on_kvstore the store returns the updated weight: this
+  // layer's backward is done, so nothing reads the weight until the next
+  // forward, which runs after every request is waited for.
+  const int priority = -static_cast<int>(index);
+  kv_->pushpull_async(keys, grads, update_on_kvstore_ ? values : grads, priority);
+  issued_[index] = true;
+}
+
+void Trainer::finish_overlapped_step(int64_t batch_size) {
+  // Frozen parameters get no gradient-ready call but are exchanged every
+  // step all the same, as the synchronous step does (dist_sync rounds).
+  for (size_t index : learnable_) {
+    if (!issued_[index]) issue_exchange(index);
+  }
+  kv_->wait_all();
+  const double rescale = 1.0 / static_cast<double>(batch_size);
+  if (!update_on_kvstore_) update_replicas(rescale);
   rescale_grad_ = rescale;
   stepped_ = true;
   ++steps_;
@@ -170,20 +215,50 @@ BatchResult Trainer::train_batch(const NDArray& data, const NDArray& labels) {
   }
   staged_data_.resize(replicas_.size());
   staged_labels_.resize(replicas_.size());
+  // The first step initialises the store and runs synchronously.
+  const bool overlap = overlap_ && kv_initialized_;
+  if (overlap) {
+    // The store must scale before the first gradient of this step arrives.
+    const double rescale = 1.0 / static_cast<double>(rows);
+    if (update_on_kvstore_ && rescale != rescale_grad_) kv_->set_rescale_grad(rescale);
+    issued_.assign(net_->parameters().size(), false);
+  }
   const auto start = std::chrono::steady_clock::now();
   BatchResult result;
   double loss_sum = 0.0;
-  for (size_t r = 0; r < replicas_.size(); ++r) {
-    const auto [begin, end] = split_range(rows, r, replicas_.size());
-    nn::Net& replica = *replicas_[r];
-    const NDArray x = on_context(data.slice(begin, end), replica.context(), staged_data_[r]);
-    const NDArray y = on_context(labels.slice(begin, end), replica.context(), staged_labels_[r]);
-    replica.forward({x}, true);
-    loss_sum += replica.backward(y);
-    result.correct += count_correct(replica.output(0), y);
+  try {
+    for (size_t r = 0; r < replicas_.size(); ++r) {
+      const auto [begin, end] = split_range(rows, r, replicas_.size());
+      nn::Net& replica = *replicas_[r];
+      const NDArray x = on_context(data.slice(begin, end), replica.context(), staged_data_[r]);
+      const NDArray y = on_context(labels.slice(begin, end), replica.context(), staged_labels_[r]);
+      replica.forward({x}, true);
+      // A key's gradients are summed over the replicas: it is ready once
+      // the last replica's backward has produced it.
+      if (overlap && r + 1 == replicas_.size()) {
+        loss_sum += replica.backward(y, [this](size_t index) { issue_exchange(index); });
+      } else {
+        loss_sum += replica.backward(y);
+      }
+      result.correct += count_correct(replica.output(0), y);
+    }
+  } catch (...) {
+    // Requests already issued write into the net's arrays: let them end
+    // (bounded) before the caller sees the error and touches the net.
+    if (overlap) {
+      try {
+        kv_->wait_all();
+      } catch (const Error&) {
+      }
+    }
+    throw;
   }
   compute_seconds_ += seconds_since(start);
-  step(rows);
+  if (overlap) {
+    finish_overlapped_step(rows);
+  } else {
+    step(rows);
+  }
   result.loss = loss_sum / static_cast<double>(rows);
   return result;
 }

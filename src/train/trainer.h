@@ -10,6 +10,14 @@
 //    update. Without one, the single replica updates itself.
 //  - The kvstore is initialised lazily at the first step (as Gluon does), so
 //    a checkpoint can be loaded into a fresh trainer before training.
+//  - With a kvstore that communicates asynchronously (dist_*), train_batch
+//    overlaps communication with backward: as each parameter's gradient
+//    becomes final, its pushpull is issued at once with priority
+//    -parameter_index (MXNet's convention: the first layers, needed first by
+//    the next forward, go first when requests queue up), and every request
+//    is waited for before the update. The values exchanged are the same, so
+//    the results are bit-identical to the synchronous step. The first step,
+//    which initialises the store, is synchronous.
 #pragma once
 
 #include <cstdint>
@@ -38,6 +46,10 @@ struct TrainerOptions {
   // Devices besides the net's own: the net is replicated onto each and
   // every batch is split across all of them (split_and_load).
   std::vector<std::shared_ptr<core::Context>> extra_contexts;
+  // Overlap communication with backward (see above): 1 on, 0 off, -1 the
+  // environment's DT_KVSTORE_OVERLAP (0 or 1), on when unset. Only a kvstore
+  // that communicates asynchronously overlaps; others are unaffected.
+  int overlap_communication = -1;
 };
 
 struct BatchResult {
@@ -81,6 +93,8 @@ class Trainer {
   // the base rate (the store applies any schedule).
   double learning_rate() const;
   bool update_on_kvstore() const { return update_on_kvstore_; }
+  // Whether train_batch overlaps communication with backward.
+  bool overlaps_communication() const { return overlap_; }
   int epoch() const { return epoch_; }
   int64_t steps() const { return steps_; }
   // Seconds spent in forward/backward since construction (for benchmarks).
@@ -93,6 +107,12 @@ class Trainer {
 
  private:
   void initialize_kvstore();
+  // The worker-side update after the store reduced the gradients.
+  void update_replicas(double rescale);
+  // Overlapped steps: one parameter's exchange, issued during backward; and
+  // the rest of the step once backward is done.
+  void issue_exchange(size_t index);
+  void finish_overlapped_step(int64_t batch_size);
   std::vector<kvstore::Key> keys_for_all_replicas() const;
   std::vector<core::NDArray> params_of_all_replicas(bool grads) const;
   core::NamedArrays optimizer_state() const;
@@ -104,6 +124,8 @@ class Trainer {
   optim::OptimizerConfig config_;
   std::shared_ptr<kvstore::KVStore> kv_;
   bool update_on_kvstore_ = false;
+  bool overlap_ = false;
+  std::vector<bool> issued_;  // per parameter: exchanged during this backward
   std::vector<std::unique_ptr<optim::Optimizer>> local_optimizers_;  // one per replica
   std::unique_ptr<nn::layers::SoftmaxCrossEntropyLoss> eval_loss_;
   bool kv_initialized_ = false;

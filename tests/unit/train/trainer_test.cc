@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -203,6 +204,25 @@ TEST_F(TrainerTest, FitWritesOneMetricsLinePerEpochAndLearns) {
   }
   EXPECT_EQ(lines, 2);
   std::remove(metrics.c_str());
+}
+
+TEST(TrainerOverlap, OnlyAsynchronousStoresOverlapAndTheSwitchIsChecked) {
+  // The local kvstore completes every request at once: nothing to overlap.
+  Trainer local(lenet(1), sgd_momentum(), kvstore::KVStore::create("local"));
+  EXPECT_FALSE(local.overlaps_communication());
+  Trainer alone(lenet(1), sgd_momentum(), nullptr);
+  EXPECT_FALSE(alone.overlaps_communication());
+  TrainerOptions bad;
+  bad.overlap_communication = 2;
+  EXPECT_THROW(Trainer(lenet(1), sgd_momentum(), nullptr, bad), core::Error);
+  ::setenv("DT_KVSTORE_OVERLAP", "yes", 1);
+  try {
+    Trainer t(lenet(1), sgd_momentum(), nullptr);
+    ADD_FAILURE() << "DT_KVSTORE_OVERLAP=yes was accepted";
+  } catch (const core::Error& e) {
+    EXPECT_EQ(e.code(), core::ErrorCode::kInvalidArgument);
+  }
+  ::unsetenv("DT_KVSTORE_OVERLAP");
 }
 
 TEST_F(TrainerTest, CheckpointMisuseIsAClearError) {
