@@ -623,6 +623,17 @@ typedef struct dt_kvstore_options {
   double shutdown_timeout_s;    /* dt_kvstore_free waiting for peers; default 10 */
   uint64_t bigarray_bound_bytes; /* larger tensors are split across all servers;
                                     default 4000000 (MXNet's 1e6 float32)       */
+  /* The job layout, explicitly. Each field set here wins over every
+   * environment source (DMLC_*, MX_CONFIG, RANK/WORLD_SIZE, OMPI_*, PMI_*,
+   * SLURM_*, in that order; docs/launching.md). The defaults leave it to
+   * the environment. Fields added in 0.1: a caller whose struct_size ends
+   * before them gets the environment's values. */
+  int32_t role;                 /* a dt_role, or -1 (default): environment     */
+  int32_t worker_id;            /* >= 0, or -1 (default): environment/assigned */
+  int32_t num_servers;          /* > 0, or 0 (default): environment            */
+  int32_t num_workers;          /* > 0, or 0 (default): environment            */
+  const char *scheduler_host;   /* IP or host name; NULL (default): environment */
+  int32_t scheduler_port;       /* 1..65535, or 0 (default): environment       */
 } dt_kvstore_options;
 
 DT_API void dt_kvstore_options_init(dt_kvstore_options *options);
@@ -642,11 +653,13 @@ typedef enum dt_role {
   DT_ROLE_SCHEDULER = 2
 } dt_role;
 
-/* This process's role from DMLC_ROLE (worker when unset); an unknown value
- * is DT_ERR_INVALID_ARGUMENT. */
+/* This process's role from the environment, by the order of
+ * dt_kvstore_options (DMLC_ROLE first; worker when no source names one); an
+ * unknown value is DT_ERR_INVALID_ARGUMENT. */
 DT_API dt_status dt_node_role(dt_role *out);
 /* Runs this process as the scheduler or a server of the job described by
- * the DMLC_* environment, until the job shuts down (DT_OK) or fails (e.g.
+ * options' layout fields and the environment (DMLC_* and the others named
+ * at dt_kvstore_options), until the job shuts down (DT_OK) or fails (e.g.
  * DT_ERR_PEER_LOST naming the lost node, DT_ERR_TIMED_OUT at start-up,
  * DT_ERR_NETWORK for a port in use). A worker's role is
  * DT_ERR_INVALID_ARGUMENT: workers create a dist kvstore instead. This is

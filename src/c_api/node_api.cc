@@ -29,6 +29,13 @@ void dt_kvstore_options_init(dt_kvstore_options* options) {
   options->heartbeat_timeout_s = defaults.heartbeat_timeout_s;
   options->shutdown_timeout_s = defaults.shutdown_timeout_s;
   options->bigarray_bound_bytes = defaults.bigarray_bound_bytes;
+  // The layout: every field "not set", so the environment decides.
+  options->role = -1;
+  options->worker_id = -1;
+  options->num_servers = 0;
+  options->num_workers = 0;
+  options->scheduler_host = nullptr;
+  options->scheduler_port = 0;
 }
 
 dt_status dt_node_role(dt_role* out) {
@@ -41,7 +48,7 @@ dt_status dt_node_role(dt_role* out) {
 dt_status dt_node_run(const dt_kvstore_options* options) {
   return guarded(__func__, [&] {
     const dt::ps::PsOptions ps_options = dt::c_api::ps_options_from(options);
-    const dt::ps::JobConfig job = dt::ps::job_config_from_env();
+    const dt::ps::JobConfig job = dt::ps::job_config_from_env(dt::c_api::job_overrides_from(options));
     switch (job.role) {
       case dt::ps::Role::kScheduler: {
         dt::ps::Scheduler scheduler(job, ps_options);
@@ -53,7 +60,7 @@ dt_status dt_node_run(const dt_kvstore_options* options) {
         break;
       case dt::ps::Role::kWorker:
         throw Error(ErrorCode::kInvalidArgument,
-                    "DMLC_ROLE=worker: workers join the job through dt_kvstore_create(\"dist_sync\"|\"dist_async\")");
+                    "this process's role is worker: workers join the job through dt_kvstore_create(\"dist_sync\"|\"dist_async\")");
     }
   });
 }

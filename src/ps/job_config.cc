@@ -7,6 +7,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -14,6 +15,7 @@
 #include <memory>
 
 #include "core/error.h"
+#include "ps/launcher_environment.h"
 
 namespace dt::ps {
 
@@ -70,12 +72,6 @@ std::optional<std::string> non_empty(const EnvLookup& env, const char* name) {
   std::optional<std::string> v = env(name);
   if (v && v->empty()) return std::nullopt;
   return v;
-}
-
-std::string required(const EnvLookup& env, const char* name) {
-  std::optional<std::string> v = non_empty(env, name);
-  if (!v) throw Error(ErrorCode::kInvalidArgument, std::string(name) + " is not set");
-  return *v;
 }
 
 long parse_int(const std::string& text, const char* name, long min, long max) {
@@ -135,33 +131,49 @@ std::optional<std::string> interface_ipv4(const std::string& wanted) {
 
 }  // namespace
 
-Role role_from(const EnvLookup& env) {
-  const std::optional<std::string> role = non_empty(env, "DMLC_ROLE");
-  if (!role || *role == "worker") return Role::kWorker;
-  if (*role == "server") return Role::kServer;
-  if (*role == "scheduler") return Role::kScheduler;
-  throw Error(ErrorCode::kInvalidArgument,
-              "DMLC_ROLE=\"" + *role + "\" is not one of worker, server, scheduler");
-}
+Role role_from(const EnvLookup& env) { return resolve_launcher_layout(env).role; }
 
-JobConfig job_config_from(const EnvLookup& env) {
+JobConfig job_config_from(const EnvLookup& env, const JobOverrides& overrides) {
+  const LauncherLayout layout = resolve_launcher_layout(env, overrides);
   JobConfig job;
-  job.role = role_from(env);
-  job.num_servers = static_cast<int>(parse_int(required(env, "DMLC_NUM_SERVER"), "DMLC_NUM_SERVER", 1, 65535));
-  job.num_workers = static_cast<int>(parse_int(required(env, "DMLC_NUM_WORKER"), "DMLC_NUM_WORKER", 1, 65535));
-  if (auto id = non_empty(env, "DMLC_WORKER_ID")) {
-    job.worker_id = static_cast<int>(parse_int(*id, "DMLC_WORKER_ID", 0, job.num_workers - 1));
+  job.role = layout.role;
+  job.layout_summary = layout.summary();
+  const auto count = [](const std::optional<Sourced<int>>& v, const char* name) {
+    if (!v) throw Error(ErrorCode::kInvalidArgument, std::string(name) + " is not set");
+    if (v->value < 1 || v->value > 65535) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  v->variable + " gives " + std::to_string(v->value) + " " + name + ", not in [1, 65535]");
+    }
+    return v->value;
+  };
+  job.num_servers = count(layout.num_servers, "DMLC_NUM_SERVER");
+  job.num_workers = count(layout.num_workers, "DMLC_NUM_WORKER");
+  if (job.role == Role::kWorker && layout.worker_id) {
+    if (layout.worker_id->value < 0 || layout.worker_id->value >= job.num_workers) {
+      throw Error(ErrorCode::kInvalidArgument, layout.worker_id->variable + " gives worker id " +
+                                                   std::to_string(layout.worker_id->value) + ", not in [0, " +
+                                                   std::to_string(job.num_workers - 1) + "]");
+    }
+    job.worker_id = layout.worker_id->value;
   }
   std::string root_ip;
   if (auto url = non_empty(env, "DT_PS_ROOT_URL")) {
     job.root_url = *url;
     job.scheduler_listen_url = *url;
   } else {
-    const std::string port_text = required(env, "DMLC_PS_ROOT_PORT");
+    if (!layout.root_port) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "DMLC_PS_ROOT_PORT is not set (nor MX_CONFIG's scheduler port or MASTER_PORT)");
+    }
+    if (!layout.root_uri) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "DMLC_PS_ROOT_URI is not set (nor MX_CONFIG's scheduler url, MASTER_ADDR or SLURM_JOB_NODELIST)");
+    }
     // Port 0 lets the scheduler pick one (reported through DT_PS_PORT_FILE);
     // other nodes need the real one.
-    const long port = parse_int(port_text, "DMLC_PS_ROOT_PORT", job.role == Role::kScheduler ? 0 : 1, 65535);
-    root_ip = resolve_ipv4(required(env, "DMLC_PS_ROOT_URI"), "DMLC_PS_ROOT_URI");
+    const long port = parse_int(layout.root_port->value, layout.root_port->variable.c_str(),
+                                job.role == Role::kScheduler ? 0 : 1, 65535);
+    root_ip = resolve_ipv4(layout.root_uri->value, layout.root_uri->variable.c_str());
     job.root_url = "tcp://" + root_ip + ":" + std::to_string(port);
     job.scheduler_listen_url = "tcp://0.0.0.0:" + std::to_string(port);
   }
@@ -189,6 +201,13 @@ std::optional<std::string> getenv_lookup(const char* name) {
 }  // namespace
 
 Role role_from_env() { return role_from(getenv_lookup); }
-JobConfig job_config_from_env() { return job_config_from(getenv_lookup); }
+
+JobConfig job_config_from_env(const JobOverrides& overrides) {
+  JobConfig job = job_config_from(getenv_lookup, overrides);
+  // Once per process: a program may create several kvstores.
+  static std::atomic<bool> logged{false};
+  if (!logged.exchange(true)) std::fprintf(stderr, "disttrain: %s\n", job.layout_summary.c_str());
+  return job;
+}
 
 }  // namespace dt::ps

@@ -1,5 +1,7 @@
-// A node's view of the job: its role and the job layout from the MXNet-
-// compatible DMLC_* environment, and the deadlines/bounds every wait uses.
+// A node's view of the job: its role and the job layout (from explicit
+// options, the MXNet-compatible DMLC_* environment or another launcher's
+// variables: see ps/launcher_environment.h), and the deadlines/bounds every
+// wait uses.
 #pragma once
 
 #include <chrono>
@@ -58,18 +60,37 @@ struct JobConfig {
   std::string node_host;
   // DT_PS_PORT_FILE: the scheduler writes its bound port there (port 0).
   std::string port_file;
+  // Where the role and layout came from, e.g. "job layout from
+  // OMPI_COMM_WORLD_* (rank 3 of 4, 1 server + 3 workers): worker 2".
+  std::string layout_summary;
+};
+
+// Values a program sets itself (explicit API options). Each wins over every
+// environment variable; unset fields fall through to the environment.
+struct JobOverrides {
+  std::optional<Role> role;
+  std::optional<int> worker_id;
+  std::optional<int> num_servers;
+  std::optional<int> num_workers;
+  std::optional<std::string> root_uri;
+  std::optional<int> root_port;
 };
 
 // Reads a variable: nullopt when unset. Tests pass a map instead of getenv.
 using EnvLookup = std::function<std::optional<std::string>(const char* name)>;
 
-// DMLC_ROLE (worker when unset); Error(kInvalidArgument) for another value.
+// This process's role by the order of ps/launcher_environment.h (worker when
+// no source names one); Error(kInvalidArgument) naming the variable for an
+// unknown DMLC_ROLE, a malformed MX_CONFIG or rank counts that do not fit.
 Role role_from(const EnvLookup& env);
 Role role_from_env();
 
 // Missing or invalid values are Error(kInvalidArgument) naming the variable;
-// an unresolvable DMLC_PS_ROOT_URI or interface without IPv4 address too.
-JobConfig job_config_from(const EnvLookup& env);
-JobConfig job_config_from_env();
+// an unresolvable scheduler host or interface without IPv4 address too.
+JobConfig job_config_from(const EnvLookup& env, const JobOverrides& overrides = {});
+// As job_config_from over getenv; the first call in a process also writes
+// layout_summary to stderr ("disttrain: job layout from ..."), so that every
+// process of a job says once how it found its role.
+JobConfig job_config_from_env(const JobOverrides& overrides = {});
 
 }  // namespace dt::ps

@@ -1,18 +1,48 @@
 // dt-node: runs this process as the scheduler or a server of a disttrain
-// parameter-server job described by the DMLC_* environment (DMLC_ROLE=
-// scheduler|server). Exit code 0 after a clean shutdown; otherwise 1 with the
-// reason on stderr (e.g. a lost peer, a port in use, an unreachable scheduler).
+// parameter-server job, or, under a launcher that gives every process the
+// same program and only a rank (mpirun, srun, PMI), as whatever the rank
+// rule makes it:
+//
+//   dt-node [--env-server K=V]... [--env-worker K=V]... [-- COMMAND [ARGS...]]
+//
+// The role comes from dt_node_role: DMLC_ROLE, else MX_CONFIG, else a rank
+// (RANK, OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID: ranks 0..S-1 are
+// servers, the rest workers; see docs/launching.md). A scheduler or server
+// runs here; a worker execs COMMAND, which finds the same role and worker id
+// when it creates its dist kvstore. --env-server / --env-worker set
+// variables for that role only, as dtrun's flags of the same names do.
+//
+// DTRUN_DIE_WITH_LAUNCHER=1 (set by dtrun --launcher mpi): this process,
+// and the worker it execs, get SIGKILL when the parent that started it
+// (mpirun, or Open MPI's daemon on another host) dies, so that killing
+// mpirun can never leave a rank behind. Open MPI puts every rank in a
+// process group of its own, out of reach of dtrun's group; joining dtrun's
+// group instead is no cure, since mpirun then signals that whole group when
+// it ends one rank.
 //
 // Deadlines come from dt_kvstore_options_init, overridden by DT_STARTUP_TIMEOUT_S,
 // DT_REQUEST_TIMEOUT_S, DT_HEARTBEAT_INTERVAL_S, DT_HEARTBEAT_TIMEOUT_S,
 // DT_SHUTDOWN_TIMEOUT_S (seconds) and DT_BIGARRAY_BOUND_BYTES.
+//
+// Exit code: 0 after a clean shutdown; 1 when the job fails (the reason on
+// stderr: a lost peer, a port in use, an unreachable scheduler); 2 for a bad
+// command line or environment; 127 when COMMAND cannot be run.
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <string>
+#include <vector>
 
 #include "dt_c_api.h"
 
-static int read_seconds(const char* name, double* out) {
+namespace {
+
+int read_seconds(const char* name, double* out) {
   const char* text = getenv(name);
   if (text == NULL || *text == '\0') return 1;
   char* end = NULL;
@@ -26,7 +56,97 @@ static int read_seconds(const char* name, double* out) {
   return 1;
 }
 
-int main(void) {
+struct Args {
+  std::vector<std::string> env_server;  // "K=V"
+  std::vector<std::string> env_worker;
+  std::vector<std::string> command;     // after "--"
+};
+
+const char kUsage[] = "usage: dt-node [--env-server K=V]... [--env-worker K=V]... [-- COMMAND [ARGS...]]\n";
+
+// Returns false (after a message) for a command line dt-node cannot run.
+bool parse_args(int argc, char** argv, Args* out) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--") {
+      out->command.assign(argv + i + 1, argv + argc);
+      if (out->command.empty()) {
+        fprintf(stderr, "dt-node: no command after \"--\"\n%s", kUsage);
+        return false;
+      }
+      return true;
+    }
+    std::vector<std::string>* list = a == "--env-server" ? &out->env_server
+                                     : a == "--env-worker" ? &out->env_worker
+                                                           : nullptr;
+    if (list == nullptr) {
+      fprintf(stderr, "dt-node: unknown argument \"%s\"\n%s", a.c_str(), kUsage);
+      return false;
+    }
+    if (i + 1 >= argc || strchr(argv[i + 1], '=') == NULL || argv[i + 1][0] == '=') {
+      fprintf(stderr, "dt-node: %s needs NAME=VALUE\n%s", a.c_str(), kUsage);
+      return false;
+    }
+    list->push_back(argv[++i]);
+  }
+  return true;
+}
+
+bool apply_settings(const std::vector<std::string>& settings) {
+  for (const std::string& s : settings) {
+    const size_t eq = s.find('=');
+    if (setenv(s.substr(0, eq).c_str(), s.c_str() + eq + 1, 1) != 0) {
+      fprintf(stderr, "dt-node: cannot set %s: %s\n", s.c_str(), strerror(errno));
+      return false;
+    }
+  }
+  return true;
+}
+
+// Returns false when the parent is already gone.
+bool die_with_launcher() {
+  const char* text = getenv("DTRUN_DIE_WITH_LAUNCHER");
+  if (text == NULL || strcmp(text, "1") != 0) return true;
+  const pid_t parent = getppid();
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) {
+    fprintf(stderr, "dt-node: prctl(PR_SET_PDEATHSIG): %s\n", strerror(errno));
+    return false;
+  }
+  // The parent may have died before the request: then nothing would come.
+  return getppid() == parent;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args args;
+  if (!parse_args(argc, argv, &args)) return 2;
+  if (!die_with_launcher()) {
+    fprintf(stderr, "dt-node: the launcher that started this process is gone\n");
+    return 1;
+  }
+  dt_role role;
+  if (dt_node_role(&role) != DT_OK) {
+    fprintf(stderr, "dt-node: %s\n", dt_last_error());
+    return 2;
+  }
+  if (role == DT_ROLE_WORKER) {
+    if (args.command.empty()) {
+      fprintf(stderr,
+              "dt-node: this process is a worker by its environment; workers join a job through "
+              "dt_kvstore_create(\"dist_sync\"|\"dist_async\"): give the worker command after \"--\"\n");
+      return 2;
+    }
+    if (!apply_settings(args.env_worker)) return 2;
+    std::vector<char*> exec_argv;
+    for (std::string& word : args.command) exec_argv.push_back(&word[0]);
+    exec_argv.push_back(NULL);
+    execvp(exec_argv[0], exec_argv.data());
+    fprintf(stderr, "dt-node: cannot run the worker command %s: %s\n", exec_argv[0], strerror(errno));
+    return 127;
+  }
+  if (!apply_settings(args.env_server)) return 2;
+
   dt_kvstore_options options;
   dt_kvstore_options_init(&options);
   if (!read_seconds("DT_STARTUP_TIMEOUT_S", &options.startup_timeout_s) ||

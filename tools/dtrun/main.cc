@@ -12,9 +12,11 @@
 #include "job.h"
 #include "line_prefixer.h"
 #include "local_launcher.h"
+#include "mpi_launcher.h"
 #include "options.h"
 #include "signal_pipe.h"
 #include "slurm_launcher.h"
+#include "ssh_launcher.h"
 #include "supervisor.h"
 #include "temp_dir.h"
 
@@ -42,7 +44,13 @@ int run(const dt::dtrun::Options& options) {
   Supervisor supervisor(signals, settings);
   Outcome outcome;
   try {
-    outcome = options.launcher == Launcher::kSlurm ? run_slurm(supervisor, job) : run_local(supervisor, job);
+    if (options.launcher == Launcher::kSsh) {
+      outcome = run_ssh(supervisor, job, signals, settings);
+    } else if (options.launcher == Launcher::kMpi) {
+      outcome = run_mpi(supervisor, job);
+    } else {
+      outcome = options.launcher == Launcher::kSlurm ? run_slurm(supervisor, job) : run_local(supervisor, job);
+    }
   } catch (const std::exception& e) {
     outcome = Outcome{127, e.what()};
   }

@@ -9,7 +9,8 @@
 namespace dt::dtrun {
 
 const char* usage_text() {
-  return "usage: dtrun -n WORKERS [-s SERVERS] [--launcher local|slurm] [--env K=V]...\n"
+  return "usage: dtrun -n WORKERS [-s SERVERS] [--launcher local|ssh|mpi|slurm]\n"
+         "             [-H HOSTFILE] [--sync-dst-dir DIR] [--env K=V]...\n"
          "             [--env-server K=V]... [--env-worker K=V]... [--interface IF]\n"
          "             [--log-dir DIR] [--timeout S] -- command [args...]\n"
          "\n"
@@ -22,7 +23,17 @@ const char* usage_text() {
          "  -n, --num-workers N   workers\n"
          "  -s, --num-servers N   servers (default: as many as workers)\n"
          "  --launcher L          local (default): all on this host;\n"
+         "                        ssh: the scheduler here, servers and workers on the\n"
+         "                        -H hosts through ssh (BatchMode)\n"
          "                        slurm: the scheduler here, servers and workers via srun\n"
+         "                        mpi: the scheduler here, servers and workers as the\n"
+         "                        ranks of one mpirun (-H: mpirun's --hostfile)\n"
+         "  -H, --hostfile FILE   ssh: one host[:port] per line, cycled for servers and\n"
+         "                        workers; mpi: passed to mpirun --hostfile\n"
+         "  --sync-dst-dir DIR    ssh: rsync this directory to DIR on every host first\n"
+         "                        and run there\n"
+         "  --ssh-config FILE     ssh: ssh -F FILE\n"
+         "  --ssh-option K=V      ssh: ssh -o K=V (repeatable; overrides dtrun's defaults)\n"
          "  --env K=V | K:V | K   for every process (a bare K passes this shell's value)\n"
          "  --env-server K=V      for the scheduler and the servers\n"
          "  --env-worker K=V      for the workers\n"
@@ -124,8 +135,12 @@ Options parse_options(const std::vector<std::string>& args) {
         o.launcher = Launcher::kLocal;
       } else if (l == "slurm") {
         o.launcher = Launcher::kSlurm;
+      } else if (l == "ssh") {
+        o.launcher = Launcher::kSsh;
+      } else if (l == "mpi") {
+        o.launcher = Launcher::kMpi;
       } else {
-        throw UsageError("--launcher must be local or slurm, got \"" + l + "\"");
+        throw UsageError("--launcher must be local, ssh, mpi or slurm, got \"" + l + "\"");
       }
     } else if (is(a, "--env-server")) {
       o.env_server.push_back(parse_env("--env-server", value_of(a, "--env-server")));
@@ -139,6 +154,23 @@ Options parse_options(const std::vector<std::string>& args) {
     } else if (is(a, "--log-dir")) {
       o.log_dir = value_of(a, "--log-dir");
       if (o.log_dir.empty()) throw UsageError("--log-dir needs a directory");
+    } else if (is(a, "-H") || is(a, "--hostfile")) {
+      o.hostfile = value_of(a, a.rfind("--", 0) == 0 ? "--hostfile" : "-H");
+      if (o.hostfile.empty()) throw UsageError("-H needs a hostfile");
+    } else if (is(a, "--sync-dst-dir")) {
+      o.sync_dst_dir = value_of(a, "--sync-dst-dir");
+      if (o.sync_dst_dir.empty()) throw UsageError("--sync-dst-dir needs a directory");
+    } else if (is(a, "--ssh-config")) {
+      o.ssh_config = value_of(a, "--ssh-config");
+      if (o.ssh_config.empty()) throw UsageError("--ssh-config needs a file");
+    } else if (is(a, "--ssh-option")) {
+      const std::string opt = value_of(a, "--ssh-option");
+      // ssh takes "Key=Value" or "Key Value"; a bare key is an ssh error
+      // better reported here, before any process starts.
+      if (opt.find_first_of("= ") == std::string::npos || opt[0] == '=' || opt[0] == ' ') {
+        throw UsageError("--ssh-option needs Key=Value, got \"" + opt + "\"");
+      }
+      o.ssh_options.push_back(opt);
     } else if (is(a, "--timeout")) {
       o.timeout_s = parse_seconds("--timeout", value_of(a, "--timeout"));
     } else {
@@ -148,6 +180,11 @@ Options parse_options(const std::vector<std::string>& args) {
   if (!workers_given) throw UsageError("-n WORKERS is required");
   if (!servers_given) o.num_servers = o.num_workers;
   if (o.command.empty()) throw UsageError("no command: put the worker command after \"--\"");
+  if (o.launcher == Launcher::kSsh && o.hostfile.empty()) throw UsageError("--launcher ssh needs -H HOSTFILE");
+  if (o.launcher != Launcher::kSsh &&
+      (!o.sync_dst_dir.empty() || !o.ssh_config.empty() || !o.ssh_options.empty())) {
+    throw UsageError("--sync-dst-dir, --ssh-config and --ssh-option need --launcher ssh");
+  }
   return o;
 }
 

@@ -9,7 +9,7 @@
 
 namespace dt::dtrun {
 
-enum class Launcher { kLocal, kSlurm };
+enum class Launcher { kLocal, kSlurm, kSsh, kMpi };
 
 // One --env/--env-server/--env-worker value. launch.py's forms are kept:
 // "K=V" and "K:V" set K; a bare "K" passes this shell's value of K on.
@@ -29,6 +29,10 @@ struct Options {
   std::string interface;               // DMLC_INTERFACE for every process
   std::string log_dir;                 // one <role>-<rank>.log per process
   double timeout_s = 0;                // 0: no limit
+  std::string hostfile;                // -H: the hosts of --launcher ssh (hostfile.h)
+  std::string sync_dst_dir;            // --sync-dst-dir: rsync the working directory there first (ssh)
+  std::string ssh_config;              // --ssh-config: ssh -F FILE
+  std::vector<std::string> ssh_options;  // --ssh-option: ssh -o OPTION, in order
   bool help = false;
   std::vector<std::string> command;    // the worker command, after "--"
 };
