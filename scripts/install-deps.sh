@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Installs, with apt-get, what building and testing disttrain needs. Idempotent:
-# packages already present are left alone, and apt-get runs only when something
-# is missing. Run as root (or with sudo available).
+# Installs, with apt-get, what building disttrain needs; with --tests, also
+# what the whole test suite needs (the binding toolchains, Open MPI, sshd).
+# Idempotent: packages already present are left alone, and apt-get runs only
+# when something is missing. Run as root (or with sudo available).
 set -euo pipefail
 
 packages=(
@@ -10,11 +11,15 @@ packages=(
   libdnnl-dev libopenblas-dev
   libnng-dev libflatbuffers-dev flatbuffers-compiler
   dataset-fashion-mnist
-  # bindings (tests build and run all three languages)
-  swig default-jdk-headless junit4 junit5 scala golang-go
-  # dtrun's launchers: mpirun, and ssh/rsync between namespace "hosts"
-  openmpi-bin libopenmpi-dev openssh-server openssh-client rsync iproute2
 )
+if [ "${1:-}" = "--tests" ]; then
+  packages+=(
+    # bindings (the tests build and run all three languages)
+    swig default-jdk-headless junit4 junit5 scala golang-go
+    # dtrun's launchers: mpirun, and ssh/rsync between namespace "hosts"
+    openmpi-bin libopenmpi-dev openssh-server openssh-client rsync iproute2
+  )
+fi
 
 missing=()
 for p in "${packages[@]}"; do

@@ -8,7 +8,7 @@
 #                build works)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh
+scripts/install-deps.sh --tests
 
 jobs="${DT_JOBS:-$(nproc 2>/dev/null || echo 2)}"
 status=0
@@ -19,7 +19,7 @@ status=0
 export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-passive}"
 
 echo "== default build"
-BUILD_DIR=build scripts/build.sh
+BUILD_DIR=build scripts/build.sh -DDT_BUILD_BINDINGS=ON
 (cd build && ctest --output-on-failure -j "$jobs" --timeout 600) || status=1
 
 echo "== sanitizer build (address, undefined; no CUDA)"

@@ -1,0 +1,198 @@
+package disttrain
+
+import (
+	"runtime"
+
+	"disttrain/internal/capi"
+)
+
+// LastBatch says what happens to an incomplete last batch.
+type LastBatch int32
+
+// Last-batch policies, as dt_last_batch.
+const (
+	LastBatchKeep     LastBatch = 0 // a smaller last batch
+	LastBatchDiscard  LastBatch = 1 // drop it
+	LastBatchRollover LastBatch = 2 // carry the leftovers into the next epoch
+)
+
+// DataLoaderOptions mirrors dt_data_loader_options. Start from
+// DefaultDataLoaderOptions: every field is passed as set (zero is a valid
+// value for several of them).
+type DataLoaderOptions struct {
+	BatchSize int64
+	LastBatch LastBatch
+	Shuffle   bool   // a new order every epoch
+	Seed      uint64 // the order depends on it (and the epoch) only
+	NumParts  int    // split the data into parts (one per worker)
+	PartIndex int    // this worker's part
+	Prefetch  int    // batches prepared ahead (>= 1)
+	Mean, Std float32
+}
+
+// DefaultDataLoaderOptions returns the library's defaults (batch 64,
+// shuffled, one part, Fashion-MNIST's normalisation).
+func DefaultDataLoaderOptions() (DataLoaderOptions, error) {
+	if err := CheckVersion(); err != nil {
+		return DataLoaderOptions{}, err
+	}
+	c := capi.NewDt_data_loader_options()
+	defer capi.DeleteDt_data_loader_options(c)
+	capi.Dt_data_loader_options_init(c)
+	return DataLoaderOptions{
+		BatchSize: c.GetBatch_size(),
+		LastBatch: LastBatch(c.GetLast_batch()),
+		Shuffle:   c.GetShuffle() != 0,
+		Seed:      c.GetSeed(),
+		NumParts:  c.GetNum_parts(),
+		PartIndex: c.GetPart_index(),
+		Prefetch:  c.GetPrefetch(),
+		Mean:      c.GetMean(),
+		Std:       c.GetStd(),
+	}, nil
+}
+
+func withLoaderOptions(o *DataLoaderOptions, call func(capi.Dt_data_loader_options) error) error {
+	if o == nil {
+		return call(nil)
+	}
+	c := capi.NewDt_data_loader_options()
+	defer capi.DeleteDt_data_loader_options(c)
+	capi.Dt_data_loader_options_init(c)
+	c.SetBatch_size(o.BatchSize)
+	c.SetLast_batch(capi.Enum_SS_dt_last_batch(o.LastBatch))
+	shuffle := 0
+	if o.Shuffle {
+		shuffle = 1
+	}
+	c.SetShuffle(shuffle)
+	c.SetSeed(o.Seed)
+	c.SetNum_parts(o.NumParts)
+	c.SetPart_index(o.PartIndex)
+	c.SetPrefetch(o.Prefetch)
+	c.SetMean(o.Mean)
+	c.SetStd(o.Std)
+	return call(c)
+}
+
+// DataLoader reads an MNIST-format (IDX) dataset in batches.
+type DataLoader struct {
+	h handle
+}
+
+func (l *DataLoader) finalize() { l.h.finalize() }
+
+func (l *DataLoader) handle() *handle {
+	if l == nil {
+		return nil
+	}
+	return &l.h
+}
+
+func newDataLoader(ptr uintptr) *DataLoader {
+	l := &DataLoader{}
+	l.h.init("DataLoader", ptr, capi.Dt_data_loader_free)
+	runtime.SetFinalizer(l, (*DataLoader).finalize)
+	return l
+}
+
+// NewDataLoader loads an IDX image file and its label file (plain or
+// gzip); opts nil means the defaults. Missing files are StatusNotFound,
+// malformed ones StatusIO.
+func NewDataLoader(imagesPath, labelsPath string, opts *DataLoaderOptions) (*DataLoader, error) {
+	if err := CheckVersion(); err != nil {
+		return nil, err
+	}
+	var out uintptr
+	err := withLoaderOptions(opts, func(c capi.Dt_data_loader_options) error {
+		return check(capi.Dt_data_loader_create(&out, imagesPath, labelsPath, c))
+	})
+	if err != nil {
+		return nil, err
+	}
+	return newDataLoader(out), nil
+}
+
+// NewMNISTLoader opens the standard file names in dir ("" for
+// /usr/share/datasets/fashion-mnist) for split "train" or "t10k".
+func NewMNISTLoader(dir, split string, opts *DataLoaderOptions) (*DataLoader, error) {
+	if err := CheckVersion(); err != nil {
+		return nil, err
+	}
+	var out uintptr
+	err := withLoaderOptions(opts, func(c capi.Dt_data_loader_options) error {
+		return check(capi.Dt_data_loader_create_mnist(&out, dir, split, c))
+	})
+	if err != nil {
+		return nil, err
+	}
+	return newDataLoader(out), nil
+}
+
+// Close frees the loader; batches taken from it stay valid. Idempotent.
+func (l *DataLoader) Close() error {
+	if l == nil {
+		return nil
+	}
+	l.h.close()
+	runtime.SetFinalizer(l, nil)
+	return nil
+}
+
+// NumSamples is the number of samples in this loader's part.
+func (l *DataLoader) NumSamples() (int, error) {
+	p, err := l.handle().acquire("DataLoader.NumSamples", "DataLoader")
+	if err != nil {
+		return 0, err
+	}
+	defer l.h.release()
+	var n uint64
+	if err := check(capi.Dt_data_loader_num_samples(&n, p)); err != nil {
+		return 0, err
+	}
+	return int(n), nil
+}
+
+// NumBatches is the number of batches per epoch.
+func (l *DataLoader) NumBatches() (int, error) {
+	p, err := l.handle().acquire("DataLoader.NumBatches", "DataLoader")
+	if err != nil {
+		return 0, err
+	}
+	defer l.h.release()
+	var n uint64
+	if err := check(capi.Dt_data_loader_num_batches(&n, p)); err != nil {
+		return 0, err
+	}
+	return int(n), nil
+}
+
+// StartEpoch starts epoch epoch (its order depends on seed and epoch).
+func (l *DataLoader) StartEpoch(epoch int) error {
+	p, err := l.handle().acquire("DataLoader.StartEpoch", "DataLoader")
+	if err != nil {
+		return err
+	}
+	defer l.h.release()
+	return check(capi.Dt_data_loader_start_epoch(p, epoch))
+}
+
+// Next returns the epoch's next batch: float32 (B, 1, 28, 28) data and int32
+// (B) labels, which the caller closes; ok is false at the end of the epoch.
+// Before the first StartEpoch it is StatusBadState.
+func (l *DataLoader) Next() (data, labels *NDArray, ok bool, err error) {
+	p, err := l.handle().acquire("DataLoader.Next", "DataLoader")
+	if err != nil {
+		return nil, nil, false, err
+	}
+	defer l.h.release()
+	var d, lb uintptr
+	var has int32
+	if err := check(capi.Dt_data_loader_next(&d, &lb, &has, p)); err != nil {
+		return nil, nil, false, err
+	}
+	if has == 0 {
+		return nil, nil, false, nil
+	}
+	return newNDArray(d, nil, Float32), newNDArray(lb, nil, Int32), true, nil
+}

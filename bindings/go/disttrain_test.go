@@ -1,0 +1,456 @@
+package disttrain
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+)
+
+func TestVersionMatchesTheLoadedLibrary(t *testing.T) {
+	if err := CheckVersion(); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := Version(), versionText(uint32(GeneratedVersion)); got != want {
+		t.Fatalf("Version() = %s, generated for %s", got, want)
+	}
+	err := versionMismatch(200, 103)
+	wantStatus(t, "a mismatched version", err, StatusProtocol)
+	if !strings.Contains(err.Error(), "0.2.0") || !strings.Contains(err.Error(), "0.1.3") {
+		t.Fatalf("the mismatch message names neither version: %v", err)
+	}
+	info := get(GetBuildInfo())(t)
+	if info.VersionMajor*10000+info.VersionMinor*100+info.VersionPatch != GeneratedVersion {
+		t.Fatalf("build info version %+v", info)
+	}
+}
+
+func TestStatusText(t *testing.T) {
+	if s := StatusTimedOut.String(); s == "" || strings.Contains(s, "?") {
+		t.Fatalf("StatusTimedOut.String() = %q", s)
+	}
+	if !errors.Is(&Error{Status: StatusNotFound, Message: "x"}, &Error{Status: StatusNotFound}) {
+		t.Fatal("errors.Is does not match on status")
+	}
+}
+
+// Every handle type: create, use once, Close twice.
+func TestCreateAndCloseEveryHandle(t *testing.T) {
+	dir := fashionMNIST(t)
+	leaked := LeakedHandles()
+	ctx := get(CPU())(t)
+	if d := get(ctx.DeviceType())(t); d != DeviceCPU {
+		t.Fatalf("device type %v", d)
+	}
+	if err := ctx.SetNumThreads(1); err != nil {
+		t.Fatal(err)
+	}
+	if n := get(ctx.NumThreads())(t); n != 1 {
+		t.Fatalf("threads %d", n)
+	}
+	a := get(NewNDArray(ctx, Float32, []int64{2, 3}))(t)
+	path := filepath.Join(t.TempDir(), "a.safetensors")
+	if err := SaveArrays(path, []string{"a"}, []*NDArray{a}); err != nil {
+		t.Fatal(err)
+	}
+	list := get(LoadArrays(ctx, path))(t)
+	if n := get(list.Len())(t); n != 1 {
+		t.Fatalf("%d entries", n)
+	}
+	net := get(NewNet(ctx, "mlp", `{"input_shape": [1, 28, 28], "hidden": [16], "classes": 10}`))(t)
+	opt := get(NewOptimizer("sgd"))(t)
+	kv := get(NewKVStore("local", nil))(t)
+	opts := get(DefaultDataLoaderOptions())(t)
+	loader := get(NewMNISTLoader(dir, "t10k", &opts))(t)
+	tr := get(NewTrainer(net, opt, kv, nil))(t)
+	for _, c := range []interface{ Close() error }{tr, loader, kv, opt, net, list, a, ctx} {
+		for i := 0; i < 2; i++ {
+			if err := c.Close(); err != nil {
+				t.Fatalf("%T.Close #%d: %v", c, i+1, err)
+			}
+		}
+	}
+	var nilArray *NDArray
+	if err := nilArray.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := LeakedHandles() - leaked; n != 0 {
+		t.Fatalf("%d handles reached the finalizer", n)
+	}
+}
+
+// A closed or nil handle is an error of status StatusInvalidHandle in every
+// family, never a crash.
+func TestClosedHandles(t *testing.T) {
+	dir := fashionMNIST(t)
+	ctx := get(CPU())(t)
+	a := get(NewNDArray(ctx, Float32, []int64{4}))(t)
+	b := get(NewNDArray(ctx, Float32, []int64{4}))(t)
+	net := get(NewNet(ctx, "mlp", `{"input_shape": [1, 28, 28], "hidden": [16], "classes": 10}`))(t)
+	opt := get(NewOptimizer("sgd"))(t)
+	kv := get(NewKVStore("local", nil))(t)
+	loader := get(NewMNISTLoader(dir, "t10k", nil))(t)
+	path := filepath.Join(t.TempDir(), "b.safetensors")
+	if err := SaveArrays(path, []string{"b"}, []*NDArray{b}); err != nil {
+		t.Fatal(err)
+	}
+	list := get(LoadArrays(ctx, path))(t)
+	tr := get(NewTrainer(net, opt, kv, nil))(t)
+	for _, c := range []interface{ Close() error }{tr, list, loader, kv, opt, net, a, ctx} {
+		c.Close()
+	}
+	defer b.Close()
+
+	_, err := ctx.DeviceID()
+	wantStatus(t, "Context.DeviceID after Close", err, StatusInvalidHandle)
+	_, err = NewNDArray(ctx, Float32, []int64{1})
+	wantStatus(t, "NewNDArray on a closed Context", err, StatusInvalidHandle)
+	wantStatus(t, "NDArray.Fill after Close", a.Fill(1), StatusInvalidHandle)
+	wantStatus(t, "NDArray.CopyFromFloat32 after Close", a.CopyFromFloat32(make([]float32, 4)), StatusInvalidHandle)
+	wantStatus(t, "CopyFromArray from a closed array", b.CopyFromArray(a), StatusInvalidHandle)
+	_, err = list.Name(0)
+	wantStatus(t, "NamedArrays.Name after Close", err, StatusInvalidHandle)
+	_, err = net.NumParams()
+	wantStatus(t, "Net.NumParams after Close", err, StatusInvalidHandle)
+	wantStatus(t, "Optimizer.SetFloat after Close", opt.SetFloat("learning_rate", 0.1), StatusInvalidHandle)
+	_, err = kv.Rank()
+	wantStatus(t, "KVStore.Rank after Close", err, StatusInvalidHandle)
+	wantStatus(t, "KVStore.PushPull of a closed array", func() error {
+		kv2 := get(NewKVStore("local", nil))(t)
+		defer kv2.Close()
+		return kv2.PushPull([]uint64{1}, []*NDArray{a}, nil, 0)
+	}(), StatusInvalidHandle)
+	wantStatus(t, "DataLoader.StartEpoch after Close", loader.StartEpoch(0), StatusInvalidHandle)
+	wantStatus(t, "Trainer.SetLearningRate after Close", tr.SetLearningRate(0.1), StatusInvalidHandle)
+	wantStatus(t, "NewTrainer with a closed Net", func() error {
+		_, err := NewTrainer(net, opt, nil, nil)
+		return err
+	}(), StatusInvalidHandle)
+
+	var nilCtx *Context
+	_, err = NewNDArray(nilCtx, Float32, []int64{1})
+	wantStatus(t, "NewNDArray on a nil Context", err, StatusInvalidHandle)
+	var nilArray *NDArray
+	_, err = nilArray.Shape()
+	wantStatus(t, "Shape of a nil NDArray", err, StatusInvalidHandle)
+}
+
+// One error path per family, with the status the C API documents.
+func TestErrorsCarryTheirStatus(t *testing.T) {
+	ctx := cpu(t)
+
+	_, err := NewContext(DeviceType(9), 0)
+	wantStatus(t, "an unknown device type", err, StatusInvalidArgument)
+
+	_, err = NewNDArray(ctx, Float32, []int64{2, -3})
+	wantStatus(t, "a negative dim", err, StatusInvalidArgument)
+	a := get(NewNDArray(ctx, Float32, []int64{2, 3}))(t)
+	defer a.Close()
+	b := get(NewNDArray(ctx, Float32, []int64{3, 2}))(t)
+	defer b.Close()
+	wantStatus(t, "adding (2,3) and (3,2)", Add(a, a, b), StatusShapeMismatch)
+	_, err = a.Reshape([]int64{4, 2})
+	wantStatus(t, "reshaping 6 elements to (4,2)", err, StatusShapeMismatch)
+	err = a.CopyFromFloat32(make([]float32, 5))
+	if err == nil {
+		t.Fatal("copying 5 floats into 6 elements succeeded")
+	}
+	wantStatus(t, "copying int64 into a float32 array", a.CopyFromInt64(make([]int64, 6)), StatusDTypeMismatch)
+
+	_, err = NewKVStore("nope", nil)
+	wantStatus(t, `kvstore type "nope"`, err, StatusInvalidArgument)
+	kv := get(NewKVStore("local", nil))(t)
+	defer kv.Close()
+	wantStatus(t, "pull of a key never initialised", kv.Pull([]uint64{99}, []*NDArray{a}, 0), StatusNotFound)
+	wantStatus(t, "3 keys and 1 value", kv.Push([]uint64{1, 2, 3}, []*NDArray{a}, 0), StatusInvalidArgument)
+
+	_, err = NewNet(ctx, "nope", "")
+	wantStatus(t, `net builder "nope"`, err, StatusInvalidArgument)
+	net := get(NewNet(ctx, "mlp", `{"input_shape": [1, 28, 28], "hidden": [16], "classes": 10}`))(t)
+	defer net.Close()
+	_, err = net.FindParam("nope.weight")
+	wantStatus(t, "an unknown parameter", err, StatusNotFound)
+
+	_, err = NewOptimizer("nope")
+	wantStatus(t, `optimizer "nope"`, err, StatusInvalidArgument)
+	opt := get(NewOptimizer("sgd"))(t)
+	defer opt.Close()
+	wantStatus(t, "an unknown optimizer key", opt.SetFloat("nope", 1), StatusInvalidArgument)
+
+	_, err = NewMNISTLoader(t.TempDir(), "train", nil)
+	wantStatus(t, "a directory without the dataset", err, StatusNotFound)
+	loader := get(NewMNISTLoader(fashionMNIST(t), "t10k", nil))(t)
+	defer loader.Close()
+	_, _, _, err = loader.Next()
+	wantStatus(t, "Next before StartEpoch", err, StatusBadState)
+
+	tr := get(NewTrainer(net, opt, nil, nil))(t)
+	defer tr.Close()
+	wantStatus(t, "a missing checkpoint", tr.LoadCheckpoint(filepath.Join(t.TempDir(), "none")), StatusNotFound)
+
+	_, err = LoadArrays(ctx, filepath.Join(t.TempDir(), "none.safetensors"))
+	wantStatus(t, "a missing safetensors file", err, StatusNotFound)
+
+	t.Setenv("DMLC_ROLE", "worker")
+	wantStatus(t, "RunNode as a worker", RunNode(nil), StatusInvalidArgument)
+	t.Setenv("DMLC_ROLE", "nope")
+	_, err = NodeRole()
+	wantStatus(t, `DMLC_ROLE "nope"`, err, StatusInvalidArgument)
+}
+
+// The message comes from the failing call itself: many goroutines fail at
+// once, each with its own cause, across OS threads.
+func TestErrorMessageBelongsToItsCall(t *testing.T) {
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for g := 0; g < 16; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for i := 0; i < 200; i++ {
+				name := fmt.Sprintf("no-such-optimizer-%d-%d", g, i)
+				_, err := NewOptimizer(name)
+				var e *Error
+				if !errors.As(err, &e) || !strings.Contains(e.Message, name) {
+					errs <- fmt.Errorf("NewOptimizer(%q): %v", name, err)
+					return
+				}
+			}
+		}(g)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+func TestNDArrayRoundTrip(t *testing.T) {
+	ctx := cpu(t)
+	in := []float32{1, 2, 3, 4, 5, 6}
+	a := get(FromFloat32(ctx, []int64{2, 3}, in))(t)
+	defer a.Close()
+	if got := get(a.Float32s())(t); !reflect.DeepEqual(got, in) {
+		t.Fatalf("round trip: %v", got)
+	}
+	if s := get(a.Shape())(t); !reflect.DeepEqual(s, []int64{2, 3}) {
+		t.Fatalf("shape %v", s)
+	}
+	if n := get(a.NBytes())(t); n != 24 {
+		t.Fatalf("nbytes %d", n)
+	}
+	ac := get(a.Context())(t)
+	if d := get(ac.DeviceType())(t); d != DeviceCPU {
+		t.Fatalf("context %v", d)
+	}
+	ac.Close()
+
+	// Views share storage.
+	row := get(a.Slice(1, 2))(t)
+	defer row.Close()
+	if err := row.Fill(9); err != nil {
+		t.Fatal(err)
+	}
+	flat := get(a.Reshape([]int64{-1}))(t)
+	defer flat.Close()
+	if got := get(flat.Float32s())(t); !reflect.DeepEqual(got, []float32{1, 2, 3, 9, 9, 9}) {
+		t.Fatalf("after filling row 1: %v", got)
+	}
+
+	// Arithmetic: a = 2a + a; then a += 0.5 * ones.
+	b := get(NewNDArray(ctx, Float32, []int64{2, 3}))(t)
+	defer b.Close()
+	if err := b.CopyFromArray(a); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Scale(2); err != nil {
+		t.Fatal(err)
+	}
+	if err := Add(a, a, b); err != nil {
+		t.Fatal(err)
+	}
+	ones := get(NewNDArray(ctx, Float32, []int64{2, 3}))(t)
+	defer ones.Close()
+	ones.Fill(1)
+	if err := a.Axpy(0.5, ones); err != nil {
+		t.Fatal(err)
+	}
+	if got := get(a.Float32s())(t); !reflect.DeepEqual(got, []float32{3.5, 6.5, 9.5, 27.5, 27.5, 27.5}) {
+		t.Fatalf("arithmetic: %v", got)
+	}
+
+	// int64 in and out, and a cast to int32.
+	ints := []int64{-4, 0, 1 << 40}
+	i64 := get(FromInt64(ctx, []int64{3}, ints))(t)
+	defer i64.Close()
+	out := make([]int64, 3)
+	if err := i64.CopyToInt64(out); err != nil || !reflect.DeepEqual(out, ints) {
+		t.Fatalf("int64 round trip: %v %v", out, err)
+	}
+	i32 := get(NewNDArray(ctx, Int32, []int64{2, 3}))(t)
+	defer i32.Close()
+	if err := i32.CastFrom(a); err != nil {
+		t.Fatal(err)
+	}
+	if got := get(i32.Int32s())(t); !reflect.DeepEqual(got, []int32{3, 6, 9, 27, 27, 27}) {
+		t.Fatalf("cast: %v", got)
+	}
+
+	// A scalar has no dims and one element.
+	s := get(NewNDArray(ctx, Float64, nil))(t)
+	defer s.Close()
+	if n := get(s.Size())(t); n != 1 {
+		t.Fatalf("scalar size %d", n)
+	}
+	if err := CopyFrom(s, []float64{2.5}); err != nil {
+		t.Fatal(err)
+	}
+	if v := get(ToSlice[float64](s))(t); v[0] != 2.5 {
+		t.Fatalf("scalar %v", v)
+	}
+
+	// Through a safetensors file and back.
+	path := filepath.Join(t.TempDir(), "arrays.safetensors")
+	if err := SaveArrays(path, []string{"a", "ints"}, []*NDArray{a, i64}); err != nil {
+		t.Fatal(err)
+	}
+	list := get(LoadArrays(ctx, path))(t)
+	defer list.Close()
+	if name := get(list.Name(1))(t); name != "ints" {
+		t.Fatalf("entry 1 is %q", name)
+	}
+	got := get(list.Find("ints"))(t)
+	defer got.Close()
+	if v := get(got.Int64s())(t); !reflect.DeepEqual(v, ints) {
+		t.Fatalf("loaded %v", v)
+	}
+}
+
+func TestKVStoreLocal(t *testing.T) {
+	ctx := cpu(t)
+	kv := get(NewKVStore("local", nil))(t)
+	defer kv.Close()
+	if typ := get(kv.Type())(t); typ != "local" {
+		t.Fatalf("type %q", typ)
+	}
+	if r, n := get(kv.Rank())(t), get(kv.NumWorkers())(t); r != 0 || n != 1 {
+		t.Fatalf("rank %d of %d", r, n)
+	}
+	zero := get(NewNDArray(ctx, Float32, []int64{4}))(t)
+	defer zero.Close()
+	if err := kv.Init([]uint64{3}, []*NDArray{zero}); err != nil {
+		t.Fatal(err)
+	}
+	x := get(FromFloat32(ctx, []int64{4}, []float32{1, 2, 3, 4}))(t)
+	defer x.Close()
+	y := get(FromFloat32(ctx, []int64{4}, []float32{10, 20, 30, 40}))(t)
+	defer y.Close()
+	out := get(NewNDArray(ctx, Float32, []int64{4}))(t)
+	defer out.Close()
+	// Values pushed under one key in one call are summed.
+	if err := kv.PushPull([]uint64{3, 3}, []*NDArray{x, y}, []*NDArray{out, out}, 0); err != nil {
+		t.Fatal(err)
+	}
+	if got := get(out.Float32s())(t); !reflect.DeepEqual(got, []float32{11, 22, 33, 44}) {
+		t.Fatalf("pushpull: %v", got)
+	}
+	if err := kv.InitStr([]string{"fc1.weight"}, []*NDArray{x}); err != nil {
+		t.Fatal(err)
+	}
+	if err := kv.PullStr([]string{"fc1.weight"}, []*NDArray{out}, 0); err != nil {
+		t.Fatal(err)
+	}
+	if got := get(out.Float32s())(t); !reflect.DeepEqual(got, []float32{1, 2, 3, 4}) {
+		t.Fatalf("string key: %v", got)
+	}
+	wantStatus(t, "a name with a NUL", kv.PushStr([]string{"a\x00b"}, []*NDArray{x}, 0), StatusInvalidArgument)
+	if err := kv.Barrier(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestNetAndOptimizerDescriptions(t *testing.T) {
+	ctx := cpu(t)
+	net := get(NewNet(ctx, "lenet", ""))(t)
+	defer net.Close()
+	desc := get(net.JSON())(t)
+	again := get(NewNetFromJSON(ctx, desc))(t)
+	defer again.Close()
+	if n, m := get(net.NumParams())(t), get(again.NumParams())(t); n == 0 || n != m {
+		t.Fatalf("params %d and %d", n, m)
+	}
+	name := get(net.ParamName(0))(t)
+	if i := get(net.FindParam(name))(t); i != 0 {
+		t.Fatalf("FindParam(%q) = %d", name, i)
+	}
+	if aux := get(net.ParamIsAuxiliary(0))(t); aux {
+		t.Fatalf("%s is auxiliary", name)
+	}
+	w := get(net.Param(0))(t)
+	defer w.Close()
+	if dt := get(w.DType())(t); dt != Float32 {
+		t.Fatalf("dtype %v", dt)
+	}
+
+	opt := get(NewOptimizer("sgd"))(t)
+	defer opt.Close()
+	if err := opt.SetFloat("learning_rate", 0.125); err != nil {
+		t.Fatal(err)
+	}
+	if err := opt.SetBool("nesterov", true); err != nil {
+		t.Fatal(err)
+	}
+	js := get(opt.JSON())(t)
+	if !strings.Contains(js, "0.125") || !strings.HasSuffix(js, "}") {
+		t.Fatalf("optimizer JSON %q", js)
+	}
+	copied := get(NewOptimizerFromJSON(js))(t)
+	defer copied.Close()
+	if js2 := get(copied.JSON())(t); js2 != js {
+		t.Fatalf("JSON round trip: %q vs %q", js2, js)
+	}
+}
+
+// A child outlives its closed parent: the C objects are reference counted
+// and the Go wrappers hold their parents.
+func TestChildrenOutliveClosedParents(t *testing.T) {
+	ctx := get(CPU())(t)
+	a := get(FromFloat32(ctx, []int64{3}, []float32{1, 2, 3}))(t)
+	defer a.Close()
+	net := get(NewNet(ctx, "mlp", `{"input_shape": [1, 28, 28], "hidden": [8], "classes": 10}`))(t)
+	defer net.Close()
+	noErr(t, net.Initialize(5))
+	w := get(net.Param(0))(t)
+	defer w.Close()
+	before := get(w.Float32s())(t)
+	opt := get(NewOptimizer("sgd"))(t)
+	tr := get(NewTrainer(net, opt, nil, nil))(t)
+	defer tr.Close()
+
+	ctx.Close()
+	opt.Close() // the trainer copied the description
+	noErr(t, a.Scale(2))
+	if got := get(a.Float32s())(t); !reflect.DeepEqual(got, []float32{2, 4, 6}) {
+		t.Fatalf("array after its context was closed: %v", got)
+	}
+	noErr(t, net.Close())
+	if got := get(w.Float32s())(t); !reflect.DeepEqual(got, before) {
+		t.Fatal("a parameter changed when its net was closed")
+	}
+	// The trainer still holds the net: a step on a batch works.
+	loader := get(NewMNISTLoader(fashionMNIST(t), "t10k", nil))(t)
+	defer loader.Close()
+	noErr(t, loader.StartEpoch(0))
+	data, labels, ok, err := loader.Next()
+	if err != nil || !ok {
+		t.Fatalf("first batch: %v %v", ok, err)
+	}
+	defer data.Close()
+	defer labels.Close()
+	if _, _, err := tr.TrainBatch(data, labels); err != nil {
+		t.Fatalf("TrainBatch after the net's handle was closed: %v", err)
+	}
+}

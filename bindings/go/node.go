@@ -1,0 +1,52 @@
+package disttrain
+
+import "disttrain/internal/capi"
+
+// Role is a process's part in a parameter-server job.
+type Role int32
+
+// Roles, as dt_role.
+const (
+	RoleWorker    Role = 0
+	RoleServer    Role = 1
+	RoleScheduler Role = 2
+)
+
+func (r Role) String() string {
+	switch r {
+	case RoleWorker:
+		return "worker"
+	case RoleServer:
+		return "server"
+	case RoleScheduler:
+		return "scheduler"
+	}
+	return "unknown role"
+}
+
+// NodeRole is this process's role from the environment (DMLC_ROLE first;
+// worker when no source names one); an unknown value is
+// StatusInvalidArgument.
+func NodeRole() (Role, error) {
+	if err := CheckVersion(); err != nil {
+		return 0, err
+	}
+	var r int32
+	if err := check(capi.Dt_node_role(&r)); err != nil {
+		return 0, err
+	}
+	return Role(r), nil
+}
+
+// RunNode runs this process as the scheduler or a server of the job that
+// opts' layout fields and the environment (DMLC_* first) describe, until
+// the job shuts down (nil) or fails. Workers get StatusInvalidArgument:
+// they create a distributed KVStore instead.
+func RunNode(opts *KVStoreOptions) error {
+	if err := CheckVersion(); err != nil {
+		return err
+	}
+	return withKVStoreOptions(opts, func(c capi.Dt_kvstore_options, host string) error {
+		return check(capi.Dt_go_node_run(c, host))
+	})
+}
