@@ -59,6 +59,9 @@ struct Scheduler::State {
     bool left = false;  // sent Shutdown (worker) or was told to stop (server)
     bool told = false;  // got a heartbeat reply listing the loss / the stop
     bool lost = false;
+    // Its connection closed after it left: a stopped server closes only
+    // once the reply telling it to stop has arrived.
+    bool disconnected = false;
   };
   std::map<std::pair<int, int>, Member> members;  // (role, rank)
 
@@ -284,7 +287,12 @@ void Scheduler::State::on_pipe_closed(uint32_t pipe) {
     }
   } else {
     for (auto& [key, m] : members) {
-      if (m.pipe == pipe && !m.left && !m.lost) mark_lost(m, "connection closed");
+      if (m.pipe != pipe) continue;
+      if (m.left) {
+        m.disconnected = true;
+      } else if (!m.lost) {
+        mark_lost(m, "connection closed");
+      }
     }
   }
   cv.notify_all();
@@ -373,10 +381,14 @@ void Scheduler::run() {
       });
       if (all_told || seconds_since(st.first_loss) > grace) throw Error(ErrorCode::kPeerLost, st.lost.front().message());
     } else if (st.stopping) {
-      const bool servers_told = std::all_of(st.members.begin(), st.members.end(), [](const auto& kv) {
-        return kv.second.info.role != Role::kServer || kv.second.told;
+      // Told is not enough: the transport drops replies still queued when
+      // this process closes its socket, and a server that missed its stop
+      // would then report the scheduler lost. So wait until each server has
+      // closed its connection, which it does once the stop has arrived.
+      const bool servers_gone = std::all_of(st.members.begin(), st.members.end(), [](const auto& kv) {
+        return kv.second.info.role != Role::kServer || (kv.second.told && kv.second.disconnected);
       });
-      if (servers_told || seconds_since(st.stop_time) > o.shutdown_timeout_s) return;
+      if (servers_gone || seconds_since(st.stop_time) > o.shutdown_timeout_s) return;
     }
   }
 }
