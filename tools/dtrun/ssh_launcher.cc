@@ -23,6 +23,10 @@ namespace dt::dtrun {
 
 namespace {
 
+// How long a failure seen here waits for a remote session to report the
+// death that caused it (ssh reports a killed process as exit 128 + signal).
+constexpr int kRemoteReportS = 3;
+
 void say(const std::string& text) {
   const std::string line = "dtrun: " + text + "\n";
   write_all(STDERR_FILENO, line.data(), line.size());
@@ -260,6 +264,21 @@ Outcome run_ssh(Supervisor& supervisor, const JobContext& job, SignalPipe& signa
     for (int w = 0; w < o.num_workers; ++w) start_remote(Role::kWorker, w, o.command);
     failed = supervisor.run_until([&] { return supervisor.all_exited("worker"); }, job.deadline,
                                   [&] { return timed_out(o); });
+    if (failed && failed->exit_code < 128 && failed->exit_code != 124) {
+      // A remote process that dies is reported only when its ssh session
+      // ends, often after the scheduler here has seen its connection close
+      // and exited with "peer lost". The process that died is the better
+      // answer: give the sessions a moment to report a death by signal.
+      const Clock::time_point grace = std::min(job.deadline, Clock::now() + std::chrono::seconds(kRemoteReportS));
+      while (std::optional<Outcome> next = supervisor.run_until([&] { return supervisor.all_exited(); }, grace,
+                                                                [] { return Outcome{}; })) {
+        if (next->exit_code == 0) break;  // the grace is over
+        if (next->exit_code >= 128) {
+          failed = next;
+          break;
+        }
+      }
+    }
   } catch (...) {
     stop_remote(supervisor, sessions);
     throw;
