@@ -13,6 +13,7 @@
 #include "nn/layers/flatten_layer.h"
 #include "nn/layers/global_avg_pool2d_layer.h"
 #include "nn/layers/max_pool2d_layer.h"
+#include "ops/tensor_math.h"
 
 namespace dt::nn {
 namespace {
@@ -66,10 +67,16 @@ void write_param_grad(Parameter& param, const std::function<void(float* dst)>& c
   if (!param.grad.defined()) {
     throw Error(ErrorCode::kBadState, "parameter '" + param.name + "' has no gradient array");
   }
-  if (param.grad.dtype() != core::DType::kFloat32 || !param.grad.context()->is_cpu()) {
+  if (param.grad.dtype() != core::DType::kFloat32) {
     throw Error(ErrorCode::kNotSupported,
-                "parameter '" + param.name + "': gradients are float32 on the CPU for now, got " +
+                "parameter '" + param.name + "': gradients are float32 for now, got " +
                     core::dtype_name(param.grad.dtype()) + " on " + param.grad.context()->to_string());
+  }
+  if (param.value.defined() && (param.grad.context()->type() != param.value.context()->type() ||
+                                param.grad.context()->device_id() != param.value.context()->device_id())) {
+    throw Error(ErrorCode::kInvalidArgument, "parameter '" + param.name + "': gradient on " +
+                                                 param.grad.context()->to_string() + ", value on " +
+                                                 param.value.context()->to_string());
   }
   if (param.value.defined() && param.grad.shape() != param.value.shape()) {
     throw Error(ErrorCode::kShapeMismatch, "parameter '" + param.name + "': gradient " +
@@ -82,6 +89,14 @@ void write_param_grad(Parameter& param, const std::function<void(float* dst)>& c
       compute(grad);
       return;
     case GradReq::kAdd: {
+      if (!param.grad.context()->is_cpu()) {
+        // The kernel writes on the gradient's GPU; ops::add sums there.
+        const core::NDArray scratch =
+            core::NDArray::empty(param.grad.context(), core::DType::kFloat32, param.grad.shape());
+        compute(scratch.data_as<float>());
+        ops::add(param.grad, param.grad, scratch);
+        return;
+      }
       std::vector<float> scratch(param.grad.size());
       compute(scratch.data());
       for (size_t i = 0; i < scratch.size(); ++i) grad[i] += scratch[i];

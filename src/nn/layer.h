@@ -1,5 +1,6 @@
-// A layer: one node of a network's graph, with forward and backward for the
-// CPU (GPU kernels plug in behind the same interface later).
+// A layer: one node of a network's graph, with forward and backward on the
+// device of its input: CPU kernels (oneDNN) or GPU kernels (cuDNN, cuBLAS,
+// own CUDA kernels) behind the same interface.
 //
 // Contract between Net and Layer:
 //  - Shapes include the batch dimension. Net calls output_shape() and

@@ -405,12 +405,3 @@ TEST(TensorMathOnGpu, CastMatchesTheCpuForEveryPairOfDTypes) {
 
 }  // namespace
 }  // namespace dt
-
-int main(int argc, char** argv) {
-  if (dt::core::cuda::visible_device_count() == 0) {
-    std::printf("SKIPPED: no CUDA device visible\n");
-    return 77;
-  }
-  ::testing::InitGoogleTest(&argc, argv);
-  return RUN_ALL_TESTS();
-}

@@ -3,6 +3,8 @@
 // as a status plus a message that says which call failed and why.
 #pragma once
 
+#include <string>
+
 #include <cuda_runtime_api.h>
 
 #include "core/error.h"
@@ -12,6 +14,10 @@ namespace dt::core::cuda {
 // kOutOfMemory for allocation failures, kNoDevice when there is no usable
 // device or driver, kCuda for everything else.
 ErrorCode error_code_for(cudaError_t status) noexcept;
+
+// "<file from src/ on>:<line>: <what> failed: ", the start of every CUDA,
+// cuBLAS and cuDNN error message.
+std::string failed_call_site(const char* file, int line, const char* what);
 
 // Throws Error(error_code_for(status), "<file>:<line>: <what> failed: <name>: <text>").
 // Also clears the runtime's last-error slot: a non-sticky error (an allocation

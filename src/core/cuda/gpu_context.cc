@@ -4,6 +4,7 @@
 
 #include "core/cuda/cuda_check.h"
 #include "core/cuda/device_guard.h"
+#include "core/cuda/library_handles.h"
 #include "core/error.h"
 
 namespace dt::core::cuda {
@@ -20,6 +21,11 @@ GpuContext::~GpuContext() {
   try {
     DeviceGuard guard(device_id());
     static_cast<void>(cudaStreamSynchronize(stream_));
+    // The handles are bound to the stream: they go before it does.
+    cublas_.reset();
+#if DT_WITH_CUDNN
+    cudnn_.reset();
+#endif
     static_cast<void>(cudaStreamDestroy(stream_));
     static_cast<void>(cudaGetLastError());
   } catch (const Error&) {
@@ -36,6 +42,20 @@ void GpuContext::fill_zero(void* ptr, size_t bytes) {
   DeviceGuard guard(device_id());
   DT_CUDA_CHECK(cudaMemsetAsync(ptr, 0, bytes, stream_));
 }
+
+CublasHandle& GpuContext::cublas() {
+  std::lock_guard<std::mutex> lock(handles_mutex_);
+  if (!cublas_) cublas_ = std::make_unique<CublasHandle>(device_id(), stream_);
+  return *cublas_;
+}
+
+#if DT_WITH_CUDNN
+CudnnHandle& GpuContext::cudnn() {
+  std::lock_guard<std::mutex> lock(handles_mutex_);
+  if (!cudnn_) cudnn_ = std::make_unique<CudnnHandle>(device_id(), stream_);
+  return *cudnn_;
+}
+#endif
 
 void GpuContext::synchronize() {
   DeviceGuard guard(device_id());
@@ -75,6 +95,13 @@ cudaStream_t stream_of(const Context& ctx) {
     throw Error(ErrorCode::kInternal, "a CUDA stream was asked of " + ctx.to_string());
   }
   return static_cast<const GpuContext&>(ctx).stream();
+}
+
+GpuContext& gpu_context_of(Context& ctx) {
+  if (ctx.type() != DeviceType::kGpu) {
+    throw Error(ErrorCode::kInternal, "a GPU kernel was asked to run on " + ctx.to_string());
+  }
+  return static_cast<GpuContext&>(ctx);
 }
 
 }  // namespace dt::core::cuda

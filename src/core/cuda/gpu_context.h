@@ -1,15 +1,22 @@
 // The GPU context: one device, one CUDA stream on which all of the context's
-// work is queued in order, and a caching allocator for its memory.
+// work is queued in order, a caching allocator for its memory, and the
+// cuBLAS/cuDNN handles its kernels use, bound to that stream.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
 #include <memory>
+#include <mutex>
 
 #include "core/context.h"
 #include "core/cuda/caching_allocator.h"
 
 namespace dt::core::cuda {
+
+class CublasHandle;
+#if DT_WITH_CUDNN
+class CudnnHandle;
+#endif
 
 class GpuContext final : public core::Context {
  public:
@@ -27,9 +34,24 @@ class GpuContext final : public core::Context {
   cudaStream_t stream() const { return stream_; }
   CachingAllocator& allocator() { return allocator_; }
 
+  // Library handles, created on first use: a handle costs device memory and
+  // (cuDNN) noticeable start-up time that a context which only stores arrays
+  // should not pay. Each queues its work on stream(). A handle must not be
+  // used by two threads at once, which holds as long as one thread runs a
+  // context's kernels at a time.
+  CublasHandle& cublas();
+#if DT_WITH_CUDNN
+  CudnnHandle& cudnn();
+#endif
+
  private:
   CachingAllocator allocator_;
   cudaStream_t stream_ = nullptr;
+  std::mutex handles_mutex_;
+  std::unique_ptr<CublasHandle> cublas_;
+#if DT_WITH_CUDNN
+  std::unique_ptr<CudnnHandle> cudnn_;
+#endif
 };
 
 // A context on GPU device_id. Throws Error(kInvalidArgument) for a negative id,
@@ -43,5 +65,8 @@ int visible_device_count() noexcept;
 // The stream of a GPU context; Error(kInternal) for any other context, since
 // asking is a bug in the caller.
 cudaStream_t stream_of(const Context& ctx);
+
+// ctx as a GPU context; Error(kInternal) for any other context, as above.
+GpuContext& gpu_context_of(Context& ctx);
 
 }  // namespace dt::core::cuda

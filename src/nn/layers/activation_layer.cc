@@ -73,9 +73,24 @@ ops::cpu::Eltwise& ActivationLayer::kernel(const core::Shape& input, const Layer
   });
 }
 
+#if DT_WITH_CUDA
+ops::cuda::Eltwise& ActivationLayer::gpu_kernel(const core::NDArray& input) {
+  return gpu_kernels_.get(input.context(), input.shape(), [&] {
+    return run_kernel(*this, [&] { return ops::cuda::Eltwise(input.context(), kind_, input.shape().numel()); });
+  });
+}
+#endif
+
 void ActivationLayer::forward(const ForwardArgs& args) {
   check_forward(*this, args, 0);
   const core::NDArray& x = *args.inputs[0];
+#if DT_WITH_CUDA
+  if (on_gpu(x)) {
+    ops::cuda::Eltwise& k = gpu_kernel(x);
+    run_kernel(*this, [&] { k.forward(x.data_as<float>(), args.output->data_as<float>()); });
+    return;
+  }
+#endif
   ops::cpu::Eltwise& k = kernel(x.shape(), args.runtime);
   run_kernel(*this, [&] { k.forward(x.data_as<float>(), args.output->data_as<float>()); });
 }
@@ -87,7 +102,17 @@ void ActivationLayer::backward(const BackwardArgs& args) {
     throw core::Error(core::ErrorCode::kInvalidArgument,
                       describe(*this) + ": backward needs the forward output, of the output gradient's shape");
   }
-  check_cpu_float(*this, *args.output, "output");
+  check_float_on(*this, *args.output, "output", *args.inputs[0]->context());
+#if DT_WITH_CUDA
+  if (on_gpu(*args.inputs[0])) {
+    ops::cuda::Eltwise& k = gpu_kernel(*args.inputs[0]);
+    run_kernel(*this, [&] {
+      k.backward(args.output->data_as<float>(), args.output_grad->data_as<float>(),
+                 args.input_grads[0]->data_as<float>());
+    });
+    return;
+  }
+#endif
   ops::cpu::Eltwise& k = kernel(args.inputs[0]->shape(), args.runtime);
   run_kernel(*this, [&] {
     k.backward(args.output->data_as<float>(), args.output_grad->data_as<float>(),

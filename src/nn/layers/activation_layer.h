@@ -6,6 +6,9 @@
 #include "nn/layer.h"
 #include "nn/layers/layer_support.h"
 #include "ops/cpu/eltwise.h"
+#if DT_WITH_CUDA
+#include "ops/cuda/eltwise.h"
+#endif
 
 namespace dt::nn::layers {
 
@@ -34,6 +37,10 @@ class ActivationLayer : public Layer {
   ops::cpu::Activation kind_;
   const char* type_;
   ShapeCache<ops::cpu::Eltwise> kernels_;
+#if DT_WITH_CUDA
+  ops::cuda::Eltwise& gpu_kernel(const core::NDArray& input);
+  GpuShapeCache<ops::cuda::Eltwise> gpu_kernels_;
+#endif
 };
 
 }  // namespace dt::nn::layers

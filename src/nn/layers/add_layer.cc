@@ -2,6 +2,9 @@
 
 #include <cstring>
 
+#include "core/copy.h"
+#include "ops/tensor_math.h"
+
 namespace dt::nn::layers {
 
 std::unique_ptr<Layer> AddLayer::create(const std::string& name, const nlohmann::json& attributes) {
@@ -24,6 +27,10 @@ core::Shape AddLayer::output_shape(const std::vector<core::Shape>& inputs) const
 
 void AddLayer::forward(const ForwardArgs& args) {
   check_forward(*this, args, 0);
+  if (on_gpu(*args.inputs[0])) {
+    ops::add(*args.output, *args.inputs[0], *args.inputs[1]);
+    return;
+  }
   const float* a = args.inputs[0]->data_as<float>();
   const float* b = args.inputs[1]->data_as<float>();
   float* y = args.output->data_as<float>();
@@ -34,6 +41,14 @@ void AddLayer::forward(const ForwardArgs& args) {
 void AddLayer::backward(const BackwardArgs& args) {
   check_backward(*this, args, 0);
   const core::NDArray& dy = *args.output_grad;
+  if (on_gpu(*args.inputs[0])) {
+    for (core::NDArray* dx : args.input_grads) {
+      if (dx != nullptr && dx->data() != dy.data()) {
+        core::copy_bytes(*dx->context(), dx->data(), *dy.context(), dy.data(), dy.nbytes());
+      }
+    }
+    return;
+  }
   for (core::NDArray* dx : args.input_grads) {
     if (dx != nullptr && dx->data() != dy.data()) std::memcpy(dx->data(), dy.data(), dy.nbytes());
   }

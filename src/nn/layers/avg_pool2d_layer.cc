@@ -24,9 +24,25 @@ ops::cpu::AvgPool2D& AvgPool2DLayer::kernel(const core::Shape& input, const Laye
   });
 }
 
+#if DT_WITH_CUDA
+ops::cuda::AvgPool2D& AvgPool2DLayer::gpu_kernel(const core::NDArray& input) {
+  return gpu_kernels_.get(input.context(), input.shape(), [&] {
+    const ops::cpu::Pool2DParams p = params_for(input.shape());
+    return run_kernel(*this, [&] { return ops::cuda::AvgPool2D(input.context(), p, count_include_pad_); });
+  });
+}
+#endif
+
 void AvgPool2DLayer::forward(const ForwardArgs& args) {
   check_forward(*this, args, 0);
   const core::NDArray& x = *args.inputs[0];
+#if DT_WITH_CUDA
+  if (on_gpu(x)) {
+    ops::cuda::AvgPool2D& k = gpu_kernel(x);
+    run_kernel(*this, [&] { k.forward(x.data_as<float>(), args.output->data_as<float>()); });
+    return;
+  }
+#endif
   ops::cpu::AvgPool2D& k = kernel(x.shape(), args.runtime);
   run_kernel(*this, [&] { k.forward(x.data_as<float>(), args.output->data_as<float>()); });
 }
@@ -34,6 +50,13 @@ void AvgPool2DLayer::forward(const ForwardArgs& args) {
 void AvgPool2DLayer::backward(const BackwardArgs& args) {
   check_backward(*this, args, 0);
   if (args.input_grads[0] == nullptr) return;
+#if DT_WITH_CUDA
+  if (on_gpu(*args.inputs[0])) {
+    ops::cuda::AvgPool2D& k = gpu_kernel(*args.inputs[0]);
+    run_kernel(*this, [&] { k.backward(args.output_grad->data_as<float>(), args.input_grads[0]->data_as<float>()); });
+    return;
+  }
+#endif
   ops::cpu::AvgPool2D& k = kernel(args.inputs[0]->shape(), args.runtime);
   run_kernel(*this, [&] {
     k.backward(args.output_grad->data_as<float>(), args.input_grads[0]->data_as<float>());

@@ -21,6 +21,10 @@ class AvgPool2DLayer : public Pool2DLayer {
 
   bool count_include_pad_;
   ShapeCache<ops::cpu::AvgPool2D> kernels_;
+#if DT_WITH_CUDA
+  ops::cuda::AvgPool2D& gpu_kernel(const core::NDArray& input);
+  GpuShapeCache<ops::cuda::AvgPool2D> gpu_kernels_;
+#endif
 };
 
 }  // namespace dt::nn::layers

@@ -71,35 +71,70 @@ ops::cpu::BatchNorm& BatchNormLayer::kernel(const core::Shape& input, const Laye
 void BatchNormLayer::forward(const ForwardArgs& args) {
   check_forward(*this, args, 4);
   const core::NDArray& x = *args.inputs[0];
-  ops::cpu::BatchNorm& k = kernel(x.shape(), args.runtime);
+  const bool gpu = on_gpu(x);
   const float* gamma = args.params[0]->value.data_as<float>();
   const float* beta = args.params[1]->value.data_as<float>();
   float* running_mean = args.params[2]->value.data_as<float>();
   float* running_var = args.params[3]->value.data_as<float>();
   float* y = args.output->data_as<float>();
-  if (!args.train) {
-    run_kernel(*this, [&] { k.forward_inference(x.data_as<float>(), gamma, beta, running_mean, running_var, y); });
+  // The same steps on either device; only the kernel and where the batch
+  // statistics are kept for backward differ.
+  const auto run = [&](auto& k) {
+    if (!args.train) {
+      run_kernel(*this, [&] { k.forward_inference(x.data_as<float>(), gamma, beta, running_mean, running_var, y); });
+      return;
+    }
+    have_saved_ = false;  // stays false if the kernel throws half-way
+    const auto [saved_mean, saved_var] = saved_statistics(x);
+    run_kernel(*this, [&, saved_mean = saved_mean, saved_var = saved_var] {
+      k.forward_training(x.data_as<float>(), gamma, beta, y, saved_mean, saved_var, running_mean, running_var);
+    });
+    saved_shape_ = x.shape();
+    saved_on_gpu_ = gpu;
+    have_saved_ = true;
+  };
+#if DT_WITH_CUDA
+  if (gpu) {
+    run(gpu_kernels_.get(x.context(), x.shape(), [&] {
+      const ops::cpu::BatchNormParams p = params_for(x.shape());
+      return run_kernel(*this, [&] { return ops::cuda::BatchNorm(x.context(), p); });
+    }));
     return;
   }
-  const size_t channels = static_cast<size_t>(x.shape()[1]);
-  saved_mean_.resize(channels);
-  saved_var_.resize(channels);
-  have_saved_ = false;  // stays false if the kernel throws half-way
-  run_kernel(*this, [&] {
-    k.forward_training(x.data_as<float>(), gamma, beta, y, saved_mean_.data(), saved_var_.data(),
-                       running_mean, running_var);
-  });
-  saved_shape_ = x.shape();
-  have_saved_ = true;
+#endif
+  run(kernel(x.shape(), args.runtime));
+}
+
+std::pair<float*, float*> BatchNormLayer::saved_statistics(const core::NDArray& x) {
+  const int64_t channels = x.shape()[1];
+#if DT_WITH_CUDA
+  if (on_gpu(x)) {
+    const core::Shape shape({channels});
+    if (!gpu_saved_mean_.defined() || gpu_saved_mean_.shape() != shape || gpu_saved_mean_.context() != x.context()) {
+      gpu_saved_mean_ = core::NDArray::empty(x.context(), core::DType::kFloat32, shape);
+      gpu_saved_var_ = core::NDArray::empty(x.context(), core::DType::kFloat32, shape);
+    }
+    return {gpu_saved_mean_.data_as<float>(), gpu_saved_var_.data_as<float>()};
+  }
+#endif
+  saved_mean_.resize(static_cast<size_t>(channels));
+  saved_var_.resize(static_cast<size_t>(channels));
+  return {saved_mean_.data(), saved_var_.data()};
 }
 
 void BatchNormLayer::backward(const BackwardArgs& args) {
   check_backward(*this, args, 4);
   const core::NDArray& x = *args.inputs[0];
-  if (!have_saved_ || saved_shape_ != x.shape()) {
+  if (!have_saved_ || saved_shape_ != x.shape() || saved_on_gpu_ != on_gpu(x)) {
     throw Error(ErrorCode::kBadState, describe(*this) + ": backward needs a training forward on input " +
                                           x.shape().to_string() + " first");
   }
+#if DT_WITH_CUDA
+  if (saved_on_gpu_) {
+    backward_gpu(args);
+    return;
+  }
+#endif
   Parameter& gamma = *args.params[0];
   Parameter& beta = *args.params[1];
   const bool want_params = gamma.grad_req != GradReq::kNull || beta.grad_req != GradReq::kNull;
@@ -126,6 +161,44 @@ void BatchNormLayer::backward(const BackwardArgs& args) {
     }
   });
 }
+
+#if DT_WITH_CUDA
+void BatchNormLayer::backward_gpu(const BackwardArgs& args) {
+  const core::NDArray& x = *args.inputs[0];
+  Parameter& gamma = *args.params[0];
+  Parameter& beta = *args.params[1];
+  const bool want_params = gamma.grad_req != GradReq::kNull || beta.grad_req != GradReq::kNull;
+  if (args.input_grads[0] == nullptr && !want_params) return;
+  ops::cuda::BatchNorm* k = gpu_kernels_.find(x.context(), x.shape());
+  if (k == nullptr) {
+    throw Error(ErrorCode::kBadState,
+                describe(*this) + ": backward needs a training forward on " + x.context()->to_string() + " first");
+  }
+  // The kernel writes dx, dgamma and dbeta together; those not wanted go to
+  // scratch arrays on the same GPU.
+  core::NDArray scratch_dx, scratch_dgamma, scratch_dbeta;
+  float* dx = nullptr;
+  if (args.input_grads[0] != nullptr) {
+    dx = args.input_grads[0]->data_as<float>();
+  } else {
+    scratch_dx = core::NDArray::empty(x.context(), core::DType::kFloat32, x.shape());
+    dx = scratch_dx.data_as<float>();
+  }
+  auto compute = [&](float* dgamma, float* dbeta) {
+    k->backward(x.data_as<float>(), args.output_grad->data_as<float>(), gamma.value.data_as<float>(),
+                gpu_saved_mean_.data_as<float>(), gpu_saved_var_.data_as<float>(), dx, dgamma, dbeta);
+  };
+  run_kernel(*this, [&] {
+    if (want_params) {
+      fused_param_grads(gamma, &beta, compute);
+    } else {
+      scratch_dgamma = core::NDArray::empty(x.context(), core::DType::kFloat32, gamma.value.shape());
+      scratch_dbeta = core::NDArray::empty(x.context(), core::DType::kFloat32, beta.value.shape());
+      compute(scratch_dgamma.data_as<float>(), scratch_dbeta.data_as<float>());
+    }
+  });
+}
+#endif
 
 nlohmann::json BatchNormLayer::attributes() const {
   nlohmann::json a = {{"momentum", options_.momentum}, {"epsilon", options_.epsilon}};

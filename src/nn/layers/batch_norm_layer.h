@@ -9,9 +9,15 @@
 // forward uses the running ones.
 #pragma once
 
+#include <utility>
+#include <vector>
+
 #include "nn/layer.h"
 #include "nn/layers/layer_support.h"
 #include "ops/cpu/batch_norm.h"
+#if DT_WITH_CUDA
+#include "ops/cuda/batch_norm.h"
+#endif
 
 namespace dt::nn::layers {
 
@@ -42,10 +48,19 @@ class BatchNormLayer : public Layer {
   // Batch statistics of the latest training forward, for backward.
   core::Shape saved_shape_;
   bool have_saved_ = false;
+  bool saved_on_gpu_ = false;  // which of the two sets below holds them
   std::vector<float> saved_mean_, saved_var_;
+  // Where a training forward on x keeps the batch mean and variance for
+  // backward: the host vectors, or arrays on x's GPU.
+  std::pair<float*, float*> saved_statistics(const core::NDArray& x);
   // Where unwanted gradients go: the kernel computes dx, dgamma and dbeta
   // in one call.
   std::vector<float> scratch_dx_, scratch_dgamma_, scratch_dbeta_;
+#if DT_WITH_CUDA
+  void backward_gpu(const BackwardArgs& args);
+  GpuShapeCache<ops::cuda::BatchNorm> gpu_kernels_;
+  core::NDArray gpu_saved_mean_, gpu_saved_var_;  // on the input's GPU
+#endif
 };
 
 }  // namespace dt::nn::layers

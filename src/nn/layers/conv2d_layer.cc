@@ -99,13 +99,38 @@ ops::cpu::Conv2D& Conv2DLayer::kernel(const core::Shape& input, const LayerRunti
   });
 }
 
+#if DT_WITH_CUDNN
+ops::cuda::Conv2D& Conv2DLayer::gpu_kernel(const core::NDArray& input) {
+  return gpu_kernels_.get(input.context(), input.shape(), [&] {
+    const ops::cpu::Conv2DParams p = params_for(input.shape());
+    return run_kernel(*this, [&] { return ops::cuda::Conv2D(input.context(), p); });
+  });
+}
+#endif
+
 void Conv2DLayer::forward(const ForwardArgs& args) {
   check_forward(*this, args, options_.use_bias ? 2 : 1);
+  if (on_gpu(*args.inputs[0])) {
+#if DT_WITH_CUDNN
+    weighted_forward(*this, gpu_kernel(*args.inputs[0]), args, options_.use_bias);
+    return;
+#else
+    throw_no_gpu_kernel(*this, "in this build: GPU convolution needs cuDNN");
+#endif
+  }
   weighted_forward(*this, kernel(args.inputs[0]->shape(), args.runtime), args, options_.use_bias);
 }
 
 void Conv2DLayer::backward(const BackwardArgs& args) {
   check_backward(*this, args, options_.use_bias ? 2 : 1);
+  if (on_gpu(*args.inputs[0])) {
+#if DT_WITH_CUDNN
+    weighted_backward(*this, gpu_kernel(*args.inputs[0]), args, options_.use_bias);
+    return;
+#else
+    throw_no_gpu_kernel(*this, "in this build: GPU convolution needs cuDNN");
+#endif
+  }
   weighted_backward(*this, kernel(args.inputs[0]->shape(), args.runtime), args, options_.use_bias);
 }
 

@@ -5,6 +5,9 @@
 #include "nn/layer.h"
 #include "nn/layers/layer_support.h"
 #include "ops/cpu/conv2d.h"
+#if DT_WITH_CUDNN
+#include "ops/cuda/conv2d.h"
+#endif
 
 namespace dt::nn::layers {
 
@@ -46,6 +49,10 @@ class Conv2DLayer : public Layer {
 
   Options options_;
   ShapeCache<ops::cpu::Conv2D> kernels_;
+#if DT_WITH_CUDNN
+  ops::cuda::Conv2D& gpu_kernel(const core::NDArray& input);
+  GpuShapeCache<ops::cuda::Conv2D> gpu_kernels_;
+#endif
 };
 
 }  // namespace dt::nn::layers

@@ -7,6 +7,9 @@
 #include "nn/layer.h"
 #include "nn/layers/layer_support.h"
 #include "ops/cpu/inner_product.h"
+#if DT_WITH_CUDA
+#include "ops/cuda/inner_product.h"
+#endif
 
 namespace dt::nn::layers {
 
@@ -41,6 +44,10 @@ class DenseLayer : public Layer {
 
   Options options_;
   ShapeCache<ops::cpu::InnerProduct> kernels_;
+#if DT_WITH_CUDA
+  ops::cuda::InnerProduct& gpu_kernel(const core::NDArray& input);
+  GpuShapeCache<ops::cuda::InnerProduct> gpu_kernels_;
+#endif
 };
 
 }  // namespace dt::nn::layers

@@ -41,6 +41,9 @@ core::Shape DropoutLayer::output_shape(const std::vector<core::Shape>& inputs) c
 
 void DropoutLayer::forward(const ForwardArgs& args) {
   check_forward(*this, args, 0);
+  // The mask comes from a host-side counter hash (seeded_hash.h); a device
+  // version must draw the very same mask, which is not written yet.
+  if (on_gpu(*args.inputs[0])) throw_no_gpu_kernel(*this, "yet (its mask is drawn on the CPU)");
   const core::NDArray& x = *args.inputs[0];
   const float* in = x.data_as<float>();
   float* out = args.output->data_as<float>();
@@ -68,6 +71,7 @@ void DropoutLayer::forward(const ForwardArgs& args) {
 
 void DropoutLayer::backward(const BackwardArgs& args) {
   check_backward(*this, args, 0);
+  if (on_gpu(*args.inputs[0])) throw_no_gpu_kernel(*this, "yet (its mask is drawn on the CPU)");
   const core::NDArray& x = *args.inputs[0];
   if (!have_forward_ || mask_shape_ != x.shape()) {
     throw Error(ErrorCode::kBadState,

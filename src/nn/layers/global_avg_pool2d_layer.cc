@@ -1,6 +1,9 @@
 #include "nn/layers/global_avg_pool2d_layer.h"
 
 #include "ops/cpu/pooling.h"
+#if DT_WITH_CUDA
+#include "ops/cuda/pooling.h"
+#endif
 
 namespace dt::nn::layers {
 namespace {
@@ -27,12 +30,31 @@ core::Shape GlobalAvgPool2DLayer::output_shape(const std::vector<core::Shape>& i
 void GlobalAvgPool2DLayer::forward(const ForwardArgs& args) {
   check_forward(*this, args, 0);
   const core::NDArray& x = *args.inputs[0];
+#if DT_WITH_CUDA
+  if (on_gpu(x)) {
+    run_kernel(*this, [&] {
+      ops::cuda::GlobalAvgPool2D(x.context(), x.shape()[0], x.shape()[1], x.shape()[2], x.shape()[3])
+          .forward(x.data_as<float>(), args.output->data_as<float>());
+    });
+    return;
+  }
+#endif
   run_kernel(*this, [&] { kernel_for(engine_of(*this, args.runtime), x.shape()).forward(x.data_as<float>(), args.output->data_as<float>()); });
 }
 
 void GlobalAvgPool2DLayer::backward(const BackwardArgs& args) {
   check_backward(*this, args, 0);
   if (args.input_grads[0] == nullptr) return;
+#if DT_WITH_CUDA
+  if (on_gpu(*args.inputs[0])) {
+    const core::NDArray& x = *args.inputs[0];
+    run_kernel(*this, [&] {
+      ops::cuda::GlobalAvgPool2D(x.context(), x.shape()[0], x.shape()[1], x.shape()[2], x.shape()[3])
+          .backward(args.output_grad->data_as<float>(), args.input_grads[0]->data_as<float>());
+    });
+    return;
+  }
+#endif
   run_kernel(*this, [&] {
     kernel_for(engine_of(*this, args.runtime), args.inputs[0]->shape())
         .backward(args.output_grad->data_as<float>(), args.input_grads[0]->data_as<float>());

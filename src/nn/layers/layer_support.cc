@@ -29,9 +29,32 @@ void check_cpu_float(const Layer& layer, const core::NDArray& array, const char*
   }
 }
 
+bool on_gpu(const core::NDArray& first_input) { return first_input.context()->type() == core::DeviceType::kGpu; }
+
+void throw_no_gpu_kernel(const Layer& layer, const std::string& why) {
+  throw Error(ErrorCode::kNotSupported, describe(layer) + ": no GPU kernel " + why);
+}
+
+void check_float_on(const Layer& layer, const core::NDArray& array, const char* what, const core::Context& device) {
+  if (device.is_cpu() || !array.defined()) {
+    check_cpu_float(layer, array, what);
+    return;
+  }
+  if (array.dtype() != core::DType::kFloat32) {
+    throw Error(ErrorCode::kDtypeMismatch, describe(layer) + ": " + what + " must be float32 (F32), got " +
+                                               core::dtype_name(array.dtype()));
+  }
+  const core::Context& at = *array.context();
+  if (at.type() != device.type() || at.device_id() != device.device_id()) {
+    throw Error(ErrorCode::kInvalidArgument, describe(layer) + ": " + what + " is on " + at.to_string() +
+                                                 ", the layer's input on " + device.to_string());
+  }
+}
+
 namespace {
 
-void check_inputs(const Layer& layer, const std::vector<const core::NDArray*>& inputs) {
+// Checks the inputs and returns the call's device (the first input's).
+const core::Context& check_inputs(const Layer& layer, const std::vector<const core::NDArray*>& inputs) {
   if (inputs.size() != layer.num_inputs()) {
     throw Error(ErrorCode::kInvalidArgument, describe(layer) + ": takes " +
                                                  std::to_string(layer.num_inputs()) +
@@ -39,18 +62,23 @@ void check_inputs(const Layer& layer, const std::vector<const core::NDArray*>& i
   }
   for (const core::NDArray* input : inputs) {
     if (input == nullptr) throw Error(ErrorCode::kInvalidArgument, describe(layer) + ": input is null");
-    check_cpu_float(layer, *input, "input");
   }
+  const core::NDArray& first = *inputs[0];
+  if (!first.defined() || first.context()->is_cpu()) check_cpu_float(layer, first, "input");
+  const core::Context& device = *first.context();
+  for (const core::NDArray* input : inputs) check_float_on(layer, *input, "input", device);
+  return device;
 }
 
-void check_param_count(const Layer& layer, const std::vector<Parameter*>& params, size_t expected) {
+void check_param_count(const Layer& layer, const std::vector<Parameter*>& params, size_t expected,
+                       const core::Context& device) {
   if (params.size() != expected) {
     throw Error(ErrorCode::kInvalidArgument, describe(layer) + ": expects " + std::to_string(expected) +
                                                  " parameter(s), got " + std::to_string(params.size()));
   }
   for (const Parameter* param : params) {
     if (param == nullptr) throw Error(ErrorCode::kInvalidArgument, describe(layer) + ": parameter is null");
-    check_cpu_float(layer, param->value, param->name.c_str());
+    check_float_on(layer, param->value, param->name.c_str(), device);
   }
 }
 
@@ -67,15 +95,15 @@ void check_same_shape(const Layer& layer, const core::NDArray& array, const core
 
 std::vector<core::Shape> check_forward(const Layer& layer, const ForwardArgs& args,
                                        size_t num_params) {
-  check_inputs(layer, args.inputs);
+  const core::Context& device = check_inputs(layer, args.inputs);
   std::vector<core::Shape> shapes;
   shapes.reserve(args.inputs.size());
   for (const core::NDArray* input : args.inputs) shapes.push_back(input->shape());
   const core::Shape out = layer.output_shape(shapes);
   if (args.output == nullptr) throw Error(ErrorCode::kInvalidArgument, describe(layer) + ": output is null");
-  check_cpu_float(layer, *args.output, "output");
+  check_float_on(layer, *args.output, "output", device);
   check_same_shape(layer, *args.output, out, "output");
-  check_param_count(layer, args.params, num_params);
+  check_param_count(layer, args.params, num_params, device);
   const std::vector<ParamSpec> specs = layer.param_specs(shapes);
   for (size_t i = 0; i < specs.size(); ++i) {
     check_same_shape(layer, args.params[i]->value, specs[i].shape, args.params[i]->name.c_str());
@@ -84,14 +112,14 @@ std::vector<core::Shape> check_forward(const Layer& layer, const ForwardArgs& ar
 }
 
 void check_backward(const Layer& layer, const BackwardArgs& args, size_t num_params) {
-  check_inputs(layer, args.inputs);
+  const core::Context& device = check_inputs(layer, args.inputs);
   std::vector<core::Shape> shapes;
   for (const core::NDArray* input : args.inputs) shapes.push_back(input->shape());
   const core::Shape out = layer.output_shape(shapes);
   if (args.output_grad == nullptr) {
     throw Error(ErrorCode::kInvalidArgument, describe(layer) + ": output gradient is null");
   }
-  check_cpu_float(layer, *args.output_grad, "output gradient");
+  check_float_on(layer, *args.output_grad, "output gradient", device);
   check_same_shape(layer, *args.output_grad, out, "output gradient");
   if (args.input_grads.size() != args.inputs.size()) {
     throw Error(ErrorCode::kInvalidArgument,
@@ -100,10 +128,10 @@ void check_backward(const Layer& layer, const BackwardArgs& args, size_t num_par
   }
   for (size_t i = 0; i < args.input_grads.size(); ++i) {
     if (args.input_grads[i] == nullptr) continue;
-    check_cpu_float(layer, *args.input_grads[i], "input gradient");
+    check_float_on(layer, *args.input_grads[i], "input gradient", device);
     check_same_shape(layer, *args.input_grads[i], shapes[i], "input gradient");
   }
-  check_param_count(layer, args.params, num_params);
+  check_param_count(layer, args.params, num_params, device);
 }
 
 const ops::cpu::CpuEngine& engine_of(const Layer& layer, const LayerRuntime* runtime) {
@@ -120,22 +148,31 @@ void fused_param_grads(Parameter& a, Parameter* b,
   if (!want_a && !want_b) return;
   // Nesting write_param_grad keeps each gradient's own write/add handling;
   // the inner call finishes (and accumulates) before the outer one does.
+  // A gradient nobody wants still needs somewhere to go, on the kernel's
+  // device: host vectors for the CPU, arrays on the parameter's GPU.
   std::vector<float> scratch_a, scratch_b;
+  core::NDArray device_scratch_a, device_scratch_b;
+  auto scratch_for = [](const Parameter& p, std::vector<float>& host, core::NDArray& device) {
+    if (p.value.context()->is_cpu()) {
+      host.resize(p.value.size());
+      return host.data();
+    }
+    device = core::NDArray::empty(p.value.context(), core::DType::kFloat32, p.value.shape());
+    return device.data_as<float>();
+  };
   auto with_b = [&](float* da) {
     if (b == nullptr) {
       compute(da, nullptr);
     } else if (want_b) {
       write_param_grad(*b, [&](float* db) { compute(da, db); });
     } else {
-      scratch_b.resize(b->value.size());
-      compute(da, scratch_b.data());
+      compute(da, scratch_for(*b, scratch_b, device_scratch_b));
     }
   };
   if (want_a) {
     write_param_grad(a, with_b);
   } else {
-    scratch_a.resize(a.value.size());
-    with_b(scratch_a.data());
+    with_b(scratch_for(a, scratch_a, device_scratch_a));
   }
 }
 

@@ -1,7 +1,8 @@
 // What every layer implementation shares: argument checks that name the
 // layer, attribute parsing that rejects what it does not know, a small
-// per-shape kernel cache, and the translation of kernel exceptions into the
-// library's Error.
+// per-shape kernel cache (and its GPU variant), the choice between CPU and
+// GPU kernels, and the translation of kernel exceptions into the library's
+// Error.
 #pragma once
 
 #include <cstddef>
@@ -33,14 +34,29 @@ std::string describe(const Layer& layer);
 // naming the layer and `what` otherwise).
 void check_cpu_float(const Layer& layer, const core::NDArray& array, const char* what);
 
+// A float32 array on `device`: check_cpu_float's rules when device is the
+// CPU, else that very GPU (Error(kInvalidArgument) naming both devices).
+void check_float_on(const Layer& layer, const core::NDArray& array, const char* what,
+                    const core::Context& device);
+
 // The checks every forward() needs before touching memory: the input count
 // and each input's dtype and device, the output's shape against
 // output_shape(), and the parameter count. Returns the input shapes.
+// The first input's device is the call's: on the CPU every array must be
+// on the CPU (as check_cpu_float), on a GPU every array on that same GPU
+// (Error(kInvalidArgument) naming both devices otherwise).
 std::vector<core::Shape> check_forward(const Layer& layer, const ForwardArgs& args,
                                        size_t num_params);
 // The same for backward(): inputs, output gradient and every requested input
 // gradient (each must have its input's shape).
 void check_backward(const Layer& layer, const BackwardArgs& args, size_t num_params);
+
+// Whether the call runs on a GPU: its first input's device decides, after
+// check_forward/check_backward made sure the other arrays agree.
+bool on_gpu(const core::NDArray& first_input);
+
+// Error(kNotSupported): "<Type> '<name>': no GPU kernel <why>".
+[[noreturn]] void throw_no_gpu_kernel(const Layer& layer, const std::string& why);
 
 // The CPU engine from the runtime; Error(kBadState) when Net did not set one.
 const ops::cpu::CpuEngine& engine_of(const Layer& layer, const LayerRuntime* runtime);
@@ -55,7 +71,8 @@ decltype(auto) run_kernel(const Layer& layer, F&& fn);
 // Computes two parameter gradients that one kernel call produces together
 // (weight and bias, gamma and beta), each written or accumulated by its own
 // grad_req. A gradient that is not wanted goes to a scratch buffer of its
-// size; nothing runs when neither is wanted. b may be nullptr (no bias).
+// size, on the parameter's device; nothing runs when neither is wanted. b
+// may be nullptr (no bias).
 void fused_param_grads(Parameter& a, Parameter* b,
                        const std::function<void(float* da, float* db)>& compute);
 
@@ -89,6 +106,31 @@ class ShapeCache {
 
  private:
   std::vector<std::pair<core::Shape, std::unique_ptr<Kernel>>> entries_;
+};
+
+// ShapeCache for GPU kernels, which are bound to the context they were built
+// on (stream, handles, memory): a call on another context drops the kernels
+// of the previous one. Each kernel holds its context, so the pointer kept
+// here cannot be reused by another context while the cache is not empty.
+template <typename Kernel>
+class GpuShapeCache {
+ public:
+  template <typename Make>
+  Kernel& get(const std::shared_ptr<core::Context>& ctx, const core::Shape& shape, Make&& make) {
+    if (ctx.get() != ctx_) {
+      kernels_ = ShapeCache<Kernel>();
+      ctx_ = ctx.get();
+    }
+    return kernels_.get(shape, std::forward<Make>(make));
+  }
+
+  Kernel* find(const std::shared_ptr<core::Context>& ctx, const core::Shape& shape) {
+    return ctx.get() == ctx_ ? kernels_.find(shape) : nullptr;
+  }
+
+ private:
+  const core::Context* ctx_ = nullptr;
+  ShapeCache<Kernel> kernels_;
 };
 
 // Reads a layer's JSON attributes, remembering which keys it consumed, so

@@ -17,31 +17,65 @@ std::unique_ptr<Layer> MaxPool2DLayer::create(const std::string& name, const nlo
 void MaxPool2DLayer::forward(const ForwardArgs& args) {
   check_forward(*this, args, 0);
   const core::NDArray& x = *args.inputs[0];
-  ops::cpu::MaxPool2D& k = kernels_.get(x.shape(), [&] {
-    const ops::cpu::Pool2DParams p = params_for(x.shape());
-    return run_kernel(*this, [&] { return ops::cpu::MaxPool2D(engine_of(*this, args.runtime), p); });
-  });
-  argmax_current_ = false;
-  run_kernel(*this, [&] {
-    // Only a training forward records the argmax that backward routes through.
-    if (args.train) {
-      k.forward_training(x.data_as<float>(), args.output->data_as<float>());
-    } else {
-      k.forward_inference(x.data_as<float>(), args.output->data_as<float>());
-    }
-  });
-  argmax_current_ = args.train;
-  argmax_shape_ = x.shape();
+  // The same steps on either device; only the kernel differs.
+  const auto run = [&](auto& k, bool gpu) {
+    argmax_current_ = false;
+    run_kernel(*this, [&] {
+      // Only a training forward records the argmax that backward routes through.
+      if (args.train) {
+        k.forward_training(x.data_as<float>(), args.output->data_as<float>());
+      } else {
+        k.forward_inference(x.data_as<float>(), args.output->data_as<float>());
+      }
+    });
+    argmax_current_ = args.train;
+    argmax_on_gpu_ = gpu;
+    argmax_shape_ = x.shape();
+  };
+#if DT_WITH_CUDA
+  if (on_gpu(x)) {
+    run(gpu_kernels_.get(x.context(), x.shape(),
+                         [&] {
+                           const ops::cpu::Pool2DParams p = params_for(x.shape());
+                           return run_kernel(*this, [&] { return ops::cuda::MaxPool2D(x.context(), p); });
+                         }),
+        true);
+    return;
+  }
+#endif
+  run(kernels_.get(x.shape(),
+                   [&] {
+                     const ops::cpu::Pool2DParams p = params_for(x.shape());
+                     return run_kernel(*this, [&] { return ops::cpu::MaxPool2D(engine_of(*this, args.runtime), p); });
+                   }),
+      false);
 }
 
 void MaxPool2DLayer::backward(const BackwardArgs& args) {
   check_backward(*this, args, 0);
   if (args.input_grads[0] == nullptr) return;
-  ops::cpu::MaxPool2D* k = kernels_.find(args.inputs[0]->shape());
-  if (k == nullptr || !argmax_current_ || argmax_shape_ != args.inputs[0]->shape()) {
+  const core::NDArray& x = *args.inputs[0];
+  const bool gpu = on_gpu(x);
+  if (!argmax_current_ || argmax_on_gpu_ != gpu || argmax_shape_ != x.shape()) {
+    throw core::Error(core::ErrorCode::kBadState, describe(*this) + ": backward needs a training forward on input " +
+                                                      x.shape().to_string() + " first");
+  }
+#if DT_WITH_CUDA
+  if (gpu) {
+    ops::cuda::MaxPool2D* k = gpu_kernels_.find(x.context(), x.shape());
+    if (k == nullptr) {
+      throw core::Error(core::ErrorCode::kBadState,
+                        describe(*this) + ": backward needs a training forward on " + x.context()->to_string() + " first");
+    }
+    run_kernel(*this, [&] { k->backward(args.output_grad->data_as<float>(), args.input_grads[0]->data_as<float>()); });
+    return;
+  }
+#endif
+  ops::cpu::MaxPool2D* k = kernels_.find(x.shape());
+  if (k == nullptr) {
     throw core::Error(core::ErrorCode::kBadState,
-                      describe(*this) + ": backward needs a training forward on input " +
-                          args.inputs[0]->shape().to_string() + " first");
+                      describe(*this) + ": backward needs a training forward on input " + x.shape().to_string() +
+                          " first");
   }
   run_kernel(*this, [&] {
     k->backward(args.output_grad->data_as<float>(), args.input_grads[0]->data_as<float>());

@@ -16,9 +16,14 @@ class MaxPool2DLayer : public Pool2DLayer {
 
  private:
   ShapeCache<ops::cpu::MaxPool2D> kernels_;
+#if DT_WITH_CUDA
+  GpuShapeCache<ops::cuda::MaxPool2D> gpu_kernels_;
+#endif
   // Whether the latest forward recorded an argmax: after an inference
-  // forward the kernel still holds an older batch's.
+  // forward the kernel still holds an older batch's. And on which side:
+  // the CPU and GPU kernels each keep their own.
   bool argmax_current_ = false;
+  bool argmax_on_gpu_ = false;
   core::Shape argmax_shape_;
 };
 

@@ -7,6 +7,9 @@
 #include "nn/layer.h"
 #include "nn/layers/layer_support.h"
 #include "ops/cpu/pooling.h"
+#if DT_WITH_CUDA
+#include "ops/cuda/pooling.h"
+#endif
 
 namespace dt::nn::layers {
 

@@ -19,6 +19,20 @@ void require_cpu(const core::NDArray& array, const char* what) {
   }
 }
 
+// On the CPU, require_cpu; on a GPU, the logits' very device.
+void require_on(const core::NDArray& array, const char* what, const core::NDArray& logits) {
+  if (logits.context()->is_cpu() || !array.defined()) {
+    require_cpu(array, what);
+    return;
+  }
+  const core::Context& at = *array.context();
+  const core::Context& device = *logits.context();
+  if (at.type() != device.type() || at.device_id() != device.device_id()) {
+    throw Error(ErrorCode::kInvalidArgument,
+                std::string(kWho) + what + " is on " + at.to_string() + ", the logits on " + device.to_string());
+  }
+}
+
 }  // namespace
 
 SoftmaxCrossEntropyLoss::SoftmaxCrossEntropyLoss(const std::string& reduction)
@@ -35,8 +49,8 @@ SoftmaxCrossEntropyLoss::SoftmaxCrossEntropyLoss(const std::string& reduction)
 
 double SoftmaxCrossEntropyLoss::forward_backward(const core::NDArray& logits, const core::NDArray& labels,
                                                  core::NDArray* dlogits) {
-  require_cpu(logits, "logits");
-  require_cpu(labels, "labels");
+  if (!logits.defined() || logits.context()->is_cpu()) require_cpu(logits, "logits");
+  require_on(labels, "labels", logits);
   if (logits.dtype() != core::DType::kFloat32) {
     throw Error(ErrorCode::kDtypeMismatch,
                 std::string(kWho) + "logits must be float32 (F32), got " + core::dtype_name(logits.dtype()));
@@ -56,7 +70,7 @@ double SoftmaxCrossEntropyLoss::forward_backward(const core::NDArray& logits, co
                                                labels.shape().to_string());
   }
   if (dlogits != nullptr) {
-    require_cpu(*dlogits, "dlogits");
+    require_on(*dlogits, "dlogits", logits);
     if (dlogits->dtype() != core::DType::kFloat32) {
       throw Error(ErrorCode::kDtypeMismatch, std::string(kWho) + "dlogits must be float32 (F32), got " +
                                                  core::dtype_name(dlogits->dtype()));
@@ -66,17 +80,26 @@ double SoftmaxCrossEntropyLoss::forward_backward(const core::NDArray& logits, co
                                                  " must have the logits' shape " + s.to_string());
     }
   }
-  ops::cpu::SoftmaxCrossEntropy& k =
-      kernels_.get(s, [&] { return ops::cpu::SoftmaxCrossEntropy(s[0], s[1], reduction_); });
-  float loss = 0.0f;
-  try {
-    loss = labels.dtype() == core::DType::kInt32 ? k.forward(logits.data_as<float>(), labels.data_as<int32_t>())
-                                                 : k.forward(logits.data_as<float>(), labels.data_as<int64_t>());
-  } catch (const std::invalid_argument& e) {
-    throw Error(ErrorCode::kInvalidArgument, std::string(kWho) + e.what());
+  // The same steps on either device; only the kernel differs.
+  const auto run = [&](auto& k) {
+    float loss = 0.0f;
+    try {
+      loss = labels.dtype() == core::DType::kInt32 ? k.forward(logits.data_as<float>(), labels.data_as<int32_t>())
+                                                   : k.forward(logits.data_as<float>(), labels.data_as<int64_t>());
+    } catch (const std::invalid_argument& e) {
+      throw Error(ErrorCode::kInvalidArgument, std::string(kWho) + e.what());
+    }
+    if (dlogits != nullptr) k.backward(dlogits->data_as<float>());
+    return loss;
+  };
+#if DT_WITH_CUDA
+  if (!logits.context()->is_cpu()) {
+    return run(gpu_kernels_.get(logits.context(), s, [&] {
+      return ops::cuda::SoftmaxCrossEntropy(logits.context(), s[0], s[1], reduction_);
+    }));
   }
-  if (dlogits != nullptr) k.backward(dlogits->data_as<float>());
-  return loss;
+#endif
+  return run(kernels_.get(s, [&] { return ops::cpu::SoftmaxCrossEntropy(s[0], s[1], reduction_); }));
 }
 
 }  // namespace dt::nn::layers

@@ -10,6 +10,9 @@
 #include "core/ndarray.h"
 #include "nn/layers/layer_support.h"
 #include "ops/cpu/softmax_cross_entropy.h"
+#if DT_WITH_CUDA
+#include "ops/cuda/softmax_cross_entropy.h"
+#endif
 
 namespace dt::nn::layers {
 
@@ -21,7 +24,8 @@ class SoftmaxCrossEntropyLoss {
 
   const std::string& reduction() const { return reduction_name_; }
 
-  // logits (N, classes) float32, labels (N) int32 or int64, all on the CPU.
+  // logits (N, classes) float32, labels (N) int32 or int64, all on the CPU
+  // or all on one GPU (Error(kInvalidArgument) for a mix).
   // Returns the loss and, when dlogits is given (of the logits' shape),
   // overwrites it with the gradient of the returned loss. A label outside
   // [0, classes) is Error(kInvalidArgument), shapes that do not fit
@@ -33,6 +37,9 @@ class SoftmaxCrossEntropyLoss {
   std::string reduction_name_;
   ops::cpu::Reduction reduction_;
   ShapeCache<ops::cpu::SoftmaxCrossEntropy> kernels_;
+#if DT_WITH_CUDA
+  GpuShapeCache<ops::cuda::SoftmaxCrossEntropy> gpu_kernels_;
+#endif
 };
 
 }  // namespace dt::nn::layers

@@ -24,7 +24,17 @@ void require(bool ok, const std::string& what) {
   if (!ok) throw std::invalid_argument("Conv2D: " + what);
 }
 
-void validate(const Conv2DParams& p) {
+void require_ptr(const void* ptr, const char* name) {
+  if (ptr == nullptr) throw std::invalid_argument(std::string("Conv2D: ") + name + " is null");
+}
+
+}  // namespace
+
+int64_t Conv2DParams::out_h() const { return out_extent(H, R, stride_h, pad_h, dilation_h); }
+int64_t Conv2DParams::out_w() const { return out_extent(W, S, stride_w, pad_w, dilation_w); }
+
+void Conv2DParams::validate() const {
+  const Conv2DParams& p = *this;
   require(p.N > 0 && p.C > 0 && p.H > 0 && p.W > 0, "N, C, H, W must be positive");
   require(p.K > 0, "K (output channels) must be positive");
   require(p.R > 0 && p.S > 0, "kernel R, S must be positive");
@@ -39,15 +49,6 @@ void validate(const Conv2DParams& p) {
           "dilated kernel is larger than the padded input (" + std::to_string(p.H) + "x" +
               std::to_string(p.W) + ")");
 }
-
-void require_ptr(const void* ptr, const char* name) {
-  if (ptr == nullptr) throw std::invalid_argument(std::string("Conv2D: ") + name + " is null");
-}
-
-}  // namespace
-
-int64_t Conv2DParams::out_h() const { return out_extent(H, R, stride_h, pad_h, dilation_h); }
-int64_t Conv2DParams::out_w() const { return out_extent(W, S, stride_w, pad_w, dilation_w); }
 
 struct Conv2D::Impl {
   Conv2DParams p;
@@ -67,7 +68,7 @@ struct Conv2D::Impl {
 
   Impl(const CpuEngine& eng, const Conv2DParams& params)
       : p(params), engine(eng.engine()), stream(eng.stream()) {
-    validate(p);
+    p.validate();
     const memory::dims x_dims{p.N, p.C, p.H, p.W};
     const memory::dims y_dims{p.N, p.K, p.out_h(), p.out_w()};
     const memory::dims b_dims{p.K};

@@ -22,6 +22,9 @@ struct Conv2DParams {
 
   int64_t out_h() const;
   int64_t out_w() const;
+  // std::invalid_argument naming the first impossible value; every
+  // device's kernel checks the same shape rules.
+  void validate() const;
 };
 
 // A convolution for one fixed shape. The constructor validates the shape

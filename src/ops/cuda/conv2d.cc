@@ -1,0 +1,183 @@
+#include "ops/cuda/conv2d.h"
+
+#include <climits>
+#include <stdexcept>
+#include <string>
+
+#include "core/cuda/device_guard.h"
+#include "core/cuda/gpu_context.h"
+#include "core/cuda/library_handles.h"
+#include "core/error.h"
+#include "ops/cuda/cudnn_descriptors.h"
+#include "ops/cuda/device_buffer.h"
+#include "ops/cuda/layer_kernels.h"
+
+namespace dt::ops::cuda {
+
+namespace {
+
+void require(bool ok, const std::string& what) {
+  if (!ok) throw std::invalid_argument("Conv2D: " + what);
+}
+
+void require_ptr(const void* ptr, const char* name) {
+  if (ptr == nullptr) throw std::invalid_argument(std::string("Conv2D: ") + name + " is null");
+}
+
+// The CPU kernel's checks, plus what cuDNN's int dimensions need.
+void validate(const cpu::Conv2DParams& p) {
+  p.validate();
+  for (int64_t v : {p.N, p.C, p.H, p.W, p.K, p.R, p.S, p.stride_h, p.stride_w, p.pad_h, p.pad_w, p.dilation_h,
+                    p.dilation_w}) {
+    require(v <= INT_MAX, "every dimension must fit cuDNN's int");
+  }
+}
+
+int as_int(int64_t v) { return static_cast<int>(v); }
+
+// The heuristics' best algorithm that cuDNN can run here with plain float32
+// arithmetic. cudnnGet*_v7 ranks by expected speed without running anything,
+// so choosing costs no device memory or time; cudnnFind* would time each
+// candidate with its own cudaMalloc'd buffers, beside the caching allocator's.
+// Tensor-core entries are skipped: in float32 they mean TF32, whose 10-bit
+// mantissa would make the GPU results differ from the CPU's.
+template <typename Perf>
+Perf pick(const Perf* results, int count, const char* what) {
+  for (int i = 0; i < count; ++i) {
+    const Perf& r = results[i];
+    if (r.status != CUDNN_STATUS_SUCCESS) continue;
+    if (r.mathType == CUDNN_TENSOR_OP_MATH || r.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) continue;
+    return r;
+  }
+  throw core::Error(core::ErrorCode::kNotSupported,
+                    std::string("Conv2D: cuDNN offers no float32 ") + what + " algorithm for this shape");
+}
+
+}  // namespace
+
+struct Conv2D::Impl {
+  std::shared_ptr<core::Context> ctx;
+  core::cuda::GpuContext& gpu;
+  cpu::Conv2DParams p;
+  TensorDescriptor x_desc, y_desc;
+  FilterDescriptor w_desc;
+  ConvolutionDescriptor conv_desc;
+  cudnnConvolutionFwdAlgo_t fwd_algo{};
+  cudnnConvolutionBwdDataAlgo_t bwd_data_algo{};
+  cudnnConvolutionBwdFilterAlgo_t bwd_filter_algo{};
+  size_t fwd_workspace = 0, bwd_data_workspace = 0, bwd_filter_workspace = 0;
+
+  static const cpu::Conv2DParams& checked(const cpu::Conv2DParams& params) {
+    validate(params);
+    return params;
+  }
+
+  Impl(std::shared_ptr<core::Context> context, const cpu::Conv2DParams& params)
+      : ctx(std::move(context)), gpu(core::cuda::gpu_context_of(*ctx)), p(checked(params)) {
+    core::cuda::DeviceGuard guard(gpu.device_id());
+    cudnnHandle_t handle = gpu.cudnn().get();
+    DT_CUDNN_CHECK(cudnnSetTensor4dDescriptor(x_desc.get(), CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, as_int(p.N),
+                                              as_int(p.C), as_int(p.H), as_int(p.W)));
+    DT_CUDNN_CHECK(cudnnSetTensor4dDescriptor(y_desc.get(), CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, as_int(p.N),
+                                              as_int(p.K), as_int(p.out_h()), as_int(p.out_w())));
+    // OIHW with C/groups input channels per filter, as on the CPU.
+    DT_CUDNN_CHECK(cudnnSetFilter4dDescriptor(w_desc.get(), CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, as_int(p.K),
+                                              as_int(p.C / p.groups), as_int(p.R), as_int(p.S)));
+    // Cross-correlation is what PyTorch, MXNet and oneDNN call convolution.
+    DT_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(conv_desc.get(), as_int(p.pad_h), as_int(p.pad_w),
+                                                   as_int(p.stride_h), as_int(p.stride_w), as_int(p.dilation_h),
+                                                   as_int(p.dilation_w), CUDNN_CROSS_CORRELATION,
+                                                   CUDNN_DATA_FLOAT));
+    DT_CUDNN_CHECK(cudnnSetConvolutionGroupCount(conv_desc.get(), as_int(p.groups)));
+    // CUDNN_DEFAULT_MATH would let Ampere and later run float32 convolutions
+    // in TF32; FMA math keeps them in float32.
+    DT_CUDNN_CHECK(cudnnSetConvolutionMathType(conv_desc.get(), CUDNN_FMA_MATH));
+
+    int n = 0, c = 0, h = 0, w = 0;
+    DT_CUDNN_CHECK(cudnnGetConvolution2dForwardOutputDim(conv_desc.get(), x_desc.get(), w_desc.get(), &n, &c, &h, &w));
+    if (n != p.N || c != p.K || h != p.out_h() || w != p.out_w()) {
+      throw core::Error(core::ErrorCode::kInternal, "Conv2D: cuDNN's output shape differs from the CPU kernel's");
+    }
+
+    int returned = 0;
+    cudnnConvolutionFwdAlgoPerf_t fwd[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+    DT_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(handle, x_desc.get(), w_desc.get(), conv_desc.get(),
+                                                          y_desc.get(), CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
+                                                          &returned, fwd));
+    fwd_algo = pick(fwd, returned, "forward").algo;
+    DT_CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(handle, x_desc.get(), w_desc.get(), conv_desc.get(),
+                                                           y_desc.get(), fwd_algo, &fwd_workspace));
+
+    cudnnConvolutionBwdDataAlgoPerf_t bwd_data[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+    DT_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(handle, w_desc.get(), y_desc.get(), conv_desc.get(),
+                                                               x_desc.get(), CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
+                                                               &returned, bwd_data));
+    bwd_data_algo = pick(bwd_data, returned, "backward-data").algo;
+    DT_CUDNN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(handle, w_desc.get(), y_desc.get(), conv_desc.get(),
+                                                                x_desc.get(), bwd_data_algo, &bwd_data_workspace));
+
+    cudnnConvolutionBwdFilterAlgoPerf_t bwd_filter[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+    DT_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+        handle, x_desc.get(), y_desc.get(), conv_desc.get(), w_desc.get(), CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT,
+        &returned, bwd_filter));
+    bwd_filter_algo = pick(bwd_filter, returned, "backward-filter").algo;
+    DT_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(handle, x_desc.get(), y_desc.get(),
+                                                                  conv_desc.get(), w_desc.get(), bwd_filter_algo,
+                                                                  &bwd_filter_workspace));
+  }
+};
+
+Conv2D::Conv2D(std::shared_ptr<core::Context> ctx, const cpu::Conv2DParams& params)
+    : impl_(std::make_unique<Impl>(std::move(ctx), params)) {}
+Conv2D::~Conv2D() = default;
+Conv2D::Conv2D(Conv2D&&) noexcept = default;
+Conv2D& Conv2D::operator=(Conv2D&&) noexcept = default;
+
+const cpu::Conv2DParams& Conv2D::params() const { return impl_->p; }
+
+void Conv2D::forward(const float* x, const float* w, const float* b, float* y) {
+  Impl& m = *impl_;
+  require_ptr(x, "x");
+  require_ptr(w, "w");
+  require_ptr(y, "y");
+  if (m.p.has_bias) require_ptr(b, "b");
+  core::cuda::DeviceGuard guard(m.gpu.device_id());
+  const float one = 1.0f, zero = 0.0f;
+  const DeviceBuffer workspace(m.ctx, m.fwd_workspace);
+  DT_CUDNN_CHECK(cudnnConvolutionForward(m.gpu.cudnn().get(), &one, m.x_desc.get(), x, m.w_desc.get(), w,
+                                         m.conv_desc.get(), m.fwd_algo, workspace.get(), m.fwd_workspace, &zero,
+                                         m.y_desc.get(), y));
+  if (m.p.has_bias) {
+    kernels::add_channel_bias(m.gpu.stream(), y, b, m.p.N, m.p.K, m.p.out_h() * m.p.out_w());
+  }
+}
+
+void Conv2D::backward_data(const float* dy, const float* w, float* dx) {
+  Impl& m = *impl_;
+  require_ptr(dy, "dy");
+  require_ptr(w, "w");
+  require_ptr(dx, "dx");
+  core::cuda::DeviceGuard guard(m.gpu.device_id());
+  const float one = 1.0f, zero = 0.0f;
+  const DeviceBuffer workspace(m.ctx, m.bwd_data_workspace);
+  DT_CUDNN_CHECK(cudnnConvolutionBackwardData(m.gpu.cudnn().get(), &one, m.w_desc.get(), w, m.y_desc.get(), dy,
+                                              m.conv_desc.get(), m.bwd_data_algo, workspace.get(),
+                                              m.bwd_data_workspace, &zero, m.x_desc.get(), dx));
+}
+
+void Conv2D::backward_weights(const float* x, const float* dy, float* dw, float* db) {
+  Impl& m = *impl_;
+  require_ptr(x, "x");
+  require_ptr(dy, "dy");
+  require_ptr(dw, "dw");
+  if (m.p.has_bias) require_ptr(db, "db");
+  core::cuda::DeviceGuard guard(m.gpu.device_id());
+  const float one = 1.0f, zero = 0.0f;
+  const DeviceBuffer workspace(m.ctx, m.bwd_filter_workspace);
+  DT_CUDNN_CHECK(cudnnConvolutionBackwardFilter(m.gpu.cudnn().get(), &one, m.x_desc.get(), x, m.y_desc.get(), dy,
+                                                m.conv_desc.get(), m.bwd_filter_algo, workspace.get(),
+                                                m.bwd_filter_workspace, &zero, m.w_desc.get(), dw));
+  if (m.p.has_bias) kernels::sum_per_channel(m.gpu.stream(), dy, db, m.p.N, m.p.K, m.p.out_h() * m.p.out_w());
+}
+
+}  // namespace dt::ops::cuda

@@ -1,0 +1,461 @@
+#include "ops/cuda/layer_kernels.h"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+
+#include "core/cuda/cuda_check.h"
+
+namespace dt::ops::cuda::kernels {
+
+namespace {
+
+constexpr unsigned kBlockSize = 256;
+// As in tensor_math.cu: enough resident threads for the largest GPUs; grid-
+// stride loops cover longer arrays.
+constexpr int64_t kMaxBlocks = 4096;
+// Per-channel and per-row reductions run one block per channel or row; the
+// grid's x extent allows 2^31 - 1 blocks, far beyond any channel count.
+constexpr unsigned kReduceBlock = 256;
+
+unsigned blocks_for(int64_t count) {
+  const int64_t blocks = (count + kBlockSize - 1) / kBlockSize;
+  return static_cast<unsigned>(std::clamp<int64_t>(blocks, 1, kMaxBlocks));
+}
+
+__device__ int64_t first_index() { return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; }
+__device__ int64_t grid_stride() { return static_cast<int64_t>(gridDim.x) * blockDim.x; }
+
+// The sum of v over the block, valid in thread 0. Ends with a barrier so
+// that the block may call it again right away.
+template <typename T>
+__device__ T block_sum(T v) {
+  __shared__ T warp_sums[32];
+  for (int offset = 16; offset > 0; offset /= 2) v += __shfl_down_sync(0xffffffffu, v, offset);
+  const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  if (lane == 0) warp_sums[warp] = v;
+  __syncthreads();
+  if (warp == 0) {
+    v = lane < (blockDim.x + 31) / 32 ? warp_sums[lane] : T(0);
+    for (int offset = 16; offset > 0; offset /= 2) v += __shfl_down_sync(0xffffffffu, v, offset);
+  }
+  __syncthreads();
+  return v;
+}
+
+// The block's sum, handed to every thread of the block.
+template <typename T>
+__device__ T block_sum_all(T v) {
+  __shared__ T result;
+  v = block_sum(v);
+  if (threadIdx.x == 0) result = v;
+  __syncthreads();
+  const T out = result;
+  __syncthreads();
+  return out;
+}
+
+void check_launch() { DT_CUDA_CHECK(cudaGetLastError()); }
+
+// ---- bias -------------------------------------------------------------------
+
+__global__ void add_channel_bias_kernel(float* y, const float* bias, int64_t total, int64_t C, int64_t inner) {
+  for (int64_t i = first_index(); i < total; i += grid_stride()) y[i] += bias[(i / inner) % C];
+}
+
+__global__ void sum_per_channel_kernel(const float* x, float* out, int64_t N, int64_t C, int64_t inner) {
+  const int64_t c = blockIdx.x;
+  float acc = 0.0f;
+  for (int64_t j = threadIdx.x; j < N * inner; j += blockDim.x) {
+    const int64_t n = j / inner, i = j - n * inner;
+    acc += x[(n * C + c) * inner + i];
+  }
+  acc = block_sum(acc);
+  if (threadIdx.x == 0) out[c] = acc;
+}
+
+// ---- pooling ----------------------------------------------------------------
+
+__global__ void max_pool_forward_kernel(PoolShape s, const float* x, float* y, int32_t* argmax) {
+  const int64_t total = s.planes * s.P * s.Q;
+  for (int64_t o = first_index(); o < total; o += grid_stride()) {
+    const int64_t plane = o / (s.P * s.Q), oh = (o / s.Q) % s.P, ow = o % s.Q;
+    const float* xp = x + plane * s.H * s.W;
+    const int64_t h0 = oh * s.stride_h - s.pad_h, w0 = ow * s.stride_w - s.pad_w;
+    const int64_t hs = max(h0, int64_t{0}), he = min(h0 + s.kernel_h, s.H);
+    const int64_t ws = max(w0, int64_t{0}), we = min(w0 + s.kernel_w, s.W);
+    int64_t best_at = hs * s.W + ws;
+    float best = xp[best_at];
+    bool found_nan = isnan(best);
+    for (int64_t h = hs; h < he && !found_nan; ++h) {
+      for (int64_t w = ws; w < we; ++w) {
+        const float v = xp[h * s.W + w];
+        if (isnan(v)) {
+          best_at = h * s.W + w;
+          best = v;
+          found_nan = true;
+          break;
+        }
+        if (v > best) {
+          best_at = h * s.W + w;
+          best = v;
+        }
+      }
+    }
+    y[o] = best;
+    if (argmax != nullptr) argmax[o] = static_cast<int32_t>(best_at);
+  }
+}
+
+__global__ void max_pool_backward_kernel(PoolShape s, const float* dy, const int32_t* argmax, float* dx) {
+  const int64_t total = s.planes * s.P * s.Q;
+  for (int64_t o = first_index(); o < total; o += grid_stride()) {
+    const int64_t plane = o / (s.P * s.Q);
+    // Overlapping windows (stride < kernel) may share an argmax.
+    atomicAdd(dx + plane * s.H * s.W + argmax[o], dy[o]);
+  }
+}
+
+__device__ float avg_divisor(const PoolShape& s, bool count_include_pad, int64_t oh, int64_t ow) {
+  if (count_include_pad) return static_cast<float>(s.kernel_h * s.kernel_w);
+  const int64_t h0 = oh * s.stride_h - s.pad_h, w0 = ow * s.stride_w - s.pad_w;
+  const int64_t rows = min(h0 + s.kernel_h, s.H) - max(h0, int64_t{0});
+  const int64_t cols = min(w0 + s.kernel_w, s.W) - max(w0, int64_t{0});
+  return static_cast<float>(rows * cols);
+}
+
+__global__ void avg_pool_forward_kernel(PoolShape s, bool count_include_pad, const float* x, float* y) {
+  const int64_t total = s.planes * s.P * s.Q;
+  for (int64_t o = first_index(); o < total; o += grid_stride()) {
+    const int64_t plane = o / (s.P * s.Q), oh = (o / s.Q) % s.P, ow = o % s.Q;
+    const float* xp = x + plane * s.H * s.W;
+    const int64_t h0 = oh * s.stride_h - s.pad_h, w0 = ow * s.stride_w - s.pad_w;
+    float sum = 0.0f;
+    for (int64_t h = max(h0, int64_t{0}); h < min(h0 + s.kernel_h, s.H); ++h) {
+      for (int64_t w = max(w0, int64_t{0}); w < min(w0 + s.kernel_w, s.W); ++w) sum += xp[h * s.W + w];
+    }
+    y[o] = sum / avg_divisor(s, count_include_pad, oh, ow);
+  }
+}
+
+// The outputs whose window covers input row h: oh * stride - pad <= h <
+// oh * stride - pad + kernel. Gathering per input needs no atomics.
+__device__ void covering(int64_t h, int64_t kernel, int64_t stride, int64_t pad, int64_t outs, int64_t* lo,
+                         int64_t* hi) {
+  const int64_t top = h + pad;
+  *lo = top < kernel ? 0 : (top - kernel) / stride + 1;
+  *hi = min(top / stride, outs - 1);
+}
+
+__global__ void avg_pool_backward_kernel(PoolShape s, bool count_include_pad, const float* dy, float* dx) {
+  const int64_t total = s.planes * s.H * s.W;
+  for (int64_t i = first_index(); i < total; i += grid_stride()) {
+    const int64_t plane = i / (s.H * s.W), h = (i / s.W) % s.H, w = i % s.W;
+    int64_t oh_lo, oh_hi, ow_lo, ow_hi;
+    covering(h, s.kernel_h, s.stride_h, s.pad_h, s.P, &oh_lo, &oh_hi);
+    covering(w, s.kernel_w, s.stride_w, s.pad_w, s.Q, &ow_lo, &ow_hi);
+    const float* dyp = dy + plane * s.P * s.Q;
+    float sum = 0.0f;
+    for (int64_t oh = oh_lo; oh <= oh_hi; ++oh) {
+      for (int64_t ow = ow_lo; ow <= ow_hi; ++ow) {
+        sum += dyp[oh * s.Q + ow] / avg_divisor(s, count_include_pad, oh, ow);
+      }
+    }
+    dx[i] = sum;
+  }
+}
+
+__global__ void global_avg_pool_forward_kernel(int64_t plane, const float* x, float* y) {
+  const float* xp = x + static_cast<int64_t>(blockIdx.x) * plane;
+  float acc = 0.0f;
+  for (int64_t i = threadIdx.x; i < plane; i += blockDim.x) acc += xp[i];
+  acc = block_sum(acc);
+  if (threadIdx.x == 0) y[blockIdx.x] = acc / static_cast<float>(plane);
+}
+
+__global__ void global_avg_pool_backward_kernel(int64_t total, int64_t plane, const float* dy, float* dx) {
+  for (int64_t i = first_index(); i < total; i += grid_stride()) dx[i] = dy[i / plane] / static_cast<float>(plane);
+}
+
+// ---- batch norm -------------------------------------------------------------
+
+// One block per channel; two passes (mean, then squared deviations) rather
+// than E[x^2] - E[x]^2, which cancels badly for inputs far from zero.
+__global__ void batch_norm_statistics_kernel(const float* x, int64_t N, int64_t C, int64_t inner, float momentum,
+                                             float unbias, float* mean, float* var, float* running_mean,
+                                             float* running_var) {
+  const int64_t c = blockIdx.x, count = N * inner;
+  float acc = 0.0f;
+  for (int64_t j = threadIdx.x; j < count; j += blockDim.x) {
+    const int64_t n = j / inner, i = j - n * inner;
+    acc += x[(n * C + c) * inner + i];
+  }
+  const float m = block_sum_all(acc) / static_cast<float>(count);
+  acc = 0.0f;
+  for (int64_t j = threadIdx.x; j < count; j += blockDim.x) {
+    const int64_t n = j / inner, i = j - n * inner;
+    const float d = x[(n * C + c) * inner + i] - m;
+    acc += d * d;
+  }
+  acc = block_sum(acc);
+  if (threadIdx.x == 0) {
+    const float v = acc / static_cast<float>(count);
+    mean[c] = m;
+    var[c] = v;
+    running_mean[c] = (1.0f - momentum) * running_mean[c] + momentum * m;
+    running_var[c] = (1.0f - momentum) * running_var[c] + momentum * v * unbias;
+  }
+}
+
+__global__ void batch_norm_apply_kernel(const float* x, const float* gamma, const float* beta, const float* mean,
+                                        const float* var, float eps, int64_t total, int64_t C, int64_t inner,
+                                        float* y) {
+  for (int64_t i = first_index(); i < total; i += grid_stride()) {
+    const int64_t c = (i / inner) % C;
+    const float inv_std = 1.0f / sqrtf(var[c] + eps);
+    y[i] = gamma[c] * (x[i] - mean[c]) * inv_std + beta[c];
+  }
+}
+
+__global__ void batch_norm_backward_reduce_kernel(const float* x, const float* dy, const float* mean,
+                                                  const float* var, float eps, int64_t N, int64_t C,
+                                                  int64_t inner, float* dgamma, float* dbeta) {
+  const int64_t c = blockIdx.x, count = N * inner;
+  const float m = mean[c];
+  float sum_dy = 0.0f, sum_dy_xc = 0.0f;
+  for (int64_t j = threadIdx.x; j < count; j += blockDim.x) {
+    const int64_t n = j / inner, i = j - n * inner;
+    const int64_t at = (n * C + c) * inner + i;
+    sum_dy += dy[at];
+    sum_dy_xc += dy[at] * (x[at] - m);
+  }
+  sum_dy = block_sum(sum_dy);
+  sum_dy_xc = block_sum(sum_dy_xc);
+  if (threadIdx.x == 0) {
+    dbeta[c] = sum_dy;
+    dgamma[c] = sum_dy_xc / sqrtf(var[c] + eps);
+  }
+}
+
+__global__ void batch_norm_backward_data_kernel(const float* x, const float* dy, const float* gamma,
+                                                const float* mean, const float* var, const float* dgamma,
+                                                const float* dbeta, float eps, int64_t total, int64_t C,
+                                                int64_t inner, float count, float* dx) {
+  for (int64_t i = first_index(); i < total; i += grid_stride()) {
+    const int64_t c = (i / inner) % C;
+    const float inv_std = 1.0f / sqrtf(var[c] + eps);
+    const float xhat = (x[i] - mean[c]) * inv_std;
+    dx[i] = gamma[c] * inv_std * (dy[i] - dbeta[c] / count - xhat * dgamma[c] / count);
+  }
+}
+
+// ---- activations --------------------------------------------------------------
+
+// The formulas of oneDNN's eltwise kernels that the CPU ops use: relu as
+// x > 0 ? x : x * 0 (NaN stays NaN), derivatives from the output.
+__global__ void activation_forward_kernel(ActivationKind kind, const float* x, float* y, int64_t count) {
+  for (int64_t i = first_index(); i < count; i += grid_stride()) {
+    const float v = x[i];
+    switch (kind) {
+      case ActivationKind::kRelu: y[i] = v > 0.0f ? v : v * 0.0f; break;
+      case ActivationKind::kSigmoid: y[i] = 1.0f / (1.0f + expf(-v)); break;
+      case ActivationKind::kTanh: y[i] = tanhf(v); break;
+    }
+  }
+}
+
+__global__ void activation_backward_kernel(ActivationKind kind, const float* y, const float* dy, float* dx,
+                                           int64_t count) {
+  for (int64_t i = first_index(); i < count; i += grid_stride()) {
+    const float out = y[i], g = dy[i];
+    switch (kind) {
+      case ActivationKind::kRelu: dx[i] = out > 0.0f ? g : g * 0.0f; break;
+      case ActivationKind::kSigmoid: dx[i] = g * out * (1.0f - out); break;
+      case ActivationKind::kTanh: dx[i] = g * (1.0f - out) * (1.0f + out); break;
+    }
+  }
+}
+
+// ---- softmax cross-entropy ------------------------------------------------------
+
+// One warp per row: classes are few (10 for Fashion-MNIST, 1000 for
+// ImageNet), so a warp covers a row in a handful of steps.
+constexpr unsigned kWarp = 32;
+
+__device__ float warp_max(float v) {
+  for (int offset = 16; offset > 0; offset /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, offset));
+  return v;
+}
+__device__ float warp_sum(float v) {
+  for (int offset = 16; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
+  return v;
+}
+
+template <typename Label>
+__global__ void softmax_cross_entropy_forward_kernel(const float* logits, const Label* labels, int64_t classes,
+                                                     float* prob, int64_t* labels_out, double* row_loss,
+                                                     unsigned long long* bad_row) {
+  const int64_t r = blockIdx.x;
+  const float* row = logits + r * classes;
+  float* p = prob + r * classes;
+  float max = -INFINITY;
+  for (int64_t j = threadIdx.x; j < classes; j += kWarp) max = fmaxf(max, row[j]);
+  max = warp_max(max);
+  float sum = 0.0f;
+  for (int64_t j = threadIdx.x; j < classes; j += kWarp) {
+    const float e = expf(row[j] - max);
+    p[j] = e;
+    sum += e;
+  }
+  sum = warp_sum(sum);
+  const float inv = 1.0f / sum;
+  for (int64_t j = threadIdx.x; j < classes; j += kWarp) p[j] *= inv;
+  if (threadIdx.x != 0) return;
+  const int64_t label = static_cast<int64_t>(labels[r]);
+  if (label < 0 || label >= classes) {
+    atomicMin(bad_row, static_cast<unsigned long long>(r));
+    labels_out[r] = 0;
+    row_loss[r] = 0.0;
+    return;
+  }
+  labels_out[r] = label;
+  // From the shifted logits, not log(p): p may underflow to 0.
+  row_loss[r] = static_cast<double>(logf(sum)) - static_cast<double>(row[label] - max);
+}
+
+__global__ void sum_doubles_kernel(const double* values, int64_t count, double* total) {
+  double acc = 0.0;
+  for (int64_t i = threadIdx.x; i < count; i += blockDim.x) acc += values[i];
+  acc = block_sum(acc);
+  if (threadIdx.x == 0) *total = acc;
+}
+
+__global__ void softmax_cross_entropy_backward_kernel(const float* prob, const int64_t* labels, int64_t total,
+                                                      int64_t classes, float scale, float* dlogits) {
+  for (int64_t i = first_index(); i < total; i += grid_stride()) {
+    const int64_t r = i / classes, j = i - r * classes;
+    const float d = prob[i] * scale;
+    dlogits[i] = j == labels[r] ? d - scale : d;
+  }
+}
+
+}  // namespace
+
+void add_channel_bias(cudaStream_t stream, float* y, const float* bias, int64_t N, int64_t C, int64_t inner) {
+  const int64_t total = N * C * inner;
+  add_channel_bias_kernel<<<blocks_for(total), kBlockSize, 0, stream>>>(y, bias, total, C, inner);
+  check_launch();
+}
+
+void sum_per_channel(cudaStream_t stream, const float* x, float* out, int64_t N, int64_t C, int64_t inner) {
+  sum_per_channel_kernel<<<static_cast<unsigned>(C), kReduceBlock, 0, stream>>>(x, out, N, C, inner);
+  check_launch();
+}
+
+void max_pool_forward(cudaStream_t stream, const PoolShape& shape, const float* x, float* y, int32_t* argmax) {
+  max_pool_forward_kernel<<<blocks_for(shape.planes * shape.P * shape.Q), kBlockSize, 0, stream>>>(shape, x, y,
+                                                                                                   argmax);
+  check_launch();
+}
+
+void max_pool_backward(cudaStream_t stream, const PoolShape& shape, const float* dy, const int32_t* argmax,
+                       float* dx) {
+  DT_CUDA_CHECK(cudaMemsetAsync(dx, 0, static_cast<size_t>(shape.planes * shape.H * shape.W) * sizeof(float), stream));
+  max_pool_backward_kernel<<<blocks_for(shape.planes * shape.P * shape.Q), kBlockSize, 0, stream>>>(shape, dy,
+                                                                                                    argmax, dx);
+  check_launch();
+}
+
+void avg_pool_forward(cudaStream_t stream, const PoolShape& shape, bool count_include_pad, const float* x,
+                      float* y) {
+  avg_pool_forward_kernel<<<blocks_for(shape.planes * shape.P * shape.Q), kBlockSize, 0, stream>>>(
+      shape, count_include_pad, x, y);
+  check_launch();
+}
+
+void avg_pool_backward(cudaStream_t stream, const PoolShape& shape, bool count_include_pad, const float* dy,
+                       float* dx) {
+  avg_pool_backward_kernel<<<blocks_for(shape.planes * shape.H * shape.W), kBlockSize, 0, stream>>>(
+      shape, count_include_pad, dy, dx);
+  check_launch();
+}
+
+void global_avg_pool_forward(cudaStream_t stream, int64_t rows, int64_t plane, const float* x, float* y) {
+  global_avg_pool_forward_kernel<<<static_cast<unsigned>(rows), kReduceBlock, 0, stream>>>(plane, x, y);
+  check_launch();
+}
+
+void global_avg_pool_backward(cudaStream_t stream, int64_t rows, int64_t plane, const float* dy, float* dx) {
+  global_avg_pool_backward_kernel<<<blocks_for(rows * plane), kBlockSize, 0, stream>>>(rows * plane, plane, dy, dx);
+  check_launch();
+}
+
+void batch_norm_statistics(cudaStream_t stream, const float* x, int64_t N, int64_t C, int64_t inner,
+                           float momentum, float unbias, float* mean, float* var, float* running_mean,
+                           float* running_var) {
+  batch_norm_statistics_kernel<<<static_cast<unsigned>(C), kReduceBlock, 0, stream>>>(
+      x, N, C, inner, momentum, unbias, mean, var, running_mean, running_var);
+  check_launch();
+}
+
+void batch_norm_apply(cudaStream_t stream, const float* x, const float* gamma, const float* beta, const float* mean,
+                      const float* var, float eps, int64_t N, int64_t C, int64_t inner, float* y) {
+  const int64_t total = N * C * inner;
+  batch_norm_apply_kernel<<<blocks_for(total), kBlockSize, 0, stream>>>(x, gamma, beta, mean, var, eps, total, C,
+                                                                        inner, y);
+  check_launch();
+}
+
+void batch_norm_backward(cudaStream_t stream, const float* x, const float* dy, const float* gamma,
+                         const float* mean, const float* var, float eps, int64_t N, int64_t C, int64_t inner,
+                         float* dx, float* dgamma, float* dbeta) {
+  batch_norm_backward_reduce_kernel<<<static_cast<unsigned>(C), kReduceBlock, 0, stream>>>(
+      x, dy, mean, var, eps, N, C, inner, dgamma, dbeta);
+  check_launch();
+  const int64_t total = N * C * inner;
+  batch_norm_backward_data_kernel<<<blocks_for(total), kBlockSize, 0, stream>>>(
+      x, dy, gamma, mean, var, dgamma, dbeta, eps, total, C, inner, static_cast<float>(N * inner), dx);
+  check_launch();
+}
+
+void activation_forward(cudaStream_t stream, ActivationKind kind, const float* x, float* y, int64_t count) {
+  activation_forward_kernel<<<blocks_for(count), kBlockSize, 0, stream>>>(kind, x, y, count);
+  check_launch();
+}
+
+void activation_backward(cudaStream_t stream, ActivationKind kind, const float* y, const float* dy, float* dx,
+                         int64_t count) {
+  activation_backward_kernel<<<blocks_for(count), kBlockSize, 0, stream>>>(kind, y, dy, dx, count);
+  check_launch();
+}
+
+void softmax_cross_entropy_forward(cudaStream_t stream, const float* logits, const int32_t* labels, int64_t N,
+                                   int64_t classes, float* prob, int64_t* labels_out, double* row_loss,
+                                   unsigned long long* bad_row) {
+  softmax_cross_entropy_forward_kernel<<<static_cast<unsigned>(N), kWarp, 0, stream>>>(
+      logits, labels, classes, prob, labels_out, row_loss, bad_row);
+  check_launch();
+}
+
+void softmax_cross_entropy_forward(cudaStream_t stream, const float* logits, const int64_t* labels, int64_t N,
+                                   int64_t classes, float* prob, int64_t* labels_out, double* row_loss,
+                                   unsigned long long* bad_row) {
+  softmax_cross_entropy_forward_kernel<<<static_cast<unsigned>(N), kWarp, 0, stream>>>(
+      logits, labels, classes, prob, labels_out, row_loss, bad_row);
+  check_launch();
+}
+
+void sum_doubles(cudaStream_t stream, const double* values, int64_t count, double* total) {
+  sum_doubles_kernel<<<1, kReduceBlock, 0, stream>>>(values, count, total);
+  check_launch();
+}
+
+void softmax_cross_entropy_backward(cudaStream_t stream, const float* prob, const int64_t* labels, int64_t N,
+                                    int64_t classes, float scale, float* dlogits) {
+  const int64_t total = N * classes;
+  softmax_cross_entropy_backward_kernel<<<blocks_for(total), kBlockSize, 0, stream>>>(prob, labels, total, classes,
+                                                                                      scale, dlogits);
+  check_launch();
+}
+
+}  // namespace dt::ops::cuda::kernels

@@ -1,0 +1,76 @@
+// The own CUDA kernels behind the GPU layer ops (ops/cuda/{pooling,
+// batch_norm,eltwise,softmax_cross_entropy,conv2d,inner_product}.h). Plain
+// pointers and sizes only, so that nvcc never has to parse the oneDNN headers
+// the ops' parameter structs come with. Each launcher queues its kernels on
+// `stream` and returns at once; arguments are already checked by the op.
+// Every array is NCHW-contiguous float32 unless said otherwise.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace dt::ops::cuda::kernels {
+
+// y[n, c, i] += bias[c] for y of N x C x inner.
+void add_channel_bias(cudaStream_t stream, float* y, const float* bias, int64_t N, int64_t C, int64_t inner);
+// out[c] = sum over n and i of x[n, c, i] (bias gradients).
+void sum_per_channel(cudaStream_t stream, const float* x, float* out, int64_t N, int64_t C, int64_t inner);
+
+// One pooling window over `planes` = N * C planes of H x W into P x Q.
+struct PoolShape {
+  int64_t planes = 0, H = 0, W = 0, P = 0, Q = 0;
+  int64_t kernel_h = 0, kernel_w = 0, stride_h = 0, stride_w = 0, pad_h = 0, pad_w = 0;
+};
+// argmax (offset within the input plane, one per output) is written when not
+// null. As on the CPU: padding never wins, the first maximum in row-major
+// window order wins ties, and NaN always wins.
+void max_pool_forward(cudaStream_t stream, const PoolShape& shape, const float* x, float* y, int32_t* argmax);
+void max_pool_backward(cudaStream_t stream, const PoolShape& shape, const float* dy, const int32_t* argmax,
+                       float* dx);
+void avg_pool_forward(cudaStream_t stream, const PoolShape& shape, bool count_include_pad, const float* x,
+                      float* y);
+void avg_pool_backward(cudaStream_t stream, const PoolShape& shape, bool count_include_pad, const float* dy,
+                       float* dx);
+// rows planes of `plane` elements each, averaged to one value per row.
+void global_avg_pool_forward(cudaStream_t stream, int64_t rows, int64_t plane, const float* x, float* y);
+void global_avg_pool_backward(cudaStream_t stream, int64_t rows, int64_t plane, const float* dy, float* dx);
+
+// Batch statistics of x (N x C x inner) per channel: mean and biased
+// variance into mean/var, and running = (1 - momentum) * running + momentum
+// * statistic, the variance scaled by unbias first.
+void batch_norm_statistics(cudaStream_t stream, const float* x, int64_t N, int64_t C, int64_t inner,
+                           float momentum, float unbias, float* mean, float* var, float* running_mean,
+                           float* running_var);
+// y = gamma * (x - mean) / sqrt(var + eps) + beta, per channel.
+void batch_norm_apply(cudaStream_t stream, const float* x, const float* gamma, const float* beta, const float* mean,
+                      const float* var, float eps, int64_t N, int64_t C, int64_t inner, float* y);
+// dbeta = sum dy, dgamma = sum dy * xhat, then
+// dx = gamma / sqrt(var + eps) * (dy - dbeta / M - xhat * dgamma / M), M = N * inner.
+void batch_norm_backward(cudaStream_t stream, const float* x, const float* dy, const float* gamma,
+                         const float* mean, const float* var, float eps, int64_t N, int64_t C, int64_t inner,
+                         float* dx, float* dgamma, float* dbeta);
+
+enum class ActivationKind { kRelu, kSigmoid, kTanh };
+void activation_forward(cudaStream_t stream, ActivationKind kind, const float* x, float* y, int64_t count);
+// From the forward output y, as the CPU kernel does; dx may alias dy.
+void activation_backward(cudaStream_t stream, ActivationKind kind, const float* y, const float* dy, float* dx,
+                         int64_t count);
+
+// Softmax over each row of logits (N x classes) into prob, each row's
+// negative log-likelihood into row_loss, the labels widened into labels_out.
+// A label outside [0, classes) makes that row's loss 0 and lowers *bad_row
+// (set to UINT64_MAX by the caller) to the smallest such row.
+void softmax_cross_entropy_forward(cudaStream_t stream, const float* logits, const int32_t* labels, int64_t N,
+                                   int64_t classes, float* prob, int64_t* labels_out, double* row_loss,
+                                   unsigned long long* bad_row);
+void softmax_cross_entropy_forward(cudaStream_t stream, const float* logits, const int64_t* labels, int64_t N,
+                                   int64_t classes, float* prob, int64_t* labels_out, double* row_loss,
+                                   unsigned long long* bad_row);
+// *total = sum of values[0..count).
+void sum_doubles(cudaStream_t stream, const double* values, int64_t count, double* total);
+// dlogits = scale * (prob - onehot(labels)).
+void softmax_cross_entropy_backward(cudaStream_t stream, const float* prob, const int64_t* labels, int64_t N,
+                                    int64_t classes, float scale, float* dlogits);
+
+}  // namespace dt::ops::cuda::kernels

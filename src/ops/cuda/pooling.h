@@ -1,0 +1,63 @@
+// The GPU counterparts of ops::cpu::{MaxPool2D, AvgPool2D, GlobalAvgPool2D}:
+// the same parameters and calls, with device pointers of the context's GPU,
+// on own kernels (ops/cuda/layer_kernels.h). Own kernels rather than cuDNN
+// pooling because the CPU interface keeps max pooling's argmax inside the
+// object (backward takes dy alone, where cuDNN wants x and y again) and
+// defines ties and NaN, which cuDNN leaves open. Calls queue their work on
+// the context's stream and return.
+#pragma once
+
+#include <memory>
+
+#include "core/context.h"
+#include "ops/cpu/pooling.h"
+#include "ops/cuda/device_buffer.h"
+
+namespace dt::ops::cuda {
+
+class MaxPool2D {
+ public:
+  // Validates as the CPU kernel does (std::invalid_argument).
+  MaxPool2D(std::shared_ptr<core::Context> ctx, const cpu::Pool2DParams& params);
+
+  const cpu::Pool2DParams& params() const { return p_; }
+  void forward_training(const float* x, float* y);
+  void forward_inference(const float* x, float* y);
+  // std::logic_error before any forward_training.
+  void backward(const float* dy, float* dx);
+
+ private:
+  std::shared_ptr<core::Context> ctx_;
+  cpu::Pool2DParams p_;
+  DeviceBuffer argmax_;  // int32 per output: offset of its maximum in the input plane
+  bool have_argmax_ = false;
+};
+
+class AvgPool2D {
+ public:
+  AvgPool2D(std::shared_ptr<core::Context> ctx, const cpu::Pool2DParams& params, bool count_include_pad);
+
+  const cpu::Pool2DParams& params() const { return p_; }
+  void forward(const float* x, float* y);
+  void backward(const float* dy, float* dx);
+
+ private:
+  std::shared_ptr<core::Context> ctx_;
+  cpu::Pool2DParams p_;
+  bool count_include_pad_;
+};
+
+class GlobalAvgPool2D {
+ public:
+  GlobalAvgPool2D(std::shared_ptr<core::Context> ctx, int64_t N, int64_t C, int64_t H, int64_t W);
+
+  void forward(const float* x, float* y) const;
+  void backward(const float* dy, float* dx) const;
+
+ private:
+  std::shared_ptr<core::Context> ctx_;
+  int64_t rows_;   // N * C
+  int64_t plane_;  // H * W
+};
+
+}  // namespace dt::ops::cuda
