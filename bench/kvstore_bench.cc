@@ -324,6 +324,10 @@ int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "--train") == 0) {
     int servers = 1, workers = 2;
     std::string transport = "ipc";
+    if (argc % 2 != 0) {
+      std::fprintf(stderr, "kvstore_bench: --train options take a value each\n");
+      return 2;
+    }
     for (int i = 2; i + 1 < argc; i += 2) {
       if (std::strcmp(argv[i], "--servers") == 0) servers = std::atoi(argv[i + 1]);
       else if (std::strcmp(argv[i], "--workers") == 0) workers = std::atoi(argv[i + 1]);
@@ -342,6 +346,14 @@ int main(int argc, char** argv) {
       }
     }
     return ok ? 0 : 1;
+  }
+  if (argc > 1) {
+    // Anything else is a mistake (e.g. --help), not a request to run the
+    // whole benchmark.
+    std::fprintf(stderr,
+                 "usage: kvstore_bench                      (raw TCP, then 1s/1w and 2s/2w over tcp and ipc)\n"
+                 "       kvstore_bench --train [--servers N] [--workers N] [--transport tcp|ipc]\n");
+    return std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0 ? 0 : 2;
   }
   for (size_t bytes : {size_t{4} << 10, size_t{64} << 10, size_t{1} << 20, size_t{16} << 20, size_t{64} << 20}) raw_tcp(bytes);
   bool ok = true;
