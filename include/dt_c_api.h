@@ -401,8 +401,10 @@ DT_API dt_status dt_optimizer_to_json(char *buf, size_t capacity,
 typedef struct dt_kvstore dt_kvstore;
 
 /* type: "local" (reduce on the CPU), "device" (reduce on a GPU:
- * DT_ERR_NO_DEVICE without one). Types not built in this version
- * ("dist_sync", ...) are DT_ERR_NOT_SUPPORTED. Semantics as MXNet's
+ * DT_ERR_NO_DEVICE without one), "dist_sync" and "dist_async" (join a
+ * parameter-server job; see dt_kvstore_create_ex). Types not built in this
+ * version ("dist_sync_device", "dist_async_device", "nccl") are
+ * DT_ERR_NOT_SUPPORTED. Semantics as MXNet's
  * KVStore: values pushed under one key in one call are summed; pull copies
  * a key's value into every output listed under it. */
 DT_API dt_status dt_kvstore_create(dt_kvstore **out, const char *type);

@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "inproc_job.h"
 #include "lenet_exactness.h"
 #include "core/context.h"
 #include "core/error.h"
@@ -49,27 +50,10 @@ using test::lenet;
 using test::sgd;
 using test::single_thread_cpu;
 
-JobConfig inproc_job(const std::string& url, Role role, int servers, int workers, int worker_id = -1) {
-  JobConfig job;
-  job.role = role;
-  job.root_url = job.scheduler_listen_url = url;
-  job.num_servers = servers;
-  job.num_workers = workers;
-  job.worker_id = worker_id;
-  job.node_host = "127.0.0.1";
-  return job;
-}
+using test::inproc_job;
 
-PsOptions fast_options() {
-  PsOptions o;
-  o.startup_timeout_s = 10;
-  o.request_timeout_s = 10;
-  o.heartbeat_interval_s = 0.1;
-  o.heartbeat_timeout_s = 1;
-  o.shutdown_timeout_s = 5;
-  o.bigarray_bound_bytes = 4096;  // LeNet's larger weights are split across both servers
-  return o;
-}
+// LeNet's larger weights are split across both servers.
+PsOptions fast_options() { return test::fast_options(4096); }
 
 std::string inproc_url(const std::string& name) {
   return "inproc://dist-it-" + std::to_string(::getpid()) + "-" + name;

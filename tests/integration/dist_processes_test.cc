@@ -215,14 +215,6 @@ TEST_F(DistJob, KilledServerIsNamedByEveryOtherProcess) { kill_and_expect_peer_l
 }  // namespace dt::ps
 
 int main(int argc, char** argv) {
-  dt::ps::self_path = "/proc/self/exe";
-  char resolved[4096];
-  const ssize_t n = ::readlink("/proc/self/exe", resolved, sizeof resolved - 1);
-  if (n > 0) {
-    resolved[n] = '\0';
-    dt::ps::self_path = resolved;
-  }
-  if (argc > 1 && std::strcmp(argv[1], "--dist-worker") == 0) return dt::ps::worker_main();
-  ::testing::InitGoogleTest(&argc, argv);
-  return RUN_ALL_TESTS();
+  dt::ps::self_path = dt::test::self_executable();
+  return dt::test::member_or_tests(argc, argv, "--dist-worker", dt::ps::worker_main);
 }

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -136,5 +137,22 @@ class JobProcesses : public ::testing::Test {
 
   std::vector<Child> children_;
 };
+
+// This program's own path, for re-executing itself as a member process.
+inline std::string self_executable() {
+  char resolved[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", resolved, sizeof resolved - 1);
+  if (n <= 0) return "/proc/self/exe";
+  resolved[n] = '\0';
+  return resolved;
+}
+
+// main() of a test program whose member processes are the program itself
+// started with `member_flag`: runs member_main for them, the tests otherwise.
+inline int member_or_tests(int argc, char** argv, const char* member_flag, int (*member_main)()) {
+  if (argc > 1 && std::strcmp(argv[1], member_flag) == 0) return member_main();
+  ::testing::InitGoogleTest(&argc, argv);
+  return RUN_ALL_TESTS();
+}
 
 }  // namespace dt::test

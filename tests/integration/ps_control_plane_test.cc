@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "inproc_job.h"
 #include "process_harness.h"
 #include "core/error.h"
 #include "ps/cluster_member.h"
@@ -228,26 +229,8 @@ TEST_F(PsProcesses, SchedulerPortInUseIsANetworkError) {
 
 // ---- threads over inproc ----------------------------------------------------
 
-JobConfig inproc_job(const std::string& url, Role role, int servers, int workers, int worker_id = -1) {
-  JobConfig job;
-  job.role = role;
-  job.root_url = job.scheduler_listen_url = url;
-  job.num_servers = servers;
-  job.num_workers = workers;
-  job.worker_id = worker_id;
-  job.node_host = "127.0.0.1";
-  return job;
-}
-
-PsOptions fast_options() {
-  PsOptions o;
-  o.startup_timeout_s = 10;
-  o.request_timeout_s = 10;
-  o.heartbeat_interval_s = 0.1;
-  o.heartbeat_timeout_s = 1;
-  o.shutdown_timeout_s = 5;
-  return o;
-}
+using test::fast_options;
+using test::inproc_job;
 
 std::string inproc_url() {
   static int n = 0;
@@ -348,14 +331,6 @@ TEST(PsThreads, MismatchedJobLayoutIsRejected) {
 }  // namespace dt::ps
 
 int main(int argc, char** argv) {
-  dt::ps::self_path = "/proc/self/exe";
-  char resolved[4096];
-  const ssize_t n = ::readlink("/proc/self/exe", resolved, sizeof resolved - 1);
-  if (n > 0) {
-    resolved[n] = '\0';
-    dt::ps::self_path = resolved;
-  }
-  if (argc > 1 && std::strcmp(argv[1], "--member") == 0) return dt::ps::member_main();
-  ::testing::InitGoogleTest(&argc, argv);
-  return RUN_ALL_TESTS();
+  dt::ps::self_path = dt::test::self_executable();
+  return dt::test::member_or_tests(argc, argv, "--member", dt::ps::member_main);
 }
