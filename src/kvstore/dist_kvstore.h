@@ -3,20 +3,25 @@
 // (the DMLC_* environment); keys live on the servers as placed by
 // ps::KeyPlacement.
 //  - Every request (init, push, pull, pushpull; a synchronous call is an
-//    async request plus its wait) is cut into parts, queued per server by
-//    priority (larger first, then issue order) and sent by one
-//    communication thread: each server connection keeps its own window of
-//    messages in flight, so servers work in parallel, and a high-priority
-//    request issued late overtakes what is still queued. Small parts queued
-//    for one server leave fused, up to ~4 MiB per message; big keys are
-//    split across servers and into parts. Replies are copied out on the
-//    transport's threads.
+//    async request plus its wait) is cut into parts and queued per server by
+//    priority (larger first, then issue order). Each server connection keeps
+//    its own window of messages in flight, so servers work in parallel, and
+//    a high-priority request issued late overtakes what is still queued.
+//    For a request up to 1 MiB, what the windows allow is sent by the
+//    issuing thread at once (no thread hand-off on the latency path);
+//    everything else by a communication thread, as replies free the
+//    windows. Small parts queued for one server
+//    leave fused, up to ~4 MiB per message; big keys are split across
+//    servers and into parts. Replies are copied out on the transport's
+//    threads.
 //  - Per server, pulls and pushes queue apart, each with a window of at most
 //    4 and at most kServerConcurrency / (2 num_workers) messages in flight:
 //    a dist_sync pull holds a server slot until its round completes, so
 //    every message in flight must have a slot, and pushes (which never wait)
-//    must never queue behind pulls. A dist_sync pushpull is therefore sent
-//    as a push and a pull of the same round.
+//    must never queue behind pulls. A dist_sync pushpull therefore leaves as
+//    one message only when it is sent at once by the issuing thread with
+//    nothing queued for that server, and otherwise as a push and a pull of
+//    the same round.
 //  - Values pushed under one key in one call are summed here first (copy the
 //    first, add the rest: the local kvstore's order), so the servers see one
 //    gradient per worker; dist_sync servers sum those in worker-rank order,

@@ -378,6 +378,61 @@ class ObservedJob {
   std::vector<std::future<void>> done_;
 };
 
+// A dist_sync pushpull leaves as one PushPull message when nothing is queued
+// for its server, otherwise as a Push and a Pull.
+bool carries_gradients(wire::DataOp op) { return op == wire::DataOp::Push || op == wire::DataOp::PushPull; }
+
+TEST(PsAsyncInproc, PushpullIsOneMessageUnlessItsServerHasAQueue) {
+  std::mutex mutex;
+  std::vector<std::pair<wire::DataOp, uint64_t>> arrived;  // op, first key
+  std::promise<void> gate_arrived, open_gate;
+  std::shared_future<void> gate = open_gate.get_future().share();
+  ObservedJob job("fused-pushpull", 1, [&](const Frame& frame) {
+    const auto* data = frame.body<wire::DataRequest>();
+    if (data == nullptr || data->op() == wire::DataOp::Init) return;
+    const auto keys = slice_keys(frame);
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      arrived.emplace_back(data->op(), keys.front());
+    }
+    if (keys.front() == 100) {
+      gate_arrived.set_value();
+      gate.wait_for(10s);
+    }
+  });
+  auto kv = job.worker("dist_sync", 0, /*window=*/1);
+  kv->init({1, 100}, {array({0, 0}), array({0})});
+  NDArray g = array({2, 3}), out = array({0, 0});
+  // Nothing queued: one message, push and pull together.
+  kv->pushpull({1}, {g}, {out}, 0);
+  EXPECT_EQ(values(out), (std::vector<float>{2, 3}));
+  // Held on the server, key 100's pushpull fills the window of one; key 1's
+  // pushpull then leaves as a push (at once) and a pull (queued until the
+  // window frees).
+  NDArray held_out = array({0});
+  auto held = kv->pushpull_async({100}, {array({1})}, {held_out}, 0);
+  ASSERT_EQ(gate_arrived.get_future().wait_for(10s), std::future_status::ready);
+  NDArray g2 = array({4, 5});
+  out = array({0, 0});
+  auto queued = kv->pushpull_async({1}, {g2}, {out}, 0);
+  const auto arrivals = [&] {
+    std::lock_guard<std::mutex> lock(mutex);
+    return arrived.size();
+  };
+  for (int i = 0; i < 500 && arrivals() < 3; ++i) std::this_thread::sleep_for(10ms);  // the push
+  EXPECT_FALSE(queued->done()) << "its pull cannot have left";
+  open_gate.set_value();
+  kv->wait_all();
+  EXPECT_EQ(values(out), (std::vector<float>{4, 5}));
+  EXPECT_EQ(values(held_out), (std::vector<float>{1}));
+  std::lock_guard<std::mutex> lock(mutex);
+  const std::vector<std::pair<wire::DataOp, uint64_t>> expected = {{wire::DataOp::PushPull, 1},
+                                                                   {wire::DataOp::PushPull, 100},
+                                                                   {wire::DataOp::Push, 1},
+                                                                   {wire::DataOp::Pull, 1}};
+  EXPECT_EQ(arrived, expected);
+}
+
 TEST(PsAsyncInproc, QueuedRequestsLeaveInPriorityOrderFused) {
   std::mutex mutex;
   std::vector<uint64_t> arrived;  // slice keys of pushes, in arrival order
@@ -428,9 +483,11 @@ TEST(PsAsyncInproc, QueuedRequestsLeaveInPriorityOrderFused) {
 }
 
 TEST(PsAsyncInproc, WorkersIssuingKeysInOppositeOrdersDoNotWaitForEachOther) {
-  // One message in flight per lane: were a dist_sync pushpull one message,
-  // worker 0's pushpull of key 1 would wait for worker 1's, which waits
-  // behind worker 1's pushpull of key 2, which waits for worker 0's.
+  // One message in flight per lane. Each worker's first pushpull leaves as
+  // one message; had the second been one message too, queued behind the
+  // first, worker 0's pushpull of key 1 would wait for worker 1's push of
+  // key 1, queued behind worker 1's pushpull of key 2, which waits for
+  // worker 0's push of key 2, queued behind worker 0's pushpull of key 1.
   InprocJob job("opposite", 1, 2);
   auto run = [&](int rank) {
     auto kv = std::make_unique<kvstore::DistKVStore>(
@@ -460,7 +517,7 @@ TEST(PsAsyncInproc, TrainerSendsTheLastLayerFirstBeforeBackwardEnds) {
   std::vector<std::pair<Clock::time_point, uint64_t>> pushes;  // arrival, first key
   ObservedJob job("overlap", 1, [&](const Frame& frame) {
     const auto* data = frame.body<wire::DataRequest>();
-    if (data == nullptr || data->op() != wire::DataOp::Push) return;
+    if (data == nullptr || !carries_gradients(data->op())) return;
     std::lock_guard<std::mutex> lock(mutex);
     pushes.emplace_back(Clock::now(), slice_keys(frame).front());
   });
@@ -470,8 +527,7 @@ TEST(PsAsyncInproc, TrainerSendsTheLastLayerFirstBeforeBackwardEnds) {
     return name.substr(0, name.find('.'));
   };
   const std::string last_layer = layer_of(net->parameters().size() - 1);
-  // A dist_sync pushpull leaves as a push and a pull; a big batch makes
-  // backward long enough to see into.
+  // A big batch makes backward long enough to see into.
   train::TrainerOptions options;
   options.update_on_kvstore = 0;
   train::Trainer trainer(net, sgd(0.01), std::shared_ptr<kvstore::KVStore>(job.worker("dist_sync", 0)), options);
@@ -505,7 +561,7 @@ TEST(PsAsyncInproc, WithoutOverlapNothingLeavesBeforeBackwardEnds) {
   std::vector<Clock::time_point> pushes;
   ObservedJob job("no-overlap", 1, [&](const Frame& frame) {
     const auto* data = frame.body<wire::DataRequest>();
-    if (data == nullptr || data->op() != wire::DataOp::Push) return;
+    if (data == nullptr || !carries_gradients(data->op())) return;
     std::lock_guard<std::mutex> lock(mutex);
     pushes.push_back(Clock::now());
   });
@@ -598,7 +654,7 @@ TEST(PsAsyncInproc, AServerLostMidRequestFailsTheWaitWithPeerLost) {
           Message copy = copy_of(request);
           const Frame frame = Frame::parse(std::move(request));
           const auto* data = frame.body<wire::DataRequest>();
-          if (data != nullptr && data->op() == wire::DataOp::Push) return;
+          if (data != nullptr && carries_gradients(data->op())) return;
           server.handle(std::move(copy), reply);
         },
         kDefaultMaxMessageBytes);
