@@ -9,6 +9,10 @@
 // dt-node (DT_NODE_BINARY, default ./dt-node beside the build tree's bench/),
 // workers are this program re-executed with --worker.
 //
+// kvstore_bench [--max-bytes N] [--transport tcp|ipc] [--layouts 1x1,2x2]
+// narrows the default run: sizes up to N bytes (the ResNet-18 set only when
+// N covers 64 MiB), one transport, some server x worker layouts.
+//
 // kvstore_bench --train [--servers N] [--workers N] [--transport tcp|ipc]
 // measures whole dist_sync training steps instead (synthetic data, LeNet at
 // batch 64 and ResNet-18 at batch 4 per worker, sgd with momentum, the
@@ -54,17 +58,51 @@ using dt::core::NDArray;
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-int repetitions(size_t bytes) { return bytes <= (1u << 20) ? 50 : bytes <= (16u << 20) ? 10 : 4; }
+// Small messages take tens of microseconds: enough repetitions that the
+// figure is not one scheduler hiccup.
+int repetitions(size_t bytes) {
+  return bytes <= (64u << 10) ? 500 : bytes <= (1u << 20) ? 50 : bytes <= (16u << 20) ? 10 : 4;
+}
 
-void print(const char* op, size_t bytes, int servers, int workers, const std::string& transport, double secs_per_op,
+constexpr size_t kSizes[] = {size_t{4} << 10, size_t{64} << 10, size_t{1} << 20, size_t{16} << 20, size_t{64} << 20};
+
+// --max-bytes, passed to the workers as DT_BENCH_MAX_BYTES.
+size_t max_bytes_from_env() {
+  const char* text = std::getenv("DT_BENCH_MAX_BYTES");
+  return text ? static_cast<size_t>(std::strtoull(text, nullptr, 10)) : kSizes[4];
+}
+
+// Per-repetition times; the line reports the median (this machine's
+// scheduler makes a few repetitions very slow, and a mean would report them)
+// and the mean beside it.
+struct Timings {
+  std::vector<double> seconds;
+  Clock::time_point started;
+  void start() { started = Clock::now(); }
+  void stop() { seconds.push_back(seconds_since(started)); }
+  double median() const {
+    std::vector<double> sorted = seconds;
+    std::sort(sorted.begin(), sorted.end());
+    const size_t n = sorted.size();
+    return n % 2 == 1 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
+  }
+  double mean() const {
+    double total = 0;
+    for (double s : seconds) total += s;
+    return total / static_cast<double>(seconds.size());
+  }
+};
+
+void print(const char* op, size_t bytes, int servers, int workers, const std::string& transport, const Timings& t,
            const char* what = nullptr) {
   // pushpull and the raw baseline move the bytes twice (there and back).
   const bool both_ways = std::strcmp(op, "pushpull") == 0 || std::strcmp(op, "raw_tcp") == 0;
+  const double secs_per_op = t.median();
   const double gbps = (both_ways ? 2.0 : 1.0) * double(bytes) / secs_per_op / 1e9;
   std::printf("{\"op\":\"%s\",\"bytes\":%zu,\"servers\":%d,\"workers\":%d,\"transport\":\"%s\",%s%s%s\"gbps\":%.3f,"
-              "\"latency_us\":%.1f}\n",
+              "\"latency_us\":%.1f,\"mean_us\":%.1f,\"reps\":%zu}\n",
               op, bytes, servers, workers, transport.c_str(), what ? "\"set\":\"" : "", what ? what : "",
-              what ? "\"," : "", gbps, secs_per_op * 1e6);
+              what ? "\"," : "", gbps, secs_per_op * 1e6, t.mean() * 1e6, t.seconds.size());
   std::fflush(stdout);
 }
 
@@ -86,9 +124,13 @@ void measure(dt::kvstore::KVStore& kv, const std::vector<uint64_t>& keys, const 
   const int workers = kv.num_workers();
   const int reps = repetitions(bytes);
   for (const char* op : {"push", "pull", "pushpull"}) {
+    // One untimed round first: the connections' buffers are warm.
+    if (std::strcmp(op, "pull") == 0) kv.pull(keys, outs, 0);
+    else kv.pushpull(keys, grads, outs, 0);
     kv.barrier();
-    const auto start = Clock::now();
+    Timings timings;
     for (int r = 0; r < reps; ++r) {
+      timings.start();
       if (std::strcmp(op, "push") == 0) {
         kv.push(keys, grads, 0);
       } else if (std::strcmp(op, "pull") == 0) {
@@ -96,12 +138,13 @@ void measure(dt::kvstore::KVStore& kv, const std::vector<uint64_t>& keys, const 
       } else {
         kv.pushpull(keys, grads, outs, 0);
       }
+      timings.stop();
     }
-    // A push returns once the servers took the bytes; the next pull waits
-    // for the round, so a pull closes each timed sequence fairly.
+    // A push returns once the servers took the bytes; the next round's
+    // pushes wait on the server for the other workers, so pushes time fairly
+    // only as a sequence: the closing pull waits for the last round.
     if (std::strcmp(op, "push") == 0) kv.pull(keys, outs, 0);
-    const double per_op = seconds_since(start) / reps;
-    if (kv.rank() == 0) print(op, bytes, servers, workers, transport, per_op, set);
+    if (kv.rank() == 0) print(op, bytes, servers, workers, transport, timings, set);
   }
 }
 
@@ -111,14 +154,20 @@ int worker_main() {
     const int servers = std::atoi(std::getenv("DMLC_NUM_SERVER"));
     auto kv = dt::kvstore::KVStore::create("dist_sync");
     auto cpu = dt::core::make_cpu_context();
+    const size_t max_bytes = max_bytes_from_env();
     uint64_t next_key = 0;
-    for (size_t bytes : {size_t{4} << 10, size_t{64} << 10, size_t{1} << 20, size_t{16} << 20, size_t{64} << 20}) {
+    for (size_t bytes : kSizes) {
+      if (bytes > max_bytes) continue;
       const dt::core::Shape shape({static_cast<int64_t>(bytes / 4)});
       NDArray grad = NDArray::zeros(cpu, dt::core::DType::kFloat32, shape);
       NDArray out = NDArray::zeros(cpu, dt::core::DType::kFloat32, shape);
       const uint64_t key = next_key++;
       kv->init({key}, {grad});
       measure(*kv, {key}, {grad}, {out}, bytes, servers, transport, nullptr);
+    }
+    if (max_bytes < kSizes[4]) {
+      kv->barrier();
+      return 0;
     }
     std::vector<uint64_t> keys;
     std::vector<NDArray> grads, outs;
@@ -214,7 +263,7 @@ void raw_tcp(size_t bytes) {
   if (child == 0) {
     const int fd = ::accept(listener, nullptr, nullptr);
     std::vector<char> buf(bytes);
-    for (int r = 0; r < reps; ++r) {
+    for (int r = 0; r < reps + 1; ++r) {
       full_io(fd, buf.data(), bytes, false);
       full_io(fd, buf.data(), bytes, true);
     }
@@ -225,12 +274,16 @@ void raw_tcp(size_t bytes) {
   const int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   std::vector<char> buf(bytes, 1);
-  const auto start = Clock::now();
+  full_io(fd, buf.data(), bytes, true);  // one untimed round, as the kvstore gets
+  full_io(fd, buf.data(), bytes, false);
+  Timings timings;
   for (int r = 0; r < reps; ++r) {
+    timings.start();
     full_io(fd, buf.data(), bytes, true);
     full_io(fd, buf.data(), bytes, false);
+    timings.stop();
   }
-  print("raw_tcp", bytes, 0, 0, "tcp", seconds_since(start) / reps);
+  print("raw_tcp", bytes, 0, 0, "tcp", timings);
   ::close(fd);
   ::close(listener);
   ::waitpid(child, nullptr, 0);
@@ -347,19 +400,49 @@ int main(int argc, char** argv) {
     }
     return ok ? 0 : 1;
   }
-  if (argc > 1) {
-    // Anything else is a mistake (e.g. --help), not a request to run the
-    // whole benchmark.
+  size_t max_bytes = kSizes[4];
+  std::vector<std::string> transports = {"tcp", "ipc"};
+  std::vector<std::pair<int, int>> layouts = {{1, 1}, {2, 2}};
+  bool usage = false;
+  for (int i = 1; i < argc && !usage; i += 2) {
+    const char* value = i + 1 < argc ? argv[i + 1] : nullptr;
+    if (value == nullptr) {
+      usage = true;
+    } else if (std::strcmp(argv[i], "--max-bytes") == 0) {
+      max_bytes = static_cast<size_t>(std::strtoull(value, nullptr, 10));
+      usage = max_bytes < kSizes[0];
+    } else if (std::strcmp(argv[i], "--transport") == 0) {
+      transports = {value};
+      usage = transports[0] != "tcp" && transports[0] != "ipc";
+    } else if (std::strcmp(argv[i], "--layouts") == 0) {
+      layouts.clear();
+      std::stringstream list(value);
+      std::string item;
+      while (std::getline(list, item, ',')) {
+        int s = 0, w = 0;
+        if (std::sscanf(item.c_str(), "%dx%d", &s, &w) != 2 || s < 1 || w < 1) usage = true;
+        layouts.emplace_back(s, w);
+      }
+      usage = usage || layouts.empty();
+    } else {
+      usage = true;  // e.g. --help: a mistake, not a request to run everything
+    }
+  }
+  if (usage) {
     std::fprintf(stderr,
-                 "usage: kvstore_bench                      (raw TCP, then 1s/1w and 2s/2w over tcp and ipc)\n"
+                 "usage: kvstore_bench [--max-bytes N] [--transport tcp|ipc] [--layouts SxW,...]\n"
+                 "         raw TCP, then push/pull/pushpull for sizes 4 KiB..N (default 64 MiB, with the\n"
+                 "         ResNet-18 set) for each layout (default 1x1,2x2) over each transport (default both)\n"
                  "       kvstore_bench --train [--servers N] [--workers N] [--transport tcp|ipc]\n");
     return std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0 ? 0 : 2;
   }
-  for (size_t bytes : {size_t{4} << 10, size_t{64} << 10, size_t{1} << 20, size_t{16} << 20, size_t{64} << 20}) raw_tcp(bytes);
+  for (size_t bytes : kSizes) {
+    if (bytes <= max_bytes) raw_tcp(bytes);
+  }
   bool ok = true;
-  for (const char* transport : {"tcp", "ipc"}) {
-    ok = run_job(self, node, 1, 1, transport) && ok;
-    ok = run_job(self, node, 2, 2, transport) && ok;
+  const std::vector<std::string> env = {"DT_BENCH_MAX_BYTES=" + std::to_string(max_bytes)};
+  for (const std::string& transport : transports) {
+    for (const auto& [servers, workers] : layouts) ok = run_job(self, node, servers, workers, transport, "--worker", env) && ok;
   }
   return ok ? 0 : 1;
 }
