@@ -29,13 +29,60 @@ def repetitions(nbytes):
     return 500 if nbytes <= 64 << 10 else 50 if nbytes <= 1 << 20 else 10 if nbytes <= 16 << 20 else 4
 
 
-def report(op, nbytes, servers, workers, seconds):
+def report(op, nbytes, servers, workers, seconds, what=None):
     median = statistics.median(seconds)
     both_ways = op == "pushpull"
+    extra = {"set": what} if what else {}
     print(json.dumps({"op": op, "peer": "ps-lite", "bytes": nbytes, "servers": servers, "workers": workers,
-                      "transport": "tcp", "gbps": round((2 if both_ways else 1) * nbytes / median / 1e9, 3),
+                      "transport": "tcp", **extra, "gbps": round((2 if both_ways else 1) * nbytes / median / 1e9, 3),
                       "latency_us": round(median * 1e6, 1),
                       "mean_us": round(statistics.mean(seconds) * 1e6, 1), "reps": len(seconds)}), flush=True)
+
+
+def resnet18_shapes():
+    # Gluon's ResNet-18 (v1, 10 classes): its 62 trainable tensors, 11.2 M
+    # floats, as kvstore_bench's set (the first convolution is 7x7 here,
+    # 3x3 there: 0.1% of the bytes).
+    import mxnet as mx
+    net = mx.gluon.model_zoo.vision.resnet18_v1(classes=10)
+    net.initialize()
+    net(mx.nd.zeros((1, 3, 32, 32)))
+    return [p.shape for p in net.collect_params().values() if p.grad_req != "null"]
+
+
+def measure(kv, keys, grads, outs, nbytes, servers, what=None):
+    import mxnet as mx
+    single = len(keys) == 1
+    k, g, o = (keys[0], grads[0], outs[0]) if single else (keys, grads, outs)
+
+    def wait():
+        for out in outs:
+            out.wait_to_read()
+
+    for op in ("push", "pull", "pushpull"):
+        # One untimed round, then per-repetition times; every call is waited
+        # for (MXNet's engine is asynchronous).
+        kv.pushpull(k, g, out=o)
+        wait()
+        kv._barrier()
+        seconds = []
+        for _ in range(repetitions(nbytes)):
+            start = time.perf_counter()
+            if op == "push":
+                kv.push(k, g)
+                mx.nd.waitall()
+            elif op == "pull":
+                kv.pull(k, out=o)
+                wait()
+            else:
+                kv.pushpull(k, g, out=o)
+                wait()
+            seconds.append(time.perf_counter() - start)
+        if op == "push":
+            kv.pull(k, out=o)
+            wait()
+        if kv.rank == 0:
+            report(op, nbytes, servers, kv.num_workers, seconds, what)
 
 
 def worker(max_bytes):
@@ -49,31 +96,15 @@ def worker(max_bytes):
         grad = mx.nd.zeros((nbytes // 4,))
         out = mx.nd.zeros((nbytes // 4,))
         kv.init(key, grad)
-        for op in ("push", "pull", "pushpull"):
-            # One untimed round, then per-repetition times; every call is
-            # waited for (MXNet's engine is asynchronous).
-            kv.pushpull(key, grad, out=out)
-            out.wait_to_read()
-            kv.barrier() if hasattr(kv, "barrier") else kv._barrier()
-            seconds = []
-            for _ in range(repetitions(nbytes)):
-                start = time.perf_counter()
-                if op == "push":
-                    kv.push(key, grad)
-                    mx.nd.waitall()
-                elif op == "pull":
-                    kv.pull(key, out=out)
-                    out.wait_to_read()
-                else:
-                    kv.pushpull(key, grad, out=out)
-                    out.wait_to_read()
-                seconds.append(time.perf_counter() - start)
-            if op == "push":
-                kv.pull(key, out=out)
-                out.wait_to_read()
-            if kv.rank == 0:
-                report(op, nbytes, servers, kv.num_workers, seconds)
+        measure(kv, [key], [grad], [out], nbytes, servers)
         key += 1
+    if max_bytes >= SIZES[-1]:
+        shapes = resnet18_shapes()
+        keys = list(range(key, key + len(shapes)))
+        grads = [mx.nd.zeros(s) for s in shapes]
+        outs = [mx.nd.zeros(s) for s in shapes]
+        kv.init(keys, grads)
+        measure(kv, keys, grads, outs, sum(g.size for g in grads) * 4, servers, "resnet18")
     kv._barrier()
 
 
