@@ -46,12 +46,18 @@ struct RequestClient::State {
   std::condition_variable connected_cv;
   int pipes = 0;
   bool closed = false;
+  // Requests between acquire() and their nng_ctx_send: close() waits for
+  // them, since nng 1.5 may use a context's freed lock when a send races the
+  // socket's close (seen as "panic: pthread_mutex_lock" in a heartbeat).
+  int sending = 0;
+  std::condition_variable sends_done;
   std::vector<std::unique_ptr<PendingRequest>> all;
   std::vector<PendingRequest*> idle;
 
   static void on_aio(void* arg);
   static void on_pipe_event(nng_pipe pipe, nng_pipe_ev event, void* arg);
-  PendingRequest* acquire();
+  PendingRequest* acquire();  // a free slot; counts the request as sending
+  void sent();                // the send was handed to nng
   void finish(PendingRequest* p, std::optional<Error> error, Message reply);
   Error error_for(int rv, const PendingRequest& p);
 };
@@ -68,21 +74,35 @@ void RequestClient::State::on_pipe_event(nng_pipe, nng_pipe_ev event, void* arg)
 RequestClient::State::PendingRequest* RequestClient::State::acquire() {
   std::lock_guard<std::mutex> lock(mutex);
   if (closed) throw Error(ErrorCode::kClosed, "request to " + url + ": the client is closed");
+  ++sending;  // request() ends it with sent()
   if (!idle.empty()) {
     PendingRequest* p = idle.back();
     idle.pop_back();
     return p;
   }
-  auto p = std::make_unique<PendingRequest>();
-  p->state = this;
-  nng_ctx ctx;
-  DT_NNG_CHECK(nng_ctx_open(&ctx, socket.get()));
-  p->ctx = Context(ctx);
-  nng_aio* aio;
-  DT_NNG_CHECK(nng_aio_alloc(&aio, &State::on_aio, p.get()));
-  p->aio = Aio(aio);
-  all.push_back(std::move(p));
+  try {
+    auto p = std::make_unique<PendingRequest>();
+    p->state = this;
+    nng_ctx ctx;
+    DT_NNG_CHECK(nng_ctx_open(&ctx, socket.get()));
+    p->ctx = Context(ctx);
+    nng_aio* aio;
+    DT_NNG_CHECK(nng_aio_alloc(&aio, &State::on_aio, p.get()));
+    p->aio = Aio(aio);
+    all.push_back(std::move(p));
+  } catch (...) {
+    --sending;
+    throw;
+  }
   return all.back().get();
+}
+
+void RequestClient::State::sent() {
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    --sending;
+  }
+  sends_done.notify_all();
 }
 
 Error RequestClient::State::error_for(int rv, const PendingRequest& p) {
@@ -172,6 +192,7 @@ RequestClient::~RequestClient() {
 }
 
 void RequestClient::request(Message msg, std::chrono::milliseconds deadline, Done done) {
+  if (msg.get() == nullptr) msg = Message::with_capacity(0);
   State::PendingRequest* p;
   try {
     p = state_->acquire();
@@ -179,7 +200,7 @@ void RequestClient::request(Message msg, std::chrono::milliseconds deadline, Don
     done(e, Message());
     return;
   }
-  if (msg.get() == nullptr) msg = Message::with_capacity(0);
+  // Nothing below throws: sent() must follow acquire().
   p->done = std::move(done);
   p->receiving = false;
   p->budget = deadline;
@@ -187,6 +208,7 @@ void RequestClient::request(Message msg, std::chrono::milliseconds deadline, Don
   nng_aio_set_timeout(p->aio.get(), static_cast<nng_duration>(std::max<int64_t>(1, deadline.count())));
   nng_aio_set_msg(p->aio.get(), msg.release());
   nng_ctx_send(p->ctx.get(), p->aio.get());
+  state_->sent();
 }
 
 Message RequestClient::call(Message msg, std::chrono::milliseconds deadline) {
@@ -213,9 +235,13 @@ void RequestClient::close() {
   State& st = *state_;
   std::vector<State::PendingRequest*> requests;
   {
-    std::lock_guard<std::mutex> lock(st.mutex);
+    std::unique_lock<std::mutex> lock(st.mutex);
     if (st.closed) return;
     st.closed = true;
+    // Sends already past acquire() reach nng before the socket closes (they
+    // then fail with kClosed like any pending request); a send is quick, the
+    // wait bounded by it.
+    st.sends_done.wait(lock, [&] { return st.sending == 0; });
     for (auto& p : st.all) requests.push_back(p.get());
   }
   // Stop the aios before closing the socket, as RequestServer does: a
