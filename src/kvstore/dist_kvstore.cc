@@ -25,8 +25,6 @@ namespace {
 constexpr size_t kBatchBytes = ps::KeyPlacement::kDefaultPartBytes;
 // Requests up to this size are encoded and sent by the calling thread.
 constexpr size_t kSendHereBytes = size_t{1} << 20;
-// Messages in flight per server: enough to pipeline 4 MiB parts.
-constexpr int kMaxWindow = 4;
 // How often waits and the communication thread look for a lost peer.
 constexpr auto kFailurePoll = std::chrono::milliseconds(20);
 
@@ -68,12 +66,12 @@ DistKVStore::DistKVStore(const std::string& type, const ps::JobConfig& job, cons
   if (type != "dist_sync" && type != "dist_async") {
     throw Error(ErrorCode::kInvalidArgument, "DistKVStore serves dist_sync and dist_async, not '" + type + "'");
   }
-  if (max_in_flight_per_server < 0) {
-    throw Error(ErrorCode::kInvalidArgument, "max_in_flight_per_server must be >= 0 (0: automatic)");
+  // The servers have a slot for every message in flight (server_concurrency).
+  if (max_in_flight_per_server < 0 || max_in_flight_per_server > ps::kLaneWindow) {
+    throw Error(ErrorCode::kInvalidArgument, "max_in_flight_per_server must be 0 (automatic) to " +
+                                                 std::to_string(ps::kLaneWindow));
   }
-  window_ = max_in_flight_per_server > 0
-                ? max_in_flight_per_server
-                : std::clamp(ps::kServerConcurrency / (2 * std::max(1, member_->table().num_workers)), 1, kMaxWindow);
+  window_ = max_in_flight_per_server > 0 ? max_in_flight_per_server : ps::kLaneWindow;
   ps::WorkerClient* client = client_.get();
   member_->on_lost([client](const ps::LostNode& lost) { client->fail(Error(ErrorCode::kPeerLost, lost.message())); });
   lanes_.resize(2 * static_cast<size_t>(client_->num_servers()));

@@ -14,11 +14,11 @@
 //    leave fused, up to ~4 MiB per message; big keys are split across
 //    servers and into parts. Replies are copied out on the transport's
 //    threads.
-//  - Per server, pulls and pushes queue apart, each with a window of at most
-//    4 and at most kServerConcurrency / (2 num_workers) messages in flight:
-//    a dist_sync pull holds a server slot until its round completes, so
-//    every message in flight must have a slot, and pushes (which never wait)
-//    must never queue behind pulls. A dist_sync pushpull therefore leaves as
+//  - Per server, pulls and pushes queue apart, each with a window of
+//    ps::kLaneWindow messages in flight: a dist_sync pull holds a server
+//    slot until its round completes, so every message in flight must have a
+//    slot (servers have ps::server_concurrency(num_workers)), and pushes
+//    (which never wait) must never queue behind pulls. A dist_sync pushpull therefore leaves as
 //    one message only when it is sent at once by the issuing thread with
 //    nothing queued for that server, and otherwise as a push and a pull of
 //    the same round.
@@ -63,8 +63,9 @@ class DistKVStore final : public KVStore {
  public:
   // type: "dist_sync" or "dist_async". Joins the job (job.role must be
   // worker): returns once the node table arrived, Error(kTimedOut) after
-  // startup_timeout_s. max_in_flight_per_server: 0 picks the window above;
-  // tests pass 1 to make the priority order observable.
+  // startup_timeout_s. max_in_flight_per_server: 0 picks the window above
+  // (ps::kLaneWindow), at most that; tests pass 1 to make the priority
+  // order observable.
   DistKVStore(const std::string& type, const ps::JobConfig& job, const ps::PsOptions& options,
               ps::DataTransport transport = ps::DataTransport::kAuto, int max_in_flight_per_server = 0);
   // Stops the communication thread (queued requests fail with kClosed), then

@@ -40,7 +40,7 @@ void run_server(const JobConfig& job, const PsOptions& options) {
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
   ParameterServer server(job.num_workers);
   RequestServer transport(
-      listen_urls(job, &server), kServerConcurrency,
+      listen_urls(job, &server), server_concurrency(job.num_workers),
       [&server](Message request, RequestServer::Reply reply) { server.handle(std::move(request), reply); },
       options.max_message_bytes);
   ClusterMember member(job, options, transport.bound_urls());

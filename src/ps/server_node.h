@@ -3,15 +3,25 @@
 // the scheduler, serve the data plane until the job ends.
 #pragma once
 
+#include <algorithm>
+
 #include "ps/job_config.h"
 
 namespace dt::ps {
 
-// Requests a server handles at once. A dist_sync pull holds its slot until
-// the round completes, so workers together must keep fewer requests in
-// flight per server than this, or the pushes that would complete a round
-// cannot get in: the worker's in-flight window is derived from it.
-constexpr int kServerConcurrency = 16;
+// Messages a worker keeps in flight to one server in each of its two lanes
+// (pushes; pulls): enough to pipeline 4 MiB parts.
+constexpr int kLaneWindow = 4;
+
+// Requests a server handles at once: every message the workers may have in
+// flight to it, plus one command each (set_optimizer, optimizer_state). A
+// dist_sync pull holds its slot until its round completes; were there fewer
+// slots than messages in flight, the pushes that complete a round could not
+// get in and the job would wait for its deadline. A slot is an nng context:
+// a few hundred bytes.
+constexpr int server_concurrency(int num_workers) {
+  return std::max(16, std::max(1, num_workers) * (2 * kLaneWindow + 1));
+}
 
 // Returns when the scheduler says the job is over. Throws Error(kPeerLost)
 // naming the lost node when a node dies (pending requests are answered with

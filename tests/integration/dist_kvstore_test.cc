@@ -165,6 +165,45 @@ TEST(PsDataInproc, SyncPushPullSumsWorkersAndSplitsBigKeys) {
   for (const auto& outcome : job.outcomes()) EXPECT_EQ(outcome, "");
 }
 
+TEST(PsDataInproc, TwelveWorkersKeepFullWindowsAndServersHaveASlotForEachMessage) {
+  // 12 workers x 2 lanes x 4 messages: more than a fixed 16 server slots,
+  // which once forced a window of one above 8 workers (and could still run
+  // out of slots with held pushes).
+  constexpr int kWorkers = 12;
+  EXPECT_GE(server_concurrency(kWorkers), kWorkers * 2 * kLaneWindow + kWorkers);
+  InprocJob job("twelve", 1, kWorkers);
+  std::vector<std::future<void>> workers;
+  for (int rank = 0; rank < kWorkers; ++rank) {
+    workers.push_back(std::async(std::launch::async, [rank] {
+      auto kv = std::make_unique<kvstore::DistKVStore>(
+          "dist_sync", inproc_job(inproc_url("twelve"), Role::kWorker, 1, kWorkers, rank), fast_options());
+      EXPECT_EQ(kv->max_in_flight_per_server(), kLaneWindow);
+      const std::vector<uint64_t> keys = {1, 2, 3, 4, 5, 6};
+      std::vector<NDArray> grads, outs;
+      for (size_t k = 0; k < keys.size(); ++k) {
+        grads.push_back(array({float(rank), 1}));
+        outs.push_back(array({0, 0}));
+      }
+      kv->init(keys, grads);
+      for (int step = 0; step < 3; ++step) {
+        // Pushes alone first (a round ahead is held on the server), then
+        // every key's pushpull in its own request, in a rank-dependent order.
+        for (size_t k = 0; k < keys.size(); ++k) kv->push_async({keys[k]}, {grads[k]}, 0);
+        for (size_t i = 0; i < keys.size(); ++i) {
+          const size_t k = (i + static_cast<size_t>(rank)) % keys.size();
+          kv->pushpull_async({keys[k]}, {grads[k]}, {outs[k]}, 0);
+        }
+        kv->wait_all();
+        // 0 + 1 + ... + 11 = 66 and 12 ones, whatever the order.
+        for (const NDArray& out : outs) EXPECT_EQ(values(out), (std::vector<float>{66, 12}));
+      }
+    }));
+  }
+  for (auto& w : workers) ASSERT_EQ(w.wait_for(60s), std::future_status::ready) << "a worker hung";
+  for (auto& w : workers) w.get();
+  for (const auto& outcome : job.outcomes()) EXPECT_EQ(outcome, "");
+}
+
 // ---- exactness: dist_sync LeNet == one process with two replicas ----------
 
 std::vector<float> weights(const nn::Net& net) {
@@ -339,7 +378,7 @@ class ObservedJob {
     done_.push_back(std::async(std::launch::async, [this, observe] {
       ParameterServer server(workers_);
       RequestServer transport(
-          {url_ + "-server"}, kServerConcurrency,
+          {url_ + "-server"}, server_concurrency(workers_),
           [&server, observe](Message request, RequestServer::Reply reply) {
             Message copy = copy_of(request);
             try {
@@ -649,7 +688,7 @@ TEST(PsAsyncInproc, AServerLostMidRequestFailsTheWaitWithPeerLost) {
     // Answers init; swallows pushes (their replies never leave), as a server
     // that hangs or dies mid-request would.
     RequestServer transport(
-        {url + "-server"}, kServerConcurrency,
+        {url + "-server"}, server_concurrency(1),
         [&server](Message request, RequestServer::Reply reply) {
           Message copy = copy_of(request);
           const Frame frame = Frame::parse(std::move(request));
