@@ -1,9 +1,15 @@
 /*
  * nn_throughput: images/s of a full training step (forward, backward, SGD
  * momentum update) through the C API, one JSON line per model:
- *   {"model":"lenet","batch":64,"threads":2,"images_per_s":...}
+ *   {"model":"lenet","device":"cpu","batch":64,"threads":2,"images_per_s":...}
  *
- *   nn_throughput [--threads N] [--steps N] [--warmup N] [--model lenet|resnet18|all] [--json FILE]
+ *   nn_throughput [--device cpu|gpu] [--threads N] [--steps N] [--warmup N]
+ *                 [--model lenet|resnet18|all] [--json FILE]
+ *
+ * --device gpu trains on GPU 0, with the batch already on the device (as the
+ * CPU run has it in host memory), so both measure the training step alone;
+ * float32 throughout (mixed precision is not built). Without a usable GPU it
+ * says why and exits 1.
  *
  * Compare with bench/peers/torch_nn_throughput.py run in the same session:
  * these machines drift +-25% between runs, ratios are what count.
@@ -39,9 +45,23 @@ static void fill_random(float *data, size_t n, unsigned seed) {
   }
 }
 
-static double run(const char *model, const char *options, int64_t batch, const int64_t *sample, int threads,
-                  int warmup, int steps) {
-  dt_context *cpu;
+/* The last step's updates may still be queued on a GPU's stream: a copy of
+ * a parameter to the host waits for them, so the timing covers them. */
+static void wait_for_net(const dt_net *net) {
+  dt_ndarray *param;
+  size_t bytes;
+  void *host;
+  CHECK(dt_net_param(&param, net, 0));
+  CHECK(dt_ndarray_nbytes(&bytes, param));
+  host = malloc(bytes);
+  CHECK(dt_ndarray_copy_to_host(host, bytes, param));
+  free(host);
+  dt_ndarray_free(param);
+}
+
+static double run(dt_device_type device, const char *model, const char *options, int64_t batch,
+                  const int64_t *sample, int threads, int warmup, int steps) {
+  dt_context *ctx;
   dt_net *net;
   dt_optimizer *opt;
   dt_trainer *trainer;
@@ -55,22 +75,24 @@ static double run(const char *model, const char *options, int64_t batch, const i
   fill_random(host, n, 7);
   for (i = 0; i < batch; ++i) host_labels[i] = (int32_t)(i % 10);
 
-  CHECK(dt_context_create(&cpu, DT_DEVICE_CPU, 0));
-  CHECK(dt_context_set_num_threads(cpu, threads));
-  CHECK(dt_net_create(&net, cpu, model, options));
+  CHECK(dt_context_create(&ctx, device, 0));
+  CHECK(dt_context_set_num_threads(ctx, threads));
+  CHECK(dt_net_create(&net, ctx, model, options));
   CHECK(dt_net_initialize(net, 1));
   CHECK(dt_optimizer_create(&opt, "sgd"));
   CHECK(dt_optimizer_set_double(opt, "learning_rate", 0.01));
   CHECK(dt_optimizer_set_double(opt, "momentum", 0.9));
   CHECK(dt_trainer_create(&trainer, net, opt, NULL, NULL));
-  CHECK(dt_ndarray_create(&data, cpu, DT_FLOAT32, dims, 4));
-  CHECK(dt_ndarray_create(&labels, cpu, DT_INT32, &batch, 1));
+  CHECK(dt_ndarray_create(&data, ctx, DT_FLOAT32, dims, 4));
+  CHECK(dt_ndarray_create(&labels, ctx, DT_INT32, &batch, 1));
   CHECK(dt_ndarray_copy_from_host(data, host, n * sizeof(float)));
   CHECK(dt_ndarray_copy_from_host(labels, host_labels, (size_t)batch * sizeof(int32_t)));
 
   for (i = 0; i < warmup; ++i) CHECK(dt_trainer_train_batch(NULL, NULL, trainer, data, labels));
+  wait_for_net(net);
   start = now_seconds();
   for (i = 0; i < steps; ++i) CHECK(dt_trainer_train_batch(NULL, NULL, trainer, data, labels));
+  wait_for_net(net);
   seconds = now_seconds() - start;
 
   dt_ndarray_free(labels);
@@ -78,15 +100,37 @@ static double run(const char *model, const char *options, int64_t batch, const i
   dt_trainer_free(trainer);
   dt_optimizer_free(opt);
   dt_net_free(net);
-  dt_context_free(cpu);
+  dt_context_free(ctx);
   free(host_labels);
   free(host);
   return (double)(batch * steps) / seconds;
 }
 
+/* Whether the device can be used, saying why not on stderr. */
+static int device_usable(dt_device_type device) {
+  dt_context *ctx;
+  dt_status status;
+  if (device == DT_DEVICE_CPU) return 1;
+  status = dt_context_create(&ctx, device, 0);
+  if (status != DT_OK) {
+    fprintf(stderr, "nn_throughput: --device gpu needs GPU 0: %s: %s\n", dt_status_string(status), dt_last_error());
+    return 0;
+  }
+  dt_context_free(ctx);
+  return 1;
+}
+
+static void report(FILE *json, const char *model, const char *device, int64_t batch, int threads, double ips) {
+  const char *format = "{\"model\":\"%s\",\"device\":\"%s\",\"batch\":%d,\"threads\":%d,\"images_per_s\":%.1f}\n";
+  printf(format, model, device, (int)batch, threads, ips);
+  if (json) fprintf(json, format, model, device, (int)batch, threads, ips);
+}
+
 int main(int argc, char **argv) {
   int threads = 2, steps = 0, warmup = 3, i;
   const char *which = "all";
+  const char *device_name = "cpu";
+  dt_device_type device = DT_DEVICE_CPU;
   const char *json_path = NULL;
   FILE *json = NULL;
   static const int64_t mnist[3] = {1, 28, 28};
@@ -97,25 +141,33 @@ int main(int argc, char **argv) {
     else if (strcmp(argv[i], "--warmup") == 0) warmup = atoi(argv[i + 1]);
     else if (strcmp(argv[i], "--model") == 0) which = argv[i + 1];
     else if (strcmp(argv[i], "--json") == 0) json_path = argv[i + 1];
+    else if (strcmp(argv[i], "--device") == 0) device_name = argv[i + 1];
     else {
       fprintf(stderr, "unknown option %s\n", argv[i]);
       return 2;
     }
   }
+  if (strcmp(device_name, "cpu") == 0) {
+    device = DT_DEVICE_CPU;
+  } else if (strcmp(device_name, "gpu") == 0) {
+    device = DT_DEVICE_GPU;
+  } else {
+    fprintf(stderr, "--device must be cpu or gpu, not %s\n", device_name);
+    return 2;
+  }
+  if (!device_usable(device)) return 1;
   if (json_path != NULL && (json = fopen(json_path, "a")) == NULL) {
     perror(json_path);
     return 1;
   }
   if (strcmp(which, "all") == 0 || strcmp(which, "lenet") == 0) {
-    double ips = run("lenet", NULL, 64, mnist, threads, warmup, steps > 0 ? steps : 100);
-    printf("{\"model\":\"lenet\",\"batch\":64,\"threads\":%d,\"images_per_s\":%.1f}\n", threads, ips);
-    if (json) fprintf(json, "{\"model\":\"lenet\",\"batch\":64,\"threads\":%d,\"images_per_s\":%.1f}\n", threads, ips);
+    double ips = run(device, "lenet", NULL, 64, mnist, threads, warmup, steps > 0 ? steps : 100);
+    report(json, "lenet", device_name, 64, threads, ips);
   }
   if (strcmp(which, "all") == 0 || strcmp(which, "resnet18") == 0) {
-    double ips = run("resnet18", "{\"input_shape\":[3,32,32],\"classes\":10}", 32, cifar, threads,
+    double ips = run(device, "resnet18", "{\"input_shape\":[3,32,32],\"classes\":10}", 32, cifar, threads,
                      warmup < 2 ? warmup : 2, steps > 0 ? steps : 10);
-    printf("{\"model\":\"resnet18\",\"batch\":32,\"threads\":%d,\"images_per_s\":%.1f}\n", threads, ips);
-    if (json) fprintf(json, "{\"model\":\"resnet18\",\"batch\":32,\"threads\":%d,\"images_per_s\":%.1f}\n", threads, ips);
+    report(json, "resnet18", device_name, 32, threads, ips);
   }
   if (json) fclose(json);
   return 0;

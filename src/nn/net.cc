@@ -40,6 +40,22 @@ bool same_device(const core::Context& a, const core::Context& b) {
   return a.type() == b.type() && a.device_id() == b.device_id();
 }
 
+// Whether an array on `at` may feed a net on `net`: its own device, or host
+// memory that the net copies to its GPU (what a data loader hands out).
+bool usable_on(const core::Context& at, const core::Context& net) { return same_device(at, net) || at.is_cpu(); }
+
+// `array` on ctx: the array itself when it is there, else a copy into
+// `staging`, which is kept for the next call of the same shape and dtype.
+core::NDArray staged_on(const core::NDArray& array, const std::shared_ptr<core::Context>& ctx,
+                        core::NDArray& staging) {
+  if (same_device(*array.context(), *ctx)) return array;
+  if (!staging.defined() || staging.shape() != array.shape() || staging.dtype() != array.dtype()) {
+    staging = core::NDArray::empty(ctx, array.dtype(), array.shape());
+  }
+  staging.copy_from(array);
+  return staging;
+}
+
 // The full shape of a per-sample shape with a batch dim in front.
 core::Shape batched(int64_t batch, const core::Shape& sample) {
   std::vector<int64_t> dims{batch};
@@ -79,15 +95,16 @@ struct Net::Plan {
   bool have_grads = false;
   std::vector<core::NDArray> grads;                 // per value; undefined for graph inputs
   std::vector<std::vector<core::NDArray>> scratch;  // per node and input, for kAccumulate routes
+  // Host inputs and labels copied to a GPU net's device (see usable_on).
+  std::vector<core::NDArray> staged_inputs;
+  core::NDArray staged_labels;
 };
 
 Net::Net(NetDescription description, std::shared_ptr<core::Context> ctx)
     : description_(std::move(description)), ctx_(std::move(ctx)) {
   if (ctx_ == nullptr) throw Error(ErrorCode::kInvalidArgument, "net: no context");
-  if (!ctx_->is_cpu()) {
-    throw Error(ErrorCode::kNotSupported,
-                "net: layers run on the CPU only in this version, not on " + ctx_->to_string());
-  }
+  // A GPU net still owns a CPU engine: layers take it from the runtime, and a
+  // layer without a GPU kernel reports kNotSupported itself, naming the layer.
   engine_ = std::make_unique<ops::cpu::CpuEngine>(ctx_->num_threads());
   runtime_.engine = engine_.get();
   build_graph();
@@ -288,7 +305,19 @@ std::vector<std::string> Net::topological_order() const {
 }
 
 void Net::initialize(uint64_t seed) {
-  for (Parameter& param : params_) param.init.fill(param.value, seed, param.name);
+  // Initialisers draw on the host; a GPU net gets the very same values by
+  // filling a host array and copying it over, so CPU and GPU nets with one
+  // seed start from identical weights.
+  const auto cpu = ctx_->is_cpu() ? ctx_ : core::make_cpu_context();
+  for (Parameter& param : params_) {
+    if (ctx_->is_cpu()) {
+      param.init.fill(param.value, seed, param.name);
+      continue;
+    }
+    const core::NDArray host = core::NDArray::empty(cpu, param.value.dtype(), param.value.shape());
+    param.init.fill(host, seed, param.name);
+    param.value.copy_from(host);
+  }
   runtime_.seed = seed;
   // Dropout masks replay from the seed: initialising again starts them over.
   runtime_.step = 0;
@@ -378,7 +407,7 @@ void Net::forward(const std::vector<core::NDArray>& inputs, bool train) {
       throw Error(ErrorCode::kDtypeMismatch,
                   what + " must be float32, got " + core::dtype_name(input.dtype()));
     }
-    if (!same_device(*input.context(), *ctx_)) {
+    if (!usable_on(*input.context(), *ctx_)) {
       throw Error(ErrorCode::kInvalidArgument,
                   what + " is on " + input.context()->to_string() + ", the net on " + ctx_->to_string());
     }
@@ -397,7 +426,8 @@ void Net::forward(const std::vector<core::NDArray>& inputs, bool train) {
   }
 
   Plan& plan = plan_for(inputs);
-  for (size_t i = 0; i < inputs.size(); ++i) plan.values[i] = inputs[i];
+  plan.staged_inputs.resize(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) plan.values[i] = staged_on(inputs[i], ctx_, plan.staged_inputs[i]);
   last_forward_ = nullptr;  // until this forward has completed
   // Counted before the layers run, so a backward sees the step its forward saw.
   ++runtime_.step;
@@ -432,14 +462,16 @@ double Net::backward(const core::NDArray& labels, const GradientReady& on_gradie
     throw Error(ErrorCode::kShapeMismatch, "labels have shape " + labels.shape().to_string() + ", expected (" +
                                                std::to_string(plan.batch) + ") for the batch of the last forward");
   }
-  if (!same_device(*labels.context(), *ctx_)) {
+  if (!usable_on(*labels.context(), *ctx_)) {
     throw Error(ErrorCode::kInvalidArgument,
                 "labels are on " + labels.context()->to_string() + ", the net on " + ctx_->to_string());
   }
   if (!plan.have_grads) allocate_gradients(plan);
+  const core::NDArray device_labels = staged_on(labels, ctx_, plan.staged_labels);
 
   engine_->bind_current_thread();
-  const double loss = loss_->forward_backward(plan.values[output_value_], labels, &plan.grads[output_value_]);
+  const double loss =
+      loss_->forward_backward(plan.values[output_value_], device_labels, &plan.grads[output_value_]);
 
   const size_t num_inputs = description_.inputs.size();
   for (size_t k = nodes_.size(); k-- > 0;) {

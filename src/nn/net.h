@@ -35,13 +35,15 @@ class SoftmaxCrossEntropyLoss;
 
 class Net {
  public:
-  // Builds the graph and allocates every parameter (zeros) on ctx, with a
-  // CPU engine of ctx->num_threads() threads. Errors (kInvalidArgument)
-  // name the culprit: duplicate names, an unknown input, a cycle, an output
-  // that is no layer, a layer that does not lead to the output, a graph
-  // input nobody reads, a wrong number of inputs; create_layer() and the
-  // layers' shape inference report theirs. Layers run on the CPU only:
-  // another context is Error(kNotSupported).
+  // Builds the graph and allocates every parameter and gradient (zeros) on
+  // ctx, with a CPU engine of ctx->num_threads() threads. Errors
+  // (kInvalidArgument) name the culprit: duplicate names, an unknown input, a
+  // cycle, an output that is no layer, a layer that does not lead to the
+  // output, a graph input nobody reads, a wrong number of inputs;
+  // create_layer() and the layers' shape inference report theirs. On a GPU
+  // context every layer runs its GPU kernel; a layer that has none (Dropout,
+  // Conv2D in a build without cuDNN) fails its forward with
+  // Error(kNotSupported) naming the layer.
   Net(NetDescription description, std::shared_ptr<core::Context> ctx);
   ~Net();
   Net(const Net&) = delete;
@@ -58,7 +60,8 @@ class Net {
   std::vector<std::string> topological_order() const;
 
   // Fills every parameter by its initializer from (seed, name), and seeds
-  // stochastic layers (Dropout) with seed.
+  // stochastic layers (Dropout) with seed. The values are drawn on the host
+  // whatever the context, so a GPU net starts from a CPU net's weights.
   void initialize(uint64_t seed);
 
   // In layer order (the description's), each layer's in param_specs() order.
@@ -72,13 +75,16 @@ class Net {
   void set_grad_req(GradReq req);
 
   // Runs the net on one batch: inputs[i] is graph input i with a leading
-  // batch dim (the same for all), float32, on the net's context.
+  // batch dim (the same for all), float32, on the net's context or, for a
+  // GPU net, on the CPU (copied to the device into a buffer kept per batch
+  // size; the copy is complete when forward returns).
   // Error(kShapeMismatch) / (kDtypeMismatch) / (kInvalidArgument) name the
   // input and what was expected.
   void forward(const std::vector<core::NDArray>& inputs, bool train);
 
   // After a forward: the loss of the output against labels (int32 or int64,
-  // shape (batch,), on the net's context), and every parameter's gradient
+  // shape (batch,), on the net's context or the CPU as for forward's
+  // inputs), and every parameter's gradient
   // by its grad_req. Error(kBadState) without a forward.
   double backward(const core::NDArray& labels);
 

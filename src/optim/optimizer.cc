@@ -183,11 +183,12 @@ void Optimizer::update(uint64_t key, const NDArray& weight, const NDArray& grad)
     throw Error(ErrorCode::kInvalidArgument, "optimizer '" + name + "': update of key " + std::to_string(key) +
                                                  " with an undefined " + (weight.defined() ? "gradient" : "weight"));
   }
-  for (const NDArray* array : {&weight, &grad}) {
-    if (!array->context()->is_cpu()) {
-      throw Error(ErrorCode::kNotSupported, "optimizer '" + name + "': updates on " + array->context()->to_string() +
-                                                " are not supported yet (CPU arrays only)");
-    }
+  const core::Context& wctx = *weight.context();
+  const core::Context& gctx = *grad.context();
+  if (wctx.type() != gctx.type() || wctx.device_id() != gctx.device_id()) {
+    throw Error(ErrorCode::kInvalidArgument, "optimizer '" + name + "': key " + std::to_string(key) +
+                                                 " has its weight on " + wctx.to_string() + " but its gradient on " +
+                                                 gctx.to_string());
   }
   if (grad.dtype() != weight.dtype()) {
     throw Error(ErrorCode::kDtypeMismatch, "optimizer '" + name + "': key " + std::to_string(key) + " has a " +
@@ -202,6 +203,14 @@ void Optimizer::update(uint64_t key, const NDArray& weight, const NDArray& grad)
   if (!core::is_floating(weight.dtype())) {
     throw Error(ErrorCode::kNotSupported, "optimizer '" + name + "': cannot update " +
                                               core::dtype_name(weight.dtype()) + " weights (floating dtypes only)");
+  }
+  // The GPU kernels (optim/cuda/optimizer_kernels.h) are float32 only:
+  // 16-bit weights with float32 master copies (mixed precision) and float64
+  // are CPU-only for now.
+  if (!wctx.is_cpu() && weight.dtype() != DType::kFloat32) {
+    throw Error(ErrorCode::kNotSupported, "optimizer '" + name + "': updates on " + wctx.to_string() +
+                                              " take float32 weights only, not " + core::dtype_name(weight.dtype()) +
+                                              " (mixed precision on the GPU is not built)");
   }
 
   const KeyState* state = nullptr;

@@ -43,10 +43,11 @@ class Optimizer {
   const OptimizerConfig& config() const { return config_; }
 
   // weight -= rule(grad): in place on weight's storage. weight and grad share
-  // dtype (float32, float64, float16, bfloat16), shape and context.
-  // Error(kNotSupported) for a GPU context (the GPU path is not built yet) or
-  // an integer dtype, kDtypeMismatch / kShapeMismatch / kInvalidArgument for
-  // mismatched or undefined arrays, kBadState / kShapeMismatch when state
+  // dtype (float32, float64, float16, bfloat16), shape and device. On a GPU
+  // the update is one CUDA kernel queued on the context's stream (float32
+  // only; other dtypes there are Error(kNotSupported)); the slots live on the
+  // weight's GPU. Error(kNotSupported) for an integer dtype, kDtypeMismatch /
+  // kShapeMismatch / kInvalidArgument for mismatched or undefined arrays, kBadState / kShapeMismatch when state
   // loaded for this key does not fit the weight. On error nothing changes.
   // Thread safety: calls for different keys may run concurrently; calls for
   // one key must not overlap (the kvstore serialises per key).
@@ -105,7 +106,8 @@ class Optimizer {
   Optimizer(const OptimizerConfig& config, const Defaults& defaults, std::vector<std::string> slot_names);
 
   // One fused pass over weight (and master when defined) with this rule.
-  // Arguments are checked already; weight and grad are on the CPU.
+  // Arguments are checked already; weight and grad are on one device (a GPU
+  // only with float32 weights and so no master copy).
   virtual void apply(const core::NDArray& weight, const core::NDArray& grad, const KeyState& state,
                      const Step& step) const = 0;
 

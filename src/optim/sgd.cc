@@ -3,7 +3,12 @@
 #include <algorithm>
 #include <limits>
 
+#include "core/error.h"
 #include "optim/element_access.h"
+#include "optim/update_scalars.h"
+#if DT_WITH_CUDA
+#include "optim/cuda/optimizer_kernels.h"
+#endif
 
 namespace dt::optim {
 
@@ -18,37 +23,43 @@ std::vector<std::string> sgd_slots(const OptimizerConfig& config) {
   return {};
 }
 
-enum class Rule { kPlain, kMomentum, kNesterov };
+// The rule's numbers in the compute type C (float, or double for float64
+// weights). clip is +inf when clipping is off, which leaves every finite
+// value (and NaN) unchanged without a branch in the loop.
+template <typename C>
+SgdScalars<C> scalars_of(const Optimizer::Step& step, double momentum) {
+  return SgdScalars<C>{
+      static_cast<C>(step.lr),
+      static_cast<C>(step.wd),
+      static_cast<C>(step.rescale_grad),
+      step.clip_gradient > 0.0 ? static_cast<C>(step.clip_gradient) : std::numeric_limits<C>::infinity(),
+      static_cast<C>(momentum),
+  };
+}
 
-// The whole update in one pass; C is the compute type (float, or double for
-// float64 weights). clip is +inf when clipping is off, which leaves every
-// finite value (and NaN) unchanged without a branch in the loop.
-template <typename Elem, Rule kRule>
+// The whole update in one pass on the CPU. s by value: a local copy that
+// the weight and moment stores cannot alias, so its fields stay in registers.
+template <typename Elem, SgdRule kRule>
 void sgd_pass(const core::NDArray& weight, const core::NDArray& grad, const core::NDArray& mom_array,
-              const core::NDArray& master_array, const Optimizer::Step& step, double momentum_value) {
+              const core::NDArray& master_array, const SgdScalars<typename Elem::Compute> s) {
   using C = typename Elem::Compute;
   using S = typename Elem::Storage;
-  const C lr = static_cast<C>(step.lr);
-  const C wd = static_cast<C>(step.wd);
-  const C rescale = static_cast<C>(step.rescale_grad);
-  const C clip = step.clip_gradient > 0.0 ? static_cast<C>(step.clip_gradient) : std::numeric_limits<C>::infinity();
-  const C momentum = static_cast<C>(momentum_value);
   const S* g_data = grad.data_as<S>();
-  C* mom = kRule == Rule::kPlain ? nullptr : mom_array.data_as<C>();
+  C* mom = kRule == SgdRule::kPlain ? nullptr : mom_array.data_as<C>();
   C* master = master_array.defined() ? master_array.data_as<C>() : nullptr;
 
   detail::update_elements<Elem>(weight.data_as<S>(), master, weight.size(), [&](size_t i, C w) {
-    const C g = std::min(std::max(rescale * Elem::load(g_data[i]), -clip), clip) + wd * w;
-    if constexpr (kRule == Rule::kPlain) {
-      return w - lr * g;
-    } else if constexpr (kRule == Rule::kMomentum) {
-      const C m = momentum * mom[i] - lr * g;
+    const C g = std::min(std::max(s.rescale * Elem::load(g_data[i]), -s.clip), s.clip) + s.wd * w;
+    if constexpr (kRule == SgdRule::kPlain) {
+      return w - s.lr * g;
+    } else if constexpr (kRule == SgdRule::kMomentum) {
+      const C m = s.momentum * mom[i] - s.lr * g;
       mom[i] = m;
       return w + m;
     } else {
-      const C m = momentum * mom[i] + g;
+      const C m = s.momentum * mom[i] + g;
       mom[i] = m;
-      return w - lr * (g + momentum * m);
+      return w - s.lr * (g + s.momentum * m);
     }
   });
 }
@@ -64,14 +75,25 @@ void Sgd::apply(const core::NDArray& weight, const core::NDArray& grad, const Ke
                 const Step& step) const {
   const core::NDArray no_mom;
   const core::NDArray& mom = state.slots.empty() ? no_mom : state.slots[0];
+  const SgdRule rule = momentum_ == 0.0 ? SgdRule::kPlain : nesterov_ ? SgdRule::kNesterov : SgdRule::kMomentum;
+  if (!weight.context()->is_cpu()) {
+#if DT_WITH_CUDA
+    // Optimizer::update admits only float32 without a master copy here.
+    cuda::sgd_update(*weight.context(), rule, scalars_of<float>(step, momentum_), weight.data_as<float>(),
+                     grad.data_as<float>(), mom.defined() ? mom.data_as<float>() : nullptr, weight.size());
+    return;
+#else
+    throw core::Error(core::ErrorCode::kNotSupported, "sgd: this build has no CUDA for updates on " +
+                                                          weight.context()->to_string());
+#endif
+  }
   detail::dispatch_weight_dtype(weight.dtype(), "sgd", [&](auto elem) {
     using Elem = decltype(elem);
-    if (momentum_ == 0.0) {
-      sgd_pass<Elem, Rule::kPlain>(weight, grad, mom, state.master, step, momentum_);
-    } else if (nesterov_) {
-      sgd_pass<Elem, Rule::kNesterov>(weight, grad, mom, state.master, step, momentum_);
-    } else {
-      sgd_pass<Elem, Rule::kMomentum>(weight, grad, mom, state.master, step, momentum_);
+    const auto s = scalars_of<typename Elem::Compute>(step, momentum_);
+    switch (rule) {
+      case SgdRule::kPlain: sgd_pass<Elem, SgdRule::kPlain>(weight, grad, mom, state.master, s); return;
+      case SgdRule::kMomentum: sgd_pass<Elem, SgdRule::kMomentum>(weight, grad, mom, state.master, s); return;
+      case SgdRule::kNesterov: sgd_pass<Elem, SgdRule::kNesterov>(weight, grad, mom, state.master, s); return;
     }
   });
 }

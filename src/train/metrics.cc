@@ -22,6 +22,13 @@ int64_t count_correct_as(const float* logits, int64_t rows, int64_t classes, con
   return correct;
 }
 
+core::NDArray on_host(const core::NDArray& array) {
+  if (array.context()->is_cpu()) return array;
+  core::NDArray host = core::NDArray::empty(core::make_cpu_context(), array.dtype(), array.shape());
+  host.copy_from(array);
+  return host;
+}
+
 }  // namespace
 
 int64_t count_correct(const core::NDArray& logits, const core::NDArray& labels) {
@@ -30,19 +37,24 @@ int64_t count_correct(const core::NDArray& logits, const core::NDArray& labels) 
     throw core::Error(core::ErrorCode::kShapeMismatch, "accuracy: logits " + logits.shape().to_string() +
                                                             " and labels " + labels.shape().to_string());
   }
-  if (logits.dtype() != DType::kFloat32 || !logits.context()->is_cpu() || !labels.context()->is_cpu()) {
-    throw core::Error(core::ErrorCode::kNotSupported, "accuracy: float32 logits and labels on the CPU only");
+  if (logits.dtype() != DType::kFloat32) {
+    throw core::Error(core::ErrorCode::kNotSupported, std::string("accuracy: float32 logits only, not ") +
+                                                          core::dtype_name(logits.dtype()));
   }
+  if (labels.dtype() != DType::kInt32 && labels.dtype() != DType::kInt64) {
+    throw core::Error(core::ErrorCode::kDtypeMismatch,
+                      std::string("accuracy: labels must be I32 or I64, not ") + core::dtype_name(labels.dtype()));
+  }
+  // The arg-max runs on the host: a GPU net's logits and labels come back
+  // first (a batch's logits are small next to its activations).
+  const core::NDArray host_logits = on_host(logits);
+  const core::NDArray host_labels = on_host(labels);
   const int64_t rows = logits.shape()[0];
   const int64_t classes = logits.shape()[1];
   if (labels.dtype() == DType::kInt32) {
-    return count_correct_as(logits.data_as<float>(), rows, classes, labels.data_as<int32_t>());
+    return count_correct_as(host_logits.data_as<float>(), rows, classes, host_labels.data_as<int32_t>());
   }
-  if (labels.dtype() == DType::kInt64) {
-    return count_correct_as(logits.data_as<float>(), rows, classes, labels.data_as<int64_t>());
-  }
-  throw core::Error(core::ErrorCode::kDtypeMismatch,
-                    std::string("accuracy: labels must be I32 or I64, not ") + core::dtype_name(labels.dtype()));
+  return count_correct_as(host_logits.data_as<float>(), rows, classes, host_labels.data_as<int64_t>());
 }
 
 }  // namespace dt::train

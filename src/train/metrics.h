@@ -8,6 +8,7 @@
 namespace dt::train {
 
 // Rows of logits (N, classes) whose arg-max equals the int32/int64 label.
+// Either array may be on a GPU: it is copied to the host first.
 int64_t count_correct(const core::NDArray& logits, const core::NDArray& labels);
 
 // Sums of a stream of batches: the epoch's mean loss and accuracy.

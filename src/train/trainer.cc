@@ -269,11 +269,13 @@ EvalResult Trainer::evaluate(data::BatchLoader& loader) {
   EpochMetrics metrics;
   while (loader.next(batch)) {
     const NDArray x = on_context(batch.images, net_->context(), eval_staging_);
+    // The loss runs where the logits are: a GPU net's labels go there too.
+    const NDArray y = on_context(batch.labels, net_->context(), eval_label_staging_);
     net_->forward({x}, false);
     const NDArray& logits = net_->output(0);
-    const double loss_sum = eval_loss_->forward_backward(logits, batch.labels, nullptr);
+    const double loss_sum = eval_loss_->forward_backward(logits, y, nullptr);
     const int64_t n = batch.size();
-    metrics.add(loss_sum / static_cast<double>(n), count_correct(logits, batch.labels), n);
+    metrics.add(loss_sum / static_cast<double>(n), count_correct(logits, y), n);
   }
   return EvalResult{metrics.accuracy(), metrics.mean_loss()};
 }

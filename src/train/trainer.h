@@ -8,6 +8,9 @@
 //    optimizer and the new weights are pulled into every replica, otherwise
 //    the summed gradients are pulled and each replica applies the same
 //    update. Without one, the single replica updates itself.
+//  - A net on a GPU trains there: batches (host memory from the loader) are
+//    copied to its device, the optimizer updates run as CUDA kernels on the
+//    device's stream, and only the loss and accuracy come back to the host.
 //  - The kvstore is initialised lazily at the first step (as Gluon does), so
 //    a checkpoint can be loaded into a fresh trainer before training.
 //  - With a kvstore that communicates asynchronously (dist_*), train_batch
@@ -138,6 +141,7 @@ class Trainer {
   std::vector<core::NDArray> staged_data_;    // batch slices copied to other devices
   std::vector<core::NDArray> staged_labels_;
   core::NDArray eval_staging_;
+  core::NDArray eval_label_staging_;
 };
 
 }  // namespace dt::train

@@ -11,6 +11,7 @@
 #include "core/cuda/cuda_check.h"
 #include "core/cuda/device_guard.h"
 #include "core/cuda/gpu_context.h"
+#include "core/cuda/grid_launch.cuh"
 #include "core/error.h"
 
 namespace dt::ops::cuda {
@@ -19,14 +20,9 @@ using core::DType;
 
 namespace {
 
-constexpr unsigned kBlockSize = 256;
-// Enough resident threads to fill the largest GPUs (an H100 holds 132 SMs x
-// 2048 threads); grid-stride loops cover longer arrays, and a fixed bound
-// saves querying the device on every launch.
-constexpr size_t kMaxBlocks = 4096;
-
-__device__ size_t first_index() { return static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; }
-__device__ size_t grid_stride() { return static_cast<size_t>(gridDim.x) * blockDim.x; }
+using core::cuda::first_index;
+using core::cuda::grid_stride;
+using core::cuda::launch_grid;
 
 // How one element is read as and written from its compute type: float for
 // the 16-bit formats, as on the CPU, itself otherwise.
@@ -126,17 +122,6 @@ __global__ void cast_kernel(D* dst, const S* src, size_t count) {
   for (size_t i = first_index(); i < count; i += grid_stride()) dst[i] = convert<D, S>(src[i]);
 }
 
-// Queues kernel(args...) on the context's stream over `count` elements.
-template <typename... Params, typename... Args>
-void launch(const core::Context& ctx, const char* what, size_t count, void (*kernel)(Params...), Args... args) {
-  if (count == 0) return;
-  const cudaStream_t stream = core::cuda::stream_of(ctx);
-  core::cuda::DeviceGuard guard(ctx.device_id());
-  const auto blocks = static_cast<unsigned>(std::min((count + kBlockSize - 1) / kBlockSize, kMaxBlocks));
-  kernel<<<blocks, kBlockSize, 0, stream>>>(args...);
-  const cudaError_t status = cudaGetLastError();
-  if (status != cudaSuccess) core::cuda::throw_cuda_error(status, __FILE__, __LINE__, what);
-}
 
 // Calls fn(T{}) with T the device storage type of dtype.
 template <typename Fn>
@@ -178,15 +163,15 @@ void fill_pattern(const core::Context& ctx, void* dst, size_t count, uint64_t bi
       return;
     }
     case 2:
-      launch(ctx, "fill kernel launch", count, fill_kernel<uint16_t>, static_cast<uint16_t*>(dst), count,
-             static_cast<uint16_t>(bits));
+      launch_grid(ctx, "fill kernel launch", count, fill_kernel<uint16_t>, static_cast<uint16_t*>(dst), count,
+                  static_cast<uint16_t>(bits));
       return;
     case 4:
-      launch(ctx, "fill kernel launch", count, fill_kernel<uint32_t>, static_cast<uint32_t*>(dst), count,
-             static_cast<uint32_t>(bits));
+      launch_grid(ctx, "fill kernel launch", count, fill_kernel<uint32_t>, static_cast<uint32_t*>(dst), count,
+                  static_cast<uint32_t>(bits));
       return;
     case 8:
-      launch(ctx, "fill kernel launch", count, fill_kernel<uint64_t>, static_cast<uint64_t*>(dst), count, bits);
+      launch_grid(ctx, "fill kernel launch", count, fill_kernel<uint64_t>, static_cast<uint64_t*>(dst), count, bits);
       return;
     default:
       throw core::Error(core::ErrorCode::kInternal, "fill of a " + std::to_string(element_size) + "-byte element");
@@ -196,8 +181,8 @@ void fill_pattern(const core::Context& ctx, void* dst, size_t count, uint64_t bi
 void add(const core::Context& ctx, DType dtype, void* out, const void* a, const void* b, size_t count) {
   dispatch_floating(dtype, [&](auto tag) {
     using T = decltype(tag);
-    launch(ctx, "add kernel launch", count, add_kernel<T>, static_cast<T*>(out), static_cast<const T*>(a),
-           static_cast<const T*>(b), count);
+    launch_grid(ctx, "add kernel launch", count, add_kernel<T>, static_cast<T*>(out), static_cast<const T*>(a),
+                static_cast<const T*>(b), count);
   });
 }
 
@@ -205,7 +190,7 @@ void scale(const core::Context& ctx, DType dtype, void* arr, double alpha, size_
   dispatch_floating(dtype, [&](auto tag) {
     using T = decltype(tag);
     using C = typename Element<T>::Compute;
-    launch(ctx, "scale kernel launch", count, scale_kernel<T>, static_cast<T*>(arr), static_cast<C>(alpha), count);
+    launch_grid(ctx, "scale kernel launch", count, scale_kernel<T>, static_cast<T*>(arr), static_cast<C>(alpha), count);
   });
 }
 
@@ -213,8 +198,8 @@ void axpy(const core::Context& ctx, DType dtype, void* y, double alpha, const vo
   dispatch_floating(dtype, [&](auto tag) {
     using T = decltype(tag);
     using C = typename Element<T>::Compute;
-    launch(ctx, "axpy kernel launch", count, axpy_kernel<T>, static_cast<T*>(y), static_cast<C>(alpha),
-           static_cast<const T*>(x), count);
+    launch_grid(ctx, "axpy kernel launch", count, axpy_kernel<T>, static_cast<T*>(y), static_cast<C>(alpha),
+                static_cast<const T*>(x), count);
   });
 }
 
@@ -235,8 +220,8 @@ void cast(const core::Context& ctx, DType dst_dtype, void* dst, DType src_dtype,
       // Equal types took the memcpy above; not instantiating them keeps the
       // build smaller.
       if constexpr (!std::is_same_v<D, S>) {
-        launch(ctx, "cast kernel launch", count, cast_kernel<D, S>, static_cast<D*>(dst), static_cast<const S*>(src),
-               count);
+        launch_grid(ctx, "cast kernel launch", count, cast_kernel<D, S>, static_cast<D*>(dst), static_cast<const S*>(src),
+                    count);
       }
     });
   });
