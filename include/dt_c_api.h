@@ -288,7 +288,10 @@ DT_API dt_status dt_context_num_threads(int32_t *out, const dt_context *ctx);
  *   mlp:      {"input_shape": [1, 28, 28], "hidden": [256, 128], "classes": 10}
  *   resnet18: {"input_shape": [3, 32, 32], "classes": 10}
  * Parameters are allocated (zeros) but not initialised: call
- * dt_net_initialize or dt_net_load_params. The net keeps ctx alive. */
+ * dt_net_initialize or dt_net_load_params. The net keeps ctx alive.
+ * On a GPU context the layers run on that GPU; a layer without a GPU
+ * kernel (Dropout) makes dt_net_forward fail with DT_ERR_NOT_SUPPORTED
+ * naming the layer. */
 DT_API dt_status dt_net_create(dt_net **out, const dt_context *ctx,
                                const char *builder, const char *options_json);
 /* Builds a net from its JSON description (the format dt_net_to_json
@@ -302,7 +305,8 @@ DT_API void dt_net_free(dt_net *net);
 DT_API dt_status dt_net_to_json(char *buf, size_t capacity, size_t *out_length,
                                 const dt_net *net);
 
-/* Fills every parameter by its layer's initialiser, reproducibly from seed. */
+/* Fills every parameter by its layer's initialiser, reproducibly from seed:
+ * the same values on a CPU and a GPU context. */
 DT_API dt_status dt_net_initialize(dt_net *net, uint64_t seed);
 
 /* Parameters, in a fixed order (the order of the layers): learnable
@@ -328,15 +332,17 @@ DT_API dt_status dt_net_set_grad_req(dt_net *net, const char *name,
                                      dt_grad_req req);
 
 /* Runs the net on a batch: inputs[i] has the shape of input i with a
- * leading batch dim (e.g. (64, 1, 28, 28)), float32, on the net's context.
+ * leading batch dim (e.g. (64, 1, 28, 28)), float32, on the net's context
+ * (or on the CPU for a GPU net: they are copied to the device).
  * train_mode 1: BatchNorm uses batch statistics and updates its running
  * ones, Dropout drops; 0: inference. */
 DT_API dt_status dt_net_forward(dt_net *net, const dt_ndarray *const *inputs,
                                 size_t num_inputs, int32_t train_mode);
 /* After a forward: computes the loss of the outputs against integer labels
- * (int32 or int64, shape (batch,)) and the gradients of every parameter by
- * its grad_req. *out_loss receives the loss (mean over the batch unless the
- * net's loss says "sum"). out_loss may be NULL. */
+ * (int32 or int64, shape (batch,), on the net's context or the CPU) and
+ * the gradients of every parameter by its grad_req. *out_loss receives
+ * the loss (mean over the batch unless the net's loss says "sum").
+ * out_loss may be NULL. */
 DT_API dt_status dt_net_backward(double *out_loss, dt_net *net,
                                  const dt_ndarray *labels);
 DT_API dt_status dt_net_num_outputs(size_t *out, const dt_net *net);
@@ -401,10 +407,12 @@ DT_API dt_status dt_optimizer_to_json(char *buf, size_t capacity,
 typedef struct dt_kvstore dt_kvstore;
 
 /* type: "local" (reduce on the CPU), "device" (reduce on a GPU:
- * DT_ERR_NO_DEVICE without one), "dist_sync" and "dist_async" (join a
- * parameter-server job; see dt_kvstore_create_ex). Types not built in this
- * version ("dist_sync_device", "dist_async_device", "nccl") are
- * DT_ERR_NOT_SUPPORTED. Semantics as MXNet's
+ * DT_ERR_NO_DEVICE without one; a key whose values live on several GPUs is
+ * reduced with NCCL where it is built in), "nccl" (as "device", always
+ * through NCCL: DT_ERR_NOT_SUPPORTED in a build without NCCL), "dist_sync"
+ * and "dist_async" (join a parameter-server job; see dt_kvstore_create_ex).
+ * Types not built in this version ("dist_sync_device",
+ * "dist_async_device") are DT_ERR_NOT_SUPPORTED. Semantics as MXNet's
  * KVStore: values pushed under one key in one call are summed; pull copies
  * a key's value into every output listed under it. */
 DT_API dt_status dt_kvstore_create(dt_kvstore **out, const char *type);

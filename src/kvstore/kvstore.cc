@@ -24,8 +24,11 @@ std::unique_ptr<KVStore> KVStore::create(const std::string& type, const ps::PsOp
   }
   if (type == "local") return std::make_unique<LocalKVStore>(LocalKVStore::Reduce::kOnCpu);
   if (type == "device") return std::make_unique<LocalKVStore>(LocalKVStore::Reduce::kOnGpu);
-  if (type == "dist_sync_device" || type == "dist_async_device" || type == "nccl") {
-    throw Error(ErrorCode::kNotSupported, "kvstore type '" + type + "' is not built in this version of disttrain");
+  if (type == "nccl") return std::make_unique<LocalKVStore>(LocalKVStore::Reduce::kNccl);
+  if (type == "dist_sync_device" || type == "dist_async_device") {
+    throw Error(ErrorCode::kNotSupported, "kvstore type '" + type +
+                                              "' is not built in this version of disttrain; use '" +
+                                              type.substr(0, type.size() - std::string("_device").size()) + "'");
   }
   throw Error(ErrorCode::kInvalidArgument, "unknown kvstore type '" + type +
                                                "'; known: local, device, dist_sync, dist_async, "

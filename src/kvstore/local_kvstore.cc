@@ -31,15 +31,29 @@ LocalKVStore::LocalKVStore(Reduce reduce) : reduce_(reduce) {
     merge_context_ = core::make_cpu_context();
     return;
   }
+  if (reduce == Reduce::kNccl && !DT_WITH_NCCL) {
+    throw Error(ErrorCode::kNotSupported,
+                "kvstore 'nccl': this build of disttrain was built without NCCL; use 'device' or 'local'");
+  }
   if (core::gpu_count() == 0) {
     // make_context says whether CUDA is missing from the build or the GPU from the machine.
     try {
       core::make_context(static_cast<int>(core::DeviceType::kGpu), 0);
     } catch (const Error& e) {
-      throw Error(e.code(), std::string("kvstore 'device' reduces on a GPU: ") + e.what() + "; use 'local'");
+      throw Error(e.code(), "kvstore '" + type() + "' reduces on a GPU: " + e.what() + "; use 'local'");
     }
   }
   merge_context_ = core::make_context(static_cast<int>(core::DeviceType::kGpu), 0);
+  group_reducer_ = make_gpu_group_reducer(merge_context_);
+}
+
+std::string LocalKVStore::type() const {
+  switch (reduce_) {
+    case Reduce::kOnCpu: return "local";
+    case Reduce::kOnGpu: return "device";
+    case Reduce::kNccl: return "nccl";
+  }
+  return "local";
 }
 
 LocalKVStore::Entry& LocalKVStore::entry(Key key, const char* op) {
@@ -98,6 +112,7 @@ void LocalKVStore::check_pull(const std::vector<Key>& keys, const std::vector<ND
 
 void LocalKVStore::sum_into(Entry& e, const std::vector<NDArray>& values, const std::vector<size_t>& positions,
                             const NDArray& dst) {
+  if (group_reducer_ && group_reducer_->sum(values, positions, dst)) return;
   dst.copy_from(values[positions.front()]);
   for (size_t k = 1; k < positions.size(); ++k) {
     const NDArray& value = values[positions[k]];
@@ -125,7 +140,11 @@ void LocalKVStore::apply_push(const std::vector<Key>& keys, const std::vector<ND
 }
 
 void LocalKVStore::apply_pull(const std::vector<Key>& keys, const std::vector<NDArray>& outs) {
-  for (size_t i = 0; i < keys.size(); ++i) outs[i].copy_from(entries_.at(keys[i]).stored);
+  for (const KeyGroup& group : group_keys(keys)) {
+    const NDArray& stored = entries_.at(group.key).stored;
+    if (group_reducer_ && group_reducer_->broadcast(stored, outs, group.positions)) continue;
+    for (size_t p : group.positions) outs[p].copy_from(stored);
+  }
 }
 
 void LocalKVStore::init(const std::vector<Key>& keys, const std::vector<NDArray>& values) {

@@ -1,6 +1,11 @@
-// The in-process kvstore types: "local" sums on the CPU, "device" on a GPU.
-// Both keep one stored value per key; pushes are reduced in the order the
-// values are listed, so results do not depend on timing.
+// The in-process kvstore types: "local" sums on the CPU, "device" on a GPU,
+// "nccl" on GPUs through NCCL. All keep one stored value per key; pushes are
+// reduced in the order the values are listed, so results do not depend on
+// timing. "device" and "nccl" reduce a key whose values live on several GPUs
+// with one NCCL reduce to the merge GPU and fill its pull outputs with one
+// NCCL broadcast (MXNet's KVStoreNCCL), and sum on the merge GPU otherwise;
+// "device" falls back to peer copies in a build without NCCL, "nccl" is not
+// available there.
 #pragma once
 
 #include <map>
@@ -8,6 +13,7 @@
 #include <mutex>
 
 #include "core/context.h"
+#include "kvstore/gpu_group_reducer.h"
 #include "kvstore/kvstore.h"
 #include "optim/optimizer.h"
 
@@ -15,12 +21,13 @@ namespace dt::kvstore {
 
 class LocalKVStore final : public KVStore {
  public:
-  enum class Reduce { kOnCpu, kOnGpu };
-  // kOnGpu without a visible GPU is Error(kNoDevice) (or kNotSupported in a
-  // build without CUDA): "device" never silently reduces on the CPU.
+  enum class Reduce { kOnCpu, kOnGpu, kNccl };
+  // kOnGpu and kNccl without a visible GPU are Error(kNoDevice) (or
+  // kNotSupported in a build without CUDA): "device" never silently reduces
+  // on the CPU. kNccl in a build without NCCL is Error(kNotSupported).
   explicit LocalKVStore(Reduce reduce);
 
-  std::string type() const override { return reduce_ == Reduce::kOnCpu ? "local" : "device"; }
+  std::string type() const override;
   void init(const std::vector<Key>& keys, const std::vector<core::NDArray>& values) override;
   void push(const std::vector<Key>& keys, const std::vector<core::NDArray>& values, int priority) override;
   void pull(const std::vector<Key>& keys, const std::vector<core::NDArray>& outs, int priority) override;
@@ -57,6 +64,8 @@ class LocalKVStore final : public KVStore {
 
   const Reduce reduce_;
   std::shared_ptr<core::Context> merge_context_;
+  // Multi-GPU keys (kOnGpu, kNccl with NCCL built in); null otherwise.
+  std::unique_ptr<GpuGroupReducer> group_reducer_;
   mutable std::mutex mutex_;
   std::map<Key, Entry> entries_;
   std::unique_ptr<optim::Optimizer> optimizer_;

@@ -36,6 +36,11 @@ struct ClusterMember::State {
   std::thread heartbeat_thread;
 
   void heartbeat_loop();
+  // Barriers and all-gathers share one sequence of ids.
+  uint64_t take_barrier_id() {
+    std::lock_guard<std::mutex> lock(mutex);
+    return next_barrier++;
+  }
   void add_lost(const LostNode& node);
   void stop_heartbeats();
 };
@@ -158,14 +163,43 @@ void ClusterMember::barrier() {
   State& st = *state_;
   if (st.job.role != Role::kWorker) throw Error(ErrorCode::kBadState, "only workers take part in barriers");
   check_peers();
-  uint64_t id;
-  {
-    std::lock_guard<std::mutex> lock(st.mutex);
-    id = st.next_barrier++;
-  }
+  const uint64_t id = st.take_barrier_id();
   flatbuffers::FlatBufferBuilder fbb(64);
   Message reply = st.client->call(make_message(fbb, wire::CreateBarrier(fbb, st.rank, id)), to_ms(st.options.request_timeout_s));
   Frame::parse(std::move(reply)).expect<wire::Ack>();
+}
+
+std::vector<std::vector<uint8_t>> ClusterMember::allgather(const std::vector<uint8_t>& data) {
+  State& st = *state_;
+  if (st.job.role != Role::kWorker) throw Error(ErrorCode::kBadState, "only workers take part in an all-gather");
+  if (data.size() > kMaxGatherBytes) {
+    throw Error(ErrorCode::kInvalidArgument, "allgather: " + std::to_string(data.size()) + " bytes, at most " +
+                                                 std::to_string(kMaxGatherBytes) + " go through the scheduler");
+  }
+  check_peers();
+  const uint64_t id = st.take_barrier_id();
+  flatbuffers::FlatBufferBuilder fbb(128 + data.size());
+  auto body = wire::CreateBarrier(fbb, st.rank, id, fbb.CreateVector(data));
+  Message reply = st.client->call(make_message(fbb, body), to_ms(st.options.request_timeout_s));
+  const Frame frame = Frame::parse(std::move(reply));
+  const auto* gathered = frame.expect<wire::Ack>().gathered();
+  const size_t workers = static_cast<size_t>(st.job.num_workers);
+  if (gathered == nullptr || gathered->size() != workers) {
+    throw Error(ErrorCode::kProtocol, "allgather: the scheduler answered without every worker's data "
+                                      "(a scheduler of an older disttrain version?)");
+  }
+  std::vector<std::vector<uint8_t>> result(workers);
+  std::vector<bool> seen(workers, false);
+  for (const wire::GatheredData* g : *gathered) {
+    const int rank = g->rank();
+    if (rank < 0 || static_cast<size_t>(rank) >= workers || seen[rank]) {
+      throw Error(ErrorCode::kProtocol, "allgather: the scheduler's answer lists worker rank " +
+                                            std::to_string(rank) + " out of range or twice");
+    }
+    seen[rank] = true;
+    if (g->data() != nullptr) result[rank].assign(g->data()->begin(), g->data()->end());
+  }
+  return result;
 }
 
 void ClusterMember::on_lost(LostCallback callback) {

@@ -4,6 +4,8 @@
 // PsOptions.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -38,6 +40,14 @@ class ClusterMember {
   // Workers: returns once every worker entered the same barrier. Throws
   // Error(kPeerLost) naming a lost node, kTimedOut after request_timeout_s.
   void barrier();
+  // Workers: a barrier that also exchanges a small blob (an NCCL unique id,
+  // say): returns every worker's data, indexed by rank. Counts as one
+  // barrier, so all workers must call it at the same point of their barrier
+  // sequence (Error(kBadState) when some call barrier() there instead).
+  // Error(kInvalidArgument) for data above kMaxGatherBytes; kProtocol when
+  // the scheduler is too old to gather; otherwise as barrier().
+  static constexpr size_t kMaxGatherBytes = 64 * 1024;
+  std::vector<std::vector<uint8_t>> allgather(const std::vector<uint8_t>& data);
 
   // Calls callback once for every node lost (already lost ones at once), on
   // the heartbeat thread: keep it short (fail pending requests, wake waiters).

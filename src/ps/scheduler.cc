@@ -68,6 +68,8 @@ struct Scheduler::State {
   struct Waiter {
     int rank;
     RequestServer::Reply reply;
+    // An all-gather barrier's contribution (wire Barrier.data present).
+    std::optional<std::vector<uint8_t>> data;
   };
   std::map<uint64_t, std::vector<Waiter>> barriers;
   std::map<uint64_t, Clock::time_point> barrier_started;
@@ -83,6 +85,7 @@ struct Scheduler::State {
   void publish();
   void on_heartbeat(const wire::Heartbeat& h, uint32_t pipe, RequestServer::Reply& reply);
   void on_barrier(const wire::Barrier& b, RequestServer::Reply& reply);
+  void complete_barrier(uint64_t id, std::vector<Waiter>& waiters);
   void on_shutdown(const wire::Shutdown& s, RequestServer::Reply& reply);
   void on_pipe_closed(uint32_t pipe);
   void mark_lost(Member& m, const std::string& reason);
@@ -232,11 +235,38 @@ void Scheduler::State::on_barrier(const wire::Barrier& b, RequestServer::Reply& 
     }
   }
   if (waiters.empty()) barrier_started[b.barrier_id()] = Clock::now();
-  waiters.push_back(Waiter{b.rank(), reply});
+  std::optional<std::vector<uint8_t>> data;
+  if (b.data() != nullptr) data.emplace(b.data()->begin(), b.data()->end());
+  waiters.push_back(Waiter{b.rank(), reply, std::move(data)});
   if (static_cast<int>(waiters.size()) == job.num_workers) {
-    for (Waiter& w : waiters) w.reply(make_ack());
+    complete_barrier(b.barrier_id(), waiters);
     barriers.erase(b.barrier_id());
     barrier_started.erase(b.barrier_id());
+  }
+}
+
+void Scheduler::State::complete_barrier(uint64_t id, std::vector<Waiter>& waiters) {
+  const size_t with_data = static_cast<size_t>(
+      std::count_if(waiters.begin(), waiters.end(), [](const Waiter& w) { return w.data.has_value(); }));
+  if (with_data == 0) {
+    for (Waiter& w : waiters) w.reply(make_ack());
+    return;
+  }
+  if (with_data != waiters.size()) {
+    const std::string text = "barrier " + std::to_string(id) + ": " + std::to_string(with_data) + " of " +
+                             std::to_string(waiters.size()) +
+                             " workers sent data (an all-gather met a plain barrier: the workers' calls are out of step)";
+    for (Waiter& w : waiters) w.reply(make_error_reply(ErrorCode::kBadState, text));
+    return;
+  }
+  std::sort(waiters.begin(), waiters.end(), [](const Waiter& a, const Waiter& b) { return a.rank < b.rank; });
+  flatbuffers::FlatBufferBuilder fbb(1024);
+  std::vector<flatbuffers::Offset<wire::GatheredData>> gathered;
+  for (const Waiter& w : waiters) gathered.push_back(wire::CreateGatheredData(fbb, w.rank, fbb.CreateVector(*w.data)));
+  // One FlatBuffer, framed once per worker: each reply owns its message.
+  Message first = make_message(fbb, wire::CreateAck(fbb, fbb.CreateVector(gathered)));
+  for (size_t i = 0; i < waiters.size(); ++i) {
+    waiters[i].reply(i == 0 ? std::move(first) : encode_frame(fbb.GetBufferPointer(), fbb.GetSize(), 0, nullptr));
   }
 }
 

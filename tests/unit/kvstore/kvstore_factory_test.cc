@@ -1,0 +1,64 @@
+// The factory's answers for the GPU kvstore types in this build and on this
+// machine: never a silent CPU fallback, always a status that names the cause.
+#include "kvstore/kvstore.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "core/context.h"
+#include "core/error.h"
+
+namespace dt::kvstore {
+namespace {
+
+using core::Error;
+using core::ErrorCode;
+
+// The error create(type) throws; kInternal (and a failure) when it succeeds.
+Error error_of(const std::string& type) {
+  try {
+    KVStore::create(type);
+  } catch (const Error& e) {
+    return e;
+  }
+  ADD_FAILURE() << "'" << type << "' was created";
+  return Error(ErrorCode::kInternal, "created");
+}
+
+bool contains(const Error& e, const std::string& text) { return std::string(e.what()).find(text) != std::string::npos; }
+
+TEST(KVStoreFactory, NcclNeedsNcclInTheBuildAndAGpu) {
+  if (!DT_WITH_NCCL) {
+    const Error e = error_of("nccl");
+    EXPECT_EQ(e.code(), ErrorCode::kNotSupported);
+    EXPECT_TRUE(contains(e, "without NCCL")) << e.what();
+  } else if (core::gpu_count() == 0) {
+    const Error e = error_of("nccl");
+    EXPECT_EQ(e.code(), ErrorCode::kNoDevice);
+    EXPECT_TRUE(contains(e, "'nccl'")) << e.what();
+  } else {
+    EXPECT_EQ(KVStore::create("nccl")->type(), "nccl");
+  }
+}
+
+TEST(KVStoreFactory, DeviceNeedsAGpu) {
+  if (core::gpu_count() > 0) {
+    EXPECT_EQ(KVStore::create("device")->type(), "device");
+    return;
+  }
+  const Error e = error_of("device");
+  EXPECT_EQ(e.code(), DT_WITH_CUDA ? ErrorCode::kNoDevice : ErrorCode::kNotSupported) << e.what();
+  EXPECT_TRUE(contains(e, "'device'")) << e.what();
+}
+
+TEST(KVStoreFactory, DistDeviceTypesAreNotBuiltAndNameTheAlternative) {
+  for (const std::string type : {"dist_sync_device", "dist_async_device"}) {
+    const Error e = error_of(type);
+    EXPECT_EQ(e.code(), ErrorCode::kNotSupported) << type;
+    EXPECT_TRUE(contains(e, "use '" + type.substr(0, type.size() - 7) + "'")) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace dt::kvstore
