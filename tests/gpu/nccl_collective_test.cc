@@ -13,6 +13,7 @@
 #include "core/cuda/gpu_context.h"
 #include "core/error.h"
 #include "core/ndarray.h"
+#include "error_code_of.h"
 #include "nccl_test_util.h"
 #include "ops/tensor_math.h"
 
@@ -31,15 +32,7 @@ constexpr int64_t kCount = 100003;
 
 std::vector<float> input_of(int rank) { return test::small_integers(rank, kCount); }
 
-ErrorCode code_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.code();
-  }
-  ADD_FAILURE() << "no error";
-  return ErrorCode::kInternal;
-}
+using test_support::code_of;
 
 class NcclCollectives : public ::testing::Test {
  protected:

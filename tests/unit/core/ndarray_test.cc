@@ -8,20 +8,13 @@
 #include <vector>
 
 #include "core/error.h"
+#include "error_code_of.h"
 #include "ops/tensor_math.h"
 
 namespace dt::core {
 namespace {
 
-ErrorCode code_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.code();
-  }
-  ADD_FAILURE() << "no error thrown";
-  return ErrorCode::kInternal;
-}
+using dt::test_support::code_of;
 
 TEST(ShapeTest, CountsAndOverflow) {
   EXPECT_EQ(Shape().numel(), 1);

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "error_code_of.h"
 
 namespace dt::kvstore {
 namespace {
@@ -15,6 +16,7 @@ using core::Error;
 using core::ErrorCode;
 using core::NDArray;
 using core::Shape;
+using test_support::code_of;
 
 class LocalKVStoreTest : public ::testing::Test {
  protected:
@@ -27,15 +29,6 @@ class LocalKVStoreTest : public ::testing::Test {
     std::vector<float> out(a.size());
     a.copy_to_host(out.data(), out.size() * sizeof(float));
     return out;
-  }
-  static ErrorCode code_of(const std::function<void()>& fn) {
-    try {
-      fn();
-    } catch (const Error& e) {
-      return e.code();
-    }
-    ADD_FAILURE() << "no error";
-    return ErrorCode::kInternal;
   }
 
   std::shared_ptr<core::Context> cpu_ = core::make_cpu_context();

@@ -19,6 +19,7 @@
 #include "core/context.h"
 #include "core/error.h"
 #include "core/ndarray.h"
+#include "error_code_of.h"
 #include "nn/layer.h"
 #include "ops/cpu/cpu_engine.h"
 
@@ -55,18 +56,7 @@ inline std::vector<float> distinct_values(size_t n, uint32_t seed, float gap, fl
   return v;
 }
 
-// The error code fn throws (failing the test when it throws none), with the
-// message in *message when given.
-inline core::ErrorCode code_of(const std::function<void()>& fn, std::string* message = nullptr) {
-  try {
-    fn();
-  } catch (const core::Error& e) {
-    if (message != nullptr) *message = e.what();
-    return e.code();
-  }
-  ADD_FAILURE() << "no error thrown";
-  return core::ErrorCode::kInternal;
-}
+using test_support::code_of;
 
 // Passes when |actual[i] - expected[i]| <= atol + rtol * |expected[i]| for all i.
 template <typename A, typename E>
