@@ -410,11 +410,18 @@ typedef struct dt_kvstore dt_kvstore;
  * DT_ERR_NO_DEVICE without one; a key whose values live on several GPUs is
  * reduced with NCCL where it is built in), "nccl" (as "device", always
  * through NCCL: DT_ERR_NOT_SUPPORTED in a build without NCCL), "dist_sync"
- * and "dist_async" (join a parameter-server job; see dt_kvstore_create_ex).
- * Types not built in this version ("dist_sync_device",
- * "dist_async_device") are DT_ERR_NOT_SUPPORTED. Semantics as MXNet's
- * KVStore: values pushed under one key in one call are summed; pull copies
- * a key's value into every output listed under it. */
+ * and "dist_async" (join a parameter-server job; see dt_kvstore_create_ex),
+ * "dist_sync_device" and "dist_async_device" (the same, but a worker's
+ * values of a key are summed on its GPU 0 and pulled values broadcast from
+ * there), "dist_nccl" (join a job as a worker and all-reduce with NCCL
+ * across its workers, one GPU each; the store runs no optimizer:
+ * dt_kvstore_set_optimizer is DT_ERR_NOT_SUPPORTED and trainers update on
+ * the workers; DT_ALLREDUCE_DTYPE=float16 all-reduces float32 values as
+ * float16, DT_ALLREDUCE_DEVICE picks the GPU). A GPU type without a GPU is
+ * DT_ERR_NO_DEVICE, a type not built in is DT_ERR_NOT_SUPPORTED, each
+ * naming the type to use instead. Semantics as MXNet's KVStore: values
+ * pushed under one key in one call are summed; pull copies a key's value
+ * into every output listed under it. */
 DT_API dt_status dt_kvstore_create(dt_kvstore **out, const char *type);
 DT_API void dt_kvstore_free(dt_kvstore *kv);
 /* Static text, valid as long as the store. */
@@ -536,8 +543,9 @@ typedef struct dt_trainer dt_trainer;
 
 typedef struct dt_trainer_options {
   size_t struct_size;         /* sizeof(dt_trainer_options)              */
-  /* -1 (default): on the store when a kvstore is given, else locally;
-   * 1: the kvstore runs the optimizer; 0: workers do. */
+  /* -1 (default): on the store when a kvstore that runs optimizers is
+   * given (all but "dist_nccl"), else locally; 1: the kvstore runs the
+   * optimizer; 0: workers do. */
   int32_t update_on_kvstore;
   /* Extra devices for data parallelism in this process: the net is
    * replicated onto each, and every batch is split across the net's own
@@ -648,7 +656,8 @@ typedef struct dt_kvstore_options {
 
 DT_API void dt_kvstore_options_init(dt_kvstore_options *options);
 /* dt_kvstore_create with options (NULL: defaults). Distributed types
- * ("dist_sync", "dist_async") join the job described by DMLC_ROLE=worker,
+ * ("dist_sync", "dist_async", their "_device" forms, "dist_nccl") join
+ * the job described by DMLC_ROLE=worker,
  * DMLC_PS_ROOT_URI, DMLC_PS_ROOT_PORT, DMLC_NUM_SERVER, DMLC_NUM_WORKER
  * (DMLC_WORKER_ID, DMLC_INTERFACE, DMLC_NODE_HOST when set): the call
  * returns once the scheduler has published the node table, or

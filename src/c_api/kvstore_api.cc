@@ -104,8 +104,8 @@ dt_status dt_kvstore_type(const char** out, const dt_kvstore* kv) {
     arg(out, "out");
     const std::string type = handle(kv, "kv").impl->type();
     // Static text: the store's type is one of a fixed set of names.
-    for (const char* name : {"local", "device", "dist_sync", "dist_async", "dist_sync_device", "dist_async_device",
-                             "nccl"}) {
+    for (const char* name : {"local", "device", "nccl", "dist_sync", "dist_async", "dist_sync_device",
+                             "dist_async_device", "dist_nccl"}) {
       if (type == name) {
         *out = name;
         return;

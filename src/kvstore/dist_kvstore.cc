@@ -7,7 +7,7 @@
 #include <string>
 
 #include "core/error.h"
-#include "ops/tensor_math.h"
+#include "kvstore/argument_checks.h"
 #include "ps/data_codec.h"
 #include "ps/server_node.h"
 
@@ -28,11 +28,24 @@ constexpr size_t kSendHereBytes = size_t{1} << 20;
 // How often waits and the communication thread look for a lost peer.
 constexpr auto kFailurePoll = std::chrono::milliseconds(20);
 
-void check_lengths(size_t keys, size_t values, const char* op, const char* what) {
-  if (keys != values) {
-    throw Error(ErrorCode::kInvalidArgument, std::string(op) + ": " + std::to_string(keys) + " keys but " +
-                                                 std::to_string(values) + " " + what);
+bool is_device_type(const std::string& type) { return type == "dist_sync_device" || type == "dist_async_device"; }
+
+std::string checked_type(const std::string& type) {
+  if (type != "dist_sync" && type != "dist_async" && !is_device_type(type)) {
+    throw Error(ErrorCode::kInvalidArgument, "DistKVStore serves dist_sync, dist_async, dist_sync_device and "
+                                             "dist_async_device, not '" + type + "'");
   }
+  return type;
+}
+
+// The merge that type needs; checked before the store joins the job.
+std::unique_ptr<WorkerMerge> checked_merge(const std::string& type, std::unique_ptr<WorkerMerge> merge) {
+  if (!merge) merge = WorkerMerge::on_host();
+  if (merge->merges_on_device() != is_device_type(type)) {
+    throw Error(ErrorCode::kInvalidArgument, "kvstore '" + type + "' needs a " +
+                                                 (is_device_type(type) ? "device" : "host") + " merge");
+  }
+  return merge;
 }
 
 ps::JobConfig worker_job(const ps::JobConfig& job) {
@@ -50,22 +63,22 @@ struct DistKVStore::Request {
   std::shared_ptr<Completion> completion = std::make_shared<Completion>();
   size_t units = 0;                  // queued units (a split pushpull part is two)
   std::atomic<size_t> remaining{0};  // units not yet answered
-  Copies copies;
+  std::vector<Spread> spreads;
   std::mutex mutex;
   std::optional<Error> error;  // the first failure among its items
 };
 
 DistKVStore::DistKVStore(const std::string& type, const ps::JobConfig& job, const ps::PsOptions& options,
-                         ps::DataTransport transport, int max_in_flight_per_server)
-    : sync_(type == "dist_sync"),
+                         ps::DataTransport transport, int max_in_flight_per_server,
+                         std::unique_ptr<WorkerMerge> merge)
+    : type_(checked_type(type)),
+      sync_(type_.rfind("dist_sync", 0) == 0),
+      merge_(checked_merge(type_, std::move(merge))),
       options_(options),
       cpu_(core::make_cpu_context()),
       member_(std::make_unique<ps::ClusterMember>(worker_job(job), options)),
       client_(std::make_unique<ps::WorkerClient>(member_->table(), job.node_host, transport, options)),
       placement_(member_->table().num_servers, options.bigarray_bound_bytes) {
-  if (type != "dist_sync" && type != "dist_async") {
-    throw Error(ErrorCode::kInvalidArgument, "DistKVStore serves dist_sync and dist_async, not '" + type + "'");
-  }
   // The servers have a slot for every message in flight (server_concurrency).
   if (max_in_flight_per_server < 0 || max_in_flight_per_server > ps::kLaneWindow) {
     throw Error(ErrorCode::kInvalidArgument, "max_in_flight_per_server must be 0 (automatic) to " +
@@ -114,20 +127,6 @@ DistKVStore::KeyMeta& DistKVStore::meta(Key key, const char* op) {
     throw Error(ErrorCode::kNotFound, std::string(op) + ": key " + std::to_string(key) + " has not been initialised");
   }
   return it->second;
-}
-
-void DistKVStore::check_value(Key key, const KeyMeta& m, const NDArray& value, const char* op) const {
-  if (!value.defined()) {
-    throw Error(ErrorCode::kInvalidArgument, std::string(op) + ": an array for key " + std::to_string(key) + " is empty");
-  }
-  if (value.dtype() != m.dtype) {
-    throw Error(ErrorCode::kDtypeMismatch, std::string(op) + ": key " + std::to_string(key) + " holds " +
-                                               core::dtype_name(m.dtype) + ", got " + core::dtype_name(value.dtype()));
-  }
-  if (value.shape() != m.shape) {
-    throw Error(ErrorCode::kShapeMismatch, std::string(op) + ": key " + std::to_string(key) + " was initialised as " +
-                                               m.shape.to_string() + ", got " + value.shape().to_string());
-  }
 }
 
 void DistKVStore::broadcast_command(DataOp op, const std::string& text, double number) {
@@ -214,7 +213,9 @@ void DistKVStore::send_batch(int lane, std::vector<Unit> units) {
   std::optional<ps::EncodedData> encoded;
   std::optional<Error> error;
   try {
-    encoded.emplace(ps::encode_data_request(op, member_->rank(), specs, op == DataOp::Init ? type() : std::string()));
+    // Servers know the two modes; a "_device" type differs only on the worker.
+    encoded.emplace(ps::encode_data_request(op, member_->rank(), specs,
+                                            op == DataOp::Init ? (sync_ ? "dist_sync" : "dist_async") : std::string()));
     std::shared_lock<std::shared_mutex> memory(memory_mutex_);
     if (memory_released_) throw Error(ErrorCode::kClosed, "the request was abandoned before it was sent");
     for (size_t j = 0; j < units.size(); ++j) {
@@ -294,12 +295,12 @@ void DistKVStore::finish_unit(const std::shared_ptr<Request>& request, const std
     try {
       std::shared_lock<std::shared_mutex> memory(memory_mutex_);
       if (memory_released_) throw Error(ErrorCode::kClosed, "the request was abandoned");
-      for (const auto& [to, from] : request->copies) to.copy_from(from);
+      for (const Spread& spread : request->spreads) merge_->spread(*spread.buffers, spread.outs);
     } catch (const Error& e) {
       outcome = e;
     }
   }
-  request->copies.clear();
+  request->spreads.clear();
   if (outcome) {
     std::lock_guard<std::mutex> lock(dispatch_mutex_);
     if (!unreported_) unreported_ = request->completion;
@@ -308,9 +309,9 @@ void DistKVStore::finish_unit(const std::shared_ptr<Request>& request, const std
 }
 
 std::shared_ptr<Completion> DistKVStore::enqueue(const std::vector<std::pair<DataOp, Item>>& work, int priority,
-                                                 Copies copies) {
+                                                 std::vector<Spread> spreads) {
   auto request = std::make_shared<Request>();
-  request->copies = std::move(copies);
+  request->spreads = std::move(spreads);
   std::vector<std::pair<int, std::vector<Unit>>> batches;  // (lane, units) this thread sends
   bool wake = false;                                       // whether the communication thread sends
   {
@@ -520,14 +521,15 @@ void DistKVStore::init(const std::vector<Key>& keys, const std::vector<NDArray>&
     std::vector<std::pair<DataOp, Item>> items;
     std::vector<KeyMeta*> metas;
     for (size_t i = 0; i < keys.size(); ++i) {
-      KeyMeta m{values[i].dtype(), values[i].shape(), {}, 0, NDArray::empty(cpu_, values[i].dtype(), values[i].shape()), {}};
+      KeyMeta m{values[i].dtype(), values[i].shape(), {}, 0, {}, {}};
+      m.buffers.host = NDArray::empty(cpu_, values[i].dtype(), values[i].shape());
       m.parts = placement_.place(keys[i], static_cast<int64_t>(values[i].size()), core::dtype_size(values[i].dtype()));
-      m.staging.copy_from(values[i]);
+      m.buffers.host.copy_from(values[i]);
       KeyMeta& stored = keys_.emplace(keys[i], std::move(m)).first->second;
       metas.push_back(&stored);
       for (const ps::PartRange& part : stored.parts) {
         items.emplace_back(DataOp::Init,
-                           Item{&stored, keys[i], part, -1, static_cast<const uint8_t*>(stored.staging.data()), nullptr});
+                           Item{&stored, keys[i], part, -1, static_cast<const uint8_t*>(stored.buffers.host.data()), nullptr});
       }
     }
     // Before anything else on these keys, whatever its priority.
@@ -535,26 +537,6 @@ void DistKVStore::init(const std::vector<Key>& keys, const std::vector<NDArray>&
     for (KeyMeta* m : metas) m->last = done;
   }
   wait_request(done);
-}
-
-const uint8_t* DistKVStore::push_source(KeyMeta& m, const std::vector<NDArray>& values,
-                                        const std::vector<size_t>& positions) {
-  const NDArray& first = values[positions.front()];
-  if (positions.size() == 1 && first.context()->is_cpu()) return static_cast<const uint8_t*>(first.data());
-  m.staging.copy_from(first);
-  // The local kvstore's order: copy the first value, add the others in turn.
-  NDArray scratch;
-  for (size_t k = 1; k < positions.size(); ++k) {
-    const NDArray& value = values[positions[k]];
-    if (value.context()->is_cpu()) {
-      ops::add(m.staging, m.staging, value);
-      continue;
-    }
-    if (!scratch.defined()) scratch = NDArray::empty(cpu_, m.dtype, m.shape);
-    scratch.copy_from(value);
-    ops::add(m.staging, m.staging, scratch);
-  }
-  return static_cast<const uint8_t*>(m.staging.data());
 }
 
 std::shared_ptr<Completion> DistKVStore::issue(DataOp op, const std::vector<Key>& keys,
@@ -571,8 +553,8 @@ std::shared_ptr<Completion> DistKVStore::issue(DataOp op, const std::vector<Key>
   for (const KeyGroup& group : groups) {
     const KeyMeta& m = meta(group.key, name);
     for (size_t pos : group.positions) {
-      if (op != DataOp::Pull) check_value(group.key, m, values[pos], "push");
-      if (outs) check_value(group.key, m, (*outs)[pos], "pull");
+      if (op != DataOp::Pull) check_value(group.key, m.dtype, m.shape, values[pos], "push");
+      if (outs) check_value(group.key, m.dtype, m.shape, (*outs)[pos], "pull");
     }
   }
   // A key's previous request must be done: its staging buffer is reused and
@@ -583,23 +565,23 @@ std::shared_ptr<Completion> DistKVStore::issue(DataOp op, const std::vector<Key>
     if (m.last) await(m.last);
   }
   std::vector<std::pair<DataOp, Item>> work;
-  Copies copies;
+  std::vector<Spread> spreads;
   for (const KeyGroup& group : groups) {
     KeyMeta& m = keys_.at(group.key);
     const uint8_t* src = nullptr;
     if (op != DataOp::Pull) {
-      src = push_source(m, values, group.positions);
+      src = merge_->push_source(m.buffers, values, group.positions);
       if (sync_) ++m.pushes;
     }
     uint8_t* dst = nullptr;
     if (outs) {
-      const NDArray& first = (*outs)[group.positions.front()];
+      Spread spread{&m.buffers, {}};
+      for (size_t pos : group.positions) spread.outs.push_back((*outs)[pos]);
       // dst may alias src (the trainer pushpulls gradients in place): each
       // part is encoded before its request leaves and written back only by
       // its own reply, and parts do not overlap.
-      dst = static_cast<uint8_t*>(first.context()->is_cpu() ? first.data() : m.staging.data());
-      if (dst == m.staging.data()) copies.emplace_back(first, m.staging);
-      for (size_t k = 1; k < group.positions.size(); ++k) copies.emplace_back((*outs)[group.positions[k]], first);
+      dst = WorkerMerge::pull_target(m.buffers, spread.outs);
+      spreads.push_back(std::move(spread));
     }
     const int64_t round = sync_ ? m.pushes : -1;
     for (const ps::PartRange& part : m.parts) {
@@ -608,7 +590,7 @@ std::shared_ptr<Completion> DistKVStore::issue(DataOp op, const std::vector<Key>
       work.emplace_back(op, Item{&m, group.key, part, round, src, dst});
     }
   }
-  auto done = enqueue(work, priority, std::move(copies));
+  auto done = enqueue(work, priority, std::move(spreads));
   for (const KeyGroup& group : groups) keys_.at(group.key).last = done;
   return done;
 }

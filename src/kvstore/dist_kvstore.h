@@ -1,5 +1,6 @@
 // The parameter-server kvstore types: "dist_sync" and "dist_async" (MXNet's
-// KVStoreDist). This process is a worker of the job described by a JobConfig
+// KVStoreDist), and "dist_sync_device"/"dist_async_device", which are the
+// same but merge a key's local values on a GPU (see WorkerMerge). This process is a worker of the job described by a JobConfig
 // (the DMLC_* environment); keys live on the servers as placed by
 // ps::KeyPlacement.
 //  - Every request (init, push, pull, pushpull; a synchronous call is an
@@ -23,8 +24,9 @@
 //    nothing queued for that server, and otherwise as a push and a pull of
 //    the same round.
 //  - Values pushed under one key in one call are summed here first (copy the
-//    first, add the rest: the local kvstore's order), so the servers see one
-//    gradient per worker; dist_sync servers sum those in worker-rank order,
+//    first, add the rest: the local kvstore's order; on the host or, for the
+//    "_device" types, on the merge GPU), so the servers see one gradient per
+//    worker; pulled values are spread over a key's outputs here; dist_sync servers sum those in worker-rank order,
 //    which makes a 2-worker push exactly a local push([g0, g1]).
 //  - dist_sync tracks a round per key, assigned when a request is issued; a
 //    request on a key is queued only after the key's previous one finished,
@@ -52,6 +54,7 @@
 
 #include "core/context.h"
 #include "kvstore/kvstore.h"
+#include "kvstore/worker_merge.h"
 #include "ps/cluster_member.h"
 #include "ps/job_config.h"
 #include "ps/key_placement.h"
@@ -61,18 +64,22 @@ namespace dt::kvstore {
 
 class DistKVStore final : public KVStore {
  public:
-  // type: "dist_sync" or "dist_async". Joins the job (job.role must be
-  // worker): returns once the node table arrived, Error(kTimedOut) after
-  // startup_timeout_s. max_in_flight_per_server: 0 picks the window above
-  // (ps::kLaneWindow), at most that; tests pass 1 to make the priority
-  // order observable.
+  // type: "dist_sync", "dist_async", "dist_sync_device" or
+  // "dist_async_device". Joins the job (job.role must be worker): returns
+  // once the node table arrived, Error(kTimedOut) after startup_timeout_s.
+  // max_in_flight_per_server: 0 picks the window above (ps::kLaneWindow), at
+  // most that; tests pass 1 to make the priority order observable. merge:
+  // null for the host merge; the "_device" types need a
+  // WorkerMerge::on_device (Error(kInvalidArgument) otherwise, before
+  // joining).
   DistKVStore(const std::string& type, const ps::JobConfig& job, const ps::PsOptions& options,
-              ps::DataTransport transport = ps::DataTransport::kAuto, int max_in_flight_per_server = 0);
+              ps::DataTransport transport = ps::DataTransport::kAuto, int max_in_flight_per_server = 0,
+              std::unique_ptr<WorkerMerge> merge = nullptr);
   // Stops the communication thread (queued requests fail with kClosed), then
   // says goodbye to the scheduler (bounded by shutdown_timeout_s); no barrier.
   ~DistKVStore() override;
 
-  std::string type() const override { return sync_ ? "dist_sync" : "dist_async"; }
+  std::string type() const override { return type_; }
   int rank() const override;
   int num_workers() const override;
 
@@ -108,7 +115,7 @@ class DistKVStore final : public KVStore {
     core::Shape shape;
     std::vector<ps::PartRange> parts;
     int64_t pushes = 0;      // dist_sync: the round of the latest push
-    core::NDArray staging;   // host buffer: a local sum, or a device value's copy
+    WorkerMerge::Buffers buffers;  // buffers.host: what is sent, where pulls land
     std::shared_ptr<Completion> last;  // the latest request on this key
   };
   // One part of one key moving in a request.
@@ -134,18 +141,19 @@ class DistKVStore final : public KVStore {
     std::map<std::pair<int64_t, uint64_t>, Unit> queued;
     int in_flight = 0;
   };
-  using Copies = std::vector<std::pair<core::NDArray, core::NDArray>>;  // (to, from), in order
+  // What a pull leaves to do once its replies arrived: fill a key's outputs.
+  struct Spread {
+    WorkerMerge::Buffers* buffers;
+    std::vector<core::NDArray> outs;  // the key's outputs, in the order listed
+  };
 
   KeyMeta& meta(Key key, const char* op);
-  void check_value(Key key, const KeyMeta& m, const core::NDArray& value, const char* op) const;
-  // The host bytes to push for a key group (summing several values).
-  const uint8_t* push_source(KeyMeta& m, const std::vector<core::NDArray>& values, const std::vector<size_t>& positions);
   std::shared_ptr<Completion> issue(ps::wire::DataOp op, const std::vector<Key>& keys,
                                     const std::vector<core::NDArray>& values, const std::vector<core::NDArray>* outs,
                                     int priority);
-  // Queues items (mutex_ held); copies run once every item is answered.
+  // Queues items (mutex_ held); spreads run once every item is answered.
   std::shared_ptr<Completion> enqueue(const std::vector<std::pair<ps::wire::DataOp, Item>>& work, int priority,
-                                      Copies copies);
+                                      std::vector<Spread> spreads);
   void communicate();
   std::vector<Unit> take_batch(Lane& lane);
   void send_batch(int lane, std::vector<Unit> units);
@@ -169,7 +177,9 @@ class DistKVStore final : public KVStore {
   void abandon(const core::Error& error);
   void broadcast_command(ps::wire::DataOp op, const std::string& text, double number);
 
+  const std::string type_;
   const bool sync_;
+  const std::unique_ptr<WorkerMerge> merge_;
   const ps::PsOptions options_;
   const std::shared_ptr<core::Context> cpu_;
   std::unique_ptr<ps::ClusterMember> member_;

@@ -40,13 +40,19 @@ class KVStore {
   KVStore(const KVStore&) = delete;
   KVStore& operator=(const KVStore&) = delete;
 
-  // "local", "device", ...: unknown types are Error(kInvalidArgument) listing
-  // the known ones; known but unbuilt ones Error(kNotSupported).
+  // "local", "device", "nccl" (in-process), "dist_sync", "dist_async",
+  // "dist_sync_device", "dist_async_device" (parameter server), "dist_nccl"
+  // (all-reduce across the workers of a job): unknown types are
+  // Error(kInvalidArgument) listing the known ones; known but unbuilt ones
+  // Error(kNotSupported), and GPU types without a GPU Error(kNoDevice), each
+  // naming the type to use instead.
   static std::unique_ptr<KVStore> create(const std::string& type);
   // The same with the parameter server's deadlines and bounds (the dist
   // types join the job described by the DMLC_* environment; DT_PS_DATA_TRANSPORT
-  // = auto|tcp|ipc picks the workers' data connections). Other types ignore
-  // options.
+  // = auto|tcp|ipc picks the workers' data connections; for dist_nccl,
+  // DT_ALLREDUCE_DTYPE = float32|float16 the all-reduce dtype of float32 keys
+  // and DT_ALLREDUCE_DEVICE the GPU, see AllreduceOptions). Other types
+  // ignore options.
   // layout: explicit job layout fields, each winning over the environment.
   static std::unique_ptr<KVStore> create(const std::string& type, const ps::PsOptions& options,
                                          const ps::JobOverrides& layout = {});
@@ -87,6 +93,9 @@ class KVStore {
   // optimizer (update_on_kvstore).
   virtual void set_optimizer(const optim::OptimizerConfig& config) = 0;
   virtual bool has_optimizer() const = 0;
+  // Whether set_optimizer can work: false for stores that only reduce
+  // (dist_nccl), with which trainers update on the workers.
+  virtual bool accepts_optimizer() const { return true; }
   // Changes the learning rate of the store's optimizer (Error(kBadState) without one).
   virtual void set_learning_rate(double lr) = 0;
   // The factor the store's optimizer multiplies pushed gradients by (the

@@ -3,7 +3,7 @@
 #include <string>
 
 #include "core/error.h"
-#include "ops/tensor_math.h"
+#include "kvstore/argument_checks.h"
 
 namespace dt::kvstore {
 
@@ -11,40 +11,16 @@ using core::Error;
 using core::ErrorCode;
 using core::NDArray;
 
-namespace {
-
-bool same_device(const core::Context& a, const core::Context& b) {
-  return a.type() == b.type() && a.device_id() == b.device_id();
-}
-
-void check_lengths(size_t keys, size_t values, const char* op, const char* what) {
-  if (keys != values) {
-    throw Error(ErrorCode::kInvalidArgument, std::string(op) + ": " + std::to_string(keys) + " keys but " +
-                                                 std::to_string(values) + " " + what);
-  }
-}
-
-}  // namespace
-
 LocalKVStore::LocalKVStore(Reduce reduce) : reduce_(reduce) {
   if (reduce == Reduce::kOnCpu) {
-    merge_context_ = core::make_cpu_context();
+    reducer_ = std::make_unique<KeyReducer>(core::make_cpu_context());
     return;
   }
   if (reduce == Reduce::kNccl && !DT_WITH_NCCL) {
     throw Error(ErrorCode::kNotSupported,
                 "kvstore 'nccl': this build of disttrain was built without NCCL; use 'device' or 'local'");
   }
-  if (core::gpu_count() == 0) {
-    // make_context says whether CUDA is missing from the build or the GPU from the machine.
-    try {
-      core::make_context(static_cast<int>(core::DeviceType::kGpu), 0);
-    } catch (const Error& e) {
-      throw Error(e.code(), "kvstore '" + type() + "' reduces on a GPU: " + e.what() + "; use 'local'");
-    }
-  }
-  merge_context_ = core::make_context(static_cast<int>(core::DeviceType::kGpu), 0);
-  group_reducer_ = make_gpu_group_reducer(merge_context_);
+  reducer_ = std::make_unique<KeyReducer>(gpu_for_kvstore(type(), 0, "local"));
 }
 
 std::string LocalKVStore::type() const {
@@ -56,6 +32,14 @@ std::string LocalKVStore::type() const {
   return "local";
 }
 
+namespace {
+
+void check_stored(Key key, const NDArray& expected, const NDArray& value, const char* op) {
+  check_value(key, expected.dtype(), expected.shape(), value, op);
+}
+
+}  // namespace
+
 LocalKVStore::Entry& LocalKVStore::entry(Key key, const char* op) {
   auto it = entries_.find(key);
   if (it == entries_.end()) {
@@ -64,37 +48,14 @@ LocalKVStore::Entry& LocalKVStore::entry(Key key, const char* op) {
   return it->second;
 }
 
-void LocalKVStore::check_value(Key key, const NDArray& expected, const NDArray& value, const char* op) const {
-  if (!value.defined()) throw Error(ErrorCode::kInvalidArgument, std::string(op) + ": an array for key " +
-                                                                      std::to_string(key) + " is empty");
-  if (value.dtype() != expected.dtype()) {
-    throw Error(ErrorCode::kDtypeMismatch, std::string(op) + ": key " + std::to_string(key) + " holds " +
-                                               core::dtype_name(expected.dtype()) + ", got " +
-                                               core::dtype_name(value.dtype()));
-  }
-  if (value.shape() != expected.shape()) {
-    throw Error(ErrorCode::kShapeMismatch, std::string(op) + ": key " + std::to_string(key) + " was initialised as " +
-                                               expected.shape().to_string() + ", got " + value.shape().to_string());
-  }
-}
-
 void LocalKVStore::check_init(const std::vector<Key>& keys, const std::vector<NDArray>& values) const {
-  check_lengths(keys.size(), values.size(), "init", "values");
-  for (size_t i = 0; i < keys.size(); ++i) {
-    if (entries_.count(keys[i]) > 0) {
-      throw Error(ErrorCode::kBadState, "init: key " + std::to_string(keys[i]) + " is already initialised");
-    }
-    if (!values[i].defined()) throw Error(ErrorCode::kInvalidArgument, "init: value " + std::to_string(i) + " is empty");
-    for (size_t j = 0; j < i; ++j) {
-      if (keys[j] == keys[i]) throw Error(ErrorCode::kInvalidArgument, "init: key " + std::to_string(keys[i]) + " repeats");
-    }
-  }
+  kvstore::check_init(keys, values, [this](Key key) { return entries_.count(key) > 0; });
 }
 
 void LocalKVStore::apply_init(const std::vector<Key>& keys, const std::vector<NDArray>& values) {
   for (size_t i = 0; i < keys.size(); ++i) {
     Entry e;
-    e.stored = NDArray::empty(merge_context_, values[i].dtype(), values[i].shape());
+    e.stored = NDArray::empty(reducer_->merge_context(), values[i].dtype(), values[i].shape());
     e.stored.copy_from(values[i]);
     entries_.emplace(keys[i], std::move(e));
   }
@@ -102,39 +63,23 @@ void LocalKVStore::apply_init(const std::vector<Key>& keys, const std::vector<ND
 
 void LocalKVStore::check_push(const std::vector<Key>& keys, const std::vector<NDArray>& values) {
   check_lengths(keys.size(), values.size(), "push", "values");
-  for (size_t i = 0; i < keys.size(); ++i) check_value(keys[i], entry(keys[i], "push").stored, values[i], "push");
+  for (size_t i = 0; i < keys.size(); ++i) check_stored(keys[i], entry(keys[i], "push").stored, values[i], "push");
 }
 
 void LocalKVStore::check_pull(const std::vector<Key>& keys, const std::vector<NDArray>& outs) {
   check_lengths(keys.size(), outs.size(), "pull", "outputs");
-  for (size_t i = 0; i < keys.size(); ++i) check_value(keys[i], entry(keys[i], "pull").stored, outs[i], "pull");
-}
-
-void LocalKVStore::sum_into(Entry& e, const std::vector<NDArray>& values, const std::vector<size_t>& positions,
-                            const NDArray& dst) {
-  if (group_reducer_ && group_reducer_->sum(values, positions, dst)) return;
-  dst.copy_from(values[positions.front()]);
-  for (size_t k = 1; k < positions.size(); ++k) {
-    const NDArray& value = values[positions[k]];
-    if (same_device(*value.context(), *merge_context_)) {
-      ops::add(dst, dst, value);
-      continue;
-    }
-    if (!e.staging.defined()) e.staging = NDArray::empty(merge_context_, dst.dtype(), dst.shape());
-    e.staging.copy_from(value);
-    ops::add(dst, dst, e.staging);
-  }
+  for (size_t i = 0; i < keys.size(); ++i) check_stored(keys[i], entry(keys[i], "pull").stored, outs[i], "pull");
 }
 
 void LocalKVStore::apply_push(const std::vector<Key>& keys, const std::vector<NDArray>& values) {
   for (const KeyGroup& group : group_keys(keys)) {
     Entry& e = entries_.at(group.key);
     if (!optimizer_) {
-      sum_into(e, values, group.positions, e.stored);
+      reducer_->sum(values, group.positions, e.stored, e.staging);
       continue;
     }
-    if (!e.merged.defined()) e.merged = NDArray::empty(merge_context_, e.stored.dtype(), e.stored.shape());
-    sum_into(e, values, group.positions, e.merged);
+    if (!e.merged.defined()) e.merged = NDArray::empty(reducer_->merge_context(), e.stored.dtype(), e.stored.shape());
+    reducer_->sum(values, group.positions, e.merged, e.staging);
     optimizer_->update(group.key, e.stored, e.merged);
   }
 }
@@ -142,8 +87,7 @@ void LocalKVStore::apply_push(const std::vector<Key>& keys, const std::vector<ND
 void LocalKVStore::apply_pull(const std::vector<Key>& keys, const std::vector<NDArray>& outs) {
   for (const KeyGroup& group : group_keys(keys)) {
     const NDArray& stored = entries_.at(group.key).stored;
-    if (group_reducer_ && group_reducer_->broadcast(stored, outs, group.positions)) continue;
-    for (size_t p : group.positions) outs[p].copy_from(stored);
+    reducer_->broadcast(stored, outs, group.positions);
   }
 }
 
@@ -189,7 +133,7 @@ void LocalKVStore::broadcast(const std::vector<Key>& keys, const std::vector<NDA
   std::lock_guard<std::mutex> lock(mutex_);
   check_init(first_keys, first_values);
   for (size_t g = 0; g < groups.size(); ++g) {
-    for (size_t pos : groups[g].positions) check_value(groups[g].key, first_values[g], outs[pos], "broadcast");
+    for (size_t pos : groups[g].positions) check_stored(groups[g].key, first_values[g], outs[pos], "broadcast");
   }
   apply_init(first_keys, first_values);
   apply_pull(keys, outs);

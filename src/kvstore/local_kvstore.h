@@ -13,7 +13,7 @@
 #include <mutex>
 
 #include "core/context.h"
-#include "kvstore/gpu_group_reducer.h"
+#include "kvstore/key_reducer.h"
 #include "kvstore/kvstore.h"
 #include "optim/optimizer.h"
 
@@ -52,20 +52,16 @@ class LocalKVStore final : public KVStore {
   };
   // The unlocked halves of each operation; callers hold mutex_.
   Entry& entry(Key key, const char* op);
-  void check_value(Key key, const core::NDArray& expected, const core::NDArray& value, const char* op) const;
   void check_init(const std::vector<Key>& keys, const std::vector<core::NDArray>& values) const;
   void apply_init(const std::vector<Key>& keys, const std::vector<core::NDArray>& values);
   void check_push(const std::vector<Key>& keys, const std::vector<core::NDArray>& values);
   void apply_push(const std::vector<Key>& keys, const std::vector<core::NDArray>& values);
   void check_pull(const std::vector<Key>& keys, const std::vector<core::NDArray>& outs);
   void apply_pull(const std::vector<Key>& keys, const std::vector<core::NDArray>& outs);
-  void sum_into(Entry& e, const std::vector<core::NDArray>& values, const std::vector<size_t>& positions,
-                const core::NDArray& dst);
 
   const Reduce reduce_;
-  std::shared_ptr<core::Context> merge_context_;
-  // Multi-GPU keys (kOnGpu, kNccl with NCCL built in); null otherwise.
-  std::unique_ptr<GpuGroupReducer> group_reducer_;
+  // On the CPU (kOnCpu) or gpu(0); used under mutex_.
+  std::unique_ptr<KeyReducer> reducer_;
   mutable std::mutex mutex_;
   std::map<Key, Entry> entries_;
   std::unique_ptr<optim::Optimizer> optimizer_;

@@ -73,7 +73,10 @@ Trainer::Trainer(std::shared_ptr<nn::Net> net, optim::OptimizerConfig optimizer,
   if (!kv_ && options.update_on_kvstore == 1) {
     throw Error(ErrorCode::kInvalidArgument, "update_on_kvstore = 1 needs a kvstore");
   }
-  update_on_kvstore_ = kv_ && options.update_on_kvstore != 0;
+  // -1 updates on the store only when it can run an optimizer (dist_nccl
+  // only reduces); 1 with such a store fails at set_optimizer, naming why.
+  update_on_kvstore_ =
+      kv_ && options.update_on_kvstore != 0 && (options.update_on_kvstore == 1 || kv_->accepts_optimizer());
   int overlap = options.overlap_communication;
   if (overlap < -1 || overlap > 1) throw Error(ErrorCode::kInvalidArgument, "overlap_communication must be -1, 0 or 1");
   if (overlap == -1) {

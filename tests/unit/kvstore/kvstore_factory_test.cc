@@ -52,11 +52,34 @@ TEST(KVStoreFactory, DeviceNeedsAGpu) {
   EXPECT_TRUE(contains(e, "'device'")) << e.what();
 }
 
-TEST(KVStoreFactory, DistDeviceTypesAreNotBuiltAndNameTheAlternative) {
+// Without a GPU the "_device" types fail before reading the job layout (no
+// DMLC_* variables are set here); with one, creating them joins a job (see
+// tests/gpu/dist_device_kvstore_gpu_test.cc).
+TEST(KVStoreFactory, DistDeviceTypesNeedAGpuAndNameTheAlternative) {
+  if (core::gpu_count() > 0) GTEST_SKIP() << "a GPU is visible: creating the store would join a job";
   for (const std::string type : {"dist_sync_device", "dist_async_device"}) {
     const Error e = error_of(type);
-    EXPECT_EQ(e.code(), ErrorCode::kNotSupported) << type;
+    EXPECT_EQ(e.code(), DT_WITH_CUDA ? ErrorCode::kNoDevice : ErrorCode::kNotSupported) << type;
+    EXPECT_TRUE(contains(e, "'" + type + "'")) << e.what();
     EXPECT_TRUE(contains(e, "use '" + type.substr(0, type.size() - 7) + "'")) << e.what();
+  }
+}
+
+TEST(KVStoreFactory, DistNcclNeedsNcclInTheBuildAndAGpu) {
+  if (DT_WITH_NCCL && core::gpu_count() > 0) GTEST_SKIP() << "a GPU is visible: creating the store would join a job";
+  const Error e = error_of("dist_nccl");
+  EXPECT_EQ(e.code(), DT_WITH_NCCL ? ErrorCode::kNoDevice : ErrorCode::kNotSupported) << e.what();
+  EXPECT_TRUE(contains(e, "'dist_nccl'")) << e.what();
+  EXPECT_TRUE(contains(e, DT_WITH_NCCL ? "GPU" : "without NCCL")) << e.what();
+  EXPECT_TRUE(contains(e, "use 'dist_sync'")) << e.what();
+}
+
+TEST(KVStoreFactory, UnknownTypesListEveryKnownOne) {
+  const Error e = error_of("dist_mpi");
+  EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+  for (const char* known : {"local", "device", "nccl", "dist_sync", "dist_async", "dist_sync_device",
+                            "dist_async_device", "dist_nccl"}) {
+    EXPECT_TRUE(contains(e, known)) << known << " missing from: " << e.what();
   }
 }
 

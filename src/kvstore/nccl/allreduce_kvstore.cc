@@ -1,0 +1,206 @@
+#include "kvstore/nccl/allreduce_kvstore.h"
+
+#include <cstdlib>
+#include <string>
+
+#include "collective/nccl/job_communicator.h"
+#include "core/cuda/gpu_context.h"
+#include "core/error.h"
+#include "kvstore/argument_checks.h"
+#include "ops/tensor_math.h"
+
+namespace dt::kvstore {
+
+using collective::nccl::Communicator;
+using core::DType;
+using core::Error;
+using core::ErrorCode;
+using core::NDArray;
+
+namespace {
+
+const char* const kType = "dist_nccl";
+// What to use instead when this store cannot be made.
+const char* const kInstead = "dist_sync";
+
+DType checked_wire(DType wire) {
+  if (wire != DType::kFloat32 && wire != DType::kFloat16) {
+    throw Error(ErrorCode::kInvalidArgument, std::string("kvstore 'dist_nccl' all-reduces in float32 or float16, not ") +
+                                                 core::dtype_name(wire));
+  }
+  return wire;
+}
+
+// The launcher's local rank (Horovod's choice of GPU), or -1 when no
+// launcher variable gives one.
+int launcher_local_rank() {
+  for (const char* name : {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID"}) {
+    const char* text = std::getenv(name);
+    if (text == nullptr || *text == '\0') continue;
+    char* end = nullptr;
+    const long value = std::strtol(text, &end, 10);
+    if (*end != '\0' || value < 0 || value > 65535) {
+      throw Error(ErrorCode::kInvalidArgument, std::string(name) + "=\"" + text + "\" is not a local rank");
+    }
+    return static_cast<int>(value);
+  }
+  return -1;
+}
+
+// The GPU when it is known before joining (always checking that there is
+// one); null when it follows from the worker rank.
+std::shared_ptr<core::Context> gpu_before_joining(int device) {
+  if (device < -1) throw Error(ErrorCode::kInvalidArgument, "dist_nccl: device must be -1 (automatic) or a GPU id");
+  std::shared_ptr<core::Context> first = gpu_for_kvstore(kType, device >= 0 ? device : 0, kInstead);
+  if (device >= 0) return first;
+  const int local = launcher_local_rank();
+  if (local < 0) return nullptr;
+  return gpu_for_kvstore(kType, local % core::gpu_count(), kInstead);
+}
+
+const ps::JobConfig& worker_job(const ps::JobConfig& job) {
+  if (job.role != ps::Role::kWorker) {
+    throw Error(ErrorCode::kInvalidArgument, std::string("kvstore 'dist_nccl' is created by workers; this process is a ") +
+                                                 ps::role_name(job.role) + " (DMLC_ROLE): run it with dt_node_run");
+  }
+  return job;
+}
+
+}  // namespace
+
+AllreduceKVStore::AllreduceKVStore(const ps::JobConfig& job, const ps::PsOptions& options, AllreduceOptions allreduce)
+    : options_(options),
+      wire_dtype_(checked_wire(allreduce.wire_dtype)),
+      gpu_(gpu_before_joining(allreduce.device)),
+      member_(std::make_unique<ps::ClusterMember>(worker_job(job), options)) {
+  if (!gpu_) gpu_ = gpu_for_kvstore(kType, member_->rank() % core::gpu_count(), kInstead);
+  comm_ = collective::nccl::join_job_communicator(*member_, gpu_->device_id(), options_.startup_timeout_s);
+  reducer_ = std::make_unique<KeyReducer>(gpu_);
+}
+
+AllreduceKVStore::~AllreduceKVStore() {
+  // The communicator first: its destruction is bounded and never waits
+  // for the scheduler, which may end the job once every worker said goodbye.
+  comm_.reset();
+  member_->shutdown();
+}
+
+int AllreduceKVStore::rank() const { return member_->rank(); }
+int AllreduceKVStore::num_workers() const { return member_->table().num_workers; }
+
+AllreduceKVStore::Entry& AllreduceKVStore::entry(Key key, const char* op) {
+  auto it = entries_.find(key);
+  if (it == entries_.end()) {
+    throw Error(ErrorCode::kNotFound, std::string(op) + ": key " + std::to_string(key) + " has not been initialised");
+  }
+  return it->second;
+}
+
+void AllreduceKVStore::check_arrays(const std::vector<Key>& keys, const std::vector<NDArray>& arrays, const char* op,
+                                    const char* what) {
+  check_lengths(keys.size(), arrays.size(), op, what);
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const NDArray& stored = entry(keys[i], op).stored;
+    check_value(keys[i], stored.dtype(), stored.shape(), arrays[i], op);
+  }
+}
+
+void AllreduceKVStore::collective(const std::function<void(Communicator&, cudaStream_t)>& enqueue) {
+  const cudaStream_t stream = core::cuda::stream_of(*gpu_);
+  collective::nccl::run_group({comm_.get()}, [&] { enqueue(*comm_, stream); });
+  // A lost worker never joins the collective: NCCL may report it, the
+  // deadline ends the wait otherwise.
+  comm_->synchronize(stream, options_.request_timeout_s);
+}
+
+void AllreduceKVStore::init(const std::vector<Key>& keys, const std::vector<NDArray>& values) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  check_init(keys, values, [this](Key key) { return entries_.count(key) > 0; });
+  std::vector<NDArray> stored;
+  for (const NDArray& value : values) {
+    NDArray copy = NDArray::empty(gpu_, value.dtype(), value.shape());
+    copy.copy_from(value);
+    stored.push_back(copy);
+  }
+  // Worker 0's values everywhere; the keys exist only once that worked.
+  collective([&](Communicator& comm, cudaStream_t stream) {
+    for (const NDArray& s : stored) comm.broadcast(s.data(), s.data(), s.size(), s.dtype(), 0, stream);
+  });
+  for (size_t i = 0; i < keys.size(); ++i) entries_.emplace(keys[i], Entry{stored[i], {}, {}});
+}
+
+void AllreduceKVStore::apply_push(const std::vector<Key>& keys, const std::vector<NDArray>& values) {
+  const auto groups = group_keys(keys);
+  std::vector<Entry*> reduced;
+  for (const KeyGroup& group : groups) {
+    Entry& e = entries_.at(group.key);
+    reducer_->sum(values, group.positions, e.stored, e.scratch);
+    if (wire_dtype_ == DType::kFloat16 && e.stored.dtype() == DType::kFloat32) {
+      if (!e.wire.defined()) e.wire = NDArray::empty(gpu_, DType::kFloat16, e.stored.shape());
+      ops::cast(e.wire, e.stored);
+    }
+    reduced.push_back(&e);
+  }
+  // Casts, collectives and casts back are ordered by the one stream.
+  collective([&](Communicator& comm, cudaStream_t stream) {
+    for (Entry* e : reduced) {
+      const NDArray& sent = e->wire.defined() ? e->wire : e->stored;
+      comm.all_reduce_sum(sent.data(), sent.data(), sent.size(), sent.dtype(), stream);
+    }
+  });
+  for (Entry* e : reduced) {
+    if (e->wire.defined()) ops::cast(e->stored, e->wire);
+  }
+  // The casts back ran on our stream; pulls copy from it on other streams.
+  gpu_->synchronize();
+}
+
+void AllreduceKVStore::apply_pull(const std::vector<Key>& keys, const std::vector<NDArray>& outs) {
+  for (const KeyGroup& group : group_keys(keys)) reducer_->broadcast(entries_.at(group.key).stored, outs, group.positions);
+}
+
+void AllreduceKVStore::push(const std::vector<Key>& keys, const std::vector<NDArray>& values, int) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  check_arrays(keys, values, "push", "values");
+  apply_push(keys, values);
+}
+
+void AllreduceKVStore::pull(const std::vector<Key>& keys, const std::vector<NDArray>& outs, int) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  check_arrays(keys, outs, "pull", "outputs");
+  apply_pull(keys, outs);
+}
+
+void AllreduceKVStore::pushpull(const std::vector<Key>& keys, const std::vector<NDArray>& values,
+                                const std::vector<NDArray>& outs, int) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  check_arrays(keys, values, "pushpull", "values");
+  check_arrays(keys, outs, "pushpull", "outputs");
+  apply_push(keys, values);
+  apply_pull(keys, outs);
+}
+
+void AllreduceKVStore::set_optimizer(const optim::OptimizerConfig&) {
+  throw Error(ErrorCode::kNotSupported,
+              "kvstore 'dist_nccl' all-reduces gradients and runs no optimizer: update the weights on the workers "
+              "(update_on_kvstore = 0, the trainer's default with this store), or use 'dist_sync' to update on "
+              "servers");
+}
+
+void AllreduceKVStore::set_learning_rate(double) {
+  throw Error(ErrorCode::kBadState, "set_learning_rate: the kvstore has no optimizer");
+}
+
+void AllreduceKVStore::set_rescale_grad(double) {
+  throw Error(ErrorCode::kBadState, "set_rescale_grad: the kvstore has no optimizer");
+}
+
+void AllreduceKVStore::barrier() { member_->barrier(); }
+
+core::NamedArrays AllreduceKVStore::optimizer_state(const std::string&) const { return {}; }
+
+void AllreduceKVStore::load_optimizer_state(const core::NamedArrays&, const std::string&) {
+  throw Error(ErrorCode::kBadState, "load_optimizer_state: the kvstore has no optimizer");
+}
+
+}  // namespace dt::kvstore

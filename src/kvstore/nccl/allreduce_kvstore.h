@@ -1,0 +1,116 @@
+// The "dist_nccl" kvstore: data-parallel all-reduce across the worker
+// processes of a disttrain job, one GPU per worker, in the spirit of SINGA's
+// DistOpt and Horovod's kvstore for MXNet. There is no parameter server in
+// the data path: the job's scheduler only introduces the workers (the NCCL
+// unique id travels through it, collective::nccl::join_job_communicator;
+// no MPI) and runs barriers; the job's servers (a job has at least one)
+// stay idle.
+//  - init(keys, values): every worker's store starts from worker 0's values
+//    (an NCCL broadcast), so all replicas begin equal.
+//  - push: the values listed under a key are summed on this worker's GPU
+//    (KeyReducer: NCCL across local GPUs, adds otherwise), then all-reduced
+//    (sum) across the workers; the result replaces the key's stored value.
+//    All keys of one call go in one NCCL group.
+//  - pull copies the stored value (the last all-reduced sum, or the initial
+//    value) to the outputs listed under the key.
+//  - The store runs no optimizer (set_optimizer is Error(kNotSupported)):
+//    workers update their own weights with the summed gradients, as with
+//    Horovod; the trainer does so with this store by default.
+//  - Every worker must call init/push/pushpull with the same keys in the
+//    same order (collectives match by order, as in Horovod without its
+//    negotiation); a worker that does not turns into Error(kTimedOut) after
+//    request_timeout_s, or Error(kNccl) when NCCL sees the peer fail, and
+//    the store is unusable afterwards.
+//  - Option: all-reduce float32 keys as float16 (cast on the GPU before,
+//    back after), halving the bytes on the wire at float16's precision.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "collective/nccl/communicator.h"
+#include "core/context.h"
+#include "core/dtype.h"
+#include "kvstore/key_reducer.h"
+#include "kvstore/kvstore.h"
+#include "ps/cluster_member.h"
+#include "ps/job_config.h"
+
+namespace dt::kvstore {
+
+struct AllreduceOptions {
+  // The GPU of this worker; -1: the launcher's local rank (LOCAL_RANK,
+  // OMPI_COMM_WORLD_LOCAL_RANK, SLURM_LOCALID), else the worker rank, modulo
+  // the visible GPUs.
+  int device = -1;
+  // kFloat32, or kFloat16 to all-reduce float32 keys as float16 (other
+  // dtypes travel as they are).
+  core::DType wire_dtype = core::DType::kFloat32;
+};
+
+class AllreduceKVStore final : public KVStore {
+ public:
+  // Joins the job (job.role must be worker; Error(kInvalidArgument)
+  // otherwise), then the workers' NCCL communicator: every worker creates
+  // its store at the same point of its barrier sequence. Error(kNoDevice)
+  // without the GPU, kTimedOut when the scheduler or the other workers do
+  // not come within startup_timeout_s.
+  AllreduceKVStore(const ps::JobConfig& job, const ps::PsOptions& options, AllreduceOptions allreduce = {});
+  // Frees the communicator, then says goodbye to the scheduler (bounded by
+  // shutdown_timeout_s); no barrier.
+  ~AllreduceKVStore() override;
+
+  std::string type() const override { return "dist_nccl"; }
+  int rank() const override;
+  int num_workers() const override;
+  const std::shared_ptr<core::Context>& device() const { return gpu_; }
+
+  void init(const std::vector<Key>& keys, const std::vector<core::NDArray>& values) override;
+  void push(const std::vector<Key>& keys, const std::vector<core::NDArray>& values, int priority) override;
+  void pull(const std::vector<Key>& keys, const std::vector<core::NDArray>& outs, int priority) override;
+  // Checks values and outputs before any collective starts.
+  void pushpull(const std::vector<Key>& keys, const std::vector<core::NDArray>& values,
+                const std::vector<core::NDArray>& outs, int priority) override;
+
+  // Error(kNotSupported): update the weights on the workers.
+  void set_optimizer(const optim::OptimizerConfig& config) override;
+  bool has_optimizer() const override { return false; }
+  bool accepts_optimizer() const override { return false; }
+  void set_learning_rate(double lr) override;
+  void set_rescale_grad(double rescale) override;
+  void barrier() override;
+  core::NamedArrays optimizer_state(const std::string& prefix) const override;
+  void load_optimizer_state(const core::NamedArrays& arrays, const std::string& prefix) override;
+
+ private:
+  struct Entry {
+    core::NDArray stored;   // on gpu_: the last all-reduced sum, or the initial value
+    core::NDArray wire;     // float16 copy for the all-reduce, allocated on first need
+    core::NDArray scratch;  // KeyReducer's
+  };
+  Entry& entry(Key key, const char* op);
+  void check_arrays(const std::vector<Key>& keys, const std::vector<core::NDArray>& arrays, const char* op,
+                    const char* what);
+  void apply_push(const std::vector<Key>& keys, const std::vector<core::NDArray>& values);
+  void apply_pull(const std::vector<Key>& keys, const std::vector<core::NDArray>& outs);
+  // Runs the collectives that enqueue queues (one NCCL group) and waits for
+  // them, bounded by request_timeout_s.
+  void collective(const std::function<void(collective::nccl::Communicator&, cudaStream_t)>& enqueue);
+
+  const ps::PsOptions options_;
+  const core::DType wire_dtype_;
+  // Chosen before joining when the device is known then (a missing GPU
+  // fails before the job waits for this worker), else by rank.
+  std::shared_ptr<core::Context> gpu_;
+  std::unique_ptr<ps::ClusterMember> member_;
+  std::unique_ptr<collective::nccl::Communicator> comm_;
+  std::unique_ptr<KeyReducer> reducer_;  // on gpu_
+  std::mutex mutex_;  // one call at a time: collectives must leave in the same order everywhere
+  std::map<Key, Entry> entries_;
+};
+
+}  // namespace dt::kvstore

@@ -1,0 +1,151 @@
+// The "dist_nccl" kvstore on real GPUs, its workers being threads of this
+// test in a job whose scheduler and server are threads too: the NCCL unique
+// id goes through the scheduler (collective::nccl::join_job_communicator),
+// init broadcasts worker 0's values, pushpull all-reduces (float32, and
+// float16 on the wire), pull returns the last sum. One worker runs on any
+// GPU; two workers (one GPU each) need two GPUs. Inputs are small integers,
+// exact in float16 and in every order of summation.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <future>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/context.h"
+#include "core/error.h"
+#include "core/ndarray.h"
+#include "kvstore/nccl/allreduce_kvstore.h"
+#include "nccl_test_util.h"
+#include "nn/model_builders.h"
+#include "nn/net.h"
+#include "optim/optimizer_config.h"
+#include "train/trainer.h"
+#include "unit/ps/dist_device_arrays.h"
+#include "unit/ps/dist_device_job.h"
+
+namespace dt::kvstore {
+namespace {
+
+using core::DType;
+using core::NDArray;
+
+constexpr int64_t kCount = 2053;
+
+using test::float_array;
+using test::floats_of;
+using test::gpu;
+
+std::vector<float> plus(std::vector<float> a, const std::vector<float>& b) {
+  for (size_t i = 0; i < a.size(); ++i) a[i] += b[i];
+  return a;
+}
+
+AllreduceOptions options_for(int device, DType wire) {
+  AllreduceOptions o;
+  o.device = device;
+  o.wire_dtype = wire;
+  return o;
+}
+
+// Worker `rank` of `workers` on gpu(rank): checks init, pushpull and pull.
+void exercise(const test::ThreadedJob& job, int rank, int workers, DType wire) {
+  AllreduceKVStore kv(job.worker(rank), job.options(), options_for(rank, wire));
+  EXPECT_EQ(kv.type(), "dist_nccl");
+  EXPECT_EQ(kv.rank(), rank);
+  EXPECT_EQ(kv.num_workers(), workers);
+  const auto g = gpu(rank);
+  // Each worker inits with its own values; worker 0's win everywhere.
+  kv.init({3, 4}, {float_array(g, test::small_integers(rank, kCount)), float_array(core::make_cpu_context(), {1.0f + rank, 2.0f})});
+  NDArray out = float_array(g, std::vector<float>(kCount, -1));
+  NDArray small = float_array(core::make_cpu_context(), {0, 0});
+  kv.pull({3, 4}, {out, small}, 0);
+  EXPECT_EQ(floats_of(out), test::small_integers(0, kCount));
+  EXPECT_EQ(floats_of(small), (std::vector<float>{1, 2}));
+
+  std::vector<float> expected(kCount, 0.0f);
+  for (int r = 0; r < workers; ++r) {
+    expected = plus(expected, plus(test::small_integers(10 + r, kCount), test::small_integers(20 + r, kCount)));
+  }
+  for (int round = 0; round < 2; ++round) {
+    // Two values of key 3 on this worker's GPU (the second under another
+    // context), summed locally, then across workers, in place.
+    NDArray a = float_array(g, test::small_integers(10 + rank, kCount));
+    NDArray b = float_array(gpu(rank), test::small_integers(20 + rank, kCount));
+    kv.pushpull({3, 3}, {a, b}, {a, b}, 0);
+    EXPECT_EQ(floats_of(a), expected) << "round " << round;
+    EXPECT_EQ(floats_of(b), expected) << "round " << round;
+  }
+  NDArray again = float_array(g, std::vector<float>(kCount, -1));
+  kv.pull({3}, {again}, 0);
+  EXPECT_EQ(floats_of(again), expected) << "pull returns the last sum";
+  kv.barrier();
+}
+
+void run_job(int workers, DType wire) {
+  test::ThreadedJob job(1, workers);
+  std::vector<std::future<void>> threads;
+  for (int rank = 0; rank < workers; ++rank) {
+    threads.push_back(std::async(std::launch::async, [&job, rank, workers, wire] { exercise(job, rank, workers, wire); }));
+  }
+  for (auto& t : threads) ASSERT_EQ(t.wait_for(std::chrono::seconds(120)), std::future_status::ready) << "a worker hung";
+  for (auto& t : threads) t.get();
+  for (const auto& outcome : job.outcomes()) EXPECT_EQ(outcome, "");
+}
+
+TEST(AllreduceKVStore, OneWorkerJoinsThroughTheSchedulerAndReduces) { run_job(1, DType::kFloat32); }
+
+TEST(AllreduceKVStore, OneWorkerReducesInFloat16OnTheWire) { run_job(1, DType::kFloat16); }
+
+TEST(AllreduceKVStore, TwoWorkersOnTwoGpusSumAndStartFromWorkerZero) {
+  if (core::gpu_count() < 2) {
+    GTEST_SKIP() << "two workers need a GPU each; " << core::gpu_count() << " visible";
+  }
+  run_job(2, DType::kFloat32);
+  run_job(2, DType::kFloat16);
+}
+
+TEST(AllreduceKVStore, RunsNoOptimizerAndTrainersUpdateOnTheWorkers) {
+  test::ThreadedJob job(1, 1);
+  {
+    auto kv = std::make_shared<AllreduceKVStore>(job.worker(0), job.options(), options_for(0, DType::kFloat32));
+    EXPECT_FALSE(kv->accepts_optimizer());
+    try {
+      kv->set_optimizer(optim::OptimizerConfig("sgd").set("learning_rate", 0.1));
+      ADD_FAILURE() << "set_optimizer worked";
+    } catch (const core::Error& e) {
+      EXPECT_EQ(e.code(), core::ErrorCode::kNotSupported);
+      EXPECT_NE(std::string(e.what()).find("on the workers"), std::string::npos) << e.what();
+    }
+    auto net = std::make_shared<nn::Net>(nn::build_model_description_from_text("mlp", R"({"hidden": [8]})"), gpu(0));
+    train::Trainer trainer(net, optim::OptimizerConfig("sgd").set("learning_rate", 0.1), kv);
+    EXPECT_FALSE(trainer.update_on_kvstore());
+  }
+  for (const auto& outcome : job.outcomes()) EXPECT_EQ(outcome, "");
+}
+
+TEST(AllreduceKVStore, BadArgumentsAreErrors) {
+  test::ThreadedJob job(1, 1);
+  {
+    AllreduceKVStore kv(job.worker(0), job.options(), options_for(0, DType::kFloat32));
+    kv.init({1}, {float_array(gpu(0), {1, 2, 3})});
+    NDArray wrong = float_array(gpu(0), {1, 2});
+    try {
+      kv.push({1}, {wrong}, 0);
+      ADD_FAILURE() << "a push of the wrong shape worked";
+    } catch (const core::Error& e) {
+      EXPECT_EQ(e.code(), core::ErrorCode::kShapeMismatch);
+    }
+    try {
+      kv.pull({2}, {wrong}, 0);
+      ADD_FAILURE() << "a pull of an unknown key worked";
+    } catch (const core::Error& e) {
+      EXPECT_EQ(e.code(), core::ErrorCode::kNotFound);
+    }
+  }
+  for (const auto& outcome : job.outcomes()) EXPECT_EQ(outcome, "");
+}
+
+}  // namespace
+}  // namespace dt::kvstore
