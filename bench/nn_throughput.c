@@ -1,14 +1,23 @@
 /*
  * nn_throughput: images/s of a full training step (forward, backward, SGD
  * momentum update) through the C API, one JSON line per model:
- *   {"model":"lenet","device":"cpu","batch":64,"threads":2,"images_per_s":...}
+ *   {"model":"lenet","device":"cpu","precision":"fp32","batch":64,"threads":2,
+ *    "images_per_s":...}
  *
- *   nn_throughput [--device cpu|gpu] [--threads N] [--steps N] [--warmup N]
+ *   nn_throughput [--device cpu|gpu] [--precision fp32|fp16|bf16]
+ *                 [--threads N] [--steps N] [--warmup N] [--batch N]
  *                 [--model lenet|resnet18|all] [--json FILE]
  *
+ * Batches: LeNet 64; ResNet-18 32 on the CPU and 128 (the issue's figure) on
+ * the GPU; --batch N sets both. The GPU runs more steps by default (500
+ * LeNet, 100 ResNet-18, after 10 warm-up steps), since its steps are short.
+ *
  * --device gpu trains on GPU 0, with the batch already on the device (as the
- * CPU run has it in host memory), so both measure the training step alone;
- * float32 throughout (mixed precision is not built). Without a usable GPU it
+ * CPU run has it in host memory), so both measure the training step alone.
+ * --precision fp16 / bf16 (GPU only) is mixed precision: the net computes in
+ * float16 (with dynamic loss scaling) or bfloat16 over float32 master
+ * weights (dt_net_set_compute_dtype), as PyTorch's autocast + GradScaler do
+ * in bench/peers/torch_nn_throughput.py --precision. Without a usable GPU it
  * says why and exits 1.
  *
  * Compare with bench/peers/torch_nn_throughput.py run in the same session:
@@ -59,7 +68,7 @@ static void wait_for_net(const dt_net *net) {
   dt_ndarray_free(param);
 }
 
-static double run(dt_device_type device, const char *model, const char *options, int64_t batch,
+static double run(dt_device_type device, dt_dtype compute, const char *model, const char *options, int64_t batch,
                   const int64_t *sample, int threads, int warmup, int steps) {
   dt_context *ctx;
   dt_net *net;
@@ -78,6 +87,7 @@ static double run(dt_device_type device, const char *model, const char *options,
   CHECK(dt_context_create(&ctx, device, 0));
   CHECK(dt_context_set_num_threads(ctx, threads));
   CHECK(dt_net_create(&net, ctx, model, options));
+  CHECK(dt_net_set_compute_dtype(net, compute));
   CHECK(dt_net_initialize(net, 1));
   CHECK(dt_optimizer_create(&opt, "sgd"));
   CHECK(dt_optimizer_set_double(opt, "learning_rate", 0.01));
@@ -120,17 +130,23 @@ static int device_usable(dt_device_type device) {
   return 1;
 }
 
-static void report(FILE *json, const char *model, const char *device, int64_t batch, int threads, double ips) {
-  const char *format = "{\"model\":\"%s\",\"device\":\"%s\",\"batch\":%d,\"threads\":%d,\"images_per_s\":%.1f}\n";
-  printf(format, model, device, (int)batch, threads, ips);
-  if (json) fprintf(json, format, model, device, (int)batch, threads, ips);
+static void report(FILE *json, const char *model, const char *device, const char *precision, int64_t batch,
+                   int threads, double ips) {
+  const char *format =
+      "{\"model\":\"%s\",\"device\":\"%s\",\"precision\":\"%s\",\"batch\":%d,\"threads\":%d,"
+      "\"images_per_s\":%.1f}\n";
+  printf(format, model, device, precision, (int)batch, threads, ips);
+  if (json) fprintf(json, format, model, device, precision, (int)batch, threads, ips);
 }
 
 int main(int argc, char **argv) {
-  int threads = 2, steps = 0, warmup = 3, i;
+  int threads = 2, steps = 0, warmup = 3, i, on_gpu;
+  long long batch = 0;
   const char *which = "all";
   const char *device_name = "cpu";
   dt_device_type device = DT_DEVICE_CPU;
+  const char *precision = "fp32";
+  dt_dtype compute = DT_FLOAT32;
   const char *json_path = NULL;
   FILE *json = NULL;
   static const int64_t mnist[3] = {1, 28, 28};
@@ -142,6 +158,8 @@ int main(int argc, char **argv) {
     else if (strcmp(argv[i], "--model") == 0) which = argv[i + 1];
     else if (strcmp(argv[i], "--json") == 0) json_path = argv[i + 1];
     else if (strcmp(argv[i], "--device") == 0) device_name = argv[i + 1];
+    else if (strcmp(argv[i], "--precision") == 0) precision = argv[i + 1];
+    else if (strcmp(argv[i], "--batch") == 0) batch = atoll(argv[i + 1]);
     else {
       fprintf(stderr, "unknown option %s\n", argv[i]);
       return 2;
@@ -155,19 +173,41 @@ int main(int argc, char **argv) {
     fprintf(stderr, "--device must be cpu or gpu, not %s\n", device_name);
     return 2;
   }
+  if (strcmp(precision, "fp32") == 0) {
+    compute = DT_FLOAT32;
+  } else if (strcmp(precision, "fp16") == 0) {
+    compute = DT_FLOAT16;
+  } else if (strcmp(precision, "bf16") == 0) {
+    compute = DT_BFLOAT16;
+  } else {
+    fprintf(stderr, "--precision must be fp32, fp16 or bf16, not %s\n", precision);
+    return 2;
+  }
+  if (compute != DT_FLOAT32 && device != DT_DEVICE_GPU) {
+    fprintf(stderr, "--precision %s is mixed precision, a GPU feature: add --device gpu\n", precision);
+    return 2;
+  }
+  if (batch < 0) {
+    fprintf(stderr, "--batch must be positive\n");
+    return 2;
+  }
   if (!device_usable(device)) return 1;
   if (json_path != NULL && (json = fopen(json_path, "a")) == NULL) {
     perror(json_path);
     return 1;
   }
+  on_gpu = device == DT_DEVICE_GPU;
   if (strcmp(which, "all") == 0 || strcmp(which, "lenet") == 0) {
-    double ips = run(device, "lenet", NULL, 64, mnist, threads, warmup, steps > 0 ? steps : 100);
-    report(json, "lenet", device_name, 64, threads, ips);
+    int64_t b = batch > 0 ? batch : 64;
+    double ips = run(device, compute, "lenet", NULL, b, mnist, threads, on_gpu ? 10 : warmup,
+                     steps > 0 ? steps : (on_gpu ? 500 : 100));
+    report(json, "lenet", device_name, precision, b, threads, ips);
   }
   if (strcmp(which, "all") == 0 || strcmp(which, "resnet18") == 0) {
-    double ips = run(device, "resnet18", "{\"input_shape\":[3,32,32],\"classes\":10}", 32, cifar, threads,
-                     warmup < 2 ? warmup : 2, steps > 0 ? steps : 10);
-    report(json, "resnet18", device_name, 32, threads, ips);
+    int64_t b = batch > 0 ? batch : (on_gpu ? 128 : 32);
+    double ips = run(device, compute, "resnet18", "{\"input_shape\":[3,32,32],\"classes\":10}", b, cifar,
+                     threads, on_gpu ? 10 : (warmup < 2 ? warmup : 2), steps > 0 ? steps : (on_gpu ? 100 : 10));
+    report(json, "resnet18", device_name, precision, b, threads, ips);
   }
   if (json) fclose(json);
   return 0;

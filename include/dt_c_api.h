@@ -358,6 +358,29 @@ DT_API dt_status dt_net_output(dt_ndarray **out, const dt_net *net,
 DT_API dt_status dt_net_save_params(const dt_net *net, const char *path);
 DT_API dt_status dt_net_load_params(dt_net *net, const char *path);
 
+/* Mixed precision, a GPU feature. The dtype the net computes in:
+ * DT_FLOAT32 (default), DT_FLOAT16 or DT_BFLOAT16. In 16 bits, activations,
+ * working copies of the weights (cast from the float32 parameters at the
+ * next forward after they may have changed: after a backward,
+ * dt_net_initialize or dt_net_load_params) and their gradients use that
+ * dtype, with float32 accumulation, while everything outside the net stays
+ * float32: the parameters and gradients of dt_net_param / dt_net_grad
+ * (master weights), outputs, the loss (computed in float32), checkpoints,
+ * optimizers and kvstores. DT_FLOAT16 turns on dynamic loss scaling as
+ * PyTorch's GradScaler does (initial scale 65536, doubled after 2000 steps
+ * without overflow, halved on an overflow): the loss gradient is scaled and
+ * dt_net_backward's gradients come back unscaled, possibly inf/NaN after an
+ * overflow, which dt_trainer steps then skip. DT_BFLOAT16 needs no scaling.
+ * Call before the first dt_net_forward (DT_ERR_BAD_STATE after); float16 or
+ * bfloat16 on a CPU context is DT_ERR_NOT_SUPPORTED; other dtypes
+ * DT_ERR_INVALID_ARGUMENT. A trainer with update_on_kvstore cannot skip
+ * overflowed steps: with DT_FLOAT16 its first step is DT_ERR_NOT_SUPPORTED. */
+DT_API dt_status dt_net_set_compute_dtype(dt_net *net, dt_dtype dtype);
+DT_API dt_status dt_net_compute_dtype(dt_dtype *out, const dt_net *net);
+/* The loss scale the next dt_net_backward multiplies the loss gradient by
+ * (1.0 without loss scaling). */
+DT_API dt_status dt_net_loss_scale(double *out, const dt_net *net);
+
 /* ------------------------------------------------------------------------ */
 /* Optimizer: a declarative description (a name and typed hyper-parameters) */
 /* ------------------------------------------------------------------------ */
@@ -623,6 +646,10 @@ DT_API dt_status dt_trainer_fit(dt_trainer *trainer, dt_data_loader *train,
                                 const dt_fit_options *options);
 /* Epochs completed (after fit or a loaded checkpoint). */
 DT_API dt_status dt_trainer_epoch(int32_t *out, const dt_trainer *trainer);
+/* Steps whose update was skipped because the gradients overflowed (float16
+ * loss scaling, see dt_net_set_compute_dtype); 0 without loss scaling. */
+DT_API dt_status dt_trainer_skipped_steps(int64_t *out,
+                                          const dt_trainer *trainer);
 
 /* ------------------------------------------------------------------------ */
 /* Distributed kvstores and nodes (parameter server)                        */

@@ -3,7 +3,16 @@
 PyTorch (Debian's python3-torch), same batch and thread count, one JSON line
 per model. Run both in one session and compare ratios.
 
-usage: torch_nn_throughput.py [--threads N] [--steps N] [--model lenet|resnet18|all]"""
+usage: torch_nn_throughput.py [--device cpu|gpu] [--precision fp32|fp16|bf16]
+                              [--threads N] [--steps N] [--batch N] [--model lenet|resnet18|all]
+
+--device gpu trains on cuda:0 with the batch already there, as
+nn_throughput --device gpu does. --precision fp16 / bf16 is PyTorch's
+automatic mixed precision, the counterpart of nn_throughput --precision:
+torch.autocast over the forward and the loss (float32 master weights), and
+for fp16 a torch.cuda.amp.GradScaler (dynamic loss scaling, skipped steps on
+overflow); bf16 needs no scaler. float32 runs keep TF32 off, as disttrain's
+float32 kernels do."""
 import argparse
 import json
 import time
@@ -49,18 +58,38 @@ def resnet18(classes=10):
     return nn.Sequential(*layers)
 
 
-def measure(model, batch, shape, warmup, steps):
-    x = torch.rand(batch, *shape) - 0.5
-    y = torch.arange(batch) % 10
+AUTOCAST_DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
+
+
+def synchronize(device):
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def measure(model, batch, shape, warmup, steps, device, precision):
+    model = model.to(device)
+    x = (torch.rand(batch, *shape) - 0.5).to(device)
+    y = (torch.arange(batch) % 10).to(device)
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     loss_fn = nn.CrossEntropyLoss()
+    autocast_dtype = AUTOCAST_DTYPES.get(precision)
+    scaler = torch.cuda.amp.GradScaler() if precision == "fp16" else None
     model.train()
     for i in range(warmup + steps):
         if i == warmup:
+            synchronize(device)
             start = time.perf_counter()
         opt.zero_grad()
-        loss_fn(model(x), y).backward()
-        opt.step()
+        with torch.autocast(device_type=device.type, dtype=autocast_dtype, enabled=autocast_dtype is not None):
+            loss = loss_fn(model(x), y)
+        if scaler is not None:
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
+        else:
+            loss.backward()
+            opt.step()
+    synchronize(device)
     return batch * steps / (time.perf_counter() - start)
 
 
@@ -69,17 +98,36 @@ def main():
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--steps", type=int, default=0)
     parser.add_argument("--model", default="all")
+    parser.add_argument("--device", choices=("cpu", "gpu"), default="cpu")
+    parser.add_argument("--precision", choices=("fp32", "fp16", "bf16"), default="fp32")
+    parser.add_argument("--batch", type=int, default=0,
+                        help="both models' batch; default as nn_throughput: LeNet 64, ResNet-18 32 (CPU) or 128 (GPU)")
     args = parser.parse_args()
+    if args.precision != "fp32" and args.device != "gpu":
+        parser.error("--precision %s is mixed precision, measured on the GPU: add --device gpu" % args.precision)
+    if args.device == "gpu" and not torch.cuda.is_available():
+        parser.exit(1, "torch_nn_throughput: --device gpu needs CUDA, and torch sees none\n")
+    device = torch.device("cuda:0" if args.device == "gpu" else "cpu")
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
     torch.set_num_threads(args.threads)
     torch.manual_seed(1)
+
+    def report(model, batch, ips):
+        print(json.dumps({"model": model, "device": args.device, "precision": args.precision, "batch": batch,
+                          "threads": args.threads, "images_per_s": round(ips, 1),
+                          "peer": "torch " + torch.__version__}))
+
+    # The same batches, warm-up and step counts as nn_throughput.
+    gpu = args.device == "gpu"
     if args.model in ("all", "lenet"):
-        ips = measure(lenet(), 64, (1, 28, 28), 3, args.steps or 100)
-        print(json.dumps({"model": "lenet", "batch": 64, "threads": args.threads,
-                          "images_per_s": round(ips, 1), "peer": "torch " + torch.__version__}))
+        batch = args.batch or 64
+        report("lenet", batch, measure(lenet(), batch, (1, 28, 28), 10 if gpu else 3,
+                                       args.steps or (500 if gpu else 100), device, args.precision))
     if args.model in ("all", "resnet18"):
-        ips = measure(resnet18(), 32, (3, 32, 32), 2, args.steps or 10)
-        print(json.dumps({"model": "resnet18", "batch": 32, "threads": args.threads,
-                          "images_per_s": round(ips, 1), "peer": "torch " + torch.__version__}))
+        batch = args.batch or (128 if gpu else 32)
+        report("resnet18", batch, measure(resnet18(), batch, (3, 32, 32), 10 if gpu else 2,
+                                          args.steps or (100 if gpu else 10), device, args.precision))
 
 
 if __name__ == "__main__":

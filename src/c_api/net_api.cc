@@ -6,6 +6,7 @@
 
 #include "c_api/api_guard.h"
 #include "c_api/handles.h"
+#include "core/dtype.h"
 #include "dt_c_api.h"
 #include "nn/model_builders.h"
 #include "nn/net.h"
@@ -31,6 +32,16 @@ size_t checked_index(const dt::nn::Net& net, size_t index) {
                 "index " + std::to_string(index) + " is outside the " + std::to_string(count) + " parameters");
   }
   return index;
+}
+
+// A dt_dtype value the header defines; what the net makes of it is the
+// net's to say (Net::set_compute_dtype).
+dt::core::DType checked_compute_dtype(const dt_dtype& dtype) {
+  const int value = dt::c_api::raw_enum(dtype);
+  if (!dt::core::is_valid_dtype(value)) {
+    throw Error(ErrorCode::kInvalidArgument, "unknown dtype value " + std::to_string(value));
+  }
+  return static_cast<dt::core::DType>(value);
 }
 
 dt::nn::GradReq checked_grad_req(const dt_grad_req& req) {
@@ -212,6 +223,27 @@ dt_status dt_net_load_params(dt_net* net, const char* path) {
   return guarded(__func__, [&] {
     auto& n = net_of(net);
     n.load_params(arg(path, "path"));
+  });
+}
+
+dt_status dt_net_set_compute_dtype(dt_net* net, dt_dtype dtype) {
+  return guarded(__func__, [&] {
+    auto& n = net_of(net);
+    n.set_compute_dtype(checked_compute_dtype(dtype));
+  });
+}
+
+dt_status dt_net_compute_dtype(dt_dtype* out, const dt_net* net) {
+  return guarded(__func__, [&] {
+    arg(out, "out");
+    *out = static_cast<dt_dtype>(net_of(net).compute_dtype());
+  });
+}
+
+dt_status dt_net_loss_scale(double* out, const dt_net* net) {
+  return guarded(__func__, [&] {
+    arg(out, "out");
+    *out = net_of(net).loss_scaler().scale();
   });
 }
 

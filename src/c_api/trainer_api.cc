@@ -160,4 +160,11 @@ dt_status dt_trainer_epoch(int32_t* out, const dt_trainer* trainer) {
   });
 }
 
+dt_status dt_trainer_skipped_steps(int64_t* out, const dt_trainer* trainer) {
+  return guarded(__func__, [&] {
+    arg(out, "out");
+    *out = handle(trainer, "trainer").impl->skipped_steps();
+  });
+}
+
 }  // extern "C"

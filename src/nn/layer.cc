@@ -59,7 +59,7 @@ std::unique_ptr<Layer> create_layer(const std::string& type, const std::string& 
               "layer '" + name + "': unknown type '" + type + "' (known: " + known + ")");
 }
 
-void write_param_grad(Parameter& param, const std::function<void(float* dst)>& compute) {
+void write_param_grad(Parameter& param, const std::function<void(KernelData dst)>& compute) {
   if (param.grad_req == GradReq::kNull) return;
   if (param.auxiliary) {
     throw Error(ErrorCode::kInvalidArgument, "parameter '" + param.name + "' is auxiliary and has no gradient");
@@ -67,10 +67,18 @@ void write_param_grad(Parameter& param, const std::function<void(float* dst)>& c
   if (!param.grad.defined()) {
     throw Error(ErrorCode::kBadState, "parameter '" + param.name + "' has no gradient array");
   }
-  if (param.grad.dtype() != core::DType::kFloat32) {
+  // float32, or on a GPU the dtype of the value (a mixed-precision net's
+  // compute copy of a weight).
+  const bool on_cpu = param.grad.context()->is_cpu();
+  if ((on_cpu || !core::is_floating(param.grad.dtype())) && param.grad.dtype() != core::DType::kFloat32) {
     throw Error(ErrorCode::kNotSupported,
-                "parameter '" + param.name + "': gradients are float32 for now, got " +
-                    core::dtype_name(param.grad.dtype()) + " on " + param.grad.context()->to_string());
+                "parameter '" + param.name + "': gradients on " + param.grad.context()->to_string() +
+                    " are float32, got " + core::dtype_name(param.grad.dtype()));
+  }
+  if (param.value.defined() && param.grad.dtype() != param.value.dtype()) {
+    throw Error(ErrorCode::kDtypeMismatch, "parameter '" + param.name + "': gradient " +
+                                               core::dtype_name(param.grad.dtype()) + ", value " +
+                                               core::dtype_name(param.value.dtype()));
   }
   if (param.value.defined() && (param.grad.context()->type() != param.value.context()->type() ||
                                 param.grad.context()->device_id() != param.value.context()->device_id())) {
@@ -83,22 +91,21 @@ void write_param_grad(Parameter& param, const std::function<void(float* dst)>& c
                                                param.grad.shape().to_string() + " does not match value " +
                                                param.value.shape().to_string());
   }
-  float* grad = param.grad.data_as<float>();
   switch (param.grad_req) {
     case GradReq::kWrite:
-      compute(grad);
+      compute(KernelData(param.grad));
       return;
     case GradReq::kAdd: {
-      if (!param.grad.context()->is_cpu()) {
+      if (!on_cpu) {
         // The kernel writes on the gradient's GPU; ops::add sums there.
-        const core::NDArray scratch =
-            core::NDArray::empty(param.grad.context(), core::DType::kFloat32, param.grad.shape());
-        compute(scratch.data_as<float>());
+        const core::NDArray scratch = core::NDArray::empty(param.grad.context(), param.grad.dtype(), param.grad.shape());
+        compute(KernelData(scratch));
         ops::add(param.grad, param.grad, scratch);
         return;
       }
+      float* grad = param.grad.data_as<float>();
       std::vector<float> scratch(param.grad.size());
-      compute(scratch.data());
+      compute(KernelData(scratch.data(), core::DType::kFloat32));
       for (size_t i = 0; i < scratch.size(); ++i) grad[i] += scratch[i];
       return;
     }

@@ -12,6 +12,11 @@
 //    or skip) through write_param_grad().
 //  - A layer may cache kernels per input shape; it owns them.
 //  - Errors are dt::core::Error; shape errors name the layer and the shapes.
+//  - On a GPU, activations and their gradients may be float16 or bfloat16
+//    (a mixed-precision net's compute dtype; all arrays of one call share
+//    it); parameters are then of the compute dtype where their spec says
+//    in_compute_dtype (a copy the net casts from the float32 master) and
+//    float32 otherwise. On the CPU everything is float32.
 #pragma once
 
 #include <functional>
@@ -23,6 +28,7 @@
 #include "core/ndarray.h"
 #include "core/shape.h"
 #include "nn/initializer.h"
+#include "nn/kernel_data.h"
 #include "nn/parameter.h"
 #include "ops/cpu/cpu_engine.h"
 
@@ -33,6 +39,10 @@ struct ParamSpec {
   core::Shape shape;
   Initializer init;
   bool auxiliary = false;  // saved and loaded, no gradient, not synchronised
+  // Mixed precision: the layer's kernel reads this parameter in the net's
+  // compute dtype (the weights of Dense and Conv2D, which feed GEMMs and
+  // convolutions); otherwise it stays float32 (biases, BatchNorm's).
+  bool in_compute_dtype = false;
 };
 
 // What every layer call can reach besides its tensors.
@@ -92,7 +102,8 @@ std::unique_ptr<Layer> create_layer(const std::string& type, const std::string& 
 
 // Runs compute(dst) so that param's gradient ends up written or accumulated
 // according to its grad_req; does nothing for kNull. compute writes a full
-// gradient into dst (a scratch buffer when accumulating).
-void write_param_grad(Parameter& param, const std::function<void(float* dst)>& compute);
+// gradient into dst (a scratch buffer when accumulating), of the gradient's
+// dtype: the value's (float32, or on a GPU the compute dtype).
+void write_param_grad(Parameter& param, const std::function<void(KernelData dst)>& compute);
 
 }  // namespace dt::nn

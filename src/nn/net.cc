@@ -1,15 +1,20 @@
 #include "nn/net.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 #include <unordered_map>
 
 #include "core/error.h"
 #include "core/safetensors.h"
+#include "nn/compute_parameters.h"
 #include "nn/layers/layer_support.h"
 #include "nn/layers/softmax_cross_entropy_loss.h"
 #include "ops/tensor_math.h"
+#if DT_WITH_CUDA
+#include "ops/cuda/gradient_cast.h"
+#endif
 
 namespace dt::nn {
 
@@ -84,6 +89,7 @@ struct Net::Node {
   std::vector<size_t> inputs;         // value ids
   std::vector<GradRoute> routes;      // per input
   std::vector<Parameter*> params;     // in param_specs() order
+  std::vector<Parameter*> compute_params;  // their mixed-precision views
 };
 
 // The buffers of one batch size.
@@ -98,6 +104,11 @@ struct Net::Plan {
   // Host inputs and labels copied to a GPU net's device (see usable_on).
   std::vector<core::NDArray> staged_inputs;
   core::NDArray staged_labels;
+  // Mixed precision: the inputs cast to the compute dtype, the logits cast
+  // to float32 (output() and the loss), and the float32 loss gradient.
+  std::vector<core::NDArray> cast_inputs;
+  core::NDArray logits32;
+  core::NDArray dlogits32;
 };
 
 Net::Net(NetDescription description, std::shared_ptr<core::Context> ctx)
@@ -290,6 +301,7 @@ void Net::create_parameters() {
       }
       param.init = spec.init;
       params_.push_back(std::move(param));
+      param_in_compute_dtype_.push_back(spec.in_compute_dtype);
       owner.emplace_back(k, j);
     }
   }
@@ -321,6 +333,7 @@ void Net::initialize(uint64_t seed) {
   runtime_.seed = seed;
   // Dropout masks replay from the seed: initialising again starts them over.
   runtime_.step = 0;
+  compute_weights_stale_ = true;
 }
 
 size_t Net::param_index(const std::string& name) const {
@@ -365,7 +378,14 @@ Net::Plan& Net::plan_for(const std::vector<core::NDArray>& inputs) {
     for (size_t v : nodes_[k].inputs) in.push_back(plan.shapes[v]);
     const core::Shape out = in_layer(layer, [&] { return layer.output_shape(in); });
     plan.shapes[num_inputs + k] = out;
-    plan.values[num_inputs + k] = core::NDArray::empty(ctx_, core::DType::kFloat32, out);
+    plan.values[num_inputs + k] = core::NDArray::empty(ctx_, compute_dtype_, out);
+  }
+  if (mixed_precision()) {
+    plan.cast_inputs.resize(num_inputs);
+    for (size_t i = 0; i < num_inputs; ++i) {
+      plan.cast_inputs[i] = core::NDArray::empty(ctx_, compute_dtype_, plan.shapes[i]);
+    }
+    plan.logits32 = core::NDArray::empty(ctx_, core::DType::kFloat32, plan.shapes[output_value_]);
   }
   if (plans_.size() == kMaxPlans) {
     if (last_forward_ == &plans_.back()) last_forward_ = nullptr;
@@ -379,14 +399,17 @@ void Net::allocate_gradients(Plan& plan) {
   const size_t num_inputs = description_.inputs.size();
   plan.grads.resize(plan.shapes.size());
   for (size_t v = num_inputs; v < plan.shapes.size(); ++v) {
-    plan.grads[v] = core::NDArray::empty(ctx_, core::DType::kFloat32, plan.shapes[v]);
+    plan.grads[v] = core::NDArray::empty(ctx_, compute_dtype_, plan.shapes[v]);
+  }
+  if (mixed_precision()) {
+    plan.dlogits32 = core::NDArray::empty(ctx_, core::DType::kFloat32, plan.shapes[output_value_]);
   }
   plan.scratch.resize(nodes_.size());
   for (size_t k = 0; k < nodes_.size(); ++k) {
     plan.scratch[k].resize(nodes_[k].inputs.size());
     for (size_t j = 0; j < nodes_[k].inputs.size(); ++j) {
       if (nodes_[k].routes[j] == GradRoute::kAccumulate) {
-        plan.scratch[k][j] = core::NDArray::empty(ctx_, core::DType::kFloat32, plan.shapes[nodes_[k].inputs[j]]);
+        plan.scratch[k][j] = core::NDArray::empty(ctx_, compute_dtype_, plan.shapes[nodes_[k].inputs[j]]);
       }
     }
   }
@@ -426,8 +449,19 @@ void Net::forward(const std::vector<core::NDArray>& inputs, bool train) {
   }
 
   Plan& plan = plan_for(inputs);
+  forwarded_ = true;
   plan.staged_inputs.resize(inputs.size());
-  for (size_t i = 0; i < inputs.size(); ++i) plan.values[i] = staged_on(inputs[i], ctx_, plan.staged_inputs[i]);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    plan.values[i] = staged_on(inputs[i], ctx_, plan.staged_inputs[i]);
+    if (mixed_precision()) {
+      ops::cast(plan.cast_inputs[i], plan.values[i]);
+      plan.values[i] = plan.cast_inputs[i];
+    }
+  }
+  if (mixed_precision() && compute_weights_stale_) {
+    compute_params_->refresh_values();
+    compute_weights_stale_ = false;
+  }
   last_forward_ = nullptr;  // until this forward has completed
   // Counted before the layers run, so a backward sees the step its forward saw.
   ++runtime_.step;
@@ -437,13 +471,18 @@ void Net::forward(const std::vector<core::NDArray>& inputs, bool train) {
     Node& node = nodes_[k];
     ForwardArgs args;
     for (size_t v : node.inputs) args.inputs.push_back(&plan.values[v]);
-    args.params = node.params;
+    args.params = layer_params(node);
     args.output = &plan.values[num_inputs + k];
     args.train = train;
     args.runtime = &runtime_;
     in_layer(*node.layer, [&] { node.layer->forward(args); });
   }
+  if (mixed_precision()) ops::cast(plan.logits32, plan.values[output_value_]);
   last_forward_ = &plan;
+}
+
+const std::vector<Parameter*>& Net::layer_params(const Node& node) const {
+  return mixed_precision() ? node.compute_params : node.params;
 }
 
 double Net::backward(const core::NDArray& labels) { return backward(labels, nullptr); }
@@ -470,8 +509,23 @@ double Net::backward(const core::NDArray& labels, const GradientReady& on_gradie
   const core::NDArray device_labels = staged_on(labels, ctx_, plan.staged_labels);
 
   engine_->bind_current_thread();
-  const double loss =
-      loss_->forward_backward(plan.values[output_value_], device_labels, &plan.grads[output_value_]);
+  // Whatever happens next, an update of the masters may follow: the next
+  // forward casts them again.
+  compute_weights_stale_ = true;
+  double loss = 0.0;
+  float unscale = 1.0f;
+  if (mixed_precision()) {
+    // The loss in float32 from the float32 logits; its gradient times the
+    // loss scale, then down to the compute dtype (where a too-large scale
+    // overflows to inf, which gradients_finite() reports).
+    const double scale = loss_scaler_.scale();
+    unscale = static_cast<float>(1.0 / scale);
+    loss = loss_->forward_backward(plan.logits32, device_labels, &plan.dlogits32, static_cast<float>(scale));
+    ops::cast(plan.grads[output_value_], plan.dlogits32);
+    compute_params_->sync_grad_reqs();
+  } else {
+    loss = loss_->forward_backward(plan.values[output_value_], device_labels, &plan.grads[output_value_]);
+  }
 
   const size_t num_inputs = description_.inputs.size();
   for (size_t k = nodes_.size(); k-- > 0;) {
@@ -492,9 +546,14 @@ double Net::backward(const core::NDArray& labels, const GradientReady& on_gradie
         case GradRoute::kAccumulate: args.input_grads.push_back(&plan.scratch[k][j]); break;
       }
     }
-    args.params = node.params;
+    args.params = layer_params(node);
     args.runtime = &runtime_;
     in_layer(*node.layer, [&] { node.layer->backward(args); });
+    if (mixed_precision()) {
+      for (const Parameter* p : node.params) {
+        compute_params_->finish_gradient(static_cast<size_t>(p - params_.data()), unscale);
+      }
+    }
     for (size_t j = 0; j < node.inputs.size(); ++j) {
       if (node.routes[j] == GradRoute::kAccumulate) {
         const core::NDArray& grad = plan.grads[node.inputs[j]];
@@ -520,7 +579,76 @@ const core::NDArray& Net::output(size_t index) const {
                                                  std::to_string(num_outputs()) + " output(s)");
   }
   if (last_forward_ == nullptr) throw Error(ErrorCode::kBadState, "net: no output before a completed forward");
-  return last_forward_->values[output_value_];
+  return mixed_precision() ? last_forward_->logits32 : last_forward_->values[output_value_];
+}
+
+void Net::set_compute_dtype(core::DType dtype) {
+  if (dtype != core::DType::kFloat32 && dtype != core::DType::kFloat16 && dtype != core::DType::kBFloat16) {
+    throw Error(ErrorCode::kInvalidArgument, std::string("net: the compute dtype must be float32 (F32), float16 "
+                                                         "(F16) or bfloat16 (BF16), got ") +
+                                                 core::dtype_name(dtype));
+  }
+  if (forwarded_) {
+    throw Error(ErrorCode::kBadState, "net: set the compute dtype before the first forward");
+  }
+  if (dtype != core::DType::kFloat32 && ctx_->is_cpu()) {
+    throw Error(ErrorCode::kNotSupported, std::string("net: ") + core::dtype_name(dtype) +
+                                              " compute (mixed precision) runs on GPU contexts only; this net is on " +
+                                              ctx_->to_string());
+  }
+  if (dtype == core::DType::kFloat32) {
+    compute_params_.reset();
+    for (Node& node : nodes_) node.compute_params.clear();
+  } else {
+    auto views = std::make_unique<ComputeParameters>(params_, param_in_compute_dtype_, dtype);
+    for (Node& node : nodes_) {
+      node.compute_params.clear();
+      for (const Parameter* p : node.params) {
+        node.compute_params.push_back(&views->view(static_cast<size_t>(p - params_.data())));
+      }
+    }
+    compute_params_ = std::move(views);
+  }
+  compute_dtype_ = dtype;
+  compute_weights_stale_ = true;
+  // PyTorch's defaults: float16's narrow range needs loss scaling,
+  // bfloat16 has float32's range and does without.
+  loss_scaler_ = dtype == core::DType::kFloat16 ? LossScaler(LossScalerOptions{}) : LossScaler();
+}
+
+void Net::set_loss_scaler(const LossScaler& scaler) {
+  if (scaler.enabled() && !mixed_precision()) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "net: loss scaling needs a float16 or bfloat16 compute dtype; this net computes in float32");
+  }
+  loss_scaler_ = scaler;
+}
+
+bool Net::gradients_finite() {
+  std::vector<const Parameter*> checked;
+  for (const Parameter& p : params_) {
+    if (!p.auxiliary && p.grad_req != GradReq::kNull) checked.push_back(&p);
+  }
+  if (ctx_->is_cpu()) {
+    for (const Parameter* p : checked) {
+      const float* g = p->grad.data_as<float>();
+      for (size_t i = 0; i < p->grad.size(); ++i) {
+        if (!std::isfinite(g[i])) return false;
+      }
+    }
+    return true;
+  }
+#if DT_WITH_CUDA
+  if (!nonfinite_flag_.defined()) nonfinite_flag_ = core::NDArray::empty(ctx_, core::DType::kInt32, core::Shape{1});
+  ops::fill(nonfinite_flag_, 0.0);
+  auto* flag = static_cast<unsigned int*>(nonfinite_flag_.data());
+  for (const Parameter* p : checked) ops::cuda::flag_nonfinite(*ctx_, p->grad.data_as<float>(), p->grad.size(), flag);
+  int32_t found = 0;
+  nonfinite_flag_.copy_to_host(&found, sizeof found);
+  return found == 0;
+#else
+  throw Error(ErrorCode::kInternal, "net: a GPU context in a build without CUDA");
+#endif
 }
 
 void Net::save_params(const std::string& path) const {
@@ -552,6 +680,7 @@ void Net::load_params(const std::string& path) {
     sources.push_back(&source);
   }
   for (size_t i = 0; i < params_.size(); ++i) params_[i].value.copy_from(*sources[i]);
+  compute_weights_stale_ = true;
 }
 
 std::unique_ptr<Net> Net::clone(std::shared_ptr<core::Context> ctx) const {
@@ -561,6 +690,10 @@ std::unique_ptr<Net> Net::clone(std::shared_ptr<core::Context> ctx) const {
     copy->params_[i].grad_req = params_[i].grad_req;
   }
   copy->runtime_.seed = runtime_.seed;
+  // A replica computes as this net does, with a scaler in the same state
+  // (a trainer keeps all replicas' scalers in step).
+  if (compute_dtype_ != core::DType::kFloat32) copy->set_compute_dtype(compute_dtype_);
+  copy->loss_scaler_ = loss_scaler_;
   return copy;
 }
 

@@ -9,6 +9,21 @@
 // (a few sizes at once: the training batch, the epoch's short last batch,
 // evaluation), so steps with a shape already seen allocate nothing.
 //
+// Mixed precision (a GPU net's compute dtype float16 or bfloat16, set
+// before the first forward): parameters stay float32 (the masters that
+// optimizers, kvstores and checkpoints see), and the net keeps copies of the
+// weights in the compute dtype (compute_parameters.h), cast from the masters
+// at a forward whenever they may have changed: after initialize,
+// load_params, mark_parameters_changed, and any backward (an update follows
+// one). Inputs are cast to the compute dtype, every layer runs in it, the
+// logits are cast back to float32 for the loss and output(), the loss
+// gradient is multiplied by the loss scale (loss_scaler(); dynamic for
+// float16, off for bfloat16, as PyTorch's AMP), and each parameter gradient
+// is cast into its float32 gradient array with the scale taken out. So
+// backward's gradients are the true float32 ones either way; with loss
+// scaling they may hold inf/NaN, which gradients_finite() tells, and a
+// trainer then skips the update and records it in the scaler.
+//
 // A Net is used from one thread at a time (its CPU stream and buffers are
 // not shared-safe); different nets may run on different threads.
 #pragma once
@@ -21,13 +36,17 @@
 #include <vector>
 
 #include "core/context.h"
+#include "core/dtype.h"
 #include "core/ndarray.h"
 #include "nn/layer.h"
+#include "nn/loss_scaler.h"
 #include "nn/net_description.h"
 #include "nn/parameter.h"
 #include "ops/cpu/cpu_engine.h"
 
 namespace dt::nn {
+
+class ComputeParameters;
 
 namespace layers {
 class SoftmaxCrossEntropyLoss;
@@ -103,6 +122,35 @@ class Net {
   // description follows.
   void set_loss_reduction(const std::string& reduction);
 
+  // The dtype activations, weights copies and their gradients are computed
+  // in: float32 (the default), or float16 / bfloat16 for mixed precision
+  // (see above). Only before the first forward (Error(kBadState) after);
+  // float16 / bfloat16 on a CPU context are Error(kNotSupported) (mixed
+  // precision is a GPU feature), other dtypes Error(kInvalidArgument).
+  // Resets the loss scaler to the dtype's default: dynamic (init 2^16)
+  // for float16, disabled otherwise.
+  void set_compute_dtype(core::DType dtype);
+  core::DType compute_dtype() const { return compute_dtype_; }
+
+  // The loss scale's state machine; its scale() multiplies the next
+  // backward's loss gradient. A trainer calls update() once per step.
+  LossScaler& loss_scaler() { return loss_scaler_; }
+  const LossScaler& loss_scaler() const { return loss_scaler_; }
+  // Replaces it, e.g. to enable scaling for bfloat16 or change its
+  // options; Error(kInvalidArgument) to enable it on a float32 net.
+  void set_loss_scaler(const LossScaler& scaler);
+
+  // Whether every learnable parameter's float32 gradient (grad_req other
+  // than kNull) is finite: on a GPU one kernel per parameter sets one flag
+  // in device memory, read once (this waits for the device). Call it after
+  // gradients were reduced across workers, so that all agree.
+  bool gradients_finite();
+
+  // Tells a mixed-precision net that parameter values were written from
+  // outside (a trainer's update, a kvstore pull), so its next forward casts
+  // them again. Without mixed precision it does nothing.
+  void mark_parameters_changed() { compute_weights_stale_ = true; }
+
   size_t num_outputs() const { return 1; }
   // Output i of the latest forward; Error(kBadState) before the first.
   const core::NDArray& output(size_t index) const;
@@ -126,6 +174,10 @@ class Net {
   void create_parameters();
   Plan& plan_for(const std::vector<core::NDArray>& inputs);
   void allocate_gradients(Plan& plan);
+  bool mixed_precision() const { return compute_params_ != nullptr; }
+  // The parameters node's layer is given: the masters, or their views in
+  // the compute dtype.
+  const std::vector<Parameter*>& layer_params(const Node& node) const;
 
   NetDescription description_;
   std::shared_ptr<core::Context> ctx_;
@@ -137,6 +189,14 @@ class Net {
   size_t output_value_ = 0;
   std::vector<Parameter> params_;
   std::unique_ptr<layers::SoftmaxCrossEntropyLoss> loss_;
+  core::DType compute_dtype_ = core::DType::kFloat32;
+  // Per parameter: its layer reads it in the compute dtype (ParamSpec).
+  std::vector<bool> param_in_compute_dtype_;
+  std::unique_ptr<ComputeParameters> compute_params_;  // mixed precision only
+  bool compute_weights_stale_ = true;
+  LossScaler loss_scaler_;
+  core::NDArray nonfinite_flag_;  // one int32 on a GPU, for gradients_finite
+  bool forwarded_ = false;
   // Most recently used first; bounded so varying batch sizes cannot grow it.
   std::list<Plan> plans_;
   Plan* last_forward_ = nullptr;

@@ -139,16 +139,46 @@ void Trainer::initialize_kvstore() {
   kv_initialized_ = true;
 }
 
+void Trainer::prepare_precision() {
+  for (nn::Net* replica : replicas_) {
+    if (replica->compute_dtype() != net_->compute_dtype()) {
+      // The net's dtype was set after the replicas were cloned; before any
+      // forward this is allowed, after it the replica says kBadState.
+      replica->set_compute_dtype(net_->compute_dtype());
+      replica->set_loss_scaler(net_->loss_scaler());
+    }
+  }
+  if (update_on_kvstore_ && net_->loss_scaler().enabled()) {
+    throw Error(ErrorCode::kNotSupported,
+                "trainer: dynamic loss scaling (float16 mixed precision) needs the update on the workers: with "
+                "update_on_kvstore the store applies the gradients before the workers could agree to skip an "
+                "overflowed step; create the trainer with update_on_kvstore = 0");
+  }
+}
+
+bool Trainer::gradients_usable() {
+  if (!net_->loss_scaler().enabled()) return true;
+  // The gradients are reduced by now: every replica (and every worker of a
+  // distributed job) holds the same sums, so one check decides for all.
+  const bool finite = net_->gradients_finite();
+  bool apply = true;
+  for (nn::Net* replica : replicas_) apply = replica->loss_scaler().update(finite);
+  return apply;
+}
+
 void Trainer::step(int64_t batch_size) {
   if (batch_size <= 0) throw Error(ErrorCode::kInvalidArgument, "step: batch_size must be positive");
+  prepare_precision();
   const double rescale = 1.0 / static_cast<double>(batch_size);
   if (kv_ && !kv_initialized_) initialize_kvstore();
 
   if (!kv_) {
-    local_optimizers_[0]->set_rescale_grad(rescale);
-    for (size_t index : learnable_) {
-      nn::Parameter& p = net_->parameters()[index];
-      if (p.grad_req != nn::GradReq::kNull) local_optimizers_[0]->update(index, p.value, p.grad);
+    if (gradients_usable()) {
+      local_optimizers_[0]->set_rescale_grad(rescale);
+      for (size_t index : learnable_) {
+        nn::Parameter& p = net_->parameters()[index];
+        if (p.grad_req != nn::GradReq::kNull) local_optimizers_[0]->update(index, p.value, p.grad);
+      }
     }
   } else if (update_on_kvstore_) {
     if (rescale != rescale_grad_) kv_->set_rescale_grad(rescale);
@@ -159,8 +189,9 @@ void Trainer::step(int64_t batch_size) {
     const auto keys = keys_for_all_replicas();
     const auto grads = params_of_all_replicas(true);
     kv_->pushpull(keys, grads, grads, 0);
-    update_replicas(rescale);
+    if (gradients_usable()) update_replicas(rescale);
   }
+  for (nn::Net* replica : replicas_) replica->mark_parameters_changed();
   rescale_grad_ = rescale;
   stepped_ = true;
   ++steps_;
@@ -199,7 +230,8 @@ void Trainer::finish_overlapped_step(int64_t batch_size) {
   }
   kv_->wait_all();
   const double rescale = 1.0 / static_cast<double>(batch_size);
-  if (!update_on_kvstore_) update_replicas(rescale);
+  if (!update_on_kvstore_ && gradients_usable()) update_replicas(rescale);
+  for (nn::Net* replica : replicas_) replica->mark_parameters_changed();
   rescale_grad_ = rescale;
   stepped_ = true;
   ++steps_;
@@ -216,6 +248,7 @@ BatchResult Trainer::train_batch(const NDArray& data, const NDArray& labels) {
     throw Error(ErrorCode::kInvalidArgument, "train_batch: a batch of " + std::to_string(rows) + " samples for " +
                                                  std::to_string(replicas_.size()) + " devices");
   }
+  prepare_precision();
   staged_data_.resize(replicas_.size());
   staged_labels_.resize(replicas_.size());
   // The first step initialises the store and runs synchronously.

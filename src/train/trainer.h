@@ -21,6 +21,15 @@
 //    is waited for before the update. The values exchanged are the same, so
 //    the results are bit-identical to the synchronous step. The first step,
 //    which initialises the store, is synchronous.
+//  - Mixed precision (the net's compute dtype, nn/net.h): the replicas
+//    follow the net's compute dtype. With loss scaling (float16), the
+//    (unscaled float32) gradients are checked for inf/NaN after they were
+//    reduced, so every replica and every worker of a job sees the same sums
+//    and takes the same decision; on an overflow the update is skipped and
+//    every replica's scaler backs off, otherwise they all count a clean
+//    step. With update_on_kvstore the store would apply the gradients before
+//    anyone could decide to skip them, so that combination is
+//    Error(kNotSupported) at the first step.
 #pragma once
 
 #include <cstdint>
@@ -99,7 +108,10 @@ class Trainer {
   // Whether train_batch overlaps communication with backward.
   bool overlaps_communication() const { return overlap_; }
   int epoch() const { return epoch_; }
+  // Steps taken, including those whose update loss scaling skipped.
   int64_t steps() const { return steps_; }
+  // Steps whose update was skipped because the gradients overflowed.
+  int64_t skipped_steps() const { return net_->loss_scaler().skipped_steps(); }
   // Seconds spent in forward/backward since construction (for benchmarks).
   double compute_seconds() const { return compute_seconds_; }
 
@@ -110,6 +122,12 @@ class Trainer {
 
  private:
   void initialize_kvstore();
+  // Brings the replicas to the net's compute dtype and loss scaler, and
+  // rejects loss scaling with update_on_kvstore (see above).
+  void prepare_precision();
+  // With loss scaling: whether the reduced gradients are finite, recorded
+  // in every replica's scaler; true (apply the update) without.
+  bool gradients_usable();
   // The worker-side update after the store reduced the gradients.
   void update_replicas(double rescale);
   // Overlapped steps: one parameter's exchange, issued during backward; and

@@ -75,9 +75,13 @@ ops::cpu::Eltwise& ActivationLayer::kernel(const core::Shape& input, const Layer
 
 #if DT_WITH_CUDA
 ops::cuda::Eltwise& ActivationLayer::gpu_kernel(const core::NDArray& input) {
-  return gpu_kernels_.get(input.context(), input.shape(), [&] {
-    return run_kernel(*this, [&] { return ops::cuda::Eltwise(input.context(), kind_, input.shape().numel()); });
-  });
+  return gpu_kernels_.get(
+      input.context(), input.shape(),
+      [&] {
+        return run_kernel(*this,
+                          [&] { return ops::cuda::Eltwise(input.context(), kind_, input.shape().numel(), input.dtype()); });
+      },
+      input.dtype());
 }
 #endif
 
@@ -87,7 +91,7 @@ void ActivationLayer::forward(const ForwardArgs& args) {
 #if DT_WITH_CUDA
   if (on_gpu(x)) {
     ops::cuda::Eltwise& k = gpu_kernel(x);
-    run_kernel(*this, [&] { k.forward(x.data_as<float>(), args.output->data_as<float>()); });
+    run_kernel(*this, [&] { k.forward(x.data(), args.output->data()); });
     return;
   }
 #endif
@@ -102,13 +106,12 @@ void ActivationLayer::backward(const BackwardArgs& args) {
     throw core::Error(core::ErrorCode::kInvalidArgument,
                       describe(*this) + ": backward needs the forward output, of the output gradient's shape");
   }
-  check_float_on(*this, *args.output, "output", *args.inputs[0]->context());
+  check_float_on(*this, *args.output, "output", *args.inputs[0]->context(), args.inputs[0]->dtype());
 #if DT_WITH_CUDA
   if (on_gpu(*args.inputs[0])) {
     ops::cuda::Eltwise& k = gpu_kernel(*args.inputs[0]);
     run_kernel(*this, [&] {
-      k.backward(args.output->data_as<float>(), args.output_grad->data_as<float>(),
-                 args.input_grads[0]->data_as<float>());
+      k.backward(args.output->data(), args.output_grad->data(), args.input_grads[0]->data());
     });
     return;
   }

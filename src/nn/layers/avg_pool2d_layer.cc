@@ -26,10 +26,14 @@ ops::cpu::AvgPool2D& AvgPool2DLayer::kernel(const core::Shape& input, const Laye
 
 #if DT_WITH_CUDA
 ops::cuda::AvgPool2D& AvgPool2DLayer::gpu_kernel(const core::NDArray& input) {
-  return gpu_kernels_.get(input.context(), input.shape(), [&] {
-    const ops::cpu::Pool2DParams p = params_for(input.shape());
-    return run_kernel(*this, [&] { return ops::cuda::AvgPool2D(input.context(), p, count_include_pad_); });
-  });
+  return gpu_kernels_.get(
+      input.context(), input.shape(),
+      [&] {
+        const ops::cpu::Pool2DParams p = params_for(input.shape());
+        return run_kernel(*this,
+                          [&] { return ops::cuda::AvgPool2D(input.context(), p, count_include_pad_, input.dtype()); });
+      },
+      input.dtype());
 }
 #endif
 
@@ -39,7 +43,7 @@ void AvgPool2DLayer::forward(const ForwardArgs& args) {
 #if DT_WITH_CUDA
   if (on_gpu(x)) {
     ops::cuda::AvgPool2D& k = gpu_kernel(x);
-    run_kernel(*this, [&] { k.forward(x.data_as<float>(), args.output->data_as<float>()); });
+    run_kernel(*this, [&] { k.forward(x.data(), args.output->data()); });
     return;
   }
 #endif
@@ -53,7 +57,7 @@ void AvgPool2DLayer::backward(const BackwardArgs& args) {
 #if DT_WITH_CUDA
   if (on_gpu(*args.inputs[0])) {
     ops::cuda::AvgPool2D& k = gpu_kernel(*args.inputs[0]);
-    run_kernel(*this, [&] { k.backward(args.output_grad->data_as<float>(), args.input_grads[0]->data_as<float>()); });
+    run_kernel(*this, [&] { k.backward(args.output_grad->data(), args.input_grads[0]->data()); });
     return;
   }
 #endif

@@ -76,18 +76,18 @@ void BatchNormLayer::forward(const ForwardArgs& args) {
   const float* beta = args.params[1]->value.data_as<float>();
   float* running_mean = args.params[2]->value.data_as<float>();
   float* running_var = args.params[3]->value.data_as<float>();
-  float* y = args.output->data_as<float>();
+  const KernelData y(*args.output);
   // The same steps on either device; only the kernel and where the batch
   // statistics are kept for backward differ.
   const auto run = [&](auto& k) {
     if (!args.train) {
-      run_kernel(*this, [&] { k.forward_inference(x.data_as<float>(), gamma, beta, running_mean, running_var, y); });
+      run_kernel(*this, [&] { k.forward_inference(KernelData(x), gamma, beta, running_mean, running_var, y); });
       return;
     }
     have_saved_ = false;  // stays false if the kernel throws half-way
     const auto [saved_mean, saved_var] = saved_statistics(x);
     run_kernel(*this, [&, saved_mean = saved_mean, saved_var = saved_var] {
-      k.forward_training(x.data_as<float>(), gamma, beta, y, saved_mean, saved_var, running_mean, running_var);
+      k.forward_training(KernelData(x), gamma, beta, y, saved_mean, saved_var, running_mean, running_var);
     });
     saved_shape_ = x.shape();
     saved_on_gpu_ = gpu;
@@ -95,10 +95,13 @@ void BatchNormLayer::forward(const ForwardArgs& args) {
   };
 #if DT_WITH_CUDA
   if (gpu) {
-    run(gpu_kernels_.get(x.context(), x.shape(), [&] {
-      const ops::cpu::BatchNormParams p = params_for(x.shape());
-      return run_kernel(*this, [&] { return ops::cuda::BatchNorm(x.context(), p); });
-    }));
+    run(gpu_kernels_.get(
+        x.context(), x.shape(),
+        [&] {
+          const ops::cpu::BatchNormParams p = params_for(x.shape());
+          return run_kernel(*this, [&] { return ops::cuda::BatchNorm(x.context(), p, x.dtype()); });
+        },
+        x.dtype()));
     return;
   }
 #endif
@@ -147,7 +150,7 @@ void BatchNormLayer::backward(const BackwardArgs& args) {
     scratch_dx_.resize(x.size());
     dx = scratch_dx_.data();
   }
-  auto compute = [&](float* dgamma, float* dbeta) {
+  auto compute = [&](KernelData dgamma, KernelData dbeta) {
     k.backward(x.data_as<float>(), args.output_grad->data_as<float>(), gamma.value.data_as<float>(),
                saved_mean_.data(), saved_var_.data(), dx, dgamma, dbeta);
   };
@@ -157,7 +160,8 @@ void BatchNormLayer::backward(const BackwardArgs& args) {
     } else {
       scratch_dgamma_.resize(gamma.value.size());
       scratch_dbeta_.resize(beta.value.size());
-      compute(scratch_dgamma_.data(), scratch_dbeta_.data());
+      compute(KernelData(scratch_dgamma_.data(), core::DType::kFloat32),
+              KernelData(scratch_dbeta_.data(), core::DType::kFloat32));
     }
   });
 }
@@ -169,7 +173,7 @@ void BatchNormLayer::backward_gpu(const BackwardArgs& args) {
   Parameter& beta = *args.params[1];
   const bool want_params = gamma.grad_req != GradReq::kNull || beta.grad_req != GradReq::kNull;
   if (args.input_grads[0] == nullptr && !want_params) return;
-  ops::cuda::BatchNorm* k = gpu_kernels_.find(x.context(), x.shape());
+  ops::cuda::BatchNorm* k = gpu_kernels_.find(x.context(), x.shape(), x.dtype());
   if (k == nullptr) {
     throw Error(ErrorCode::kBadState,
                 describe(*this) + ": backward needs a training forward on " + x.context()->to_string() + " first");
@@ -177,16 +181,16 @@ void BatchNormLayer::backward_gpu(const BackwardArgs& args) {
   // The kernel writes dx, dgamma and dbeta together; those not wanted go to
   // scratch arrays on the same GPU.
   core::NDArray scratch_dx, scratch_dgamma, scratch_dbeta;
-  float* dx = nullptr;
+  void* dx = nullptr;
   if (args.input_grads[0] != nullptr) {
-    dx = args.input_grads[0]->data_as<float>();
+    dx = args.input_grads[0]->data();
   } else {
-    scratch_dx = core::NDArray::empty(x.context(), core::DType::kFloat32, x.shape());
-    dx = scratch_dx.data_as<float>();
+    scratch_dx = core::NDArray::empty(x.context(), x.dtype(), x.shape());
+    dx = scratch_dx.data();
   }
-  auto compute = [&](float* dgamma, float* dbeta) {
-    k->backward(x.data_as<float>(), args.output_grad->data_as<float>(), gamma.value.data_as<float>(),
-                gpu_saved_mean_.data_as<float>(), gpu_saved_var_.data_as<float>(), dx, dgamma, dbeta);
+  auto compute = [&](KernelData dgamma, KernelData dbeta) {
+    k->backward(x.data(), args.output_grad->data(), gamma.value.data_as<float>(), gpu_saved_mean_.data_as<float>(),
+                gpu_saved_var_.data_as<float>(), dx, dgamma, dbeta);
   };
   run_kernel(*this, [&] {
     if (want_params) {
@@ -194,7 +198,7 @@ void BatchNormLayer::backward_gpu(const BackwardArgs& args) {
     } else {
       scratch_dgamma = core::NDArray::empty(x.context(), core::DType::kFloat32, gamma.value.shape());
       scratch_dbeta = core::NDArray::empty(x.context(), core::DType::kFloat32, beta.value.shape());
-      compute(scratch_dgamma.data_as<float>(), scratch_dbeta.data_as<float>());
+      compute(KernelData(scratch_dgamma), KernelData(scratch_dbeta));
     }
   });
 }

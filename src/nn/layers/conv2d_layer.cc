@@ -87,7 +87,7 @@ core::Shape Conv2DLayer::output_shape(const std::vector<core::Shape>& inputs) co
 std::vector<ParamSpec> Conv2DLayer::param_specs(const std::vector<core::Shape>& inputs) const {
   const ops::cpu::Conv2DParams p = params_for(inputs.at(0));
   std::vector<ParamSpec> specs{
-      {"weight", core::Shape({p.K, p.C / p.groups, p.R, p.S}), options_.weight_init}};
+      {"weight", core::Shape({p.K, p.C / p.groups, p.R, p.S}), options_.weight_init, false, true}};
   if (options_.use_bias) specs.push_back({"bias", core::Shape({p.K}), options_.bias_init});
   return specs;
 }
@@ -101,10 +101,13 @@ ops::cpu::Conv2D& Conv2DLayer::kernel(const core::Shape& input, const LayerRunti
 
 #if DT_WITH_CUDNN
 ops::cuda::Conv2D& Conv2DLayer::gpu_kernel(const core::NDArray& input) {
-  return gpu_kernels_.get(input.context(), input.shape(), [&] {
-    const ops::cpu::Conv2DParams p = params_for(input.shape());
-    return run_kernel(*this, [&] { return ops::cuda::Conv2D(input.context(), p); });
-  });
+  return gpu_kernels_.get(
+      input.context(), input.shape(),
+      [&] {
+        const ops::cpu::Conv2DParams p = params_for(input.shape());
+        return run_kernel(*this, [&] { return ops::cuda::Conv2D(input.context(), p, input.dtype()); });
+      },
+      input.dtype());
 }
 #endif
 

@@ -56,7 +56,7 @@ core::Shape DenseLayer::output_shape(const std::vector<core::Shape>& inputs) con
 
 std::vector<ParamSpec> DenseLayer::param_specs(const std::vector<core::Shape>& inputs) const {
   const int64_t in = matrix_of(inputs.at(0)).second;
-  std::vector<ParamSpec> specs{{"weight", core::Shape({options_.units, in}), options_.weight_init}};
+  std::vector<ParamSpec> specs{{"weight", core::Shape({options_.units, in}), options_.weight_init, false, true}};
   if (options_.use_bias) specs.push_back({"bias", core::Shape({options_.units}), options_.bias_init});
   return specs;
 }
@@ -75,15 +75,18 @@ ops::cpu::InnerProduct& DenseLayer::kernel(const core::Shape& input, const Layer
 
 #if DT_WITH_CUDA
 ops::cuda::InnerProduct& DenseLayer::gpu_kernel(const core::NDArray& input) {
-  return gpu_kernels_.get(input.context(), input.shape(), [&] {
-    const auto [rows, in] = matrix_of(input.shape());
-    ops::cpu::InnerProductParams p;
-    p.N = rows;
-    p.in = in;
-    p.out = options_.units;
-    p.has_bias = options_.use_bias;
-    return run_kernel(*this, [&] { return ops::cuda::InnerProduct(input.context(), p); });
-  });
+  return gpu_kernels_.get(
+      input.context(), input.shape(),
+      [&] {
+        const auto [rows, in] = matrix_of(input.shape());
+        ops::cpu::InnerProductParams p;
+        p.N = rows;
+        p.in = in;
+        p.out = options_.units;
+        p.has_bias = options_.use_bias;
+        return run_kernel(*this, [&] { return ops::cuda::InnerProduct(input.context(), p, input.dtype()); });
+      },
+      input.dtype());
 }
 #endif
 

@@ -33,8 +33,8 @@ void GlobalAvgPool2DLayer::forward(const ForwardArgs& args) {
 #if DT_WITH_CUDA
   if (on_gpu(x)) {
     run_kernel(*this, [&] {
-      ops::cuda::GlobalAvgPool2D(x.context(), x.shape()[0], x.shape()[1], x.shape()[2], x.shape()[3])
-          .forward(x.data_as<float>(), args.output->data_as<float>());
+      ops::cuda::GlobalAvgPool2D(x.context(), x.shape()[0], x.shape()[1], x.shape()[2], x.shape()[3], x.dtype())
+          .forward(x.data(), args.output->data());
     });
     return;
   }
@@ -49,8 +49,8 @@ void GlobalAvgPool2DLayer::backward(const BackwardArgs& args) {
   if (on_gpu(*args.inputs[0])) {
     const core::NDArray& x = *args.inputs[0];
     run_kernel(*this, [&] {
-      ops::cuda::GlobalAvgPool2D(x.context(), x.shape()[0], x.shape()[1], x.shape()[2], x.shape()[3])
-          .backward(args.output_grad->data_as<float>(), args.input_grads[0]->data_as<float>());
+      ops::cuda::GlobalAvgPool2D(x.context(), x.shape()[0], x.shape()[1], x.shape()[2], x.shape()[3], x.dtype())
+          .backward(args.output_grad->data(), args.input_grads[0]->data());
     });
     return;
   }

@@ -35,14 +35,15 @@ void throw_no_gpu_kernel(const Layer& layer, const std::string& why) {
   throw Error(ErrorCode::kNotSupported, describe(layer) + ": no GPU kernel " + why);
 }
 
-void check_float_on(const Layer& layer, const core::NDArray& array, const char* what, const core::Context& device) {
+void check_float_on(const Layer& layer, const core::NDArray& array, const char* what, const core::Context& device,
+                    core::DType dtype) {
   if (device.is_cpu() || !array.defined()) {
     check_cpu_float(layer, array, what);
     return;
   }
-  if (array.dtype() != core::DType::kFloat32) {
-    throw Error(ErrorCode::kDtypeMismatch, describe(layer) + ": " + what + " must be float32 (F32), got " +
-                                               core::dtype_name(array.dtype()));
+  if (array.dtype() != dtype) {
+    throw Error(ErrorCode::kDtypeMismatch, describe(layer) + ": " + what + " must be " + core::dtype_name(dtype) +
+                                               ", got " + core::dtype_name(array.dtype()));
   }
   const core::Context& at = *array.context();
   if (at.type() != device.type() || at.device_id() != device.device_id()) {
@@ -53,7 +54,12 @@ void check_float_on(const Layer& layer, const core::NDArray& array, const char* 
 
 namespace {
 
-// Checks the inputs and returns the call's device (the first input's).
+bool is_activation_dtype(core::DType dtype) {
+  return dtype == core::DType::kFloat32 || dtype == core::DType::kFloat16 || dtype == core::DType::kBFloat16;
+}
+
+// Checks the inputs and returns the call's device (the first input's); the
+// call's activation dtype is the first input's.
 const core::Context& check_inputs(const Layer& layer, const std::vector<const core::NDArray*>& inputs) {
   if (inputs.size() != layer.num_inputs()) {
     throw Error(ErrorCode::kInvalidArgument, describe(layer) + ": takes " +
@@ -65,21 +71,34 @@ const core::Context& check_inputs(const Layer& layer, const std::vector<const co
   }
   const core::NDArray& first = *inputs[0];
   if (!first.defined() || first.context()->is_cpu()) check_cpu_float(layer, first, "input");
+  if (!is_activation_dtype(first.dtype())) {
+    throw Error(ErrorCode::kDtypeMismatch, describe(layer) + ": input must be float32, float16 or bfloat16, got " +
+                                               core::dtype_name(first.dtype()));
+  }
   const core::Context& device = *first.context();
-  for (const core::NDArray* input : inputs) check_float_on(layer, *input, "input", device);
+  for (const core::NDArray* input : inputs) check_float_on(layer, *input, "input", device, first.dtype());
   return device;
 }
 
-void check_param_count(const Layer& layer, const std::vector<Parameter*>& params, size_t expected,
-                       const core::Context& device) {
+// The count, then each parameter's device and dtype: the activations' where
+// its spec reads it in the compute dtype, float32 otherwise. Returns the specs.
+std::vector<ParamSpec> check_params(const Layer& layer, const std::vector<Parameter*>& params, size_t expected,
+                  const std::vector<core::Shape>& input_shapes, const core::Context& device,
+                  core::DType activation_dtype) {
   if (params.size() != expected) {
     throw Error(ErrorCode::kInvalidArgument, describe(layer) + ": expects " + std::to_string(expected) +
                                                  " parameter(s), got " + std::to_string(params.size()));
   }
   for (const Parameter* param : params) {
     if (param == nullptr) throw Error(ErrorCode::kInvalidArgument, describe(layer) + ": parameter is null");
-    check_float_on(layer, param->value, param->name.c_str(), device);
   }
+  if (expected == 0) return {};
+  std::vector<ParamSpec> specs = layer.param_specs(input_shapes);
+  for (size_t i = 0; i < params.size() && i < specs.size(); ++i) {
+    const core::DType dtype = specs[i].in_compute_dtype ? activation_dtype : core::DType::kFloat32;
+    check_float_on(layer, params[i]->value, params[i]->name.c_str(), device, dtype);
+  }
+  return specs;
 }
 
 void check_same_shape(const Layer& layer, const core::NDArray& array, const core::Shape& expected,
@@ -101,10 +120,10 @@ std::vector<core::Shape> check_forward(const Layer& layer, const ForwardArgs& ar
   for (const core::NDArray* input : args.inputs) shapes.push_back(input->shape());
   const core::Shape out = layer.output_shape(shapes);
   if (args.output == nullptr) throw Error(ErrorCode::kInvalidArgument, describe(layer) + ": output is null");
-  check_float_on(layer, *args.output, "output", device);
+  const core::DType dtype = args.inputs[0]->dtype();
+  check_float_on(layer, *args.output, "output", device, dtype);
   check_same_shape(layer, *args.output, out, "output");
-  check_param_count(layer, args.params, num_params, device);
-  const std::vector<ParamSpec> specs = layer.param_specs(shapes);
+  const std::vector<ParamSpec> specs = check_params(layer, args.params, num_params, shapes, device, dtype);
   for (size_t i = 0; i < specs.size(); ++i) {
     check_same_shape(layer, args.params[i]->value, specs[i].shape, args.params[i]->name.c_str());
   }
@@ -119,7 +138,8 @@ void check_backward(const Layer& layer, const BackwardArgs& args, size_t num_par
   if (args.output_grad == nullptr) {
     throw Error(ErrorCode::kInvalidArgument, describe(layer) + ": output gradient is null");
   }
-  check_float_on(layer, *args.output_grad, "output gradient", device);
+  const core::DType dtype = args.inputs[0]->dtype();
+  check_float_on(layer, *args.output_grad, "output gradient", device, dtype);
   check_same_shape(layer, *args.output_grad, out, "output gradient");
   if (args.input_grads.size() != args.inputs.size()) {
     throw Error(ErrorCode::kInvalidArgument,
@@ -128,10 +148,10 @@ void check_backward(const Layer& layer, const BackwardArgs& args, size_t num_par
   }
   for (size_t i = 0; i < args.input_grads.size(); ++i) {
     if (args.input_grads[i] == nullptr) continue;
-    check_float_on(layer, *args.input_grads[i], "input gradient", device);
+    check_float_on(layer, *args.input_grads[i], "input gradient", device, dtype);
     check_same_shape(layer, *args.input_grads[i], shapes[i], "input gradient");
   }
-  check_param_count(layer, args.params, num_params, device);
+  check_params(layer, args.params, num_params, shapes, device, dtype);
 }
 
 const ops::cpu::CpuEngine& engine_of(const Layer& layer, const LayerRuntime* runtime) {
@@ -142,7 +162,7 @@ const ops::cpu::CpuEngine& engine_of(const Layer& layer, const LayerRuntime* run
 }
 
 void fused_param_grads(Parameter& a, Parameter* b,
-                       const std::function<void(float* da, float* db)>& compute) {
+                       const std::function<void(KernelData da, KernelData db)>& compute) {
   const bool want_a = a.grad_req != GradReq::kNull;
   const bool want_b = b != nullptr && b->grad_req != GradReq::kNull;
   if (!want_a && !want_b) return;
@@ -155,16 +175,16 @@ void fused_param_grads(Parameter& a, Parameter* b,
   auto scratch_for = [](const Parameter& p, std::vector<float>& host, core::NDArray& device) {
     if (p.value.context()->is_cpu()) {
       host.resize(p.value.size());
-      return host.data();
+      return KernelData(host.data(), core::DType::kFloat32);
     }
-    device = core::NDArray::empty(p.value.context(), core::DType::kFloat32, p.value.shape());
-    return device.data_as<float>();
+    device = core::NDArray::empty(p.value.context(), p.value.dtype(), p.value.shape());
+    return KernelData(device);
   };
-  auto with_b = [&](float* da) {
+  auto with_b = [&](KernelData da) {
     if (b == nullptr) {
-      compute(da, nullptr);
+      compute(da, KernelData(nullptr, core::DType::kFloat32));
     } else if (want_b) {
-      write_param_grad(*b, [&](float* db) { compute(da, db); });
+      write_param_grad(*b, [&](KernelData db) { compute(da, db); });
     } else {
       compute(da, scratch_for(*b, scratch_b, device_scratch_b));
     }

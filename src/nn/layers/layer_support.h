@@ -34,17 +34,21 @@ std::string describe(const Layer& layer);
 // naming the layer and `what` otherwise).
 void check_cpu_float(const Layer& layer, const core::NDArray& array, const char* what);
 
-// A float32 array on `device`: check_cpu_float's rules when device is the
-// CPU, else that very GPU (Error(kInvalidArgument) naming both devices).
+// An array of `dtype` on `device`: check_cpu_float's rules when device is
+// the CPU, else that very GPU (Error(kInvalidArgument) naming both devices,
+// Error(kDtypeMismatch) naming both dtypes).
 void check_float_on(const Layer& layer, const core::NDArray& array, const char* what,
-                    const core::Context& device);
+                    const core::Context& device, core::DType dtype = core::DType::kFloat32);
 
 // The checks every forward() needs before touching memory: the input count
 // and each input's dtype and device, the output's shape against
 // output_shape(), and the parameter count. Returns the input shapes.
-// The first input's device is the call's: on the CPU every array must be
-// on the CPU (as check_cpu_float), on a GPU every array on that same GPU
-// (Error(kInvalidArgument) naming both devices otherwise).
+// The first input's device and dtype are the call's: on the CPU every array
+// must be float32 on the CPU (as check_cpu_float); on a GPU every array on
+// that same GPU (Error(kInvalidArgument) naming both devices otherwise),
+// activations of the first input's dtype (float32, float16 or bfloat16),
+// parameters of that dtype where their spec says in_compute_dtype and
+// float32 otherwise (Error(kDtypeMismatch)).
 std::vector<core::Shape> check_forward(const Layer& layer, const ForwardArgs& args,
                                        size_t num_params);
 // The same for backward(): inputs, output gradient and every requested input
@@ -71,10 +75,10 @@ decltype(auto) run_kernel(const Layer& layer, F&& fn);
 // Computes two parameter gradients that one kernel call produces together
 // (weight and bias, gamma and beta), each written or accumulated by its own
 // grad_req. A gradient that is not wanted goes to a scratch buffer of its
-// size, on the parameter's device; nothing runs when neither is wanted. b
-// may be nullptr (no bias).
+// size and dtype, on the parameter's device; nothing runs when neither is
+// wanted. b may be nullptr (no bias; db is then null).
 void fused_param_grads(Parameter& a, Parameter* b,
-                       const std::function<void(float* da, float* db)>& compute);
+                       const std::function<void(KernelData da, KernelData db)>& compute);
 
 // Kernels built for one input shape, looked up by that shape. A net sees a
 // handful of shapes (the full batch, the epoch's last, evaluation batches),
@@ -109,27 +113,33 @@ class ShapeCache {
 };
 
 // ShapeCache for GPU kernels, which are bound to the context they were built
-// on (stream, handles, memory): a call on another context drops the kernels
-// of the previous one. Each kernel holds its context, so the pointer kept
-// here cannot be reused by another context while the cache is not empty.
+// on (stream, handles, memory) and to the dtype of their activations: a call
+// on another context or with another dtype drops the kernels of the previous
+// one (a net keeps one of each). Each kernel holds its context, so the
+// pointer kept here cannot be reused by another context while the cache is
+// not empty.
 template <typename Kernel>
 class GpuShapeCache {
  public:
   template <typename Make>
-  Kernel& get(const std::shared_ptr<core::Context>& ctx, const core::Shape& shape, Make&& make) {
-    if (ctx.get() != ctx_) {
+  Kernel& get(const std::shared_ptr<core::Context>& ctx, const core::Shape& shape, Make&& make,
+              core::DType dtype = core::DType::kFloat32) {
+    if (ctx.get() != ctx_ || dtype != dtype_) {
       kernels_ = ShapeCache<Kernel>();
       ctx_ = ctx.get();
+      dtype_ = dtype;
     }
     return kernels_.get(shape, std::forward<Make>(make));
   }
 
-  Kernel* find(const std::shared_ptr<core::Context>& ctx, const core::Shape& shape) {
-    return ctx.get() == ctx_ ? kernels_.find(shape) : nullptr;
+  Kernel* find(const std::shared_ptr<core::Context>& ctx, const core::Shape& shape,
+               core::DType dtype = core::DType::kFloat32) {
+    return ctx.get() == ctx_ && dtype == dtype_ ? kernels_.find(shape) : nullptr;
   }
 
  private:
   const core::Context* ctx_ = nullptr;
+  core::DType dtype_ = core::DType::kFloat32;
   ShapeCache<Kernel> kernels_;
 };
 
@@ -201,23 +211,23 @@ decltype(auto) run_kernel(const Layer& layer, F&& fn) {
 
 template <typename Kernel>
 void weighted_forward(const Layer& layer, Kernel& kernel, const ForwardArgs& args, bool use_bias) {
-  const float* x = args.inputs[0]->data_as<float>();
-  const float* b = use_bias ? args.params[1]->value.data_as<float>() : nullptr;
-  float* y = args.output->data_as<float>();
-  run_kernel(layer, [&] { kernel.forward(x, args.params[0]->value.data_as<float>(), b, y); });
+  const KernelData x(*args.inputs[0]);
+  const KernelData b = use_bias ? KernelData(args.params[1]->value) : KernelData(nullptr, core::DType::kFloat32);
+  const KernelData y(*args.output);
+  run_kernel(layer, [&] { kernel.forward(x, KernelData(args.params[0]->value), b, y); });
 }
 
 template <typename Kernel>
 void weighted_backward(const Layer& layer, Kernel& kernel, const BackwardArgs& args, bool use_bias) {
-  const float* x = args.inputs[0]->data_as<float>();
-  const float* dy = args.output_grad->data_as<float>();
+  const KernelData x(*args.inputs[0]);
+  const KernelData dy(*args.output_grad);
   Parameter& weight = *args.params[0];
   run_kernel(layer, [&] {
     if (args.input_grads[0] != nullptr) {
-      kernel.backward_data(dy, weight.value.data_as<float>(), args.input_grads[0]->data_as<float>());
+      kernel.backward_data(dy, KernelData(weight.value), KernelData(*args.input_grads[0]));
     }
     fused_param_grads(weight, use_bias ? args.params[1] : nullptr,
-                      [&](float* dw, float* db) { kernel.backward_weights(x, dy, dw, db); });
+                      [&](KernelData dw, KernelData db) { kernel.backward_weights(x, dy, dw, db); });
   });
 }
 

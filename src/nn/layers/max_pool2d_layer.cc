@@ -23,9 +23,9 @@ void MaxPool2DLayer::forward(const ForwardArgs& args) {
     run_kernel(*this, [&] {
       // Only a training forward records the argmax that backward routes through.
       if (args.train) {
-        k.forward_training(x.data_as<float>(), args.output->data_as<float>());
+        k.forward_training(KernelData(x), KernelData(*args.output));
       } else {
-        k.forward_inference(x.data_as<float>(), args.output->data_as<float>());
+        k.forward_inference(KernelData(x), KernelData(*args.output));
       }
     });
     argmax_current_ = args.train;
@@ -34,11 +34,13 @@ void MaxPool2DLayer::forward(const ForwardArgs& args) {
   };
 #if DT_WITH_CUDA
   if (on_gpu(x)) {
-    run(gpu_kernels_.get(x.context(), x.shape(),
-                         [&] {
-                           const ops::cpu::Pool2DParams p = params_for(x.shape());
-                           return run_kernel(*this, [&] { return ops::cuda::MaxPool2D(x.context(), p); });
-                         }),
+    run(gpu_kernels_.get(
+            x.context(), x.shape(),
+            [&] {
+              const ops::cpu::Pool2DParams p = params_for(x.shape());
+              return run_kernel(*this, [&] { return ops::cuda::MaxPool2D(x.context(), p, x.dtype()); });
+            },
+            x.dtype()),
         true);
     return;
   }
@@ -62,12 +64,12 @@ void MaxPool2DLayer::backward(const BackwardArgs& args) {
   }
 #if DT_WITH_CUDA
   if (gpu) {
-    ops::cuda::MaxPool2D* k = gpu_kernels_.find(x.context(), x.shape());
+    ops::cuda::MaxPool2D* k = gpu_kernels_.find(x.context(), x.shape(), x.dtype());
     if (k == nullptr) {
       throw core::Error(core::ErrorCode::kBadState,
                         describe(*this) + ": backward needs a training forward on " + x.context()->to_string() + " first");
     }
-    run_kernel(*this, [&] { k->backward(args.output_grad->data_as<float>(), args.input_grads[0]->data_as<float>()); });
+    run_kernel(*this, [&] { k->backward(args.output_grad->data(), args.input_grads[0]->data()); });
     return;
   }
 #endif

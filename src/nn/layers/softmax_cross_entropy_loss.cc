@@ -48,7 +48,7 @@ SoftmaxCrossEntropyLoss::SoftmaxCrossEntropyLoss(const std::string& reduction)
 }
 
 double SoftmaxCrossEntropyLoss::forward_backward(const core::NDArray& logits, const core::NDArray& labels,
-                                                 core::NDArray* dlogits) {
+                                                 core::NDArray* dlogits, float gradient_scale) {
   if (!logits.defined() || logits.context()->is_cpu()) require_cpu(logits, "logits");
   require_on(labels, "labels", logits);
   if (logits.dtype() != core::DType::kFloat32) {
@@ -89,7 +89,7 @@ double SoftmaxCrossEntropyLoss::forward_backward(const core::NDArray& logits, co
     } catch (const std::invalid_argument& e) {
       throw Error(ErrorCode::kInvalidArgument, std::string(kWho) + e.what());
     }
-    if (dlogits != nullptr) k.backward(dlogits->data_as<float>());
+    if (dlogits != nullptr) k.backward(dlogits->data_as<float>(), gradient_scale);
     return loss;
   };
 #if DT_WITH_CUDA

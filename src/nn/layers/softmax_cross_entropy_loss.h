@@ -27,11 +27,12 @@ class SoftmaxCrossEntropyLoss {
   // logits (N, classes) float32, labels (N) int32 or int64, all on the CPU
   // or all on one GPU (Error(kInvalidArgument) for a mix).
   // Returns the loss and, when dlogits is given (of the logits' shape),
-  // overwrites it with the gradient of the returned loss. A label outside
+  // overwrites it with the gradient of the returned loss times
+  // gradient_scale (a mixed-precision net's loss scale). A label outside
   // [0, classes) is Error(kInvalidArgument), shapes that do not fit
   // Error(kShapeMismatch), other dtypes Error(kDtypeMismatch).
-  double forward_backward(const core::NDArray& logits, const core::NDArray& labels,
-                          core::NDArray* dlogits);
+  double forward_backward(const core::NDArray& logits, const core::NDArray& labels, core::NDArray* dlogits,
+                          float gradient_scale = 1.0f);
 
  private:
   std::string reduction_name_;

@@ -25,8 +25,8 @@ void require_ptrs(std::initializer_list<std::pair<const void*, const char*>> ptr
 
 }  // namespace
 
-BatchNorm::BatchNorm(std::shared_ptr<core::Context> ctx, const cpu::BatchNormParams& params)
-    : ctx_(std::move(ctx)), p_(params) {
+BatchNorm::BatchNorm(std::shared_ptr<core::Context> ctx, const cpu::BatchNormParams& params, core::DType dtype)
+    : ctx_(std::move(ctx)), p_(params), dtype_(dtype) {
   require(p_.N > 0 && p_.C > 0 && p_.H > 0 && p_.W > 0, "N, C, H, W must be positive");
   require(std::isfinite(p_.eps) && p_.eps > 0.0f, "eps must be positive");
   require(p_.momentum >= 0.0f && p_.momentum <= 1.0f, "momentum must be in [0, 1]");
@@ -34,7 +34,7 @@ BatchNorm::BatchNorm(std::shared_ptr<core::Context> ctx, const cpu::BatchNormPar
   core::cuda::gpu_context_of(*ctx_);
 }
 
-void BatchNorm::forward_training(const float* x, const float* gamma, const float* beta, float* y,
+void BatchNorm::forward_training(const void* x, const float* gamma, const float* beta, void* y,
                                  float* saved_mean, float* saved_var, float* running_mean, float* running_var) {
   require_ptrs({{x, "x"}, {gamma, "gamma"}, {beta, "beta"}, {y, "y"}, {saved_mean, "saved_mean"},
                 {saved_var, "saved_var"}, {running_mean, "running_mean"}, {running_var, "running_var"}});
@@ -43,28 +43,28 @@ void BatchNorm::forward_training(const float* x, const float* gamma, const float
   const int64_t inner = p_.H * p_.W, count = p_.N * inner;
   // As the CPU kernel: the running variance takes the unbiased estimate.
   const float unbias = count > 1 ? static_cast<float>(count) / static_cast<float>(count - 1) : 1.0f;
-  kernels::batch_norm_statistics(gpu.stream(), x, p_.N, p_.C, inner, p_.momentum, unbias, saved_mean, saved_var,
+  kernels::batch_norm_statistics(gpu.stream(), dtype_, x, p_.N, p_.C, inner, p_.momentum, unbias, saved_mean, saved_var,
                                  running_mean, running_var);
-  kernels::batch_norm_apply(gpu.stream(), x, gamma, beta, saved_mean, saved_var, p_.eps, p_.N, p_.C, inner, y);
+  kernels::batch_norm_apply(gpu.stream(), dtype_, x, gamma, beta, saved_mean, saved_var, p_.eps, p_.N, p_.C, inner, y);
 }
 
-void BatchNorm::forward_inference(const float* x, const float* gamma, const float* beta, const float* running_mean,
-                                  const float* running_var, float* y) {
+void BatchNorm::forward_inference(const void* x, const float* gamma, const float* beta, const float* running_mean,
+                                  const float* running_var, void* y) {
   require_ptrs({{x, "x"}, {gamma, "gamma"}, {beta, "beta"}, {running_mean, "running_mean"},
                 {running_var, "running_var"}, {y, "y"}});
   core::cuda::GpuContext& gpu = core::cuda::gpu_context_of(*ctx_);
   core::cuda::DeviceGuard guard(gpu.device_id());
-  kernels::batch_norm_apply(gpu.stream(), x, gamma, beta, running_mean, running_var, p_.eps, p_.N, p_.C,
+  kernels::batch_norm_apply(gpu.stream(), dtype_, x, gamma, beta, running_mean, running_var, p_.eps, p_.N, p_.C,
                             p_.H * p_.W, y);
 }
 
-void BatchNorm::backward(const float* x, const float* dy, const float* gamma, const float* saved_mean,
-                         const float* saved_var, float* dx, float* dgamma, float* dbeta) {
+void BatchNorm::backward(const void* x, const void* dy, const float* gamma, const float* saved_mean,
+                         const float* saved_var, void* dx, float* dgamma, float* dbeta) {
   require_ptrs({{x, "x"}, {dy, "dy"}, {gamma, "gamma"}, {saved_mean, "saved_mean"}, {saved_var, "saved_var"},
                 {dx, "dx"}, {dgamma, "dgamma"}, {dbeta, "dbeta"}});
   core::cuda::GpuContext& gpu = core::cuda::gpu_context_of(*ctx_);
   core::cuda::DeviceGuard guard(gpu.device_id());
-  kernels::batch_norm_backward(gpu.stream(), x, dy, gamma, saved_mean, saved_var, p_.eps, p_.N, p_.C, p_.H * p_.W,
+  kernels::batch_norm_backward(gpu.stream(), dtype_, x, dy, gamma, saved_mean, saved_var, p_.eps, p_.N, p_.C, p_.H * p_.W,
                                dx, dgamma, dbeta);
 }
 

@@ -5,11 +5,15 @@
 // 1/sqrt(var + eps) instead of the variance the CPU interface hands between
 // forward and backward, and its legacy entry points are deprecated in
 // cuDNN 9. Calls queue their work on the context's stream and return.
+// x, y and their gradients are of the kernel's dtype (float32, or float16 /
+// bfloat16 in mixed precision); gamma, beta, the statistics and their
+// gradients are float32 always, and the arithmetic is float32.
 #pragma once
 
 #include <memory>
 
 #include "core/context.h"
+#include "core/dtype.h"
 #include "ops/cpu/batch_norm.h"
 
 namespace dt::ops::cuda {
@@ -17,20 +21,23 @@ namespace dt::ops::cuda {
 class BatchNorm {
  public:
   // Validates as the CPU kernel does (std::invalid_argument).
-  BatchNorm(std::shared_ptr<core::Context> ctx, const cpu::BatchNormParams& params);
+  BatchNorm(std::shared_ptr<core::Context> ctx, const cpu::BatchNormParams& params,
+            core::DType dtype = core::DType::kFloat32);
 
   const cpu::BatchNormParams& params() const { return p_; }
+  core::DType dtype() const { return dtype_; }
 
-  void forward_training(const float* x, const float* gamma, const float* beta, float* y, float* saved_mean,
+  void forward_training(const void* x, const float* gamma, const float* beta, void* y, float* saved_mean,
                         float* saved_var, float* running_mean, float* running_var);
-  void forward_inference(const float* x, const float* gamma, const float* beta, const float* running_mean,
-                         const float* running_var, float* y);
-  void backward(const float* x, const float* dy, const float* gamma, const float* saved_mean,
-                const float* saved_var, float* dx, float* dgamma, float* dbeta);
+  void forward_inference(const void* x, const float* gamma, const float* beta, const float* running_mean,
+                         const float* running_var, void* y);
+  void backward(const void* x, const void* dy, const float* gamma, const float* saved_mean,
+                const float* saved_var, void* dx, float* dgamma, float* dbeta);
 
  private:
   std::shared_ptr<core::Context> ctx_;
   cpu::BatchNormParams p_;
+  core::DType dtype_;
 };
 
 }  // namespace dt::ops::cuda

@@ -35,22 +35,35 @@ void validate(const cpu::Conv2DParams& p) {
 
 int as_int(int64_t v) { return static_cast<int>(v); }
 
-// The heuristics' best algorithm that cuDNN can run here with plain float32
-// arithmetic. cudnnGet*_v7 ranks by expected speed without running anything,
-// so choosing costs no device memory or time; cudnnFind* would time each
-// candidate with its own cudaMalloc'd buffers, beside the caching allocator's.
-// Tensor-core entries are skipped: in float32 they mean TF32, whose 10-bit
-// mantissa would make the GPU results differ from the CPU's.
+// The heuristics' best algorithm that cuDNN can run here. cudnnGet*_v7
+// ranks by expected speed without running anything, so choosing costs no
+// device memory or time; cudnnFind* would time each candidate with its own
+// cudaMalloc'd buffers, beside the caching allocator's. In float32,
+// tensor-core entries are skipped: there they mean TF32, whose 10-bit
+// mantissa would make the GPU results differ from the CPU's. In 16-bit
+// dtypes tensor cores are the point of mixed precision and take them as is.
 template <typename Perf>
-Perf pick(const Perf* results, int count, const char* what) {
+Perf pick(const Perf* results, int count, bool allow_tensor_ops, const char* what) {
   for (int i = 0; i < count; ++i) {
     const Perf& r = results[i];
     if (r.status != CUDNN_STATUS_SUCCESS) continue;
-    if (r.mathType == CUDNN_TENSOR_OP_MATH || r.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) continue;
+    const bool tensor_op = r.mathType == CUDNN_TENSOR_OP_MATH || r.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
+    if (tensor_op && !allow_tensor_ops) continue;
     return r;
   }
   throw core::Error(core::ErrorCode::kNotSupported,
-                    std::string("Conv2D: cuDNN offers no float32 ") + what + " algorithm for this shape");
+                    std::string("Conv2D: cuDNN offers no ") + what + " algorithm for this shape and dtype");
+}
+
+cudnnDataType_t cudnn_type(core::DType dtype) {
+  switch (dtype) {
+    case core::DType::kFloat32: return CUDNN_DATA_FLOAT;
+    case core::DType::kFloat16: return CUDNN_DATA_HALF;
+    case core::DType::kBFloat16: return CUDNN_DATA_BFLOAT16;
+    default: break;
+  }
+  throw std::invalid_argument(std::string("Conv2D: no cuDNN convolution for ") + core::dtype_name(dtype) +
+                              " (float32, float16 or bfloat16 only)");
 }
 
 }  // namespace
@@ -59,6 +72,7 @@ struct Conv2D::Impl {
   std::shared_ptr<core::Context> ctx;
   core::cuda::GpuContext& gpu;
   cpu::Conv2DParams p;
+  core::DType dtype;
   TensorDescriptor x_desc, y_desc;
   FilterDescriptor w_desc;
   ConvolutionDescriptor conv_desc;
@@ -72,26 +86,31 @@ struct Conv2D::Impl {
     return params;
   }
 
-  Impl(std::shared_ptr<core::Context> context, const cpu::Conv2DParams& params)
-      : ctx(std::move(context)), gpu(core::cuda::gpu_context_of(*ctx)), p(checked(params)) {
+  Impl(std::shared_ptr<core::Context> context, const cpu::Conv2DParams& params, core::DType data_type)
+      : ctx(std::move(context)), gpu(core::cuda::gpu_context_of(*ctx)), p(checked(params)), dtype(data_type) {
+    const cudnnDataType_t data = cudnn_type(dtype);
+    const bool low_precision = dtype != core::DType::kFloat32;
     core::cuda::DeviceGuard guard(gpu.device_id());
     cudnnHandle_t handle = gpu.cudnn().get();
-    DT_CUDNN_CHECK(cudnnSetTensor4dDescriptor(x_desc.get(), CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, as_int(p.N),
-                                              as_int(p.C), as_int(p.H), as_int(p.W)));
-    DT_CUDNN_CHECK(cudnnSetTensor4dDescriptor(y_desc.get(), CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, as_int(p.N),
-                                              as_int(p.K), as_int(p.out_h()), as_int(p.out_w())));
+    DT_CUDNN_CHECK(cudnnSetTensor4dDescriptor(x_desc.get(), CUDNN_TENSOR_NCHW, data, as_int(p.N), as_int(p.C),
+                                              as_int(p.H), as_int(p.W)));
+    DT_CUDNN_CHECK(cudnnSetTensor4dDescriptor(y_desc.get(), CUDNN_TENSOR_NCHW, data, as_int(p.N), as_int(p.K),
+                                              as_int(p.out_h()), as_int(p.out_w())));
     // OIHW with C/groups input channels per filter, as on the CPU.
-    DT_CUDNN_CHECK(cudnnSetFilter4dDescriptor(w_desc.get(), CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, as_int(p.K),
+    DT_CUDNN_CHECK(cudnnSetFilter4dDescriptor(w_desc.get(), data, CUDNN_TENSOR_NCHW, as_int(p.K),
                                               as_int(p.C / p.groups), as_int(p.R), as_int(p.S)));
     // Cross-correlation is what PyTorch, MXNet and oneDNN call convolution.
+    // The compute type is float32 for every data type: cuDNN's
+    // PSEUDO_HALF / PSEUDO_BFLOAT16 configurations, as PyTorch's AMP uses.
     DT_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(conv_desc.get(), as_int(p.pad_h), as_int(p.pad_w),
                                                    as_int(p.stride_h), as_int(p.stride_w), as_int(p.dilation_h),
                                                    as_int(p.dilation_w), CUDNN_CROSS_CORRELATION,
                                                    CUDNN_DATA_FLOAT));
     DT_CUDNN_CHECK(cudnnSetConvolutionGroupCount(conv_desc.get(), as_int(p.groups)));
     // CUDNN_DEFAULT_MATH would let Ampere and later run float32 convolutions
-    // in TF32; FMA math keeps them in float32.
-    DT_CUDNN_CHECK(cudnnSetConvolutionMathType(conv_desc.get(), CUDNN_FMA_MATH));
+    // in TF32; FMA math keeps them in float32. 16-bit data may use tensor cores.
+    DT_CUDNN_CHECK(
+        cudnnSetConvolutionMathType(conv_desc.get(), low_precision ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH));
 
     int n = 0, c = 0, h = 0, w = 0;
     DT_CUDNN_CHECK(cudnnGetConvolution2dForwardOutputDim(conv_desc.get(), x_desc.get(), w_desc.get(), &n, &c, &h, &w));
@@ -104,7 +123,7 @@ struct Conv2D::Impl {
     DT_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(handle, x_desc.get(), w_desc.get(), conv_desc.get(),
                                                           y_desc.get(), CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
                                                           &returned, fwd));
-    fwd_algo = pick(fwd, returned, "forward").algo;
+    fwd_algo = pick(fwd, returned, low_precision, "forward").algo;
     DT_CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(handle, x_desc.get(), w_desc.get(), conv_desc.get(),
                                                            y_desc.get(), fwd_algo, &fwd_workspace));
 
@@ -112,7 +131,7 @@ struct Conv2D::Impl {
     DT_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(handle, w_desc.get(), y_desc.get(), conv_desc.get(),
                                                                x_desc.get(), CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
                                                                &returned, bwd_data));
-    bwd_data_algo = pick(bwd_data, returned, "backward-data").algo;
+    bwd_data_algo = pick(bwd_data, returned, low_precision, "backward-data").algo;
     DT_CUDNN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(handle, w_desc.get(), y_desc.get(), conv_desc.get(),
                                                                 x_desc.get(), bwd_data_algo, &bwd_data_workspace));
 
@@ -120,39 +139,41 @@ struct Conv2D::Impl {
     DT_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
         handle, x_desc.get(), y_desc.get(), conv_desc.get(), w_desc.get(), CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT,
         &returned, bwd_filter));
-    bwd_filter_algo = pick(bwd_filter, returned, "backward-filter").algo;
+    bwd_filter_algo = pick(bwd_filter, returned, low_precision, "backward-filter").algo;
     DT_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(handle, x_desc.get(), y_desc.get(),
                                                                   conv_desc.get(), w_desc.get(), bwd_filter_algo,
                                                                   &bwd_filter_workspace));
   }
 };
 
-Conv2D::Conv2D(std::shared_ptr<core::Context> ctx, const cpu::Conv2DParams& params)
-    : impl_(std::make_unique<Impl>(std::move(ctx), params)) {}
+Conv2D::Conv2D(std::shared_ptr<core::Context> ctx, const cpu::Conv2DParams& params, core::DType dtype)
+    : impl_(std::make_unique<Impl>(std::move(ctx), params, dtype)) {}
 Conv2D::~Conv2D() = default;
 Conv2D::Conv2D(Conv2D&&) noexcept = default;
 Conv2D& Conv2D::operator=(Conv2D&&) noexcept = default;
 
 const cpu::Conv2DParams& Conv2D::params() const { return impl_->p; }
+core::DType Conv2D::dtype() const { return impl_->dtype; }
 
-void Conv2D::forward(const float* x, const float* w, const float* b, float* y) {
+void Conv2D::forward(const void* x, const void* w, const float* b, void* y) {
   Impl& m = *impl_;
   require_ptr(x, "x");
   require_ptr(w, "w");
   require_ptr(y, "y");
   if (m.p.has_bias) require_ptr(b, "b");
   core::cuda::DeviceGuard guard(m.gpu.device_id());
+  // float scaling factors for every data type (cuDNN's rule for HALF, BFLOAT16, FLOAT).
   const float one = 1.0f, zero = 0.0f;
   const DeviceBuffer workspace(m.ctx, m.fwd_workspace);
   DT_CUDNN_CHECK(cudnnConvolutionForward(m.gpu.cudnn().get(), &one, m.x_desc.get(), x, m.w_desc.get(), w,
                                          m.conv_desc.get(), m.fwd_algo, workspace.get(), m.fwd_workspace, &zero,
                                          m.y_desc.get(), y));
   if (m.p.has_bias) {
-    kernels::add_channel_bias(m.gpu.stream(), y, b, m.p.N, m.p.K, m.p.out_h() * m.p.out_w());
+    kernels::add_channel_bias(m.gpu.stream(), m.dtype, y, b, m.p.N, m.p.K, m.p.out_h() * m.p.out_w());
   }
 }
 
-void Conv2D::backward_data(const float* dy, const float* w, float* dx) {
+void Conv2D::backward_data(const void* dy, const void* w, void* dx) {
   Impl& m = *impl_;
   require_ptr(dy, "dy");
   require_ptr(w, "w");
@@ -165,7 +186,7 @@ void Conv2D::backward_data(const float* dy, const float* w, float* dx) {
                                               m.bwd_data_workspace, &zero, m.x_desc.get(), dx));
 }
 
-void Conv2D::backward_weights(const float* x, const float* dy, float* dw, float* db) {
+void Conv2D::backward_weights(const void* x, const void* dy, void* dw, float* db) {
   Impl& m = *impl_;
   require_ptr(x, "x");
   require_ptr(dy, "dy");
@@ -177,7 +198,7 @@ void Conv2D::backward_weights(const float* x, const float* dy, float* dw, float*
   DT_CUDNN_CHECK(cudnnConvolutionBackwardFilter(m.gpu.cudnn().get(), &one, m.x_desc.get(), x, m.y_desc.get(), dy,
                                                 m.conv_desc.get(), m.bwd_filter_algo, workspace.get(),
                                                 m.bwd_filter_workspace, &zero, m.w_desc.get(), dw));
-  if (m.p.has_bias) kernels::sum_per_channel(m.gpu.stream(), dy, db, m.p.N, m.p.K, m.p.out_h() * m.p.out_w());
+  if (m.p.has_bias) kernels::sum_per_channel(m.gpu.stream(), m.dtype, dy, db, m.p.N, m.p.K, m.p.out_h() * m.p.out_w());
 }
 
 }  // namespace dt::ops::cuda

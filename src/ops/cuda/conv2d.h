@@ -3,29 +3,36 @@
 // once, when the object for a shape is built (layers keep one object per
 // input shape), and each call takes its workspace from the context's caching
 // allocator. Calls queue their work on the context's stream and return.
-// Results are float32 throughout (no TF32), comparable with the CPU kernel.
+// In float32 the results are float32 throughout (no TF32), comparable with
+// the CPU kernel. In float16 or bfloat16 (mixed precision) x, w, y and their
+// gradients are of that dtype, cuDNN accumulates in float32 and may use
+// tensor cores; the bias and its gradient stay float32.
 #pragma once
 
 #include <memory>
 
 #include "core/context.h"
+#include "core/dtype.h"
 #include "ops/cpu/conv2d.h"
 
 namespace dt::ops::cuda {
 
 class Conv2D {
  public:
-  // Validates as the CPU kernel does (std::invalid_argument).
-  Conv2D(std::shared_ptr<core::Context> ctx, const cpu::Conv2DParams& params);
+  // Validates as the CPU kernel does (std::invalid_argument); dtype is that
+  // of x, w, y and their gradients: float32, float16 or bfloat16.
+  Conv2D(std::shared_ptr<core::Context> ctx, const cpu::Conv2DParams& params,
+         core::DType dtype = core::DType::kFloat32);
   ~Conv2D();
   Conv2D(Conv2D&&) noexcept;
   Conv2D& operator=(Conv2D&&) noexcept;
 
   const cpu::Conv2DParams& params() const;
+  core::DType dtype() const;
 
-  void forward(const float* x, const float* w, const float* b, float* y);
-  void backward_data(const float* dy, const float* w, float* dx);
-  void backward_weights(const float* x, const float* dy, float* dw, float* db);
+  void forward(const void* x, const void* w, const float* b, void* y);
+  void backward_data(const void* dy, const void* w, void* dx);
+  void backward_weights(const void* x, const void* dy, void* dw, float* db);
 
  private:
   struct Impl;

@@ -1,30 +1,43 @@
-// The GPU counterpart of ops::cpu::InnerProduct, on cuBLAS SGEMM: the same
+// The GPU counterpart of ops::cpu::InnerProduct, on cuBLAS: the same
 // parameters and calls, with device pointers of the context's GPU. Calls
-// queue their work on the context's stream and return. float32 throughout
-// (the handle's math mode excludes TF32), comparable with the CPU kernel.
+// queue their work on the context's stream and return. In float32, SGEMM
+// throughout (the handle's math mode excludes TF32), comparable with the CPU
+// kernel. In float16 or bfloat16 (mixed precision) x, w, y and their
+// gradients are of that dtype and cublasGemmEx accumulates in float32
+// (tensor cores where cuBLAS picks them); the bias and its gradient stay
+// float32.
 #pragma once
 
 #include <memory>
 
 #include "core/context.h"
+#include "core/dtype.h"
 #include "ops/cpu/inner_product.h"
 
 namespace dt::ops::cuda {
 
 class InnerProduct {
  public:
-  // Validates as the CPU kernel does (std::invalid_argument).
-  InnerProduct(std::shared_ptr<core::Context> ctx, const cpu::InnerProductParams& params);
+  // Validates as the CPU kernel does (std::invalid_argument); dtype is that
+  // of x, w, y and their gradients: float32, float16 or bfloat16.
+  InnerProduct(std::shared_ptr<core::Context> ctx, const cpu::InnerProductParams& params,
+               core::DType dtype = core::DType::kFloat32);
 
   const cpu::InnerProductParams& params() const { return p_; }
+  core::DType dtype() const { return dtype_; }
 
-  void forward(const float* x, const float* w, const float* b, float* y);
-  void backward_data(const float* dy, const float* w, float* dx);
-  void backward_weights(const float* x, const float* dy, float* dw, float* db);
+  void forward(const void* x, const void* w, const float* b, void* y);
+  void backward_data(const void* dy, const void* w, void* dx);
+  void backward_weights(const void* x, const void* dy, void* dw, float* db);
 
  private:
+  // C (m x n) = op(A) op(B), column-major, in the kernel's dtype.
+  void gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, const void* a, int64_t lda,
+            const void* b, int64_t ldb, void* c, int64_t ldc);
+
   std::shared_ptr<core::Context> ctx_;
   cpu::InnerProductParams p_;
+  core::DType dtype_;
 };
 
 }  // namespace dt::ops::cuda

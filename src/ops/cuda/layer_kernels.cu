@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "core/cuda/cuda_check.h"
+#include "ops/cuda/element_access.cuh"
 
 namespace dt::ops::cuda::kernels {
 
@@ -57,18 +58,32 @@ __device__ T block_sum_all(T v) {
 
 void check_launch() { DT_CUDA_CHECK(cudaGetLastError()); }
 
-// ---- bias -------------------------------------------------------------------
-
-__global__ void add_channel_bias_kernel(float* y, const float* bias, int64_t total, int64_t C, int64_t inner) {
-  for (int64_t i = first_index(); i < total; i += grid_stride()) y[i] += bias[(i / inner) % C];
+// The launchers' untyped arrays as the kernels' element type.
+template <typename T>
+T* typed(void* p) {
+  return static_cast<T*>(p);
+}
+template <typename T>
+const T* typed(const void* p) {
+  return static_cast<const T*>(p);
 }
 
-__global__ void sum_per_channel_kernel(const float* x, float* out, int64_t N, int64_t C, int64_t inner) {
+// ---- bias ---------------------------------------------------------------------
+
+template <typename T>
+__global__ void add_channel_bias_kernel(T* y, const float* bias, int64_t total, int64_t C, int64_t inner) {
+  for (int64_t i = first_index(); i < total; i += grid_stride()) {
+    store_float(y, i, load_float(y, i) + bias[(i / inner) % C]);
+  }
+}
+
+template <typename T>
+__global__ void sum_per_channel_kernel(const T* x, float* out, int64_t N, int64_t C, int64_t inner) {
   const int64_t c = blockIdx.x;
   float acc = 0.0f;
   for (int64_t j = threadIdx.x; j < N * inner; j += blockDim.x) {
     const int64_t n = j / inner, i = j - n * inner;
-    acc += x[(n * C + c) * inner + i];
+    acc += load_float(x, (n * C + c) * inner + i);
   }
   acc = block_sum(acc);
   if (threadIdx.x == 0) out[c] = acc;
@@ -76,20 +91,21 @@ __global__ void sum_per_channel_kernel(const float* x, float* out, int64_t N, in
 
 // ---- pooling ----------------------------------------------------------------
 
-__global__ void max_pool_forward_kernel(PoolShape s, const float* x, float* y, int32_t* argmax) {
+template <typename T>
+__global__ void max_pool_forward_kernel(PoolShape s, const T* x, T* y, int32_t* argmax) {
   const int64_t total = s.planes * s.P * s.Q;
   for (int64_t o = first_index(); o < total; o += grid_stride()) {
     const int64_t plane = o / (s.P * s.Q), oh = (o / s.Q) % s.P, ow = o % s.Q;
-    const float* xp = x + plane * s.H * s.W;
+    const T* xp = x + plane * s.H * s.W;
     const int64_t h0 = oh * s.stride_h - s.pad_h, w0 = ow * s.stride_w - s.pad_w;
     const int64_t hs = max(h0, int64_t{0}), he = min(h0 + s.kernel_h, s.H);
     const int64_t ws = max(w0, int64_t{0}), we = min(w0 + s.kernel_w, s.W);
     int64_t best_at = hs * s.W + ws;
-    float best = xp[best_at];
+    float best = load_float(xp, best_at);
     bool found_nan = isnan(best);
     for (int64_t h = hs; h < he && !found_nan; ++h) {
       for (int64_t w = ws; w < we; ++w) {
-        const float v = xp[h * s.W + w];
+        const float v = load_float(xp, h * s.W + w);
         if (isnan(v)) {
           best_at = h * s.W + w;
           best = v;
@@ -102,16 +118,19 @@ __global__ void max_pool_forward_kernel(PoolShape s, const float* x, float* y, i
         }
       }
     }
-    y[o] = best;
+    // The maximum is one of the inputs: storing it back loses nothing.
+    store_float(y, o, best);
     if (argmax != nullptr) argmax[o] = static_cast<int32_t>(best_at);
   }
 }
 
-__global__ void max_pool_backward_kernel(PoolShape s, const float* dy, const int32_t* argmax, float* dx) {
+// Overlapping windows (stride < kernel) may share an argmax, hence atomics:
+// float's own, and the 16-bit ones of sm_70 (half) and sm_80 (bfloat16).
+template <typename T>
+__global__ void max_pool_backward_kernel(PoolShape s, const T* dy, const int32_t* argmax, T* dx) {
   const int64_t total = s.planes * s.P * s.Q;
   for (int64_t o = first_index(); o < total; o += grid_stride()) {
     const int64_t plane = o / (s.P * s.Q);
-    // Overlapping windows (stride < kernel) may share an argmax.
     atomicAdd(dx + plane * s.H * s.W + argmax[o], dy[o]);
   }
 }
@@ -124,17 +143,18 @@ __device__ float avg_divisor(const PoolShape& s, bool count_include_pad, int64_t
   return static_cast<float>(rows * cols);
 }
 
-__global__ void avg_pool_forward_kernel(PoolShape s, bool count_include_pad, const float* x, float* y) {
+template <typename T>
+__global__ void avg_pool_forward_kernel(PoolShape s, bool count_include_pad, const T* x, T* y) {
   const int64_t total = s.planes * s.P * s.Q;
   for (int64_t o = first_index(); o < total; o += grid_stride()) {
     const int64_t plane = o / (s.P * s.Q), oh = (o / s.Q) % s.P, ow = o % s.Q;
-    const float* xp = x + plane * s.H * s.W;
+    const T* xp = x + plane * s.H * s.W;
     const int64_t h0 = oh * s.stride_h - s.pad_h, w0 = ow * s.stride_w - s.pad_w;
     float sum = 0.0f;
     for (int64_t h = max(h0, int64_t{0}); h < min(h0 + s.kernel_h, s.H); ++h) {
-      for (int64_t w = max(w0, int64_t{0}); w < min(w0 + s.kernel_w, s.W); ++w) sum += xp[h * s.W + w];
+      for (int64_t w = max(w0, int64_t{0}); w < min(w0 + s.kernel_w, s.W); ++w) sum += load_float(xp, h * s.W + w);
     }
-    y[o] = sum / avg_divisor(s, count_include_pad, oh, ow);
+    store_float(y, o, sum / avg_divisor(s, count_include_pad, oh, ow));
   }
 }
 
@@ -147,54 +167,60 @@ __device__ void covering(int64_t h, int64_t kernel, int64_t stride, int64_t pad,
   *hi = min(top / stride, outs - 1);
 }
 
-__global__ void avg_pool_backward_kernel(PoolShape s, bool count_include_pad, const float* dy, float* dx) {
+template <typename T>
+__global__ void avg_pool_backward_kernel(PoolShape s, bool count_include_pad, const T* dy, T* dx) {
   const int64_t total = s.planes * s.H * s.W;
   for (int64_t i = first_index(); i < total; i += grid_stride()) {
     const int64_t plane = i / (s.H * s.W), h = (i / s.W) % s.H, w = i % s.W;
     int64_t oh_lo, oh_hi, ow_lo, ow_hi;
     covering(h, s.kernel_h, s.stride_h, s.pad_h, s.P, &oh_lo, &oh_hi);
     covering(w, s.kernel_w, s.stride_w, s.pad_w, s.Q, &ow_lo, &ow_hi);
-    const float* dyp = dy + plane * s.P * s.Q;
+    const T* dyp = dy + plane * s.P * s.Q;
     float sum = 0.0f;
     for (int64_t oh = oh_lo; oh <= oh_hi; ++oh) {
       for (int64_t ow = ow_lo; ow <= ow_hi; ++ow) {
-        sum += dyp[oh * s.Q + ow] / avg_divisor(s, count_include_pad, oh, ow);
+        sum += load_float(dyp, oh * s.Q + ow) / avg_divisor(s, count_include_pad, oh, ow);
       }
     }
-    dx[i] = sum;
+    store_float(dx, i, sum);
   }
 }
 
-__global__ void global_avg_pool_forward_kernel(int64_t plane, const float* x, float* y) {
-  const float* xp = x + static_cast<int64_t>(blockIdx.x) * plane;
+template <typename T>
+__global__ void global_avg_pool_forward_kernel(int64_t plane, const T* x, T* y) {
+  const T* xp = x + static_cast<int64_t>(blockIdx.x) * plane;
   float acc = 0.0f;
-  for (int64_t i = threadIdx.x; i < plane; i += blockDim.x) acc += xp[i];
+  for (int64_t i = threadIdx.x; i < plane; i += blockDim.x) acc += load_float(xp, i);
   acc = block_sum(acc);
-  if (threadIdx.x == 0) y[blockIdx.x] = acc / static_cast<float>(plane);
+  if (threadIdx.x == 0) store_float(y, blockIdx.x, acc / static_cast<float>(plane));
 }
 
-__global__ void global_avg_pool_backward_kernel(int64_t total, int64_t plane, const float* dy, float* dx) {
-  for (int64_t i = first_index(); i < total; i += grid_stride()) dx[i] = dy[i / plane] / static_cast<float>(plane);
+template <typename T>
+__global__ void global_avg_pool_backward_kernel(int64_t total, int64_t plane, const T* dy, T* dx) {
+  for (int64_t i = first_index(); i < total; i += grid_stride()) {
+    store_float(dx, i, load_float(dy, i / plane) / static_cast<float>(plane));
+  }
 }
 
 // ---- batch norm -------------------------------------------------------------
 
 // One block per channel; two passes (mean, then squared deviations) rather
 // than E[x^2] - E[x]^2, which cancels badly for inputs far from zero.
-__global__ void batch_norm_statistics_kernel(const float* x, int64_t N, int64_t C, int64_t inner, float momentum,
+template <typename T>
+__global__ void batch_norm_statistics_kernel(const T* x, int64_t N, int64_t C, int64_t inner, float momentum,
                                              float unbias, float* mean, float* var, float* running_mean,
                                              float* running_var) {
   const int64_t c = blockIdx.x, count = N * inner;
   float acc = 0.0f;
   for (int64_t j = threadIdx.x; j < count; j += blockDim.x) {
     const int64_t n = j / inner, i = j - n * inner;
-    acc += x[(n * C + c) * inner + i];
+    acc += load_float(x, (n * C + c) * inner + i);
   }
   const float m = block_sum_all(acc) / static_cast<float>(count);
   acc = 0.0f;
   for (int64_t j = threadIdx.x; j < count; j += blockDim.x) {
     const int64_t n = j / inner, i = j - n * inner;
-    const float d = x[(n * C + c) * inner + i] - m;
+    const float d = load_float(x, (n * C + c) * inner + i) - m;
     acc += d * d;
   }
   acc = block_sum(acc);
@@ -207,27 +233,29 @@ __global__ void batch_norm_statistics_kernel(const float* x, int64_t N, int64_t 
   }
 }
 
-__global__ void batch_norm_apply_kernel(const float* x, const float* gamma, const float* beta, const float* mean,
-                                        const float* var, float eps, int64_t total, int64_t C, int64_t inner,
-                                        float* y) {
+template <typename T>
+__global__ void batch_norm_apply_kernel(const T* x, const float* gamma, const float* beta, const float* mean,
+                                        const float* var, float eps, int64_t total, int64_t C, int64_t inner, T* y) {
   for (int64_t i = first_index(); i < total; i += grid_stride()) {
     const int64_t c = (i / inner) % C;
     const float inv_std = 1.0f / sqrtf(var[c] + eps);
-    y[i] = gamma[c] * (x[i] - mean[c]) * inv_std + beta[c];
+    store_float(y, i, gamma[c] * (load_float(x, i) - mean[c]) * inv_std + beta[c]);
   }
 }
 
-__global__ void batch_norm_backward_reduce_kernel(const float* x, const float* dy, const float* mean,
-                                                  const float* var, float eps, int64_t N, int64_t C,
-                                                  int64_t inner, float* dgamma, float* dbeta) {
+template <typename T>
+__global__ void batch_norm_backward_reduce_kernel(const T* x, const T* dy, const float* mean, const float* var,
+                                                  float eps, int64_t N, int64_t C, int64_t inner, float* dgamma,
+                                                  float* dbeta) {
   const int64_t c = blockIdx.x, count = N * inner;
   const float m = mean[c];
   float sum_dy = 0.0f, sum_dy_xc = 0.0f;
   for (int64_t j = threadIdx.x; j < count; j += blockDim.x) {
     const int64_t n = j / inner, i = j - n * inner;
     const int64_t at = (n * C + c) * inner + i;
-    sum_dy += dy[at];
-    sum_dy_xc += dy[at] * (x[at] - m);
+    const float g = load_float(dy, at);
+    sum_dy += g;
+    sum_dy_xc += g * (load_float(x, at) - m);
   }
   sum_dy = block_sum(sum_dy);
   sum_dy_xc = block_sum(sum_dy_xc);
@@ -237,15 +265,15 @@ __global__ void batch_norm_backward_reduce_kernel(const float* x, const float* d
   }
 }
 
-__global__ void batch_norm_backward_data_kernel(const float* x, const float* dy, const float* gamma,
-                                                const float* mean, const float* var, const float* dgamma,
-                                                const float* dbeta, float eps, int64_t total, int64_t C,
-                                                int64_t inner, float count, float* dx) {
+template <typename T>
+__global__ void batch_norm_backward_data_kernel(const T* x, const T* dy, const float* gamma, const float* mean,
+                                                const float* var, const float* dgamma, const float* dbeta, float eps,
+                                                int64_t total, int64_t C, int64_t inner, float count, T* dx) {
   for (int64_t i = first_index(); i < total; i += grid_stride()) {
     const int64_t c = (i / inner) % C;
     const float inv_std = 1.0f / sqrtf(var[c] + eps);
-    const float xhat = (x[i] - mean[c]) * inv_std;
-    dx[i] = gamma[c] * inv_std * (dy[i] - dbeta[c] / count - xhat * dgamma[c] / count);
+    const float xhat = (load_float(x, i) - mean[c]) * inv_std;
+    store_float(dx, i, gamma[c] * inv_std * (load_float(dy, i) - dbeta[c] / count - xhat * dgamma[c] / count));
   }
 }
 
@@ -253,26 +281,31 @@ __global__ void batch_norm_backward_data_kernel(const float* x, const float* dy,
 
 // The formulas of oneDNN's eltwise kernels that the CPU ops use: relu as
 // x > 0 ? x : x * 0 (NaN stays NaN), derivatives from the output.
-__global__ void activation_forward_kernel(ActivationKind kind, const float* x, float* y, int64_t count) {
+template <typename T>
+__global__ void activation_forward_kernel(ActivationKind kind, const T* x, T* y, int64_t count) {
   for (int64_t i = first_index(); i < count; i += grid_stride()) {
-    const float v = x[i];
+    const float v = load_float(x, i);
+    float out = 0.0f;
     switch (kind) {
-      case ActivationKind::kRelu: y[i] = v > 0.0f ? v : v * 0.0f; break;
-      case ActivationKind::kSigmoid: y[i] = 1.0f / (1.0f + expf(-v)); break;
-      case ActivationKind::kTanh: y[i] = tanhf(v); break;
+      case ActivationKind::kRelu: out = v > 0.0f ? v : v * 0.0f; break;
+      case ActivationKind::kSigmoid: out = 1.0f / (1.0f + expf(-v)); break;
+      case ActivationKind::kTanh: out = tanhf(v); break;
     }
+    store_float(y, i, out);
   }
 }
 
-__global__ void activation_backward_kernel(ActivationKind kind, const float* y, const float* dy, float* dx,
-                                           int64_t count) {
+template <typename T>
+__global__ void activation_backward_kernel(ActivationKind kind, const T* y, const T* dy, T* dx, int64_t count) {
   for (int64_t i = first_index(); i < count; i += grid_stride()) {
-    const float out = y[i], g = dy[i];
+    const float out = load_float(y, i), g = load_float(dy, i);
+    float d = 0.0f;
     switch (kind) {
-      case ActivationKind::kRelu: dx[i] = out > 0.0f ? g : g * 0.0f; break;
-      case ActivationKind::kSigmoid: dx[i] = g * out * (1.0f - out); break;
-      case ActivationKind::kTanh: dx[i] = g * (1.0f - out) * (1.0f + out); break;
+      case ActivationKind::kRelu: d = out > 0.0f ? g : g * 0.0f; break;
+      case ActivationKind::kSigmoid: d = g * out * (1.0f - out); break;
+      case ActivationKind::kTanh: d = g * (1.0f - out) * (1.0f + out); break;
     }
+    store_float(dx, i, d);
   }
 }
 
@@ -341,92 +374,146 @@ __global__ void softmax_cross_entropy_backward_kernel(const float* prob, const i
 
 }  // namespace
 
-void add_channel_bias(cudaStream_t stream, float* y, const float* bias, int64_t N, int64_t C, int64_t inner) {
-  const int64_t total = N * C * inner;
-  add_channel_bias_kernel<<<blocks_for(total), kBlockSize, 0, stream>>>(y, bias, total, C, inner);
-  check_launch();
+// Each launcher picks the kernel for the activations' dtype; T is the device
+// element type (float, __half, __nv_bfloat16).
+
+void add_channel_bias(cudaStream_t stream, core::DType dtype, void* y, const float* bias, int64_t N, int64_t C,
+                      int64_t inner) {
+  dispatch_activation_dtype(dtype, "add_channel_bias", [&](auto tag) {
+    using T = decltype(tag);
+    const int64_t total = N * C * inner;
+    add_channel_bias_kernel<T><<<blocks_for(total), kBlockSize, 0, stream>>>(typed<T>(y), bias, total, C, inner);
+    check_launch();
+  });
 }
 
-void sum_per_channel(cudaStream_t stream, const float* x, float* out, int64_t N, int64_t C, int64_t inner) {
-  sum_per_channel_kernel<<<static_cast<unsigned>(C), kReduceBlock, 0, stream>>>(x, out, N, C, inner);
-  check_launch();
+void sum_per_channel(cudaStream_t stream, core::DType dtype, const void* x, float* out, int64_t N, int64_t C,
+                     int64_t inner) {
+  dispatch_activation_dtype(dtype, "sum_per_channel", [&](auto tag) {
+    using T = decltype(tag);
+    sum_per_channel_kernel<T><<<static_cast<unsigned>(C), kReduceBlock, 0, stream>>>(typed<T>(x), out, N, C, inner);
+    check_launch();
+  });
 }
 
-void max_pool_forward(cudaStream_t stream, const PoolShape& shape, const float* x, float* y, int32_t* argmax) {
-  max_pool_forward_kernel<<<blocks_for(shape.planes * shape.P * shape.Q), kBlockSize, 0, stream>>>(shape, x, y,
-                                                                                                   argmax);
-  check_launch();
+void max_pool_forward(cudaStream_t stream, core::DType dtype, const PoolShape& shape, const void* x, void* y,
+                      int32_t* argmax) {
+  dispatch_activation_dtype(dtype, "max_pool_forward", [&](auto tag) {
+    using T = decltype(tag);
+    max_pool_forward_kernel<T><<<blocks_for(shape.planes * shape.P * shape.Q), kBlockSize, 0, stream>>>(
+        shape, typed<T>(x), typed<T>(y), argmax);
+    check_launch();
+  });
 }
 
-void max_pool_backward(cudaStream_t stream, const PoolShape& shape, const float* dy, const int32_t* argmax,
-                       float* dx) {
-  DT_CUDA_CHECK(cudaMemsetAsync(dx, 0, static_cast<size_t>(shape.planes * shape.H * shape.W) * sizeof(float), stream));
-  max_pool_backward_kernel<<<blocks_for(shape.planes * shape.P * shape.Q), kBlockSize, 0, stream>>>(shape, dy,
-                                                                                                    argmax, dx);
-  check_launch();
+void max_pool_backward(cudaStream_t stream, core::DType dtype, const PoolShape& shape, const void* dy,
+                       const int32_t* argmax, void* dx) {
+  dispatch_activation_dtype(dtype, "max_pool_backward", [&](auto tag) {
+    using T = decltype(tag);
+    // All-zero bits are 0.0 in every float format.
+    DT_CUDA_CHECK(
+        cudaMemsetAsync(dx, 0, static_cast<size_t>(shape.planes * shape.H * shape.W) * sizeof(T), stream));
+    max_pool_backward_kernel<T><<<blocks_for(shape.planes * shape.P * shape.Q), kBlockSize, 0, stream>>>(
+        shape, typed<T>(dy), argmax, typed<T>(dx));
+    check_launch();
+  });
 }
 
-void avg_pool_forward(cudaStream_t stream, const PoolShape& shape, bool count_include_pad, const float* x,
-                      float* y) {
-  avg_pool_forward_kernel<<<blocks_for(shape.planes * shape.P * shape.Q), kBlockSize, 0, stream>>>(
-      shape, count_include_pad, x, y);
-  check_launch();
+void avg_pool_forward(cudaStream_t stream, core::DType dtype, const PoolShape& shape, bool count_include_pad,
+                      const void* x, void* y) {
+  dispatch_activation_dtype(dtype, "avg_pool_forward", [&](auto tag) {
+    using T = decltype(tag);
+    avg_pool_forward_kernel<T><<<blocks_for(shape.planes * shape.P * shape.Q), kBlockSize, 0, stream>>>(
+        shape, count_include_pad, typed<T>(x), typed<T>(y));
+    check_launch();
+  });
 }
 
-void avg_pool_backward(cudaStream_t stream, const PoolShape& shape, bool count_include_pad, const float* dy,
-                       float* dx) {
-  avg_pool_backward_kernel<<<blocks_for(shape.planes * shape.H * shape.W), kBlockSize, 0, stream>>>(
-      shape, count_include_pad, dy, dx);
-  check_launch();
+void avg_pool_backward(cudaStream_t stream, core::DType dtype, const PoolShape& shape, bool count_include_pad,
+                       const void* dy, void* dx) {
+  dispatch_activation_dtype(dtype, "avg_pool_backward", [&](auto tag) {
+    using T = decltype(tag);
+    avg_pool_backward_kernel<T><<<blocks_for(shape.planes * shape.H * shape.W), kBlockSize, 0, stream>>>(
+        shape, count_include_pad, typed<T>(dy), typed<T>(dx));
+    check_launch();
+  });
 }
 
-void global_avg_pool_forward(cudaStream_t stream, int64_t rows, int64_t plane, const float* x, float* y) {
-  global_avg_pool_forward_kernel<<<static_cast<unsigned>(rows), kReduceBlock, 0, stream>>>(plane, x, y);
-  check_launch();
+void global_avg_pool_forward(cudaStream_t stream, core::DType dtype, int64_t rows, int64_t plane, const void* x,
+                             void* y) {
+  dispatch_activation_dtype(dtype, "global_avg_pool_forward", [&](auto tag) {
+    using T = decltype(tag);
+    global_avg_pool_forward_kernel<T><<<static_cast<unsigned>(rows), kReduceBlock, 0, stream>>>(
+        plane, typed<T>(x), typed<T>(y));
+    check_launch();
+  });
 }
 
-void global_avg_pool_backward(cudaStream_t stream, int64_t rows, int64_t plane, const float* dy, float* dx) {
-  global_avg_pool_backward_kernel<<<blocks_for(rows * plane), kBlockSize, 0, stream>>>(rows * plane, plane, dy, dx);
-  check_launch();
+void global_avg_pool_backward(cudaStream_t stream, core::DType dtype, int64_t rows, int64_t plane, const void* dy,
+                              void* dx) {
+  dispatch_activation_dtype(dtype, "global_avg_pool_backward", [&](auto tag) {
+    using T = decltype(tag);
+    global_avg_pool_backward_kernel<T><<<blocks_for(rows * plane), kBlockSize, 0, stream>>>(
+        rows * plane, plane, typed<T>(dy), typed<T>(dx));
+    check_launch();
+  });
 }
 
-void batch_norm_statistics(cudaStream_t stream, const float* x, int64_t N, int64_t C, int64_t inner,
-                           float momentum, float unbias, float* mean, float* var, float* running_mean,
+void batch_norm_statistics(cudaStream_t stream, core::DType dtype, const void* x, int64_t N, int64_t C,
+                           int64_t inner, float momentum, float unbias, float* mean, float* var, float* running_mean,
                            float* running_var) {
-  batch_norm_statistics_kernel<<<static_cast<unsigned>(C), kReduceBlock, 0, stream>>>(
-      x, N, C, inner, momentum, unbias, mean, var, running_mean, running_var);
-  check_launch();
+  dispatch_activation_dtype(dtype, "batch_norm_statistics", [&](auto tag) {
+    using T = decltype(tag);
+    batch_norm_statistics_kernel<T><<<static_cast<unsigned>(C), kReduceBlock, 0, stream>>>(
+        typed<T>(x), N, C, inner, momentum, unbias, mean, var, running_mean, running_var);
+    check_launch();
+  });
 }
 
-void batch_norm_apply(cudaStream_t stream, const float* x, const float* gamma, const float* beta, const float* mean,
-                      const float* var, float eps, int64_t N, int64_t C, int64_t inner, float* y) {
-  const int64_t total = N * C * inner;
-  batch_norm_apply_kernel<<<blocks_for(total), kBlockSize, 0, stream>>>(x, gamma, beta, mean, var, eps, total, C,
-                                                                        inner, y);
-  check_launch();
+void batch_norm_apply(cudaStream_t stream, core::DType dtype, const void* x, const float* gamma, const float* beta,
+                      const float* mean, const float* var, float eps, int64_t N, int64_t C, int64_t inner, void* y) {
+  dispatch_activation_dtype(dtype, "batch_norm_apply", [&](auto tag) {
+    using T = decltype(tag);
+    const int64_t total = N * C * inner;
+    batch_norm_apply_kernel<T><<<blocks_for(total), kBlockSize, 0, stream>>>(typed<T>(x), gamma, beta, mean, var,
+                                                                             eps, total, C, inner, typed<T>(y));
+    check_launch();
+  });
 }
 
-void batch_norm_backward(cudaStream_t stream, const float* x, const float* dy, const float* gamma,
+void batch_norm_backward(cudaStream_t stream, core::DType dtype, const void* x, const void* dy, const float* gamma,
                          const float* mean, const float* var, float eps, int64_t N, int64_t C, int64_t inner,
-                         float* dx, float* dgamma, float* dbeta) {
-  batch_norm_backward_reduce_kernel<<<static_cast<unsigned>(C), kReduceBlock, 0, stream>>>(
-      x, dy, mean, var, eps, N, C, inner, dgamma, dbeta);
-  check_launch();
-  const int64_t total = N * C * inner;
-  batch_norm_backward_data_kernel<<<blocks_for(total), kBlockSize, 0, stream>>>(
-      x, dy, gamma, mean, var, dgamma, dbeta, eps, total, C, inner, static_cast<float>(N * inner), dx);
-  check_launch();
+                         void* dx, float* dgamma, float* dbeta) {
+  dispatch_activation_dtype(dtype, "batch_norm_backward", [&](auto tag) {
+    using T = decltype(tag);
+    batch_norm_backward_reduce_kernel<T><<<static_cast<unsigned>(C), kReduceBlock, 0, stream>>>(
+        typed<T>(x), typed<T>(dy), mean, var, eps, N, C, inner, dgamma, dbeta);
+    check_launch();
+    const int64_t total = N * C * inner;
+    batch_norm_backward_data_kernel<T><<<blocks_for(total), kBlockSize, 0, stream>>>(
+        typed<T>(x), typed<T>(dy), gamma, mean, var, dgamma, dbeta, eps, total, C, inner,
+        static_cast<float>(N * inner), typed<T>(dx));
+    check_launch();
+  });
 }
 
-void activation_forward(cudaStream_t stream, ActivationKind kind, const float* x, float* y, int64_t count) {
-  activation_forward_kernel<<<blocks_for(count), kBlockSize, 0, stream>>>(kind, x, y, count);
-  check_launch();
+void activation_forward(cudaStream_t stream, core::DType dtype, ActivationKind kind, const void* x, void* y,
+                        int64_t count) {
+  dispatch_activation_dtype(dtype, "activation_forward", [&](auto tag) {
+    using T = decltype(tag);
+    activation_forward_kernel<T><<<blocks_for(count), kBlockSize, 0, stream>>>(kind, typed<T>(x), typed<T>(y), count);
+    check_launch();
+  });
 }
 
-void activation_backward(cudaStream_t stream, ActivationKind kind, const float* y, const float* dy, float* dx,
-                         int64_t count) {
-  activation_backward_kernel<<<blocks_for(count), kBlockSize, 0, stream>>>(kind, y, dy, dx, count);
-  check_launch();
+void activation_backward(cudaStream_t stream, core::DType dtype, ActivationKind kind, const void* y, const void* dy,
+                         void* dx, int64_t count) {
+  dispatch_activation_dtype(dtype, "activation_backward", [&](auto tag) {
+    using T = decltype(tag);
+    activation_backward_kernel<T><<<blocks_for(count), kBlockSize, 0, stream>>>(kind, typed<T>(y), typed<T>(dy),
+                                                                                typed<T>(dx), count);
+    check_launch();
+  });
 }
 
 void softmax_cross_entropy_forward(cudaStream_t stream, const float* logits, const int32_t* labels, int64_t N,

@@ -3,19 +3,27 @@
 // pointers and sizes only, so that nvcc never has to parse the oneDNN headers
 // the ops' parameter structs come with. Each launcher queues its kernels on
 // `stream` and returns at once; arguments are already checked by the op.
-// Every array is NCHW-contiguous float32 unless said otherwise.
+// Arrays are NCHW-contiguous. Activations and their gradients (void*) are of
+// `dtype`: float32, float16 or bfloat16 (a mixed-precision net's compute
+// dtype), read as float, computed and accumulated in float, stored rounded
+// to nearest even. Per-channel parameters and statistics (float*) are
+// float32 whatever the activations, as cuDNN and PyTorch's AMP keep them.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
 
+#include "core/dtype.h"
+
 namespace dt::ops::cuda::kernels {
 
 // y[n, c, i] += bias[c] for y of N x C x inner.
-void add_channel_bias(cudaStream_t stream, float* y, const float* bias, int64_t N, int64_t C, int64_t inner);
-// out[c] = sum over n and i of x[n, c, i] (bias gradients).
-void sum_per_channel(cudaStream_t stream, const float* x, float* out, int64_t N, int64_t C, int64_t inner);
+void add_channel_bias(cudaStream_t stream, core::DType dtype, void* y, const float* bias, int64_t N, int64_t C,
+                      int64_t inner);
+// out[c] = sum over n and i of x[n, c, i] (bias gradients), in float32.
+void sum_per_channel(cudaStream_t stream, core::DType dtype, const void* x, float* out, int64_t N, int64_t C,
+                     int64_t inner);
 
 // One pooling window over `planes` = N * C planes of H x W into P x Q.
 struct PoolShape {
@@ -25,38 +33,43 @@ struct PoolShape {
 // argmax (offset within the input plane, one per output) is written when not
 // null. As on the CPU: padding never wins, the first maximum in row-major
 // window order wins ties, and NaN always wins.
-void max_pool_forward(cudaStream_t stream, const PoolShape& shape, const float* x, float* y, int32_t* argmax);
-void max_pool_backward(cudaStream_t stream, const PoolShape& shape, const float* dy, const int32_t* argmax,
-                       float* dx);
-void avg_pool_forward(cudaStream_t stream, const PoolShape& shape, bool count_include_pad, const float* x,
-                      float* y);
-void avg_pool_backward(cudaStream_t stream, const PoolShape& shape, bool count_include_pad, const float* dy,
-                       float* dx);
+void max_pool_forward(cudaStream_t stream, core::DType dtype, const PoolShape& shape, const void* x, void* y,
+                      int32_t* argmax);
+void max_pool_backward(cudaStream_t stream, core::DType dtype, const PoolShape& shape, const void* dy,
+                       const int32_t* argmax, void* dx);
+void avg_pool_forward(cudaStream_t stream, core::DType dtype, const PoolShape& shape, bool count_include_pad,
+                      const void* x, void* y);
+void avg_pool_backward(cudaStream_t stream, core::DType dtype, const PoolShape& shape, bool count_include_pad,
+                       const void* dy, void* dx);
 // rows planes of `plane` elements each, averaged to one value per row.
-void global_avg_pool_forward(cudaStream_t stream, int64_t rows, int64_t plane, const float* x, float* y);
-void global_avg_pool_backward(cudaStream_t stream, int64_t rows, int64_t plane, const float* dy, float* dx);
+void global_avg_pool_forward(cudaStream_t stream, core::DType dtype, int64_t rows, int64_t plane, const void* x,
+                             void* y);
+void global_avg_pool_backward(cudaStream_t stream, core::DType dtype, int64_t rows, int64_t plane, const void* dy,
+                              void* dx);
 
 // Batch statistics of x (N x C x inner) per channel: mean and biased
 // variance into mean/var, and running = (1 - momentum) * running + momentum
 // * statistic, the variance scaled by unbias first.
-void batch_norm_statistics(cudaStream_t stream, const float* x, int64_t N, int64_t C, int64_t inner,
-                           float momentum, float unbias, float* mean, float* var, float* running_mean,
+void batch_norm_statistics(cudaStream_t stream, core::DType dtype, const void* x, int64_t N, int64_t C,
+                           int64_t inner, float momentum, float unbias, float* mean, float* var, float* running_mean,
                            float* running_var);
 // y = gamma * (x - mean) / sqrt(var + eps) + beta, per channel.
-void batch_norm_apply(cudaStream_t stream, const float* x, const float* gamma, const float* beta, const float* mean,
-                      const float* var, float eps, int64_t N, int64_t C, int64_t inner, float* y);
+void batch_norm_apply(cudaStream_t stream, core::DType dtype, const void* x, const float* gamma, const float* beta,
+                      const float* mean, const float* var, float eps, int64_t N, int64_t C, int64_t inner, void* y);
 // dbeta = sum dy, dgamma = sum dy * xhat, then
 // dx = gamma / sqrt(var + eps) * (dy - dbeta / M - xhat * dgamma / M), M = N * inner.
-void batch_norm_backward(cudaStream_t stream, const float* x, const float* dy, const float* gamma,
+void batch_norm_backward(cudaStream_t stream, core::DType dtype, const void* x, const void* dy, const float* gamma,
                          const float* mean, const float* var, float eps, int64_t N, int64_t C, int64_t inner,
-                         float* dx, float* dgamma, float* dbeta);
+                         void* dx, float* dgamma, float* dbeta);
 
 enum class ActivationKind { kRelu, kSigmoid, kTanh };
-void activation_forward(cudaStream_t stream, ActivationKind kind, const float* x, float* y, int64_t count);
+void activation_forward(cudaStream_t stream, core::DType dtype, ActivationKind kind, const void* x, void* y,
+                        int64_t count);
 // From the forward output y, as the CPU kernel does; dx may alias dy.
-void activation_backward(cudaStream_t stream, ActivationKind kind, const float* y, const float* dy, float* dx,
-                         int64_t count);
+void activation_backward(cudaStream_t stream, core::DType dtype, ActivationKind kind, const void* y, const void* dy,
+                         void* dx, int64_t count);
 
+// The loss is float32 only: a mixed-precision net casts its logits up first.
 // Softmax over each row of logits (N x classes) into prob, each row's
 // negative log-likelihood into row_loss, the labels widened into labels_out.
 // A label outside [0, classes) makes that row's loss 0 and lowers *bad_row

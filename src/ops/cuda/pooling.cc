@@ -53,80 +53,82 @@ const cpu::Pool2DParams& checked(const cpu::Pool2DParams& p, const char* kernel)
 
 }  // namespace
 
-MaxPool2D::MaxPool2D(std::shared_ptr<core::Context> ctx, const cpu::Pool2DParams& params)
-    : ctx_(std::move(ctx)), p_(checked(params, "MaxPool2D")) {
+MaxPool2D::MaxPool2D(std::shared_ptr<core::Context> ctx, const cpu::Pool2DParams& params, core::DType dtype)
+    : ctx_(std::move(ctx)), p_(checked(params, "MaxPool2D")), dtype_(dtype) {
   core::cuda::gpu_context_of(*ctx_);
   argmax_ = DeviceBuffer(ctx_, static_cast<size_t>(p_.N * p_.C * p_.out_h() * p_.out_w()) * sizeof(int32_t));
 }
 
-void MaxPool2D::forward_training(const float* x, float* y) {
+void MaxPool2D::forward_training(const void* x, void* y) {
   require_ptr(x, "MaxPool2D", "x");
   require_ptr(y, "MaxPool2D", "y");
   core::cuda::GpuContext& gpu = core::cuda::gpu_context_of(*ctx_);
   core::cuda::DeviceGuard guard(gpu.device_id());
-  kernels::max_pool_forward(gpu.stream(), shape_of(p_), x, y, argmax_.as<int32_t>());
+  kernels::max_pool_forward(gpu.stream(), dtype_, shape_of(p_), x, y, argmax_.as<int32_t>());
   have_argmax_ = true;
 }
 
-void MaxPool2D::forward_inference(const float* x, float* y) {
+void MaxPool2D::forward_inference(const void* x, void* y) {
   require_ptr(x, "MaxPool2D", "x");
   require_ptr(y, "MaxPool2D", "y");
   core::cuda::GpuContext& gpu = core::cuda::gpu_context_of(*ctx_);
   core::cuda::DeviceGuard guard(gpu.device_id());
-  kernels::max_pool_forward(gpu.stream(), shape_of(p_), x, y, nullptr);
+  kernels::max_pool_forward(gpu.stream(), dtype_, shape_of(p_), x, y, nullptr);
 }
 
-void MaxPool2D::backward(const float* dy, float* dx) {
+void MaxPool2D::backward(const void* dy, void* dx) {
   if (!have_argmax_) throw std::logic_error("MaxPool2D: backward before any forward_training");
   require_ptr(dy, "MaxPool2D", "dy");
   require_ptr(dx, "MaxPool2D", "dx");
   core::cuda::GpuContext& gpu = core::cuda::gpu_context_of(*ctx_);
   core::cuda::DeviceGuard guard(gpu.device_id());
-  kernels::max_pool_backward(gpu.stream(), shape_of(p_), dy, argmax_.as<int32_t>(), dx);
+  kernels::max_pool_backward(gpu.stream(), dtype_, shape_of(p_), dy, argmax_.as<int32_t>(), dx);
 }
 
-AvgPool2D::AvgPool2D(std::shared_ptr<core::Context> ctx, const cpu::Pool2DParams& params, bool count_include_pad)
-    : ctx_(std::move(ctx)), p_(checked(params, "AvgPool2D")), count_include_pad_(count_include_pad) {
+AvgPool2D::AvgPool2D(std::shared_ptr<core::Context> ctx, const cpu::Pool2DParams& params, bool count_include_pad,
+                     core::DType dtype)
+    : ctx_(std::move(ctx)), p_(checked(params, "AvgPool2D")), count_include_pad_(count_include_pad), dtype_(dtype) {
   core::cuda::gpu_context_of(*ctx_);
 }
 
-void AvgPool2D::forward(const float* x, float* y) {
+void AvgPool2D::forward(const void* x, void* y) {
   require_ptr(x, "AvgPool2D", "x");
   require_ptr(y, "AvgPool2D", "y");
   core::cuda::GpuContext& gpu = core::cuda::gpu_context_of(*ctx_);
   core::cuda::DeviceGuard guard(gpu.device_id());
-  kernels::avg_pool_forward(gpu.stream(), shape_of(p_), count_include_pad_, x, y);
+  kernels::avg_pool_forward(gpu.stream(), dtype_, shape_of(p_), count_include_pad_, x, y);
 }
 
-void AvgPool2D::backward(const float* dy, float* dx) {
+void AvgPool2D::backward(const void* dy, void* dx) {
   require_ptr(dy, "AvgPool2D", "dy");
   require_ptr(dx, "AvgPool2D", "dx");
   core::cuda::GpuContext& gpu = core::cuda::gpu_context_of(*ctx_);
   core::cuda::DeviceGuard guard(gpu.device_id());
-  kernels::avg_pool_backward(gpu.stream(), shape_of(p_), count_include_pad_, dy, dx);
+  kernels::avg_pool_backward(gpu.stream(), dtype_, shape_of(p_), count_include_pad_, dy, dx);
 }
 
-GlobalAvgPool2D::GlobalAvgPool2D(std::shared_ptr<core::Context> ctx, int64_t N, int64_t C, int64_t H, int64_t W)
-    : ctx_(std::move(ctx)), rows_(N * C), plane_(H * W) {
+GlobalAvgPool2D::GlobalAvgPool2D(std::shared_ptr<core::Context> ctx, int64_t N, int64_t C, int64_t H, int64_t W,
+                                 core::DType dtype)
+    : ctx_(std::move(ctx)), dtype_(dtype), rows_(N * C), plane_(H * W) {
   require(N > 0 && C > 0 && H > 0 && W > 0, "GlobalAvgPool2D", "N, C, H, W must be positive");
   require(rows_ <= INT_MAX, "GlobalAvgPool2D", "N * C must fit the grid's int");
   core::cuda::gpu_context_of(*ctx_);
 }
 
-void GlobalAvgPool2D::forward(const float* x, float* y) const {
+void GlobalAvgPool2D::forward(const void* x, void* y) const {
   require_ptr(x, "GlobalAvgPool2D", "x");
   require_ptr(y, "GlobalAvgPool2D", "y");
   core::cuda::GpuContext& gpu = core::cuda::gpu_context_of(*ctx_);
   core::cuda::DeviceGuard guard(gpu.device_id());
-  kernels::global_avg_pool_forward(gpu.stream(), rows_, plane_, x, y);
+  kernels::global_avg_pool_forward(gpu.stream(), dtype_, rows_, plane_, x, y);
 }
 
-void GlobalAvgPool2D::backward(const float* dy, float* dx) const {
+void GlobalAvgPool2D::backward(const void* dy, void* dx) const {
   require_ptr(dy, "GlobalAvgPool2D", "dy");
   require_ptr(dx, "GlobalAvgPool2D", "dx");
   core::cuda::GpuContext& gpu = core::cuda::gpu_context_of(*ctx_);
   core::cuda::DeviceGuard guard(gpu.device_id());
-  kernels::global_avg_pool_backward(gpu.stream(), rows_, plane_, dy, dx);
+  kernels::global_avg_pool_backward(gpu.stream(), dtype_, rows_, plane_, dy, dx);
 }
 
 }  // namespace dt::ops::cuda

@@ -4,12 +4,14 @@
 // pooling because the CPU interface keeps max pooling's argmax inside the
 // object (backward takes dy alone, where cuDNN wants x and y again) and
 // defines ties and NaN, which cuDNN leaves open. Calls queue their work on
-// the context's stream and return.
+// the context's stream and return. Arrays are of the kernel's dtype:
+// float32, or float16 / bfloat16 in mixed precision (computed in float32).
 #pragma once
 
 #include <memory>
 
 #include "core/context.h"
+#include "core/dtype.h"
 #include "ops/cpu/pooling.h"
 #include "ops/cuda/device_buffer.h"
 
@@ -18,44 +20,50 @@ namespace dt::ops::cuda {
 class MaxPool2D {
  public:
   // Validates as the CPU kernel does (std::invalid_argument).
-  MaxPool2D(std::shared_ptr<core::Context> ctx, const cpu::Pool2DParams& params);
+  MaxPool2D(std::shared_ptr<core::Context> ctx, const cpu::Pool2DParams& params,
+            core::DType dtype = core::DType::kFloat32);
 
   const cpu::Pool2DParams& params() const { return p_; }
-  void forward_training(const float* x, float* y);
-  void forward_inference(const float* x, float* y);
+  void forward_training(const void* x, void* y);
+  void forward_inference(const void* x, void* y);
   // std::logic_error before any forward_training.
-  void backward(const float* dy, float* dx);
+  void backward(const void* dy, void* dx);
 
  private:
   std::shared_ptr<core::Context> ctx_;
   cpu::Pool2DParams p_;
+  core::DType dtype_;
   DeviceBuffer argmax_;  // int32 per output: offset of its maximum in the input plane
   bool have_argmax_ = false;
 };
 
 class AvgPool2D {
  public:
-  AvgPool2D(std::shared_ptr<core::Context> ctx, const cpu::Pool2DParams& params, bool count_include_pad);
+  AvgPool2D(std::shared_ptr<core::Context> ctx, const cpu::Pool2DParams& params, bool count_include_pad,
+            core::DType dtype = core::DType::kFloat32);
 
   const cpu::Pool2DParams& params() const { return p_; }
-  void forward(const float* x, float* y);
-  void backward(const float* dy, float* dx);
+  void forward(const void* x, void* y);
+  void backward(const void* dy, void* dx);
 
  private:
   std::shared_ptr<core::Context> ctx_;
   cpu::Pool2DParams p_;
   bool count_include_pad_;
+  core::DType dtype_;
 };
 
 class GlobalAvgPool2D {
  public:
-  GlobalAvgPool2D(std::shared_ptr<core::Context> ctx, int64_t N, int64_t C, int64_t H, int64_t W);
+  GlobalAvgPool2D(std::shared_ptr<core::Context> ctx, int64_t N, int64_t C, int64_t H, int64_t W,
+                  core::DType dtype = core::DType::kFloat32);
 
-  void forward(const float* x, float* y) const;
-  void backward(const float* dy, float* dx) const;
+  void forward(const void* x, void* y) const;
+  void backward(const void* dy, void* dx) const;
 
  private:
   std::shared_ptr<core::Context> ctx_;
+  core::DType dtype_;
   int64_t rows_;   // N * C
   int64_t plane_;  // H * W
 };

@@ -1,7 +1,5 @@
 #include "ops/cuda/tensor_math.h"
 
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -13,6 +11,7 @@
 #include "core/cuda/gpu_context.h"
 #include "core/cuda/grid_launch.cuh"
 #include "core/error.h"
+#include "ops/cuda/element_access.cuh"
 
 namespace dt::ops::cuda {
 
@@ -23,27 +22,6 @@ namespace {
 using core::cuda::first_index;
 using core::cuda::grid_stride;
 using core::cuda::launch_grid;
-
-// How one element is read as and written from its compute type: float for
-// the 16-bit formats, as on the CPU, itself otherwise.
-template <typename T>
-struct Element {
-  using Compute = T;
-  __device__ static T load(T v) { return v; }
-  __device__ static T store(T v) { return v; }
-};
-template <>
-struct Element<__half> {
-  using Compute = float;
-  __device__ static float load(__half v) { return __half2float(v); }
-  __device__ static __half store(float v) { return __float2half_rn(v); }
-};
-template <>
-struct Element<__nv_bfloat16> {
-  using Compute = float;
-  __device__ static float load(__nv_bfloat16 v) { return __bfloat162float(v); }
-  __device__ static __nv_bfloat16 store(float v) { return __float2bfloat16_rn(v); }
-};
 
 // std::numeric_limits is host-only without --expt-relaxed-constexpr.
 template <typename I>

@@ -1,0 +1,481 @@
+// Mixed precision on a GPU: every layer kernel in float16 and bfloat16
+// against the same layer in float32 on the same inputs, the gradient cast /
+// unscale / overflow kernels, whole nets (LeNet, ResNet-18) in 16 bits
+// against float32, dynamic loss scaling backing off on an overflow with the
+// step skipped, and a Fashion-MNIST LeNet run reaching float32's accuracy.
+// Without a visible device the program reports a skip (exit code 77).
+//
+// Tolerances. A 16-bit array rounds each element to 11 (float16) or 8
+// (bfloat16) significant bits: relative errors 2^-11 ~ 5e-4 and 2^-8 ~ 4e-3
+// per rounding, a few roundings per layer (input, weights, output), with
+// float32 accumulation inside. Elements near zero have no useful relative
+// error, so layers compare in the max norm:
+//   max |low - f32| <= rel * max |f32| per output / gradient array
+//   layers:  float16 rel 1e-2, bfloat16 rel 3e-2.
+//   whole nets (errors compound over 5 or 20 layers): logits and every
+//   parameter gradient float16 rel 5e-2, bfloat16 rel 1.5e-1.
+//   gradient cast / unscale / non-finite flag: exact (a power-of-two scale
+//   and a float add, the host computing the same roundings).
+//   Fashion-MNIST: one epoch over 6000 samples from the same weights, test
+//   accuracy within 2 points of float32's.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <limits>
+#include <memory>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/context.h"
+#include "core/cuda/gpu_context.h"
+#include "core/dtype.h"
+#include "core/error.h"
+#include "core/ndarray.h"
+#include "data/batch_loader.h"
+#include "data/mnist_dataset.h"
+#include "data/split_sampler.h"
+#include "gpu/gpu_test_util.h"
+#include "kvstore/kvstore.h"
+#include "nn/layer.h"
+#include "nn/model_builders.h"
+#include "nn/net.h"
+#include "ops/cuda/gradient_cast.h"
+#include "ops/tensor_math.h"
+#include "optim/optimizer_config.h"
+#include "train/trainer.h"
+
+namespace dt {
+namespace {
+
+using core::DType;
+using core::NDArray;
+using core::Shape;
+
+using gpu_test::host_floats;
+using gpu_test::kFashionMnist;
+using gpu_test::random_values;
+
+double layer_tolerance(DType dtype) { return dtype == DType::kFloat16 ? 1e-2 : 3e-2; }
+double net_tolerance(DType dtype) { return dtype == DType::kFloat16 ? 5e-2 : 1.5e-1; }
+
+
+// An array of `dtype` on ctx holding `values` (rounded to dtype).
+NDArray array_of(const std::shared_ptr<core::Context>& ctx, DType dtype, const Shape& shape,
+                 const std::vector<float>& values) {
+  NDArray f32 = NDArray::empty(ctx, DType::kFloat32, shape);
+  f32.copy_from_host(values.data(), values.size() * sizeof(float));
+  if (dtype == DType::kFloat32) return f32;
+  NDArray out = NDArray::empty(ctx, dtype, shape);
+  ops::cast(out, f32);
+  return out;
+}
+
+
+// max |got - want| <= rel * max |want|, and both finite.
+void expect_close_in_max_norm(const std::vector<float>& want, const std::vector<float>& got, double rel,
+                              const std::string& what) {
+  ASSERT_EQ(want.size(), got.size()) << what;
+  double max_want = 0.0, max_diff = 0.0;
+  size_t worst = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    ASSERT_TRUE(std::isfinite(got[i])) << what << "[" << i << "] = " << got[i];
+    max_want = std::max(max_want, std::fabs(static_cast<double>(want[i])));
+    const double diff = std::fabs(static_cast<double>(got[i]) - want[i]);
+    if (diff > max_diff) {
+      max_diff = diff;
+      worst = i;
+    }
+  }
+  EXPECT_LE(max_diff, rel * max_want) << what << ": worst at [" << worst << "]: float32 " << want[worst]
+                                      << ", low precision " << got[worst] << " (max |float32| " << max_want << ")";
+}
+
+// ---- (a) each layer in 16 bits against itself in float32 ---------------------------
+
+struct LayerResult {
+  std::vector<float> y;
+  std::vector<std::vector<float>> dx;      // per input
+  std::vector<std::vector<float>> dparam;  // per learnable parameter
+};
+
+struct LayerCase {
+  std::string type;
+  nlohmann::json attributes;
+  std::vector<Shape> inputs;
+  bool train = true;
+  // Inputs with distinct values at bfloat16's precision (max pooling: a tie
+  // made by rounding would move its gradient to another element).
+  bool distinct_inputs = false;
+};
+
+std::vector<float> distinct_values(size_t n, uint32_t seed) {
+  // Multiples of 1/8 below 32 in magnitude are exact in bfloat16 and float16.
+  std::vector<float> v(n);
+  std::iota(v.begin(), v.end(), 0.0f);
+  std::shuffle(v.begin(), v.end(), std::mt19937(seed));
+  for (float& x : v) x = (x - static_cast<float>(n) / 2.0f) / 8.0f;
+  return v;
+}
+
+LayerResult run_layer(const std::shared_ptr<core::Context>& gpu, const LayerCase& c, DType dtype) {
+  auto layer = nn::create_layer(c.type, "l", c.attributes);
+  const Shape out_shape = layer->output_shape(c.inputs);
+  const std::vector<nn::ParamSpec> specs = layer->param_specs(c.inputs);
+
+  std::vector<NDArray> inputs, input_grads;
+  for (size_t i = 0; i < c.inputs.size(); ++i) {
+    const size_t n = static_cast<size_t>(c.inputs[i].numel());
+    const auto values = c.distinct_inputs ? distinct_values(n, 7 + i) : random_values(n, 7 + i);
+    inputs.push_back(array_of(gpu, dtype, c.inputs[i], values));
+    input_grads.push_back(NDArray::empty(gpu, dtype, c.inputs[i]));
+  }
+  std::vector<nn::Parameter> params(specs.size());
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const DType param_dtype = specs[i].in_compute_dtype ? dtype : DType::kFloat32;
+    std::vector<float> values = random_values(static_cast<size_t>(specs[i].shape.numel()), 100 + i, 0.3f);
+    if (specs[i].suffix == "running_var" || specs[i].suffix == "gamma") {
+      for (float& v : values) v = 1.0f + std::fabs(v);
+    }
+    params[i].name = "l." + specs[i].suffix;
+    params[i].auxiliary = specs[i].auxiliary;
+    params[i].value = array_of(gpu, param_dtype, specs[i].shape, values);
+    if (specs[i].auxiliary) {
+      params[i].grad_req = nn::GradReq::kNull;
+    } else {
+      params[i].grad = NDArray::zeros(gpu, param_dtype, specs[i].shape);
+    }
+  }
+  std::vector<nn::Parameter*> param_ptrs;
+  for (auto& p : params) param_ptrs.push_back(&p);
+  NDArray y = NDArray::empty(gpu, dtype, out_shape);
+  const NDArray dy = array_of(gpu, dtype, out_shape, random_values(static_cast<size_t>(out_shape.numel()), 55));
+
+  nn::ForwardArgs fwd;
+  for (const auto& x : inputs) fwd.inputs.push_back(&x);
+  fwd.params = param_ptrs;
+  fwd.output = &y;
+  fwd.train = c.train;
+  layer->forward(fwd);
+  LayerResult r;
+  r.y = host_floats(y);
+  // Backward follows a training forward only (BatchNorm's and MaxPool2D's
+  // need the statistics and argmax it saves).
+  if (!c.train) return r;
+  nn::BackwardArgs bwd;
+  bwd.inputs = fwd.inputs;
+  bwd.output = &y;
+  bwd.output_grad = &dy;
+  for (auto& dx : input_grads) bwd.input_grads.push_back(&dx);
+  bwd.params = param_ptrs;
+  layer->backward(bwd);
+  for (const auto& dx : input_grads) r.dx.push_back(host_floats(dx));
+  for (const auto& p : params) {
+    if (!p.auxiliary) r.dparam.push_back(host_floats(p.grad));
+  }
+  return r;
+}
+
+std::vector<LayerCase> layer_cases() {
+  return {
+      {"Dense", {{"units", 16}}, {Shape({8, 32})}},
+      {"Conv2D", {{"channels", 8}, {"kernel_size", 3}, {"padding", 1}}, {Shape({4, 3, 10, 10})}},
+      {"Conv2D", {{"channels", 6}, {"kernel_size", 3}, {"strides", 2}, {"use_bias", false}}, {Shape({2, 4, 9, 9})}},
+      {"MaxPool2D", {{"pool_size", 3}, {"strides", 2}}, {Shape({2, 2, 9, 9})}, true, true},
+      {"AvgPool2D", {{"pool_size", 2}}, {Shape({2, 4, 8, 8})}},
+      {"GlobalAvgPool2D", nlohmann::json::object(), {Shape({2, 4, 5, 5})}},
+      {"BatchNorm", nlohmann::json::object(), {Shape({4, 6, 5, 5})}},
+      {"BatchNorm", nlohmann::json::object(), {Shape({4, 6, 5, 5})}, false},
+      {"ReLU", nlohmann::json::object(), {Shape({4, 100})}},
+      {"Sigmoid", nlohmann::json::object(), {Shape({4, 100})}},
+      {"Tanh", nlohmann::json::object(), {Shape({4, 100})}},
+      {"Add", nlohmann::json::object(), {Shape({3, 50}), Shape({3, 50})}},
+      {"Flatten", nlohmann::json::object(), {Shape({2, 3, 4, 5})}},
+  };
+}
+
+class GpuMixedPrecision : public ::testing::TestWithParam<DType> {
+ protected:
+  void SetUp() override { gpu_ = core::cuda::make_gpu_context(0); }
+  std::shared_ptr<core::Context> gpu_;
+};
+
+TEST_P(GpuMixedPrecision, EveryLayerMatchesFloat32) {
+  const DType dtype = GetParam();
+  for (const LayerCase& c : layer_cases()) {
+    const std::string what = c.type + " " + c.attributes.dump() + (c.train ? " train" : " inference");
+    SCOPED_TRACE(what);
+    const LayerResult ref = run_layer(gpu_, c, DType::kFloat32);
+    const LayerResult low = run_layer(gpu_, c, dtype);
+    const double tol = layer_tolerance(dtype);
+    expect_close_in_max_norm(ref.y, low.y, tol, "y");
+    ASSERT_EQ(ref.dx.size(), low.dx.size());
+    for (size_t i = 0; i < ref.dx.size(); ++i) expect_close_in_max_norm(ref.dx[i], low.dx[i], tol, "dx");
+    ASSERT_EQ(ref.dparam.size(), low.dparam.size());
+    for (size_t i = 0; i < ref.dparam.size(); ++i) {
+      expect_close_in_max_norm(ref.dparam[i], low.dparam[i], tol, "dparam " + std::to_string(i));
+    }
+  }
+}
+
+// ---- (b) gradient casting and the overflow flag, exactly -----------------------------
+
+float round_to(DType dtype, float v) {
+  return dtype == DType::kFloat16 ? core::half_to_float(core::float_to_half(v))
+                                  : core::bfloat16_to_float(core::float_to_bfloat16(v));
+}
+
+TEST_P(GpuMixedPrecision, GradientCastUnscalesExactly) {
+  const DType dtype = GetParam();
+  constexpr size_t kCount = 10007;  // not a multiple of a block
+  std::vector<float> src = random_values(kCount, 3, 1000.0f);
+  src[0] = 65504.0f;  // float16's largest
+  src[1] = 6.1e-5f;   // near float16's smallest normal
+  src[2] = 0.0f;
+  src[3] = -1.0f;
+  for (float& v : src) v = round_to(dtype, v);
+  const std::vector<float> base = random_values(kCount, 4);
+  const NDArray g = array_of(gpu_, dtype, Shape({static_cast<int64_t>(kCount)}), src);
+  NDArray dst = array_of(gpu_, DType::kFloat32, Shape({static_cast<int64_t>(kCount)}), base);
+  const float scale = 1.0f / 1024.0f;
+
+  ops::cuda::cast_gradient(*gpu_, dtype, g.data(), dst.data_as<float>(), kCount, scale, /*accumulate=*/true);
+  std::vector<float> got = host_floats(dst);
+  for (size_t i = 0; i < kCount; ++i) {
+    const float want = base[i] + src[i] * scale;
+    ASSERT_EQ(got[i], want) << "accumulate [" << i << "]";
+  }
+  ops::cuda::cast_gradient(*gpu_, dtype, g.data(), dst.data_as<float>(), kCount, scale, /*accumulate=*/false);
+  got = host_floats(dst);
+  for (size_t i = 0; i < kCount; ++i) ASSERT_EQ(got[i], src[i] * scale) << "write [" << i << "]";
+}
+
+TEST_P(GpuMixedPrecision, NonFiniteFlagFindsInfAndNaN) {
+  constexpr size_t kCount = 10007;
+  const auto ctx = gpu_;
+  NDArray flag = NDArray::zeros(ctx, DType::kInt32, Shape({1}));
+  auto* flag_ptr = static_cast<unsigned int*>(flag.data());
+  const auto read_flag = [&] {
+    int32_t v = -1;
+    flag.copy_to_host(&v, sizeof v);
+    return v;
+  };
+  std::vector<float> values = random_values(kCount, 9, 1e30f);
+  NDArray clean = array_of(ctx, DType::kFloat32, Shape({static_cast<int64_t>(kCount)}), values);
+  ops::cuda::flag_nonfinite(*ctx, clean.data_as<float>(), kCount, flag_ptr);
+  EXPECT_EQ(read_flag(), 0);
+  for (const float bad : {std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+                          std::numeric_limits<float>::quiet_NaN()}) {
+    std::vector<float> poisoned = values;
+    poisoned[kCount - 1] = bad;  // the last element, in the grid's tail
+    NDArray a = array_of(ctx, DType::kFloat32, Shape({static_cast<int64_t>(kCount)}), poisoned);
+    ops::fill(flag, 0.0);
+    ops::cuda::flag_nonfinite(*ctx, clean.data_as<float>(), kCount, flag_ptr);
+    ops::cuda::flag_nonfinite(*ctx, a.data_as<float>(), kCount, flag_ptr);
+    EXPECT_EQ(read_flag(), 1) << bad;
+    // A later clean array leaves the flag set: one flag collects a step.
+    ops::cuda::flag_nonfinite(*ctx, clean.data_as<float>(), kCount, flag_ptr);
+    EXPECT_EQ(read_flag(), 1) << bad;
+  }
+}
+
+// ---- (c) whole nets in 16 bits against float32 ------------------------------------------
+
+struct NetRun {
+  std::vector<float> logits;
+  std::vector<std::vector<float>> grads;
+  double loss = 0.0;
+};
+
+NetRun run_net(const std::shared_ptr<core::Context>& gpu, const std::string& builder, const std::string& options,
+               const Shape& input, DType dtype) {
+  nn::Net net(nn::build_model_description_from_text(builder, options), gpu);
+  if (dtype != DType::kFloat32) net.set_compute_dtype(dtype);
+  if (dtype == DType::kFloat16) {
+    // A scale that no gradient of these nets overflows (2^16 may, and the
+    // step would rightly be inf), yet not 1: backward must take it out.
+    nn::LossScalerOptions scaling;
+    scaling.init_scale = 1024.0;
+    net.set_loss_scaler(nn::LossScaler(scaling));
+  }
+  net.initialize(21);
+  const int64_t batch = input[0];
+  const NDArray x = array_of(gpu, DType::kFloat32, input, random_values(static_cast<size_t>(input.numel()), 5));
+  std::vector<int32_t> labels(static_cast<size_t>(batch));
+  for (int64_t i = 0; i < batch; ++i) labels[static_cast<size_t>(i)] = static_cast<int32_t>(i % 10);
+  NDArray y = NDArray::empty(gpu, DType::kInt32, Shape({batch}));
+  y.copy_from_host(labels.data(), labels.size() * sizeof(int32_t));
+  net.forward({x}, true);
+  NetRun run;
+  run.loss = net.backward(y);
+  EXPECT_EQ(net.output(0).dtype(), DType::kFloat32);
+  run.logits = host_floats(net.output(0));
+  for (const nn::Parameter& p : net.parameters()) {
+    EXPECT_EQ(p.value.dtype(), DType::kFloat32) << p.name;
+    if (!p.auxiliary) {
+      EXPECT_EQ(p.grad.dtype(), DType::kFloat32) << p.name;
+      run.grads.push_back(host_floats(p.grad));
+    }
+  }
+  return run;
+}
+
+void expect_net_matches_float32(const std::shared_ptr<core::Context>& gpu, const std::string& builder,
+                                const std::string& options, const Shape& input, DType dtype) {
+  const NetRun ref = run_net(gpu, builder, options, input, DType::kFloat32);
+  const NetRun low = run_net(gpu, builder, options, input, dtype);
+  const double tol = net_tolerance(dtype);
+  EXPECT_NEAR(low.loss, ref.loss, tol * std::fabs(ref.loss));
+  expect_close_in_max_norm(ref.logits, low.logits, tol, "logits");
+  ASSERT_EQ(ref.grads.size(), low.grads.size());
+  // The gradients come back unscaled: compared with float32's directly.
+  for (size_t i = 0; i < ref.grads.size(); ++i) {
+    expect_close_in_max_norm(ref.grads[i], low.grads[i], tol, "gradient of parameter " + std::to_string(i));
+  }
+}
+
+TEST_P(GpuMixedPrecision, LeNetMatchesFloat32) {
+  expect_net_matches_float32(gpu_, "lenet", "", Shape({16, 1, 28, 28}), GetParam());
+}
+
+TEST_P(GpuMixedPrecision, ResNet18MatchesFloat32) {
+  expect_net_matches_float32(gpu_, "resnet18", R"({"input_shape": [3, 32, 32], "classes": 10})",
+                             Shape({8, 3, 32, 32}), GetParam());
+}
+
+INSTANTIATE_TEST_SUITE_P(LowPrecision, GpuMixedPrecision, ::testing::Values(DType::kFloat16, DType::kBFloat16),
+                         [](const ::testing::TestParamInfo<DType>& info) {
+                           return std::string(info.param == DType::kFloat16 ? "Float16" : "BFloat16");
+                         });
+
+// ---- (d) loss scaling ---------------------------------------------------------------
+
+class GpuLossScaling : public ::testing::Test {
+ protected:
+  void SetUp() override { gpu_ = core::cuda::make_gpu_context(0); }
+
+  std::shared_ptr<nn::Net> float16_lenet() {
+    auto net = std::make_shared<nn::Net>(nn::build_model_description_from_text("lenet", ""), gpu_);
+    net->set_compute_dtype(DType::kFloat16);
+    net->initialize(5);
+    return net;
+  }
+
+  // A scale small enough that these steps (summed loss over random inputs)
+  // cannot overflow float16, so that they must be applied.
+  static nn::LossScaler safe_scaler() {
+    nn::LossScalerOptions options;
+    options.init_scale = 128.0;
+    return nn::LossScaler(options);
+  }
+
+  std::pair<NDArray, NDArray> batch(int64_t n) {
+    const NDArray x = array_of(gpu_, DType::kFloat32, Shape({n, 1, 28, 28}),
+                               random_values(static_cast<size_t>(n * 28 * 28), 8));
+    std::vector<int32_t> labels(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) labels[static_cast<size_t>(i)] = static_cast<int32_t>(i % 10);
+    NDArray y = NDArray::empty(gpu_, DType::kInt32, Shape({n}));
+    y.copy_from_host(labels.data(), labels.size() * sizeof(int32_t));
+    return {x, y};
+  }
+
+  std::shared_ptr<core::Context> gpu_;
+};
+
+std::vector<float> all_weights(const nn::Net& net) {
+  std::vector<float> out;
+  for (const nn::Parameter& p : net.parameters()) {
+    const std::vector<float> v = host_floats(p.value);
+    out.insert(out.end(), v.begin(), v.end());
+  }
+  return out;
+}
+
+TEST_F(GpuLossScaling, Float16DefaultsToGradScalersScaleAndBfloat16ToNone) {
+  auto net = float16_lenet();
+  EXPECT_TRUE(net->loss_scaler().enabled());
+  EXPECT_EQ(net->loss_scaler().scale(), 65536.0);
+  nn::Net bf16(nn::build_model_description_from_text("lenet", ""), gpu_);
+  bf16.set_compute_dtype(DType::kBFloat16);
+  EXPECT_FALSE(bf16.loss_scaler().enabled());
+}
+
+TEST_F(GpuLossScaling, OverflowIsSkippedAndTheScaleBacksOff) {
+  auto net = float16_lenet();
+  nn::LossScalerOptions options;
+  // Any loss gradient times 2^100 overflows float16: the step must overflow.
+  options.init_scale = 0x1.0p100;
+  net->set_loss_scaler(nn::LossScaler(options));
+  train::Trainer trainer(net, optim::OptimizerConfig("sgd").set("learning_rate", 0.1), nullptr);
+  const auto [x, y] = batch(32);
+  const std::vector<float> before = all_weights(*net);
+
+  trainer.train_batch(x, y);
+  EXPECT_FALSE(net->gradients_finite());
+  EXPECT_EQ(trainer.skipped_steps(), 1);
+  EXPECT_EQ(net->loss_scaler().scale(), 0x1.0p99);
+  EXPECT_EQ(all_weights(*net), before) << "an overflowed step must not update the weights";
+
+  // A sane scale: the next step applies, its gradients are finite.
+  net->set_loss_scaler(safe_scaler());
+  trainer.train_batch(x, y);
+  EXPECT_TRUE(net->gradients_finite());
+  EXPECT_EQ(trainer.skipped_steps(), 0);  // the new scaler counts from zero
+  EXPECT_NE(all_weights(*net), before);
+  EXPECT_EQ(net->loss_scaler().growth_tracker(), 1);
+}
+
+TEST_F(GpuLossScaling, UpdateOnKvstoreIsRejectedWithFloat16) {
+  auto net = float16_lenet();
+  train::TrainerOptions options;
+  options.update_on_kvstore = 1;
+  train::Trainer trainer(net, optim::OptimizerConfig("sgd").set("learning_rate", 0.1),
+                         kvstore::KVStore::create("local"), options);
+  const auto [x, y] = batch(8);
+  try {
+    trainer.train_batch(x, y);
+    ADD_FAILURE() << "expected Error(kNotSupported)";
+  } catch (const core::Error& e) {
+    EXPECT_EQ(e.code(), core::ErrorCode::kNotSupported);
+    EXPECT_NE(std::string(e.what()).find("update_on_kvstore"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(GpuLossScaling, LocalKvstoreReducesThenChecks) {
+  auto net = float16_lenet();
+  net->set_loss_scaler(safe_scaler());
+  train::TrainerOptions options;
+  options.update_on_kvstore = 0;
+  train::Trainer trainer(net, optim::OptimizerConfig("sgd").set("learning_rate", 0.05),
+                         kvstore::KVStore::create("local"), options);
+  const auto [x, y] = batch(32);
+  for (int i = 0; i < 3; ++i) trainer.train_batch(x, y);
+  EXPECT_EQ(trainer.skipped_steps(), 0);
+  EXPECT_EQ(net->loss_scaler().growth_tracker(), 3);
+}
+
+// ---- (e) Fashion-MNIST: 16 bits reach float32's accuracy ------------------------------
+
+double lenet_accuracy(const std::shared_ptr<core::Context>& gpu, DType dtype) {
+  auto net = std::make_shared<nn::Net>(nn::build_model_description_from_text("lenet", ""), gpu);
+  if (dtype != DType::kFloat32) net->set_compute_dtype(dtype);
+  net->initialize(5);
+  return gpu_test::fit_one_epoch(net, std::string("LeNet in ") + core::dtype_name(dtype)).test_accuracy;
+}
+
+TEST_F(GpuLossScaling, FashionMnistLeNetReachesFloat32Accuracy) {
+  if (::access((std::string(kFashionMnist) + "/train-labels-idx1-ubyte.gz").c_str(), R_OK) != 0) {
+    GTEST_SKIP() << "Fashion-MNIST is not installed (scripts/install-deps.sh installs dataset-fashion-mnist)";
+  }
+  const double f32 = lenet_accuracy(gpu_, DType::kFloat32);
+  EXPECT_GT(f32, 0.70);
+  EXPECT_GE(lenet_accuracy(gpu_, DType::kFloat16), f32 - 0.02);
+  EXPECT_GE(lenet_accuracy(gpu_, DType::kBFloat16), f32 - 0.02);
+}
+
+}  // namespace
+}  // namespace dt
