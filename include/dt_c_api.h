@@ -289,8 +289,9 @@ DT_API dt_status dt_context_num_threads(int32_t *out, const dt_context *ctx);
  *   resnet18: {"input_shape": [3, 32, 32], "classes": 10}
  * Parameters are allocated (zeros) but not initialised: call
  * dt_net_initialize or dt_net_load_params. The net keeps ctx alive.
- * On a GPU context the layers run on that GPU; a layer without a GPU
- * kernel (Dropout) makes dt_net_forward fail with DT_ERR_NOT_SUPPORTED
+ * On a GPU context the layers run on that GPU (Dropout draws the same
+ * mask as on the CPU); a layer without a GPU kernel (Conv2D in a build
+ * without cuDNN) makes dt_net_forward fail with DT_ERR_NOT_SUPPORTED
  * naming the layer. */
 DT_API dt_status dt_net_create(dt_net **out, const dt_context *ctx,
                                const char *builder, const char *options_json);

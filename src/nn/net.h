@@ -60,9 +60,9 @@ class Net {
   // cycle, an output that is no layer, a layer that does not lead to the
   // output, a graph input nobody reads, a wrong number of inputs;
   // create_layer() and the layers' shape inference report theirs. On a GPU
-  // context every layer runs its GPU kernel; a layer that has none (Dropout,
-  // Conv2D in a build without cuDNN) fails its forward with
-  // Error(kNotSupported) naming the layer.
+  // context every layer runs its GPU kernel; a layer that has none (Conv2D
+  // in a build without cuDNN) fails its forward with Error(kNotSupported)
+  // naming the layer.
   Net(NetDescription description, std::shared_ptr<core::Context> ctx);
   ~Net();
   Net(const Net&) = delete;

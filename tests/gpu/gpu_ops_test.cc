@@ -589,11 +589,10 @@ TEST_F(GpuOps, LeNetOnGpuReachesCpuAccuracy) {
 }
 #endif  // DT_WITH_CUDNN
 
-TEST_F(GpuOps, LayersRejectMixedDevicesAndMissingKernels) {
+TEST_F(GpuOps, LayersRejectMixedDevices) {
   const Shape shape({2, 3, 4, 4});
   NDArray x = NDArray::zeros(gpu_, DType::kFloat32, shape);
   NDArray cpu_out = NDArray::zeros(core::make_cpu_context(), DType::kFloat32, shape);
-  NDArray gpu_out = NDArray::zeros(gpu_, DType::kFloat32, shape);
   nn::LayerRuntime runtime;
   runtime.engine = &engine_;
 
@@ -607,16 +606,6 @@ TEST_F(GpuOps, LayersRejectMixedDevicesAndMissingKernels) {
     ADD_FAILURE() << "a CPU output for a GPU input was accepted";
   } catch (const core::Error& e) {
     EXPECT_EQ(e.code(), core::ErrorCode::kInvalidArgument) << e.what();
-  }
-
-  auto dropout = nn::create_layer("Dropout", "drop", {{"rate", 0.5}});
-  args.output = &gpu_out;
-  args.train = true;
-  try {
-    dropout->forward(args);
-    ADD_FAILURE() << "Dropout ran on the GPU";
-  } catch (const core::Error& e) {
-    EXPECT_EQ(e.code(), core::ErrorCode::kNotSupported) << e.what();
   }
 }
 

@@ -1,6 +1,6 @@
 // Whole-network training on a GPU against the same training on the CPU:
-// optimizer kernels, one LeNet step, a short Fashion-MNIST run, and the
-// errors of what the GPU path does not have. Without a visible device the
+// optimizer kernels, one LeNet step, a short Fashion-MNIST run, and a net
+// with Dropout (whose GPU mask must be the CPU's). Without a visible device the
 // program reports a skip (exit code 77, CTest's SKIP_RETURN_CODE).
 //
 // Tolerances, |gpu - cpu| <= abs + rel * |cpu| per element:
@@ -38,6 +38,7 @@
 #include "data/batch_loader.h"
 #include "data/mnist_dataset.h"
 #include "data/split_sampler.h"
+#include "gpu/gpu_test_util.h"
 #include "kvstore/kvstore.h"
 #include "nn/model_builders.h"
 #include "nn/net.h"
@@ -52,48 +53,24 @@ using core::DType;
 using core::NDArray;
 using core::Shape;
 
-constexpr const char* kFashionMnist = "/usr/share/datasets/fashion-mnist";
+using gpu_test::expect_close;
+using gpu_test::expect_same_weights;
+using gpu_test::kFashionMnist;
+using gpu_test::random_values;
+using gpu_test::sgd_momentum;
+using gpu_test::Tolerance;
 
-struct Tolerance {
-  double rel;
-  double abs;
-};
 constexpr Tolerance kOptimizerTolerance{1e-6, 1e-6};
 constexpr Tolerance kStepWeightTolerance{1e-4, 1e-5};
 constexpr double kStepLossRel = 1e-5;
 
-std::vector<float> host_values(const NDArray& array) {
-  std::vector<float> out(array.size());
-  array.copy_to_host(out.data(), out.size() * sizeof(float));
-  return out;
-}
-
-std::vector<float> random_values(size_t n, uint32_t seed, float scale) {
-  std::mt19937 gen(seed);
-  std::normal_distribution<float> dist(0.0f, scale);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(gen);
-  return v;
-}
+// float32 arrays only here: a bitwise read-back, no cast.
+std::vector<float> host_values(const NDArray& array) { return gpu_test::host_floats(array); }
 
 NDArray array_of(const std::shared_ptr<core::Context>& ctx, const std::vector<float>& values) {
   NDArray out = NDArray::empty(ctx, DType::kFloat32, Shape({static_cast<int64_t>(values.size())}));
   out.copy_from_host(values.data(), values.size() * sizeof(float));
   return out;
-}
-
-// Counts elements outside tol and reports the first few.
-void expect_close(const std::vector<float>& cpu, const std::vector<float>& gpu, Tolerance tol,
-                  const std::string& what) {
-  ASSERT_EQ(cpu.size(), gpu.size()) << what;
-  size_t bad = 0;
-  for (size_t i = 0; i < cpu.size(); ++i) {
-    const double limit = tol.abs + tol.rel * std::fabs(cpu[i]);
-    if (!(std::fabs(static_cast<double>(gpu[i]) - cpu[i]) <= limit)) {
-      if (++bad <= 3) ADD_FAILURE() << what << "[" << i << "]: cpu " << cpu[i] << ", gpu " << gpu[i];
-    }
-  }
-  EXPECT_EQ(bad, 0u) << what << ": " << bad << " of " << cpu.size() << " elements differ";
 }
 
 class GpuTraining : public ::testing::Test {
@@ -190,10 +167,6 @@ std::shared_ptr<nn::Net> lenet_on(const std::shared_ptr<core::Context>& ctx, uin
   return net;
 }
 
-optim::OptimizerConfig sgd_momentum() {
-  return optim::OptimizerConfig("sgd").set("learning_rate", 0.05).set("momentum", 0.9).set("wd", 1e-4);
-}
-
 // The first `count` training images (normalised as the loader does) and labels, on the CPU.
 std::pair<NDArray, NDArray> first_samples(int64_t count) {
   const auto set = data::MnistDataset::from_directory(kFashionMnist, data::MnistSplit::kTrain);
@@ -208,6 +181,25 @@ std::pair<NDArray, NDArray> first_samples(int64_t count) {
   return {x, y};
 }
 
+// Trains both nets with sgd_momentum for `steps` steps on the first 64
+// samples: the GPU's loss within kStepLossRel of the CPU's at every step, its
+// weights within kStepWeightTolerance after.
+void expect_gpu_steps_match_cpu(const std::shared_ptr<nn::Net>& cpu_net, const std::shared_ptr<nn::Net>& gpu_net,
+                                int steps) {
+  train::Trainer cpu_trainer(cpu_net, sgd_momentum(), nullptr);
+  train::Trainer gpu_trainer(gpu_net, sgd_momentum(), nullptr);
+  // Batches on the CPU, as a loader gives them: the GPU trainer copies them over.
+  const auto [x, y] = first_samples(64);
+  for (int step = 0; step < steps; ++step) {
+    const train::BatchResult c = cpu_trainer.train_batch(x, y);
+    const train::BatchResult g = gpu_trainer.train_batch(x, y);
+    EXPECT_NEAR(g.loss, c.loss, kStepLossRel * std::fabs(c.loss)) << "step " << step;
+    // A near-tie in the logits may flip one arg-max between the devices.
+    EXPECT_NEAR(static_cast<double>(g.correct), static_cast<double>(c.correct), 1.0) << "step " << step;
+  }
+  expect_same_weights(*cpu_net, *gpu_net, kStepWeightTolerance, "after " + std::to_string(steps) + " steps");
+}
+
 TEST_F(GpuTraining, LeNetStepMatchesCpu) {
   auto cpu_net = lenet_on(single_thread_cpu(), 11);
   auto gpu_net = lenet_on(gpu_, 11);
@@ -219,22 +211,7 @@ TEST_F(GpuTraining, LeNetStepMatchesCpu) {
     EXPECT_EQ(host_values(cpu_net->parameters()[i].value), host_values(g.value)) << "initial " << g.name;
   }
 
-  train::Trainer cpu_trainer(cpu_net, sgd_momentum(), nullptr);
-  train::Trainer gpu_trainer(gpu_net, sgd_momentum(), nullptr);
-  // Batches on the CPU, as a loader gives them: the GPU trainer copies them over.
-  const auto [x, y] = first_samples(64);
-  for (int step = 0; step < 2; ++step) {
-    const train::BatchResult c = cpu_trainer.train_batch(x, y);
-    const train::BatchResult g = gpu_trainer.train_batch(x, y);
-    EXPECT_NEAR(g.loss, c.loss, kStepLossRel * std::fabs(c.loss)) << "step " << step;
-    // A near-tie in the logits may flip one arg-max between the devices.
-    EXPECT_NEAR(static_cast<double>(g.correct), static_cast<double>(c.correct), 1.0) << "step " << step;
-  }
-  for (size_t i = 0; i < cpu_net->parameters().size(); ++i) {
-    const nn::Parameter& c = cpu_net->parameters()[i];
-    expect_close(host_values(c.value), host_values(gpu_net->parameters()[i].value), kStepWeightTolerance,
-                 c.name + " after 2 steps");
-  }
+  expect_gpu_steps_match_cpu(cpu_net, gpu_net, 2);
 }
 
 TEST_F(GpuTraining, LocalKvstoreTrainsAGpuNetLikeNoKvstore) {
@@ -261,28 +238,47 @@ TEST_F(GpuTraining, LocalKvstoreTrainsAGpuNetLikeNoKvstore) {
   expect_close(results[0], results[2], kOptimizerTolerance, "local kvstore, updates on the store");
 }
 
-// ---- (c) a short Fashion-MNIST run reaches the CPU's accuracy --------------------
-
-std::unique_ptr<data::BatchLoader> loader_for(data::MnistSplit split, int num_parts, bool shuffle) {
-  auto dataset = std::make_shared<const data::MnistDataset>(data::MnistDataset::from_directory(kFashionMnist, split));
-  const data::SplitSampler sampler(dataset->size(), num_parts, 0, shuffle, /*seed=*/42);
-  data::LoaderOptions options;
-  options.batch_size = 64;
-  return std::make_unique<data::BatchLoader>(dataset, sampler, options);
+// Several replicas of one net (TrainerOptions::extra_contexts) with a kvstore
+// of `type` train like one net on the whole batch: the replicas' gradient sum
+// is the whole batch's gradient up to summation order. LeNet has no batch
+// norm, whose statistics would be per replica.
+void expect_replicas_train_like_one_net(const std::shared_ptr<core::Context>& first,
+                                        const std::shared_ptr<core::Context>& second, const std::string& type) {
+  SCOPED_TRACE(type + " on " + first->to_string() + " + " + second->to_string());
+  const auto [x, y] = first_samples(64);
+  auto single = lenet_on(first, 31);
+  auto replicated = lenet_on(first, 31);
+  train::Trainer single_trainer(single, sgd_momentum(), nullptr);
+  train::TrainerOptions options;
+  options.extra_contexts = {second};
+  options.update_on_kvstore = 0;
+  train::Trainer replicated_trainer(replicated, sgd_momentum(), kvstore::KVStore::create(type), options);
+  for (int step = 0; step < 3; ++step) {
+    const train::BatchResult a = single_trainer.train_batch(x, y);
+    const train::BatchResult b = replicated_trainer.train_batch(x, y);
+    EXPECT_NEAR(b.loss, a.loss, 1e-4 * std::fabs(a.loss)) << "step " << step;
+  }
+  expect_same_weights(*single, *replicated, kStepWeightTolerance, "after 3 steps");
 }
 
+// Two contexts of one GPU have two streams: the store's sum must wait for the
+// work queued on the other replica's stream.
+TEST_F(GpuTraining, TwoReplicasOnOneGpuTrainLikeOneNet) {
+  expect_replicas_train_like_one_net(gpu_, core::cuda::make_gpu_context(0), "device");
+}
+
+TEST_F(GpuTraining, ReplicasOnTwoGpusTrainLikeOneNet) {
+  const int gpus = core::cuda::visible_device_count();
+  if (gpus < 2) GTEST_SKIP() << "needs 2 GPUs, " << gpus << " visible";
+  const auto second = core::cuda::make_gpu_context(1);
+  expect_replicas_train_like_one_net(gpu_, second, "device");
+  expect_replicas_train_like_one_net(gpu_, second, "local");
+}
+
+// ---- (c) a short Fashion-MNIST run reaches the CPU's accuracy --------------------
+
 double train_one_epoch(const std::shared_ptr<core::Context>& ctx) {
-  auto net = lenet_on(ctx, 5);
-  train::Trainer trainer(net, sgd_momentum(), nullptr);
-  auto train_loader = loader_for(data::MnistSplit::kTrain, 10, true);  // 6000 samples
-  auto test_loader = loader_for(data::MnistSplit::kTest, 5, false);    // 2000 samples
-  train::FitOptions options;
-  options.epochs = 1;
-  options.progress = train::ProgressMode::kSilent;
-  const train::EpochRecord record = trainer.fit(*train_loader, test_loader.get(), options);
-  std::printf("LeNet on %s, 1 epoch of 6000: loss %.4f, test accuracy %.4f, %.0f images/s\n",
-              ctx->to_string().c_str(), record.loss, record.test_accuracy, record.images_per_s);
-  return record.test_accuracy;
+  return gpu_test::fit_one_epoch(lenet_on(ctx, 5), "LeNet on " + ctx->to_string()).test_accuracy;
 }
 
 TEST_F(GpuTraining, FashionMnistLeNetReachesCpuAccuracy) {
@@ -295,36 +291,28 @@ TEST_F(GpuTraining, FashionMnistLeNetReachesCpuAccuracy) {
   EXPECT_GE(gpu_accuracy, cpu_accuracy - 0.02);
 }
 
-// ---- (d) what has no GPU kernel fails clearly ------------------------------------
+// ---- (d) a net with Dropout: the GPU drops what the CPU drops ----------------------
 
-TEST_F(GpuTraining, LayerWithoutGpuKernelIsNotSupportedByName) {
+TEST_F(GpuTraining, DropoutNetStepsMatchCpu) {
   const std::string description = R"({
     "format": "disttrain.net", "version": 1,
     "inputs": [{"name": "data", "shape": [1, 28, 28]}],
     "layers": [
       {"name": "flat", "type": "Flatten", "inputs": ["data"]},
-      {"name": "drop", "type": "Dropout", "inputs": ["flat"], "rate": 0.5},
-      {"name": "fc", "type": "Dense", "inputs": ["drop"], "units": 10}
+      {"name": "fc1", "type": "Dense", "inputs": ["flat"], "units": 64},
+      {"name": "relu", "type": "ReLU", "inputs": ["fc1"]},
+      {"name": "drop", "type": "Dropout", "inputs": ["relu"], "rate": 0.5},
+      {"name": "fc2", "type": "Dense", "inputs": ["drop"], "units": 10}
     ],
-    "output": "fc"
+    "output": "fc2"
   })";
-  auto net = nn::net_from_json(description, gpu_);
-  net->initialize(1);
-  const auto [x, y] = first_samples(8);
-  try {
-    net->forward({x}, true);
-    ADD_FAILURE() << "Dropout ran on the GPU";
-  } catch (const core::Error& e) {
-    EXPECT_EQ(e.code(), core::ErrorCode::kNotSupported) << e.what();
-    EXPECT_NE(std::string(e.what()).find("Dropout 'drop'"), std::string::npos) << e.what();
-  }
-  // The net stays usable for what it can do: no output, no backward.
-  try {
-    net->backward(y);
-    ADD_FAILURE() << "backward ran after a failed forward";
-  } catch (const core::Error& e) {
-    EXPECT_EQ(e.code(), core::ErrorCode::kBadState) << e.what();
-  }
+  auto cpu_net = std::shared_ptr<nn::Net>(nn::net_from_json(description, single_thread_cpu()));
+  auto gpu_net = std::shared_ptr<nn::Net>(nn::net_from_json(description, gpu_));
+  cpu_net->initialize(3);
+  gpu_net->initialize(3);
+  // Each step draws a fresh mask from (seed, name, step) on either device; a
+  // different mask would change the loss by far more than kStepLossRel.
+  expect_gpu_steps_match_cpu(cpu_net, gpu_net, 3);
 }
 
 }  // namespace

@@ -1,8 +1,11 @@
 #include "nn/layers/dropout_layer.h"
 
-#include <cstring>
-
 #include "nn/layers/seeded_hash.h"
+#include "ops/dropout_mask.h"
+
+#if DT_WITH_CUDA
+#include "ops/cuda/dropout.h"
+#endif
 
 namespace dt::nn::layers {
 
@@ -28,12 +31,21 @@ uint64_t DropoutLayer::mask_key(uint64_t seed, const std::string& name, uint64_t
   return mix64(mix64(seed ^ fnv1a64(name)) + step);
 }
 
-bool DropoutLayer::keeps(uint64_t key, uint64_t index, double rate) {
-  // Counter-based: element i's draw depends on i alone, not on the order
-  // elements are visited in. 53 bits give a uniform in [0, 1).
-  const double u = static_cast<double>(mix64(key + index * 0xd1b54a32d192ed03ULL) >> 11) * 0x1.0p-53;
-  return u >= rate;
+bool DropoutLayer::keeps(uint64_t key, uint64_t index, double rate) { return ops::dropout_keeps(key, index, rate); }
+
+namespace {
+
+// The mask array for input x: the previous one while shape and device stay.
+void ensure_mask(core::NDArray& mask, const core::NDArray& x) {
+  const auto& ctx = x.context();
+  if (mask.defined() && mask.shape() == x.shape() && mask.context()->type() == ctx->type() &&
+      mask.context()->device_id() == ctx->device_id()) {
+    return;
+  }
+  mask = core::NDArray::empty(ctx, core::DType::kUInt8, x.shape());
 }
+
+}  // namespace
 
 core::Shape DropoutLayer::output_shape(const std::vector<core::Shape>& inputs) const {
   return inputs.at(0);
@@ -41,13 +53,8 @@ core::Shape DropoutLayer::output_shape(const std::vector<core::Shape>& inputs) c
 
 void DropoutLayer::forward(const ForwardArgs& args) {
   check_forward(*this, args, 0);
-  // The mask comes from a host-side counter hash (seeded_hash.h); a device
-  // version must draw the very same mask, which is not written yet.
-  if (on_gpu(*args.inputs[0])) throw_no_gpu_kernel(*this, "yet (its mask is drawn on the CPU)");
   const core::NDArray& x = *args.inputs[0];
-  const float* in = x.data_as<float>();
-  float* out = args.output->data_as<float>();
-  const size_t n = x.size();
+  const core::NDArray& y = *args.output;
   const bool drop = args.train && rate_ > 0.0;
   if (drop && args.runtime == nullptr) {
     throw Error(ErrorCode::kBadState, describe(*this) + ": training needs the runtime's seed and step");
@@ -56,37 +63,60 @@ void DropoutLayer::forward(const ForwardArgs& args) {
   mask_shape_ = x.shape();
   last_train_ = drop;
   if (!drop) {
-    mask_.clear();
-    if (out != in) std::memcpy(out, in, n * sizeof(float));
+    if (y.data() != x.data()) y.copy_from(x);
     return;
   }
   const uint64_t key = mask_key(args.runtime->seed, name(), args.runtime->step);
+  ensure_mask(mask_, x);
+  const size_t n = x.size();
+#if DT_WITH_CUDA
+  if (on_gpu(x)) {
+    run_kernel(*this, [&] {
+      ops::cuda::dropout_forward(*x.context(), x.dtype(), x.data(), y.data(), mask_.data_as<uint8_t>(), n, key,
+                                 rate_);
+    });
+    return;
+  }
+#endif
+  const float* in = x.data_as<float>();
+  float* out = y.data_as<float>();
+  uint8_t* mask = mask_.data_as<uint8_t>();
   const float scale = static_cast<float>(1.0 / (1.0 - rate_));
-  mask_.resize(n);
   for (size_t i = 0; i < n; ++i) {
-    mask_[i] = keeps(key, i, rate_) ? 1 : 0;
-    out[i] = mask_[i] ? in[i] * scale : 0.0f;
+    mask[i] = keeps(key, i, rate_) ? 1 : 0;
+    out[i] = mask[i] ? in[i] * scale : 0.0f;
   }
 }
 
 void DropoutLayer::backward(const BackwardArgs& args) {
   check_backward(*this, args, 0);
-  if (on_gpu(*args.inputs[0])) throw_no_gpu_kernel(*this, "yet (its mask is drawn on the CPU)");
   const core::NDArray& x = *args.inputs[0];
   if (!have_forward_ || mask_shape_ != x.shape()) {
     throw Error(ErrorCode::kBadState,
                 describe(*this) + ": backward needs a forward on input " + x.shape().to_string() + " first");
   }
   if (args.input_grads[0] == nullptr) return;
-  const float* dy = args.output_grad->data_as<float>();
-  float* dx = args.input_grads[0]->data_as<float>();
-  const size_t n = x.size();
+  const core::NDArray& dy = *args.output_grad;
+  const core::NDArray& dx = *args.input_grads[0];
   if (!last_train_) {
-    if (dx != dy) std::memcpy(dx, dy, n * sizeof(float));
+    if (dx.data() != dy.data()) dx.copy_from(dy);
     return;
   }
+  const size_t n = x.size();
+#if DT_WITH_CUDA
+  if (on_gpu(x)) {
+    run_kernel(*this, [&] {
+      ops::cuda::dropout_backward(*x.context(), dy.dtype(), dy.data(), dx.data(), mask_.data_as<uint8_t>(), n,
+                                  rate_);
+    });
+    return;
+  }
+#endif
+  const float* g = dy.data_as<float>();
+  float* out = dx.data_as<float>();
+  const uint8_t* mask = mask_.data_as<uint8_t>();
   const float scale = static_cast<float>(1.0 / (1.0 - rate_));
-  for (size_t i = 0; i < n; ++i) dx[i] = mask_[i] ? dy[i] * scale : 0.0f;
+  for (size_t i = 0; i < n; ++i) out[i] = mask[i] ? g[i] * scale : 0.0f;
 }
 
 nlohmann::json DropoutLayer::attributes() const { return {{"rate", rate_}}; }

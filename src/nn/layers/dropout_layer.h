@@ -2,11 +2,11 @@
 // rate and the rest scaled by 1 / (1 - rate); in inference the layer is the
 // identity. The mask is a pure function of (runtime seed, layer name,
 // runtime step, element index), so a run replays exactly for a seed, every
-// step draws a fresh mask, and two Dropout layers never share one.
+// step draws a fresh mask, and two Dropout layers never share one. The GPU
+// kernel draws the very mask the CPU loop draws (ops/dropout_mask.h).
 #pragma once
 
 #include <cstdint>
-#include <vector>
 
 #include "nn/layer.h"
 #include "nn/layers/layer_support.h"
@@ -31,9 +31,10 @@ class DropoutLayer : public Layer {
 
  private:
   double rate_;
-  // The latest forward's mask (1 = kept), empty after an inference forward,
-  // which backward then treats as the identity it was.
-  std::vector<uint8_t> mask_;
+  // The latest forward's mask (1 = kept, uint8 on the input's device),
+  // reused while the shape and device stay; unused after an inference
+  // forward, which backward then treats as the identity it was.
+  core::NDArray mask_;
   core::Shape mask_shape_;
   bool last_train_ = false;
   bool have_forward_ = false;
