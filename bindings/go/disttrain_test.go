@@ -115,6 +115,8 @@ func TestClosedHandles(t *testing.T) {
 	wantStatus(t, "NamedArrays.Name after Close", err, StatusInvalidHandle)
 	_, err = net.NumParams()
 	wantStatus(t, "Net.NumParams after Close", err, StatusInvalidHandle)
+	_, err = net.ComputeDType()
+	wantStatus(t, "Net.ComputeDType after Close", err, StatusInvalidHandle)
 	wantStatus(t, "Optimizer.SetFloat after Close", opt.SetFloat("learning_rate", 0.1), StatusInvalidHandle)
 	_, err = kv.Rank()
 	wantStatus(t, "KVStore.Rank after Close", err, StatusInvalidHandle)
@@ -125,6 +127,8 @@ func TestClosedHandles(t *testing.T) {
 	}(), StatusInvalidHandle)
 	wantStatus(t, "DataLoader.StartEpoch after Close", loader.StartEpoch(0), StatusInvalidHandle)
 	wantStatus(t, "Trainer.SetLearningRate after Close", tr.SetLearningRate(0.1), StatusInvalidHandle)
+	_, err = tr.SkippedSteps()
+	wantStatus(t, "Trainer.SkippedSteps after Close", err, StatusInvalidHandle)
 	wantStatus(t, "NewTrainer with a closed Net", func() error {
 		_, err := NewTrainer(net, opt, nil, nil)
 		return err
@@ -173,6 +177,23 @@ func TestErrorsCarryTheirStatus(t *testing.T) {
 	defer net.Close()
 	_, err = net.FindParam("nope.weight")
 	wantStatus(t, "an unknown parameter", err, StatusNotFound)
+
+	// Mixed precision is a GPU feature: the CPU net refuses 16-bit compute
+	// and stays in float32 without loss scaling.
+	if d := get(net.ComputeDType())(t); d != Float32 {
+		t.Fatalf("a CPU net computes in %v", d)
+	}
+	wantStatus(t, "float16 compute on a CPU net", net.SetComputeDType(Float16), StatusNotSupported)
+	wantStatus(t, "bfloat16 compute on a CPU net", net.SetComputeDType(BFloat16), StatusNotSupported)
+	wantStatus(t, "int32 compute", net.SetComputeDType(Int32), StatusInvalidArgument)
+	wantStatus(t, "an unknown dtype value", net.SetComputeDType(DType(99)), StatusInvalidArgument)
+	if d := get(net.ComputeDType())(t); d != Float32 {
+		t.Fatalf("after the refusals the net computes in %v", d)
+	}
+	if s := get(net.LossScale())(t); s != 1 {
+		t.Fatalf("loss scale %v without loss scaling", s)
+	}
+	noErr(t, net.SetComputeDType(Float32))
 
 	_, err = NewOptimizer("nope")
 	wantStatus(t, `optimizer "nope"`, err, StatusInvalidArgument)

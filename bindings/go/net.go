@@ -300,3 +300,46 @@ func (n *Net) LoadParams(path string) error {
 	defer n.h.release()
 	return check(capi.Dt_net_load_params(p, path))
 }
+
+// SetComputeDType selects mixed precision on a GPU context: Float16 (with
+// dynamic loss scaling) or BFloat16 compute over float32 master weights;
+// Float32 is the default. Before the first Forward only (StatusBadState
+// after); 16 bits on a CPU context is StatusNotSupported, any other dtype
+// StatusInvalidArgument.
+func (n *Net) SetComputeDType(dtype DType) error {
+	p, err := n.handle().acquire("Net.SetComputeDType", "Net")
+	if err != nil {
+		return err
+	}
+	defer n.h.release()
+	return check(capi.Dt_net_set_compute_dtype(p, capi.Enum_SS_dt_dtype(dtype)))
+}
+
+// ComputeDType is the dtype the net computes in.
+func (n *Net) ComputeDType() (DType, error) {
+	p, err := n.handle().acquire("Net.ComputeDType", "Net")
+	if err != nil {
+		return 0, err
+	}
+	defer n.h.release()
+	var d int32
+	if err := check(capi.Dt_net_compute_dtype(&d, p)); err != nil {
+		return 0, err
+	}
+	return DType(d), nil
+}
+
+// LossScale is the factor the next Backward multiplies the loss gradient
+// by (1 without loss scaling).
+func (n *Net) LossScale() (float64, error) {
+	p, err := n.handle().acquire("Net.LossScale", "Net")
+	if err != nil {
+		return 0, err
+	}
+	defer n.h.release()
+	var s float64
+	if err := check(capi.Dt_net_loss_scale(&s, p)); err != nil {
+		return 0, err
+	}
+	return s, nil
+}

@@ -11,7 +11,7 @@ type UpdatePlacement int32
 
 // Placements; the zero value is the library's choice.
 const (
-	UpdateAuto     UpdatePlacement = iota // on the store when there is one, else locally
+	UpdateAuto     UpdatePlacement = iota // on the store when it runs optimizers (all but "dist_nccl"), else locally
 	UpdateOnStore                         // the kvstore runs the optimizer
 	UpdateOnWorker                        // workers do, the store only sums
 )
@@ -267,4 +267,20 @@ func (t *Trainer) Epoch() (int, error) {
 		return 0, err
 	}
 	return int(e), nil
+}
+
+// SkippedSteps is the number of steps whose update was skipped because
+// float16 gradients overflowed (see Net.SetComputeDType); 0 without loss
+// scaling.
+func (t *Trainer) SkippedSteps() (int64, error) {
+	p, err := t.handle().acquire("Trainer.SkippedSteps", "Trainer")
+	if err != nil {
+		return 0, err
+	}
+	defer t.h.release()
+	var n int64
+	if err := check(capi.Dt_trainer_skipped_steps(&n, p)); err != nil {
+		return 0, err
+	}
+	return n, nil
 }

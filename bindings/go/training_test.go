@@ -95,4 +95,12 @@ func TestLocalTrainingLossDecreases(t *testing.T) {
 	if lr := get(tr.LearningRate())(t); lr != 0.1 {
 		t.Fatalf("learning rate %v", lr)
 	}
+	// float32 has no loss scaling: no step is ever skipped.
+	if n := get(tr.SkippedSteps())(t); n != 0 {
+		t.Fatalf("%d of %d float32 steps skipped", n, steps)
+	}
+	if s := get(net.LossScale())(t); s != 1 {
+		t.Fatalf("loss scale %v after float32 steps", s)
+	}
+	wantStatus(t, "SetComputeDType after a forward", net.SetComputeDType(Float32), StatusBadState)
 }

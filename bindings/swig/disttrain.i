@@ -89,6 +89,9 @@
 %rename("%s") dt_net_output;
 %rename("%s") dt_net_save_params;
 %rename("%s") dt_net_load_params;
+%rename("%s") dt_net_set_compute_dtype;
+%rename("%s") dt_net_compute_dtype;
+%rename("%s") dt_net_loss_scale;
 %rename("%s") dt_optimizer_create;
 %rename("%s") dt_optimizer_create_from_json;
 %rename("%s") dt_optimizer_free;
@@ -135,6 +138,7 @@
 %rename("%s") dt_fit_options_init;
 %rename("%s") dt_trainer_fit;
 %rename("%s") dt_trainer_epoch;
+%rename("%s") dt_trainer_skipped_steps;
 %rename("%s") dt_kvstore_options_init;
 %rename("%s") dt_kvstore_create_ex;
 %rename("%s") dt_node_role;

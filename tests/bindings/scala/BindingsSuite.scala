@@ -69,6 +69,21 @@ object BindingsSuite {
       }
     }
 
+    check("a CPU net computes in float32 and refuses 16 bits") {
+      scoped { s =>
+        val ctx = s(Context.cpu)
+        val net = s(Net(ctx, "lenet"))
+        expect(net.computeDtype() == org.disttrain.DType.FLOAT32, s"compute dtype ${net.computeDtype()}")
+        expect(net.lossScale() == 1.0, s"loss scale ${net.lossScale()}")
+        // Mixed precision is a GPU feature.
+        expectStatus(org.disttrain.Status.NOT_SUPPORTED)(net.setComputeDtype(org.disttrain.DType.FLOAT16))
+        expectStatus(org.disttrain.Status.NOT_SUPPORTED)(net.setComputeDtype(org.disttrain.DType.BFLOAT16))
+        expectStatus(org.disttrain.Status.INVALID_ARGUMENT)(net.setComputeDtype(org.disttrain.DType.INT64))
+        expect(net.computeDtype() == org.disttrain.DType.FLOAT32, s"after the refusals ${net.computeDtype()}")
+        net.setComputeDtype(org.disttrain.DType.FLOAT32)
+      }
+    }
+
     check("data round-trips through arrays, Seq and views") {
       scoped { s =>
         val ctx = s(Context.cpu)
@@ -131,6 +146,10 @@ object BindingsSuite {
         val first = epochLoss(0)
         val last = (1 until 4).map(epochLoss).last
         expect(last < 0.9 * first, s"loss went from $first to $last")
+        // float32 has no loss scaling: no step is ever skipped.
+        expect(trainer.skippedSteps() == 0L, s"${trainer.skippedSteps()} steps skipped")
+        expect(net.lossScale() == 1.0, s"loss scale ${net.lossScale()}")
+        expectStatus(org.disttrain.Status.BAD_STATE)(net.setComputeDtype(org.disttrain.DType.FLOAT32))
         val test = s(DataLoader.mnist("t10k", DataLoader.options.batchSize(1000).shuffle(false)))
         val (accuracy, _) = trainer.evaluateOn(test)
         expect(accuracy > 0.5, s"test accuracy $accuracy")

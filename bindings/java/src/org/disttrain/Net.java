@@ -202,4 +202,41 @@ public final class Net extends NativeHandle {
       fence();
     }
   }
+
+  /**
+   * Mixed precision on a GPU context: compute in FLOAT16 (with dynamic loss
+   * scaling) or BFLOAT16 over float32 master weights; FLOAT32 is the
+   * default. Before the first forward only (BAD_STATE after); 16 bits on a
+   * CPU context is NOT_SUPPORTED, any other dtype INVALID_ARGUMENT.
+   */
+  public Net setComputeDtype(DType dtype) {
+    if (dtype == null) throw new DtException(Status.INVALID_ARGUMENT, "dtype must not be null");
+    try {
+      disttrain.dt_net_set_compute_dtype(handle(), dtype.code());
+    } finally {
+      fence();
+    }
+    return this;
+  }
+
+  public DType computeDtype() {
+    int[] out = new int[1];
+    try {
+      disttrain.dt_net_compute_dtype(out, handle());
+    } finally {
+      fence();
+    }
+    return DType.fromCode(out[0]);
+  }
+
+  /** The factor the next backward multiplies the loss gradient by (1.0 without loss scaling). */
+  public double lossScale() {
+    double[] out = new double[1];
+    try {
+      disttrain.dt_net_loss_scale(out, handle());
+    } finally {
+      fence();
+    }
+    return out[0];
+  }
 }

@@ -6,7 +6,10 @@ import java.util.Arrays;
 public final class Trainer extends NativeHandle {
   /** Trainer options. */
   public static final class Options {
-    /** -1: on the store when a kvstore is given, else locally; 1: the kvstore runs the optimizer; 0: workers do. */
+    /**
+     * -1: on the store when a kvstore that runs optimizers is given (all but "dist_nccl"), else locally;
+     * 1: the kvstore runs the optimizer; 0: workers do.
+     */
     public int updateOnKVStore = -1;
     /** Extra devices for data parallelism in this process. */
     public Context[] extraContexts = new Context[0];
@@ -219,6 +222,17 @@ public final class Trainer extends NativeHandle {
     int[] out = new int[1];
     try {
       disttrain.dt_trainer_epoch(out, handle());
+    } finally {
+      fence();
+    }
+    return out[0];
+  }
+
+  /** Steps skipped because float16 gradients overflowed (see {@link Net#setComputeDtype}); 0 without loss scaling. */
+  public long skippedSteps() {
+    long[] out = new long[1];
+    try {
+      disttrain.dt_trainer_skipped_steps(out, handle());
     } finally {
       fence();
     }

@@ -106,6 +106,27 @@ class ErrorsTest {
   }
 
   @Test
+  void computeDtypeOnACpuNet() {
+    try (Context ctx = Context.cpu();
+        Net net = Net.create(ctx, "lenet")) {
+      assertEquals(DType.FLOAT32, net.computeDtype());
+      assertEquals(1.0, net.lossScale());
+      // Mixed precision is a GPU feature: the CPU net refuses 16-bit compute.
+      DtException e = expect(Status.NOT_SUPPORTED, () -> net.setComputeDtype(DType.FLOAT16));
+      assertTrue(e.getMessage().contains("dt_net_set_compute_dtype"), e.getMessage());
+      expect(Status.NOT_SUPPORTED, () -> net.setComputeDtype(DType.BFLOAT16));
+      expect(Status.INVALID_ARGUMENT, () -> net.setComputeDtype(DType.INT32));
+      expect(Status.INVALID_ARGUMENT, () -> net.setComputeDtype(DType.FLOAT64));
+      expect(Status.INVALID_ARGUMENT, () -> net.setComputeDtype(null));
+      // A value outside dt_dtype, which the enum cannot express, is checked in C.
+      expect(Status.INVALID_ARGUMENT, () -> disttrain.dt_net_set_compute_dtype(net.handle(), 99));
+      assertEquals(DType.FLOAT32, net.computeDtype());
+      assertEquals(1.0, net.lossScale());
+      assertTrue(net.setComputeDtype(DType.FLOAT32) == net);
+    }
+  }
+
+  @Test
   void optimizerErrors() {
     expect(Status.INVALID_ARGUMENT, () -> Optimizer.create("nope").close());
     try (Optimizer opt = Optimizer.create("sgd")) {

@@ -126,6 +126,7 @@ class HandlesTest {
       trainer.close();
       trainer.close();
       assertClosedError(trainer, trainer::learningRate);
+      assertClosedError(trainer, trainer::skippedSteps);
 
       DataLoader loader = DataLoader.mnist(null, "t10k", new DataLoader.Options().batchSize(100));
       assertEquals(10000, loader.numSamples());
@@ -154,6 +155,7 @@ class HandlesTest {
       net.close();
       net.close();
       assertClosedError(net, net::numParams);
+      assertClosedError(net, net::computeDtype);
       Optimizer opt = Optimizer.create("adam");
       opt.close();
       assertClosedError(opt, () -> opt.setDouble("learning_rate", 0.1));

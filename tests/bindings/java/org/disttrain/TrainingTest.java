@@ -78,6 +78,11 @@ class TrainingTest {
         last = sum / n;
       }
       assertTrue(last < first, "loss went from " + first + " to " + last);
+      // float32 has no loss scaling: no step is ever skipped.
+      assertEquals(0, trainer.skippedSteps());
+      assertEquals(1.0, net.lossScale());
+      assertEquals(DType.FLOAT32, net.computeDtype());
+      ErrorsTest.expect(Status.BAD_STATE, () -> net.setComputeDtype(DType.FLOAT32));
       assertEquals(1, net.numOutputs());
       try (NDArray logits = net.output(0)) {
         assertEquals(10, logits.shape()[1]);
