@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# Builds disttrain on a machine with an NVIDIA GPU and runs what needs one:
+# the gpu-labelled tests, then the GPU benchmarks beside PyTorch's.
+# Meant for a lent GPU machine without a package registry: the packages it
+# lacks come from scripts/gpu-bundle.sh (run where apt works) and are
+# unpacked into a private prefix (DT_GPU_PREFIX, default
+# /tmp/disttrain-gpu-root), so that the bundle itself stays small enough to
+# travel.
+#
+#   scripts/gpu-check.sh [BUNDLE] [OUT]
+#     BUNDLE  default build-gpu-bundle (holds debs/)
+#     OUT     default $OUT, else build-gpu-check/out: logs and JSON lines
+#
+# Environment: DT_GPU_ARCH (default "native": only this GPU's architecture,
+# the fastest build), DT_JOBS (default: all cores), DT_GPU_BENCH=0 to skip
+# the benchmarks.
+set -uo pipefail
+
+repo="$(cd "$(dirname "$0")/.." && pwd)"
+bundle="$(cd "${1:-$repo/build-gpu-bundle}" && pwd)"
+out="${2:-${OUT:-$repo/build-gpu-check/out}}"
+build="$repo/build-gpu-check"
+jobs="${DT_JOBS:-$(nproc)}"
+mkdir -p "$out" "$build"
+log() { echo "gpu-check: $*" | tee -a "$out/summary.txt"; }
+
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>&1 | tee "$out/gpu.txt"
+
+# --- the bundle's packages, into a prefix --------------------------------
+root="${DT_GPU_PREFIX:-/tmp/disttrain-gpu-root}"
+if [ ! -d "$root/usr" ]; then
+  mkdir -p "$root"
+  for deb in "$bundle"/debs/*.deb; do dpkg-deb -x "$deb" "$root"; done
+fi
+multiarch="$root/usr/lib/x86_64-linux-gnu"
+export PATH="$root/usr/bin:$PATH"
+export LD_LIBRARY_PATH="$multiarch:$multiarch/openblas-pthread${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# The tests read Fashion-MNIST from Debian's path.
+if [ ! -e /usr/share/datasets/fashion-mnist ] && [ -d "$root/usr/share/datasets/fashion-mnist" ]; then
+  mkdir -p /usr/share/datasets && ln -s "$root/usr/share/datasets/fashion-mnist" /usr/share/datasets/fashion-mnist
+fi
+
+# --- cuDNN and NCCL: the toolkit's, else the Python wheels' ---------------
+# find_library wants the unversioned name, which wheels do not ship.
+links="$build/links"
+mkdir -p "$links/lib" "$links/include"
+cuda_args=()
+for lib in cudnn nccl; do
+  header="$lib.h"
+  [ -e "/usr/local/cuda/include/$header" ] && continue
+  pkgdir="$(python3 -c "import nvidia.$lib, os; print(os.path.dirname(nvidia.$lib.__file__ or list(nvidia.$lib.__path__)[0]))" 2>/dev/null \
+            || python3 -c "import nvidia.$lib; print(list(nvidia.$lib.__path__)[0])" 2>/dev/null)"
+  if [ -n "$pkgdir" ] && [ -e "$pkgdir/include/$header" ]; then
+    so="$(ls "$pkgdir"/lib/lib$lib.so* 2>/dev/null | head -1)"
+    ln -sf "$so" "$links/lib/lib$lib.so"
+    upper="$(echo "$lib" | tr a-z A-Z)"
+    cuda_args+=("-DDT_${upper}_INCLUDE_DIR=$pkgdir/include" "-DDT_${upper}_LIBRARY=$links/lib/lib$lib.so")
+    export LD_LIBRARY_PATH="$pkgdir/lib:$LD_LIBRARY_PATH"
+    log "$lib from $pkgdir"
+  else
+    log "$lib: not found (its tests will report skipped or fail to configure)"
+  fi
+done
+
+# --- configure and build ----------------------------------------------------
+cmake -S "$repo" -B "$build" -DCMAKE_BUILD_TYPE=Release \
+  -DDT_WITH_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES="${DT_GPU_ARCH:-native}" -DDT_BUILD_BINDINGS=OFF \
+  -DCMAKE_PREFIX_PATH="$root/usr;$multiarch/cmake" \
+  -DDT_OPENBLAS_LIBRARY="$multiarch/openblas-pthread/libopenblas.so" \
+  -DDT_CBLAS_INCLUDE_DIR="$root/usr/include/x86_64-linux-gnu/openblas-pthread" \
+  -DDT_FLATC="$root/usr/bin/flatc" \
+  "${cuda_args[@]}" >"$out/configure.log" 2>&1 || { log "configure failed"; tail -30 "$out/configure.log"; exit 1; }
+grep -E "CUDA|cuDNN|NCCL|oneDNN" "$out/configure.log" | tee -a "$out/summary.txt"
+start=$(date +%s)
+cmake --build "$build" -j"$jobs" >"$out/build.log" 2>&1 || { log "build failed"; grep -E "error" "$out/build.log" | head -30; exit 1; }
+log "built in $(( $(date +%s) - start )) s"
+
+# --- the GPU tests ----------------------------------------------------------
+(cd "$build" && ctest -L gpu --output-on-failure --timeout 600) >"$out/gpu-tests.log" 2>&1
+log "gpu tests: exit $? ($(grep -E 'tests passed|tests failed' "$out/gpu-tests.log"))"
+grep -E "Passed|Failed|Skipped|\*\*\*" "$out/gpu-tests.log" | tee -a "$out/summary.txt"
+
+# --- benchmarks, disttrain then PyTorch, in one session ----------------------
+if [ "${DT_GPU_BENCH:-1}" != "0" ]; then
+  for precision in fp32 fp16 bf16; do
+    "$build/bench/nn_throughput" --device gpu --precision "$precision" --json "$out/nn_throughput.jsonl" \
+      2>>"$out/bench.log" | tee -a "$out/bench.log"
+    python3 "$repo/bench/peers/torch_nn_throughput.py" --device gpu --precision "$precision" \
+      2>>"$out/bench.log" | tee -a "$out/torch_nn_throughput.jsonl"
+  done
+  [ -x "$build/bench/allreduce_bench" ] && "$build/bench/allreduce_bench" --max-bytes 268435456 \
+    2>>"$out/bench.log" | tee "$out/allreduce_bench.jsonl"
+fi
+log "done; results in $out"
