@@ -61,7 +61,8 @@ std::unique_ptr<KVStore> KVStore::create(const std::string& type, const ps::PsOp
   }
   if (type == "dist_nccl") {
 #if DT_WITH_NCCL
-    gpu_for_kvstore(type, 0, "dist_sync");
+    // Fails without a GPU; with one, the store makes a context only on the GPU it uses.
+    if (core::gpu_count() == 0) gpu_for_kvstore(type, 0, "dist_sync");
     options.validate();
     return std::make_unique<AllreduceKVStore>(ps::job_config_from_env(layout), options, allreduce_options_from_env());
 #else

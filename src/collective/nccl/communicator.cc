@@ -11,6 +11,12 @@
 #include "core/cuda/device_guard.h"
 #include "core/error.h"
 
+// Non-blocking communicators (ncclCommInitRankConfig) and ncclCommFinalize
+// arrived in NCCL 2.14, ncclBfloat16 in 2.10.
+#if NCCL_VERSION_CODE < NCCL_VERSION(2, 14, 0)
+#error "disttrain needs NCCL 2.14 or newer"
+#endif
+
 namespace dt::collective::nccl {
 
 using core::Error;
@@ -100,7 +106,13 @@ std::unique_ptr<Communicator> Communicator::create_rank(int device, int size, in
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 0;
   ncclComm_t raw = nullptr;
-  DT_NCCL_CHECK(ncclCommInitRankConfig(&raw, size, nccl_id, rank, &config));
+  const ncclResult_t started = ncclCommInitRankConfig(&raw, size, nccl_id, rank, &config);
+  // A non-blocking init may hand back a communicator even when it fails at
+  // once; abort it rather than leak it.
+  if (started != ncclSuccess && started != ncclInProgress) {
+    if (raw != nullptr) static_cast<void>(ncclCommAbort(raw));
+    throw_nccl_error(started, __FILE__, __LINE__, "ncclCommInitRankConfig");
+  }
   std::unique_ptr<Communicator> comm(new Communicator(raw, device, rank, size, false));
   comm->wait_ready(timeout_s);
   return comm;
@@ -122,7 +134,14 @@ Communicator::~Communicator() {
     std::this_thread::sleep_for(kPollInterval);
     if (ncclCommGetAsyncError(comm_, &state) != ncclSuccess) state = ncclInternalError;
   }
-  if (state != ncclSuccess || ncclCommDestroy(comm_) != ncclSuccess) static_cast<void>(ncclCommAbort(comm_));
+  if (state != ncclSuccess) {
+    static_cast<void>(ncclCommAbort(comm_));
+    return;
+  }
+  // ncclInProgress: the destruction goes on in the background; aborting the
+  // communicator now would free it twice.
+  const ncclResult_t destroyed = ncclCommDestroy(comm_);
+  if (destroyed != ncclSuccess && destroyed != ncclInProgress) static_cast<void>(ncclCommAbort(comm_));
 }
 
 void Communicator::abort() noexcept {

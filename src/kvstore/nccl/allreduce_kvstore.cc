@@ -48,11 +48,14 @@ int launcher_local_rank() {
 }
 
 // The GPU when it is known before joining (always checking that there is
-// one); null when it follows from the worker rank.
+// one); null when it follows from the worker rank. Only the GPU this worker
+// uses gets a context: one on gpu(0) from every worker of a host would cost
+// gpu(0) a CUDA context per process, and fail in exclusive-process mode.
 std::shared_ptr<core::Context> gpu_before_joining(int device) {
   if (device < -1) throw Error(ErrorCode::kInvalidArgument, "dist_nccl: device must be -1 (automatic) or a GPU id");
-  std::shared_ptr<core::Context> first = gpu_for_kvstore(kType, device >= 0 ? device : 0, kInstead);
-  if (device >= 0) return first;
+  if (device >= 0) return gpu_for_kvstore(kType, device, kInstead);
+  // Without a GPU (or without CUDA) this throws, saying which.
+  if (core::gpu_count() == 0) gpu_for_kvstore(kType, 0, kInstead);
   const int local = launcher_local_rank();
   if (local < 0) return nullptr;
   return gpu_for_kvstore(kType, local % core::gpu_count(), kInstead);
