@@ -374,8 +374,10 @@ DT_API dt_status dt_net_load_params(dt_net *net, const char *path);
  * overflow, which dt_trainer steps then skip. DT_BFLOAT16 needs no scaling.
  * Call before the first dt_net_forward (DT_ERR_BAD_STATE after); float16 or
  * bfloat16 on a CPU context is DT_ERR_NOT_SUPPORTED; other dtypes
- * DT_ERR_INVALID_ARGUMENT. A trainer with update_on_kvstore cannot skip
- * overflowed steps: with DT_FLOAT16 its first step is DT_ERR_NOT_SUPPORTED. */
+ * DT_ERR_INVALID_ARGUMENT. Only the workers can skip an overflowed step:
+ * with DT_FLOAT16 a trainer's update_on_kvstore = -1 updates on the
+ * workers, and 1 makes its first step DT_ERR_NOT_SUPPORTED. Trainer
+ * checkpoints carry the loss scale, so a resumed run goes on with it. */
 DT_API dt_status dt_net_set_compute_dtype(dt_net *net, dt_dtype dtype);
 DT_API dt_status dt_net_compute_dtype(dt_dtype *out, const dt_net *net);
 /* The loss scale the next dt_net_backward multiplies the loss gradient by
@@ -568,7 +570,8 @@ typedef struct dt_trainer dt_trainer;
 typedef struct dt_trainer_options {
   size_t struct_size;         /* sizeof(dt_trainer_options)              */
   /* -1 (default): on the store when a kvstore that runs optimizers is
-   * given (all but "dist_nccl"), else locally; 1: the kvstore runs the
+   * given (all but "dist_nccl") and the net needs no loss scaling (see
+   * dt_net_set_compute_dtype), else locally; 1: the kvstore runs the
    * optimizer; 0: workers do. */
   int32_t update_on_kvstore;
   /* Extra devices for data parallelism in this process: the net is

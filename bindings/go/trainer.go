@@ -11,7 +11,7 @@ type UpdatePlacement int32
 
 // Placements; the zero value is the library's choice.
 const (
-	UpdateAuto     UpdatePlacement = iota // on the store when it runs optimizers (all but "dist_nccl"), else locally
+	UpdateAuto     UpdatePlacement = iota // on the store when it runs optimizers (all but "dist_nccl") and no loss scaling is needed, else locally
 	UpdateOnStore                         // the kvstore runs the optimizer
 	UpdateOnWorker                        // workers do, the store only sums
 )

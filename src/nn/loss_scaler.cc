@@ -15,6 +15,8 @@ namespace {
 // The largest scale kept: float32 itself overflows not far above, and a
 // loss gradient this large overflows float16 on every step anyway.
 constexpr double kMaxScale = 0x1.0p100;
+// The smallest: float16's smallest subnormal; see update().
+constexpr double kMinScale = 0x1.0p-24;
 
 }  // namespace
 
@@ -22,8 +24,8 @@ LossScaler::LossScaler(const LossScalerOptions& options) : enabled_(true), optio
   const auto require = [](bool ok, const std::string& what) {
     if (!ok) throw Error(ErrorCode::kInvalidArgument, "loss scaler: " + what);
   };
-  require(std::isfinite(options.init_scale) && options.init_scale > 0.0 && options.init_scale <= kMaxScale,
-          "init_scale must be positive and at most 2^100, got " + std::to_string(options.init_scale));
+  require(std::isfinite(options.init_scale) && options.init_scale >= kMinScale && options.init_scale <= kMaxScale,
+          "init_scale must be in [2^-24, 2^100], got " + std::to_string(options.init_scale));
   require(std::isfinite(options.growth_factor) && options.growth_factor > 1.0,
           "growth_factor must be > 1, got " + std::to_string(options.growth_factor));
   require(options.backoff_factor > 0.0 && options.backoff_factor < 1.0,
@@ -36,7 +38,7 @@ LossScaler::LossScaler(const LossScalerOptions& options) : enabled_(true), optio
 bool LossScaler::update(bool gradients_finite) {
   if (!enabled_) return true;
   if (!gradients_finite) {
-    scale_ *= options_.backoff_factor;
+    scale_ = std::fmax(scale_ * options_.backoff_factor, kMinScale);
     growth_tracker_ = 0;
     ++skipped_steps_;
     return false;
@@ -46,6 +48,23 @@ bool LossScaler::update(bool gradients_finite) {
     growth_tracker_ = 0;
   }
   return true;
+}
+
+void LossScaler::restore(double scale, int64_t growth_tracker, int64_t skipped_steps) {
+  if (!enabled_) throw Error(ErrorCode::kBadState, "loss scaler: restore on a disabled scaler");
+  if (!(std::isfinite(scale) && scale >= kMinScale && scale <= kMaxScale)) {
+    throw Error(ErrorCode::kInvalidArgument, "loss scaler: scale must be in [2^-24, 2^100], got " + std::to_string(scale));
+  }
+  if (growth_tracker < 0 || growth_tracker >= options_.growth_interval) {
+    throw Error(ErrorCode::kInvalidArgument, "loss scaler: growth tracker " + std::to_string(growth_tracker) +
+                                                 " outside [0, " + std::to_string(options_.growth_interval) + ")");
+  }
+  if (skipped_steps < 0) {
+    throw Error(ErrorCode::kInvalidArgument, "loss scaler: skipped steps " + std::to_string(skipped_steps) + " < 0");
+  }
+  scale_ = scale;
+  growth_tracker_ = growth_tracker;
+  skipped_steps_ = skipped_steps;
 }
 
 }  // namespace dt::nn

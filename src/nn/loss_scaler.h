@@ -44,8 +44,16 @@ class LossScaler {
 
   // Records one step: whether its (float32, reduced) gradients were all
   // finite. Returns whether the step's update should be applied (always when
-  // disabled). Grows or backs the scale off as described above.
+  // disabled). Grows or backs the scale off as described above, within
+  // [2^-24, 2^100]: below, 1/S heads for float32's overflow while no
+  // float16 gradient is representable anyway; above, float32 itself
+  // overflows soon.
   bool update(bool gradients_finite);
+
+  // Resumes an enabled scaler where a checkpoint left it. Error(kBadState)
+  // when disabled; Error(kInvalidArgument) unless scale is within the bounds
+  // above, 0 <= growth_tracker < growth_interval and skipped_steps >= 0.
+  void restore(double scale, int64_t growth_tracker, int64_t skipped_steps);
 
  private:
   bool enabled_ = false;

@@ -3,8 +3,11 @@
 #include <cerrno>
 #include <chrono>
 #include <climits>
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "core/error.h"
@@ -77,6 +80,7 @@ Trainer::Trainer(std::shared_ptr<nn::Net> net, optim::OptimizerConfig optimizer,
   // only reduces); 1 with such a store fails at set_optimizer, naming why.
   update_on_kvstore_ =
       kv_ && options.update_on_kvstore != 0 && (options.update_on_kvstore == 1 || kv_->accepts_optimizer());
+  update_on_kvstore_auto_ = options.update_on_kvstore == -1;
   int overlap = options.overlap_communication;
   if (overlap < -1 || overlap > 1) throw Error(ErrorCode::kInvalidArgument, "overlap_communication must be -1, 0 or 1");
   if (overlap == -1) {
@@ -141,12 +145,32 @@ void Trainer::initialize_kvstore() {
 
 void Trainer::prepare_precision() {
   for (nn::Net* replica : replicas_) {
+    if (replica == net_.get()) continue;
     if (replica->compute_dtype() != net_->compute_dtype()) {
       // The net's dtype was set after the replicas were cloned; before any
       // forward this is allowed, after it the replica says kBadState.
       replica->set_compute_dtype(net_->compute_dtype());
-      replica->set_loss_scaler(net_->loss_scaler());
     }
+    // The net's scaler is the one gradients_usable() updates: the replicas
+    // scale their loss gradients by it, also when set_loss_scaler replaced
+    // it after they were cloned.
+    replica->set_loss_scaler(net_->loss_scaler());
+  }
+  if (pending_scaler_) {
+    if (net_->loss_scaler().enabled()) {
+      net_->loss_scaler().restore(pending_scaler_->scale, pending_scaler_->growth_tracker,
+                                  pending_scaler_->skipped_steps);
+    }
+    pending_scaler_.reset();
+  }
+  if (update_on_kvstore_ && net_->loss_scaler().enabled() && update_on_kvstore_auto_ && !kv_initialized_) {
+    // Only the workers can skip an overflowed step, so "whichever fits"
+    // means the workers' update here, as for stores that run no optimizer.
+    update_on_kvstore_ = false;
+    for (size_t r = 0; r < replicas_.size(); ++r) local_optimizers_.push_back(optim::Optimizer::create(config_));
+    // A checkpoint's optimizer state was kept for the store.
+    for (auto& optimizer : local_optimizers_) optimizer->load_state(pending_kv_state_, kOptimizerPrefix);
+    pending_kv_state_.clear();
   }
   if (update_on_kvstore_ && net_->loss_scaler().enabled()) {
     throw Error(ErrorCode::kNotSupported,
@@ -161,8 +185,12 @@ bool Trainer::gradients_usable() {
   // The gradients are reduced by now: every replica (and every worker of a
   // distributed job) holds the same sums, so one check decides for all.
   const bool finite = net_->gradients_finite();
-  bool apply = true;
-  for (nn::Net* replica : replicas_) apply = replica->loss_scaler().update(finite);
+  // The net's scaler decides; a replica's own (disabled, or in another
+  // state) must not turn an overflowed step into an applied one.
+  const bool apply = net_->loss_scaler().update(finite);
+  for (nn::Net* replica : replicas_) {
+    if (replica != net_.get()) replica->set_loss_scaler(net_->loss_scaler());
+  }
   return apply;
 }
 
@@ -376,13 +404,21 @@ void Trainer::save_checkpoint(const std::string& path) const {
   core::NamedArrays entries;
   for (const nn::Parameter& p : net_->parameters()) entries.emplace_back(kParamPrefix + p.name, p.value);
   for (auto& entry : optimizer_state()) entries.push_back(std::move(entry));
-  const std::map<std::string, std::string> metadata = {
+  std::map<std::string, std::string> metadata = {
       {"format", kCheckpointFormat},
       {"version", "1"},
       {"epoch", std::to_string(epoch_)},
       {"steps", std::to_string(steps_)},
       {"optimizer", config_.to_json()},
   };
+  const nn::LossScaler& scaler = net_->loss_scaler();
+  if (scaler.enabled()) {
+    char scale[32];
+    std::snprintf(scale, sizeof(scale), "%.17g", scaler.scale());  // round-trips exactly
+    metadata["loss_scale"] = scale;
+    metadata["loss_scale_growth_tracker"] = std::to_string(scaler.growth_tracker());
+    metadata["loss_scale_skipped_steps"] = std::to_string(scaler.skipped_steps());
+  }
   core::save_safetensors(path, entries, metadata);
 }
 
@@ -410,6 +446,16 @@ void Trainer::load_checkpoint(const std::string& path) {
   };
   const int64_t epoch = number("epoch");
   const int64_t steps = number("steps");
+  std::optional<ScalerState> scaler_state;
+  if (auto it = contents.metadata.find("loss_scale"); it != contents.metadata.end()) {
+    char* end = nullptr;
+    const double scale = std::strtod(it->second.c_str(), &end);
+    if (it->second.empty() || *end != '\0' || !std::isfinite(scale) || scale <= 0.0) {
+      throw Error(ErrorCode::kIo, path + ": checkpoint metadata \"loss_scale\" is \"" + it->second +
+                                      "\", not a positive number");
+    }
+    scaler_state = ScalerState{scale, number("loss_scale_growth_tracker"), number("loss_scale_skipped_steps")};
+  }
   std::map<std::string, const NDArray*> by_name;
   core::NamedArrays optimizer_entries;
   for (const auto& [name, array] : contents.arrays) {
@@ -432,9 +478,13 @@ void Trainer::load_checkpoint(const std::string& path) {
   }
   for (nn::Net* replica : replicas_) {
     for (nn::Parameter& p : replica->parameters()) p.value.copy_from(*by_name.at(p.name));
+    // A mixed-precision replica that ran a forward (an evaluation before
+    // resuming) would keep computing with its 16-bit copies of the old weights.
+    replica->mark_parameters_changed();
   }
   epoch_ = static_cast<int>(epoch);
   steps_ = steps;
+  pending_scaler_ = scaler_state;
 }
 
 }  // namespace dt::train

@@ -28,12 +28,16 @@
 //    and takes the same decision; on an overflow the update is skipped and
 //    every replica's scaler backs off, otherwise they all count a clean
 //    step. With update_on_kvstore the store would apply the gradients before
-//    anyone could decide to skip them, so that combination is
-//    Error(kNotSupported) at the first step.
+//    anyone could decide to skip them: update_on_kvstore = -1 then picks the
+//    workers' update at the first step, and an explicit 1 is
+//    Error(kNotSupported) there. Checkpoints carry the loss scaler's state
+//    (scale, growth tracker, skipped steps), so a resumed float16 run goes
+//    on with the scale it had.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -145,6 +149,9 @@ class Trainer {
   optim::OptimizerConfig config_;
   std::shared_ptr<kvstore::KVStore> kv_;
   bool update_on_kvstore_ = false;
+  // update_on_kvstore was -1: the trainer may still choose the worker side
+  // before the first step (float16 loss scaling needs it).
+  bool update_on_kvstore_auto_ = false;
   bool overlap_ = false;
   std::vector<bool> issued_;  // per parameter: exchanged during this backward
   std::vector<std::unique_ptr<optim::Optimizer>> local_optimizers_;  // one per replica
@@ -152,6 +159,14 @@ class Trainer {
   bool kv_initialized_ = false;
   bool stepped_ = false;
   core::NamedArrays pending_kv_state_;  // from a checkpoint, for the store's optimizer
+  // A checkpoint's loss-scaler state, restored at the first step when the
+  // net scales its loss then (its compute dtype may be set after loading).
+  struct ScalerState {
+    double scale;
+    int64_t growth_tracker;
+    int64_t skipped_steps;
+  };
+  std::optional<ScalerState> pending_scaler_;
   double rescale_grad_ = 0.0;
   int epoch_ = 0;
   int64_t steps_ = 0;

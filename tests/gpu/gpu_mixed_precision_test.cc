@@ -445,6 +445,45 @@ TEST_F(GpuLossScaling, UpdateOnKvstoreIsRejectedWithFloat16) {
   }
 }
 
+TEST_F(GpuLossScaling, DefaultUpdateOnKvstorePicksTheWorkersWithFloat16) {
+  auto net = float16_lenet();
+  net->set_loss_scaler(safe_scaler());
+  train::Trainer trainer(net, optim::OptimizerConfig("sgd").set("learning_rate", 0.05),
+                         kvstore::KVStore::create("local"));
+  EXPECT_TRUE(trainer.update_on_kvstore());  // -1 with a store that runs optimizers
+  const auto [x, y] = batch(32);
+  const auto before = all_weights(*net);
+  trainer.train_batch(x, y);
+  EXPECT_FALSE(trainer.update_on_kvstore());  // chosen at the first step: only workers can skip
+  EXPECT_EQ(trainer.skipped_steps(), 0);
+  EXPECT_NE(all_weights(*net), before);
+}
+
+TEST_F(GpuLossScaling, CheckpointsCarryTheLossScale) {
+  const std::string path = ::testing::TempDir() + "/dt_loss_scale_checkpoint.safetensors";
+  const auto [x, y] = batch(32);
+  auto net = float16_lenet();
+  nn::LossScalerOptions options;
+  options.init_scale = 256.0;
+  options.growth_interval = 3;
+  net->set_loss_scaler(nn::LossScaler(options));
+  train::Trainer trainer(net, optim::OptimizerConfig("sgd").set("learning_rate", 0.05), nullptr);
+  for (int i = 0; i < 4; ++i) trainer.train_batch(x, y);  // grows once, then one clean step
+  ASSERT_EQ(trainer.skipped_steps(), 0);
+  ASSERT_EQ(net->loss_scaler().scale(), 512.0);
+  ASSERT_EQ(net->loss_scaler().growth_tracker(), 1);
+  trainer.save_checkpoint(path);
+
+  auto resumed = float16_lenet();
+  resumed->set_loss_scaler(nn::LossScaler(options));
+  train::Trainer resumed_trainer(resumed, optim::OptimizerConfig("sgd").set("learning_rate", 0.05), nullptr);
+  resumed_trainer.load_checkpoint(path);
+  resumed_trainer.train_batch(x, y);
+  EXPECT_EQ(resumed->loss_scaler().scale(), 512.0);  // restored at the step, then one clean step
+  EXPECT_EQ(resumed->loss_scaler().growth_tracker(), 2);
+  std::remove(path.c_str());
+}
+
 TEST_F(GpuLossScaling, LocalKvstoreReducesThenChecks) {
   auto net = float16_lenet();
   net->set_loss_scaler(safe_scaler());

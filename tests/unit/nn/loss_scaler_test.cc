@@ -1,6 +1,7 @@
 // The loss scaler's state machine (GradScaler's): start, backoff on an
 // overflow with the step skipped, growth after growth_interval clean steps,
-// the tracker reset by an overflow, the disabled scaler, bad options.
+// the tracker reset by an overflow, the disabled scaler, the bounds on the
+// scale, resuming from a checkpoint's state, bad options.
 #include "nn/loss_scaler.h"
 
 #include <gtest/gtest.h>
@@ -9,6 +10,7 @@
 #include <limits>
 
 #include "core/error.h"
+#include "error_code_of.h"
 
 namespace dt::nn {
 namespace {
@@ -84,18 +86,48 @@ TEST(LossScalerTest, ScaleIsCappedAt2To100) {
   EXPECT_EQ(scaler.scale(), 0x1.0p100);
 }
 
+TEST(LossScalerTest, ScaleStaysAtLeast2ToMinus24) {
+  LossScalerOptions o;
+  o.init_scale = 0x1.0p-23;
+  LossScaler scaler(o);
+  EXPECT_FALSE(scaler.update(false));
+  EXPECT_EQ(scaler.scale(), 0x1.0p-24);
+  EXPECT_FALSE(scaler.update(false));
+  EXPECT_EQ(scaler.scale(), 0x1.0p-24);
+  EXPECT_EQ(scaler.skipped_steps(), 2);
+}
+
+TEST(LossScalerTest, RestoreResumesWhereACheckpointLeftOff) {
+  LossScaler scaler(small_interval());
+  scaler.restore(4096.0, 2, 7);
+  EXPECT_EQ(scaler.scale(), 4096.0);
+  EXPECT_EQ(scaler.growth_tracker(), 2);
+  EXPECT_EQ(scaler.skipped_steps(), 7);
+  EXPECT_TRUE(scaler.update(true));  // the third clean step of 3: growth
+  EXPECT_EQ(scaler.scale(), 8192.0);
+  EXPECT_EQ(scaler.growth_tracker(), 0);
+}
+
+TEST(LossScalerTest, RestoreRejectsImpossibleStates) {
+  using test_support::code_of;
+  LossScaler scaler(small_interval());
+  EXPECT_EQ(code_of([&] { scaler.restore(0.0, 0, 0); }), core::ErrorCode::kInvalidArgument);
+  EXPECT_EQ(code_of([&] { scaler.restore(std::nan(""), 0, 0); }), core::ErrorCode::kInvalidArgument);
+  EXPECT_EQ(code_of([&] { scaler.restore(0x1.0p101, 0, 0); }), core::ErrorCode::kInvalidArgument);
+  EXPECT_EQ(code_of([&] { scaler.restore(1024.0, 3, 0); }), core::ErrorCode::kInvalidArgument);  // interval 3
+  EXPECT_EQ(code_of([&] { scaler.restore(1024.0, -1, 0); }), core::ErrorCode::kInvalidArgument);
+  EXPECT_EQ(code_of([&] { scaler.restore(1024.0, 0, -1); }), core::ErrorCode::kInvalidArgument);
+  EXPECT_EQ(scaler.scale(), 1024.0);  // nothing changed
+  LossScaler disabled;
+  EXPECT_EQ(code_of([&] { disabled.restore(1024.0, 0, 0); }), core::ErrorCode::kBadState);
+}
+
 TEST(LossScalerTest, RejectsBadOptions) {
-  // kInternal stands for "nothing thrown": no option check reports it.
-  const auto code_of = [](const LossScalerOptions& o) {
-    try {
-      LossScaler scaler(o);
-    } catch (const core::Error& e) {
-      return e.code();
-    }
-    return core::ErrorCode::kInternal;
-  };
+  const auto code_of = [](const LossScalerOptions& o) { return test_support::code_of([&] { LossScaler scaler(o); }); };
   LossScalerOptions o;
   o.init_scale = 0.0;
+  EXPECT_EQ(code_of(o), core::ErrorCode::kInvalidArgument);
+  o.init_scale = 0x1.0p-25;
   EXPECT_EQ(code_of(o), core::ErrorCode::kInvalidArgument);
   o.init_scale = std::numeric_limits<double>::infinity();
   EXPECT_EQ(code_of(o), core::ErrorCode::kInvalidArgument);

@@ -7,8 +7,8 @@ public final class Trainer extends NativeHandle {
   /** Trainer options. */
   public static final class Options {
     /**
-     * -1: on the store when a kvstore that runs optimizers is given (all but "dist_nccl"), else locally;
-     * 1: the kvstore runs the optimizer; 0: workers do.
+     * -1: on the store when a kvstore that runs optimizers is given (all but "dist_nccl") and the net
+     * needs no loss scaling (float16 compute), else locally; 1: the kvstore runs the optimizer; 0: workers do.
      */
     public int updateOnKVStore = -1;
     /** Extra devices for data parallelism in this process. */
