@@ -361,9 +361,9 @@ DT_API dt_status dt_net_load_params(dt_net *net, const char *path);
 
 /* Mixed precision, a GPU feature. The dtype the net computes in:
  * DT_FLOAT32 (default), DT_FLOAT16 or DT_BFLOAT16. In 16 bits, activations,
- * working copies of the weights (cast from the float32 parameters at the
- * next forward after they may have changed: after a backward,
- * dt_net_initialize or dt_net_load_params) and their gradients use that
+ * working copies of the weights (cast from the float32 parameters at
+ * every forward, so weights written through any handle are seen) and
+ * their gradients use that
  * dtype, with float32 accumulation, while everything outside the net stays
  * float32: the parameters and gradients of dt_net_param / dt_net_grad
  * (master weights), outputs, the loss (computed in float32), checkpoints,

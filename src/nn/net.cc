@@ -333,7 +333,6 @@ void Net::initialize(uint64_t seed) {
   runtime_.seed = seed;
   // Dropout masks replay from the seed: initialising again starts them over.
   runtime_.step = 0;
-  compute_weights_stale_ = true;
 }
 
 size_t Net::param_index(const std::string& name) const {
@@ -458,10 +457,11 @@ void Net::forward(const std::vector<core::NDArray>& inputs, bool train) {
       plan.values[i] = plan.cast_inputs[i];
     }
   }
-  if (mixed_precision() && compute_weights_stale_) {
-    compute_params_->refresh_values();
-    compute_weights_stale_ = false;
-  }
+  // Every forward casts the masters again, as PyTorch's autocast does: they
+  // may have been written from anywhere (an optimizer, a kvstore pull, a
+  // dt_net_param handle), and one cast reads each weight once, little
+  // beside the forward itself.
+  if (mixed_precision()) compute_params_->refresh_values();
   last_forward_ = nullptr;  // until this forward has completed
   // Counted before the layers run, so a backward sees the step its forward saw.
   ++runtime_.step;
@@ -509,9 +509,6 @@ double Net::backward(const core::NDArray& labels, const GradientReady& on_gradie
   const core::NDArray device_labels = staged_on(labels, ctx_, plan.staged_labels);
 
   engine_->bind_current_thread();
-  // Whatever happens next, an update of the masters may follow: the next
-  // forward casts them again.
-  compute_weights_stale_ = true;
   double loss = 0.0;
   float unscale = 1.0f;
   if (mixed_precision()) {
@@ -610,7 +607,6 @@ void Net::set_compute_dtype(core::DType dtype) {
     compute_params_ = std::move(views);
   }
   compute_dtype_ = dtype;
-  compute_weights_stale_ = true;
   // PyTorch's defaults: float16's narrow range needs loss scaling,
   // bfloat16 has float32's range and does without.
   loss_scaler_ = dtype == core::DType::kFloat16 ? LossScaler(LossScalerOptions{}) : LossScaler();
@@ -680,7 +676,6 @@ void Net::load_params(const std::string& path) {
     sources.push_back(&source);
   }
   for (size_t i = 0; i < params_.size(); ++i) params_[i].value.copy_from(*sources[i]);
-  compute_weights_stale_ = true;
 }
 
 std::unique_ptr<Net> Net::clone(std::shared_ptr<core::Context> ctx) const {

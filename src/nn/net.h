@@ -13,9 +13,7 @@
 // before the first forward): parameters stay float32 (the masters that
 // optimizers, kvstores and checkpoints see), and the net keeps copies of the
 // weights in the compute dtype (compute_parameters.h), cast from the masters
-// at a forward whenever they may have changed: after initialize,
-// load_params, mark_parameters_changed, and any backward (an update follows
-// one). Inputs are cast to the compute dtype, every layer runs in it, the
+// at every forward, so writes to the masters from anywhere are seen. Inputs are cast to the compute dtype, every layer runs in it, the
 // logits are cast back to float32 for the loss and output(), the loss
 // gradient is multiplied by the loss scale (loss_scaler(); dynamic for
 // float16, off for bfloat16, as PyTorch's AMP), and each parameter gradient
@@ -146,11 +144,6 @@ class Net {
   // gradients were reduced across workers, so that all agree.
   bool gradients_finite();
 
-  // Tells a mixed-precision net that parameter values were written from
-  // outside (a trainer's update, a kvstore pull), so its next forward casts
-  // them again. Without mixed precision it does nothing.
-  void mark_parameters_changed() { compute_weights_stale_ = true; }
-
   size_t num_outputs() const { return 1; }
   // Output i of the latest forward; Error(kBadState) before the first.
   const core::NDArray& output(size_t index) const;
@@ -193,7 +186,6 @@ class Net {
   // Per parameter: its layer reads it in the compute dtype (ParamSpec).
   std::vector<bool> param_in_compute_dtype_;
   std::unique_ptr<ComputeParameters> compute_params_;  // mixed precision only
-  bool compute_weights_stale_ = true;
   LossScaler loss_scaler_;
   core::NDArray nonfinite_flag_;  // one int32 on a GPU, for gradients_finite
   bool forwarded_ = false;

@@ -219,7 +219,6 @@ void Trainer::step(int64_t batch_size) {
     kv_->pushpull(keys, grads, grads, 0);
     if (gradients_usable()) update_replicas(rescale);
   }
-  for (nn::Net* replica : replicas_) replica->mark_parameters_changed();
   rescale_grad_ = rescale;
   stepped_ = true;
   ++steps_;
@@ -259,7 +258,6 @@ void Trainer::finish_overlapped_step(int64_t batch_size) {
   kv_->wait_all();
   const double rescale = 1.0 / static_cast<double>(batch_size);
   if (!update_on_kvstore_ && gradients_usable()) update_replicas(rescale);
-  for (nn::Net* replica : replicas_) replica->mark_parameters_changed();
   rescale_grad_ = rescale;
   stepped_ = true;
   ++steps_;
@@ -478,9 +476,6 @@ void Trainer::load_checkpoint(const std::string& path) {
   }
   for (nn::Net* replica : replicas_) {
     for (nn::Parameter& p : replica->parameters()) p.value.copy_from(*by_name.at(p.name));
-    // A mixed-precision replica that ran a forward (an evaluation before
-    // resuming) would keep computing with its 16-bit copies of the old weights.
-    replica->mark_parameters_changed();
   }
   epoch_ = static_cast<int>(epoch);
   steps_ = steps;

@@ -429,6 +429,22 @@ TEST_F(GpuLossScaling, OverflowIsSkippedAndTheScaleBacksOff) {
   EXPECT_EQ(net->loss_scaler().growth_tracker(), 1);
 }
 
+// Weights written straight into the float32 masters (a kvstore pull, a
+// dt_net_param handle), with no backward between, reach the next forward.
+TEST_F(GpuLossScaling, ForwardSeesWeightsWrittenFromOutside) {
+  auto net = float16_lenet();
+  const auto [x, y] = batch(4);
+  net->forward({x}, false);
+  const std::vector<float> before = host_floats(net->output(0));
+  ASSERT_NE(before, std::vector<float>(before.size(), 0.0f));
+  for (nn::Parameter& p : net->parameters()) {
+    if (!p.auxiliary) ops::fill(p.value, 0.0);
+  }
+  net->forward({x}, false);
+  // No weights, no biases: every logit is zero.
+  EXPECT_EQ(host_floats(net->output(0)), std::vector<float>(before.size(), 0.0f));
+}
+
 TEST_F(GpuLossScaling, UpdateOnKvstoreIsRejectedWithFloat16) {
   auto net = float16_lenet();
   train::TrainerOptions options;
