@@ -8,7 +8,8 @@
 #
 #   scripts/gpu-bundle.sh [DIR]      (default: build-gpu-bundle, git-ignored)
 #
-# About 50 MB; the bundle travels with the working tree to the GPU machine.
+# About 50 MB. The folder is git-ignored: take it along to the GPU machine
+# explicitly (copy it, or name it among the paths a remote run carries).
 set -euo pipefail
 
 dir="${1:-build-gpu-bundle}"
@@ -17,12 +18,13 @@ packages=(
   libflatbuffers-dev libflatbuffers2 flatbuffers-compiler flatbuffers-compiler-dev
   libdnnl-dev libdnnl2 ocl-icd-libopencl1
   libopenblas-dev libopenblas-pthread-dev libopenblas0 libopenblas0-pthread libgfortran5
-  libgtest-dev nlohmann-json3-dev
+  libgtest-dev nlohmann-json3-dev zlib1g-dev zlib1g
   dataset-fashion-mnist
 )
 mkdir -p "$dir/debs"
 cd "$dir/debs"
 # apt-get download drops privileges to _apt, which may not write here.
 chmod 0777 . 2>/dev/null || true
-apt-get download "${packages[@]}"
+# A fresh machine may not have package lists yet.
+apt-get download "${packages[@]}" || { apt-get update -qq && apt-get download "${packages[@]}"; }
 echo "gpu-bundle: $(ls ./*.deb | wc -l) packages, $(du -sh . | cut -f1), in $dir/debs"

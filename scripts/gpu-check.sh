@@ -48,8 +48,8 @@ cuda_args=()
 for lib in cudnn nccl; do
   header="$lib.h"
   [ -e "/usr/local/cuda/include/$header" ] && continue
-  pkgdir="$(python3 -c "import nvidia.$lib, os; print(os.path.dirname(nvidia.$lib.__file__ or list(nvidia.$lib.__path__)[0]))" 2>/dev/null \
-            || python3 -c "import nvidia.$lib; print(list(nvidia.$lib.__path__)[0])" 2>/dev/null)"
+  # nvidia.cudnn / nvidia.nccl are namespace packages: no __file__.
+  pkgdir="$(python3 -c "import nvidia.$lib; print(list(nvidia.$lib.__path__)[0])" 2>/dev/null)"
   if [ -n "$pkgdir" ] && [ -e "$pkgdir/include/$header" ]; then
     so="$(ls "$pkgdir"/lib/lib$lib.so* 2>/dev/null | head -1)"
     ln -sf "$so" "$links/lib/lib$lib.so"
