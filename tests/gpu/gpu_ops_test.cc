@@ -7,7 +7,7 @@
 // sides (cuDNN with FMA math, cuBLAS with default math: no TF32):
 //   exact (0, 0)          max pooling forward, relu, flatten
 //   rel 1e-5, abs 1e-6    average/global pooling, max pooling backward
-//                         (atomic sums of overlapping windows), sigmoid,
+//                         (sums of overlapping windows), sigmoid,
 //                         tanh, softmax probabilities and gradients, the loss
 //   rel 1e-4, abs 1e-4    conv and dense outputs and input gradients (sums of
 //                         up to a few hundred products of O(1) values, in a

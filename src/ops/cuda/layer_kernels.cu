@@ -124,17 +124,6 @@ __global__ void max_pool_forward_kernel(PoolShape s, const T* x, T* y, int32_t* 
   }
 }
 
-// Overlapping windows (stride < kernel) may share an argmax, hence atomics:
-// float's own, and the 16-bit ones of sm_70 (half) and sm_80 (bfloat16).
-template <typename T>
-__global__ void max_pool_backward_kernel(PoolShape s, const T* dy, const int32_t* argmax, T* dx) {
-  const int64_t total = s.planes * s.P * s.Q;
-  for (int64_t o = first_index(); o < total; o += grid_stride()) {
-    const int64_t plane = o / (s.P * s.Q);
-    atomicAdd(dx + plane * s.H * s.W + argmax[o], dy[o]);
-  }
-}
-
 __device__ float avg_divisor(const PoolShape& s, bool count_include_pad, int64_t oh, int64_t ow) {
   if (count_include_pad) return static_cast<float>(s.kernel_h * s.kernel_w);
   const int64_t h0 = oh * s.stride_h - s.pad_h, w0 = ow * s.stride_w - s.pad_w;
@@ -165,6 +154,31 @@ __device__ void covering(int64_t h, int64_t kernel, int64_t stride, int64_t pad,
   const int64_t top = h + pad;
   *lo = top < kernel ? 0 : (top - kernel) / stride + 1;
   *hi = min(top / stride, outs - 1);
+}
+
+// Overlapping windows (stride < kernel) may share an argmax. Gathered per
+// input like the average: each input sums, in float, the gradients of the
+// covering outputs whose argmax it is, and is stored once. No atomics, so
+// the result is deterministic and, in 16 bits, rounded once.
+template <typename T>
+__global__ void max_pool_backward_kernel(PoolShape s, const T* dy, const int32_t* argmax, T* dx) {
+  const int64_t total = s.planes * s.H * s.W;
+  for (int64_t i = first_index(); i < total; i += grid_stride()) {
+    const int64_t plane = i / (s.H * s.W), h = (i / s.W) % s.H, w = i % s.W;
+    const int64_t at = h * s.W + w;
+    int64_t oh_lo, oh_hi, ow_lo, ow_hi;
+    covering(h, s.kernel_h, s.stride_h, s.pad_h, s.P, &oh_lo, &oh_hi);
+    covering(w, s.kernel_w, s.stride_w, s.pad_w, s.Q, &ow_lo, &ow_hi);
+    const T* dyp = dy + plane * s.P * s.Q;
+    const int32_t* ap = argmax + plane * s.P * s.Q;
+    float sum = 0.0f;
+    for (int64_t oh = oh_lo; oh <= oh_hi; ++oh) {
+      for (int64_t ow = ow_lo; ow <= ow_hi; ++ow) {
+        if (ap[oh * s.Q + ow] == at) sum += load_float(dyp, oh * s.Q + ow);
+      }
+    }
+    store_float(dx, i, sum);
+  }
 }
 
 template <typename T>
@@ -410,10 +424,7 @@ void max_pool_backward(cudaStream_t stream, core::DType dtype, const PoolShape& 
                        const int32_t* argmax, void* dx) {
   dispatch_activation_dtype(dtype, "max_pool_backward", [&](auto tag) {
     using T = decltype(tag);
-    // All-zero bits are 0.0 in every float format.
-    DT_CUDA_CHECK(
-        cudaMemsetAsync(dx, 0, static_cast<size_t>(shape.planes * shape.H * shape.W) * sizeof(T), stream));
-    max_pool_backward_kernel<T><<<blocks_for(shape.planes * shape.P * shape.Q), kBlockSize, 0, stream>>>(
+    max_pool_backward_kernel<T><<<blocks_for(shape.planes * shape.H * shape.W), kBlockSize, 0, stream>>>(
         shape, typed<T>(dy), argmax, typed<T>(dx));
     check_launch();
   });
