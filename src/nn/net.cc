@@ -53,7 +53,12 @@ bool usable_on(const core::Context& at, const core::Context& net) { return same_
 // `staging`, which is kept for the next call of the same shape and dtype.
 core::NDArray staged_on(const core::NDArray& array, const std::shared_ptr<core::Context>& ctx,
                         core::NDArray& staging) {
-  if (same_device(*array.context(), *ctx)) return array;
+  if (same_device(*array.context(), *ctx)) {
+    // Another context of this GPU queues on its own stream: what it still
+    // has to write into the array must land before this net's stream reads.
+    if (array.context() != ctx && !array.context()->is_cpu()) array.context()->synchronize();
+    return array;
+  }
   if (!staging.defined() || staging.shape() != array.shape() || staging.dtype() != array.dtype()) {
     staging = core::NDArray::empty(ctx, array.dtype(), array.shape());
   }
