@@ -384,6 +384,44 @@ DT_API dt_status dt_net_compute_dtype(dt_dtype *out, const dt_net *net);
  * (1.0 without loss scaling). */
 DT_API dt_status dt_net_loss_scale(double *out, const dt_net *net);
 
+/* Dynamic loss scaling, PyTorch GradScaler's and MXNet AMP's knobs: the
+ * scale starts at init_scale, is multiplied by backoff_factor on a step
+ * whose gradients overflow (that step's update is skipped) and by
+ * growth_factor after growth_interval steps in a row without an overflow;
+ * it stays within [2^-24, 2^100]. */
+typedef struct dt_loss_scaling_options {
+  size_t struct_size;       /* sizeof(dt_loss_scaling_options)            */
+  int32_t enabled;          /* default 1; 0: no scaling (scale 1), and the
+                               fields below are ignored                   */
+  double init_scale;        /* finite, in [2^-24, 2^100]; default 65536   */
+  double growth_factor;     /* > 1; default 2                             */
+  double backoff_factor;    /* in (0, 1); default 0.5                     */
+  int64_t growth_interval;  /* >= 1 steps; default 2000                   */
+} dt_loss_scaling_options;
+
+DT_API void dt_loss_scaling_options_init(dt_loss_scaling_options *options);
+/* Replaces the net's loss scaler, for a DT_FLOAT16 net (e.g. other factors,
+ * or enabled 0 to train without scaling) or a DT_BFLOAT16 one (enabled 1
+ * turns scaling on). The scale restarts at init_scale and the count of
+ * skipped steps (dt_trainer_skipped_steps) at 0. dt_net_set_compute_dtype
+ * resets the scaler to its dtype's default, so call this after it; a
+ * trainer built on the net follows the net's scaler, but one whose
+ * update_on_kvstore is 1, or that already updated on the kvstore, refuses
+ * to step with scaling enabled (DT_ERR_NOT_SUPPORTED, see
+ * dt_net_set_compute_dtype). A loaded trainer checkpoint's loss scale
+ * replaces init_scale at the trainer's first step.
+ * Enabled on a DT_FLOAT32 net is DT_ERR_INVALID_ARGUMENT (disabled there is
+ * a no-op); options NULL, a struct_size shorter than this release's (call
+ * dt_loss_scaling_options_init first) or an out-of-range field is
+ * DT_ERR_INVALID_ARGUMENT naming the field. On error nothing changes. */
+DT_API dt_status dt_net_set_loss_scaling(dt_net *net,
+                                         const dt_loss_scaling_options *options);
+/* The options of the net's current loss scaler into *out, whose
+ * struct_size the caller sets (dt_loss_scaling_options_init): enabled 0
+ * and the defaults without scaling. The current scale is dt_net_loss_scale. */
+DT_API dt_status dt_net_loss_scaling(dt_loss_scaling_options *out,
+                                     const dt_net *net);
+
 /* ------------------------------------------------------------------------ */
 /* Optimizer: a declarative description (a name and typed hyper-parameters) */
 /* ------------------------------------------------------------------------ */

@@ -117,6 +117,7 @@ func TestClosedHandles(t *testing.T) {
 	wantStatus(t, "Net.NumParams after Close", err, StatusInvalidHandle)
 	_, err = net.ComputeDType()
 	wantStatus(t, "Net.ComputeDType after Close", err, StatusInvalidHandle)
+	wantStatus(t, "Net.SetLossScaling after Close", net.SetLossScaling(LossScalingOptions{}), StatusInvalidHandle)
 	wantStatus(t, "Optimizer.SetFloat after Close", opt.SetFloat("learning_rate", 0.1), StatusInvalidHandle)
 	_, err = kv.Rank()
 	wantStatus(t, "KVStore.Rank after Close", err, StatusInvalidHandle)
@@ -194,6 +195,40 @@ func TestErrorsCarryTheirStatus(t *testing.T) {
 		t.Fatalf("loss scale %v without loss scaling", s)
 	}
 	noErr(t, net.SetComputeDType(Float32))
+
+	// Loss scaling: the library's defaults; a float32 net has none to
+	// enable, and bad values are refused by name before the dtype is
+	// looked at.
+	defaults := get(DefaultLossScalingOptions())(t)
+	want := LossScalingOptions{Enabled: true, InitScale: 65536, GrowthFactor: 2, BackoffFactor: 0.5, GrowthInterval: 2000}
+	if defaults != want {
+		t.Fatalf("loss scaling defaults %+v, want %+v", defaults, want)
+	}
+	if o := get(net.LossScaling())(t); o.Enabled || o.InitScale != 65536 {
+		t.Fatalf("a float32 net's loss scaling %+v", o)
+	}
+	err = net.SetLossScaling(defaults)
+	wantStatus(t, "loss scaling on a float32 net", err, StatusInvalidArgument)
+	if !strings.Contains(err.Error(), "float32") {
+		t.Fatalf("the refusal does not say why: %v", err)
+	}
+	for field, o := range map[string]LossScalingOptions{
+		"init_scale":      {Enabled: true, InitScale: -1, GrowthFactor: 2, BackoffFactor: 0.5, GrowthInterval: 2000},
+		"growth_factor":   {Enabled: true, InitScale: 65536, GrowthFactor: 1, BackoffFactor: 0.5, GrowthInterval: 2000},
+		"backoff_factor":  {Enabled: true, InitScale: 65536, GrowthFactor: 2, BackoffFactor: 0, GrowthInterval: 2000},
+		"growth_interval": {Enabled: true, InitScale: 65536, GrowthFactor: 2, BackoffFactor: 0.5, GrowthInterval: 0},
+	} {
+		err = net.SetLossScaling(o)
+		wantStatus(t, "loss scaling with a bad "+field, err, StatusInvalidArgument)
+		if !strings.Contains(err.Error(), field) {
+			t.Fatalf("the error for a bad %s does not name it: %v", field, err)
+		}
+	}
+	// Disabled, the other fields are not looked at (the zero value).
+	noErr(t, net.SetLossScaling(LossScalingOptions{}))
+	if s := get(net.LossScale())(t); s != 1 {
+		t.Fatalf("loss scale %v with scaling disabled", s)
+	}
 
 	_, err = NewOptimizer("nope")
 	wantStatus(t, `optimizer "nope"`, err, StatusInvalidArgument)

@@ -343,3 +343,80 @@ func (n *Net) LossScale() (float64, error) {
 	}
 	return s, nil
 }
+
+// LossScalingOptions mirrors dt_loss_scaling_options: dynamic loss scaling
+// as PyTorch's GradScaler. Start from DefaultLossScalingOptions: every
+// field is passed as set.
+type LossScalingOptions struct {
+	Enabled        bool    // false: no scaling (scale 1); the fields below are then ignored
+	InitScale      float64 // the starting scale, finite and in [2^-24, 2^100]
+	GrowthFactor   float64 // > 1, applied after GrowthInterval steps without an overflow
+	BackoffFactor  float64 // in (0, 1), applied on a step whose gradients overflow
+	GrowthInterval int64   // >= 1 steps
+}
+
+// DefaultLossScalingOptions returns the library's defaults: enabled, scale
+// 65536, growth factor 2, backoff factor 0.5, growth interval 2000.
+func DefaultLossScalingOptions() (LossScalingOptions, error) {
+	if err := CheckVersion(); err != nil {
+		return LossScalingOptions{}, err
+	}
+	c := capi.NewDt_loss_scaling_options()
+	defer capi.DeleteDt_loss_scaling_options(c)
+	capi.Dt_loss_scaling_options_init(c)
+	return lossScalingFrom(c), nil
+}
+
+func lossScalingFrom(c capi.Dt_loss_scaling_options) LossScalingOptions {
+	return LossScalingOptions{
+		Enabled:        c.GetEnabled() != 0,
+		InitScale:      c.GetInit_scale(),
+		GrowthFactor:   c.GetGrowth_factor(),
+		BackoffFactor:  c.GetBackoff_factor(),
+		GrowthInterval: c.GetGrowth_interval(),
+	}
+}
+
+// SetLossScaling replaces the loss scaler of a Float16 net (other factors,
+// or Enabled false) or a BFloat16 one (Enabled true turns scaling on); the
+// scale restarts at InitScale and the skipped-step count at 0. Call it
+// after SetComputeDType, which resets the scaler to its dtype's default.
+// Enabled on a Float32 net (every CPU net) or an out-of-range field is
+// StatusInvalidArgument naming the field; on an error nothing changes.
+func (n *Net) SetLossScaling(o LossScalingOptions) error {
+	p, err := n.handle().acquire("Net.SetLossScaling", "Net")
+	if err != nil {
+		return err
+	}
+	defer n.h.release()
+	c := capi.NewDt_loss_scaling_options()
+	defer capi.DeleteDt_loss_scaling_options(c)
+	capi.Dt_loss_scaling_options_init(c)
+	enabled := 0
+	if o.Enabled {
+		enabled = 1
+	}
+	c.SetEnabled(enabled)
+	c.SetInit_scale(o.InitScale)
+	c.SetGrowth_factor(o.GrowthFactor)
+	c.SetBackoff_factor(o.BackoffFactor)
+	c.SetGrowth_interval(o.GrowthInterval)
+	return check(capi.Dt_net_set_loss_scaling(p, c))
+}
+
+// LossScaling is the current loss scaler's options: Enabled false (with
+// the defaults) without loss scaling. The current scale is LossScale.
+func (n *Net) LossScaling() (LossScalingOptions, error) {
+	p, err := n.handle().acquire("Net.LossScaling", "Net")
+	if err != nil {
+		return LossScalingOptions{}, err
+	}
+	defer n.h.release()
+	c := capi.NewDt_loss_scaling_options()
+	defer capi.DeleteDt_loss_scaling_options(c)
+	capi.Dt_loss_scaling_options_init(c)
+	if err := check(capi.Dt_net_loss_scaling(c, p)); err != nil {
+		return LossScalingOptions{}, err
+	}
+	return lossScalingFrom(c), nil
+}

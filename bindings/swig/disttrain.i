@@ -92,6 +92,9 @@
 %rename("%s") dt_net_set_compute_dtype;
 %rename("%s") dt_net_compute_dtype;
 %rename("%s") dt_net_loss_scale;
+%rename("%s") dt_loss_scaling_options_init;
+%rename("%s") dt_net_set_loss_scaling;
+%rename("%s") dt_net_loss_scaling;
 %rename("%s") dt_optimizer_create;
 %rename("%s") dt_optimizer_create_from_json;
 %rename("%s") dt_optimizer_free;
@@ -149,6 +152,7 @@
 %rename("%s") dt_data_loader_options;
 %rename("%s") dt_trainer_options;
 %rename("%s") dt_fit_options;
+%rename("%s") dt_loss_scaling_options;
 %rename("%s") dt_kvstore_options;
 
 %include <stdint.i>

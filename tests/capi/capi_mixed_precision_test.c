@@ -1,8 +1,9 @@
 /*
  * Mixed precision through the C API: dt_net_set_compute_dtype and its
- * companions, with every bad argument; a CPU net refuses 16-bit compute.
- * Where a GPU is visible, a GPU net also takes float16 / bfloat16 with their
- * loss-scaling defaults (the numerics are tests/gpu's).
+ * companions, and the loss-scaling options, with every bad argument; a CPU
+ * net refuses 16-bit compute and loss scaling. Where a GPU is visible, a
+ * GPU net also takes float16 / bfloat16 with their loss-scaling defaults
+ * and custom options (the numerics are tests/gpu's).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -34,6 +35,113 @@ static void test_arguments(dt_net *net) {
   CHECK_EQ_I64(dtype, DT_FLOAT32);
 }
 
+static void test_loss_scaling_defaults(void) {
+  dt_loss_scaling_options o;
+  memset(&o, 0xab, sizeof o);
+  dt_loss_scaling_options_init(&o);
+  CHECK_EQ_I64(o.struct_size, sizeof o);
+  CHECK_EQ_I64(o.enabled, 1);
+  CHECK_EQ_DBL(o.init_scale, 65536.0);
+  CHECK_EQ_DBL(o.growth_factor, 2.0);
+  CHECK_EQ_DBL(o.backoff_factor, 0.5);
+  CHECK_EQ_I64(o.growth_interval, 2000);
+  dt_loss_scaling_options_init(NULL); /* ignored, as the other _init calls */
+}
+
+/* Each out-of-range field, on an enabled struct: the message names it. */
+static void test_loss_scaling_bad_values(dt_net *net) {
+  struct {
+    const char *field;
+    double init_scale, growth_factor, backoff_factor;
+    int64_t growth_interval;
+  } cases[] = {
+      {"init_scale", 0.0, 2.0, 0.5, 2000},
+      {"init_scale", -1.0, 2.0, 0.5, 2000},
+      {"init_scale", 1e300, 2.0, 0.5, 2000},
+      {"init_scale", 1e-30, 2.0, 0.5, 2000},
+      {"growth_factor", 65536.0, 1.0, 0.5, 2000},
+      {"growth_factor", 65536.0, 0.5, 0.5, 2000},
+      {"backoff_factor", 65536.0, 2.0, 0.0, 2000},
+      {"backoff_factor", 65536.0, 2.0, 1.0, 2000},
+      {"growth_interval", 65536.0, 2.0, 0.5, 0},
+      {"growth_interval", 65536.0, 2.0, 0.5, -5},
+  };
+  size_t i;
+  for (i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+    dt_loss_scaling_options o;
+    dt_loss_scaling_options_init(&o);
+    o.init_scale = cases[i].init_scale;
+    o.growth_factor = cases[i].growth_factor;
+    o.backoff_factor = cases[i].backoff_factor;
+    o.growth_interval = cases[i].growth_interval;
+    CHECK_STATUS(dt_net_set_loss_scaling(net, &o), DT_ERR_INVALID_ARGUMENT);
+    if (!CHECK(last_error_mentions(cases[i].field))) {
+      fprintf(stderr, "  case %u: %s\n", (unsigned)i, dt_last_error());
+    }
+  }
+}
+
+static void test_loss_scaling_arguments(dt_net *net) {
+  dt_loss_scaling_options o;
+  dt_loss_scaling_options got;
+  dt_loss_scaling_options_init(&o);
+  CHECK_STATUS(dt_net_set_loss_scaling(NULL, &o), DT_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(dt_net_set_loss_scaling(net, NULL), DT_ERR_INVALID_ARGUMENT);
+  CHECK(last_error_mentions("options"));
+  CHECK_STATUS(dt_net_loss_scaling(NULL, net), DT_ERR_INVALID_ARGUMENT);
+  dt_loss_scaling_options_init(&got);
+  CHECK_STATUS(dt_net_loss_scaling(&got, NULL), DT_ERR_INVALID_ARGUMENT);
+
+  /* A struct_size shorter than this release's: the struct was not
+   * initialised. The out-parameter is left untouched. A longer one comes
+   * from a newer header and is read up to this release's fields. */
+  o.struct_size = 0;
+  CHECK_STATUS(dt_net_set_loss_scaling(net, &o), DT_ERR_INVALID_ARGUMENT);
+  CHECK(last_error_mentions("struct_size"));
+  o.struct_size = sizeof o - 1;
+  CHECK_STATUS(dt_net_set_loss_scaling(net, &o), DT_ERR_INVALID_ARGUMENT);
+  o.struct_size = sizeof o + 8;
+  o.enabled = 0; /* a no-op on this float32 net: only the size is judged */
+  CHECK_STATUS(dt_net_set_loss_scaling(net, &o), DT_OK);
+  o.enabled = 1;
+  memset(&got, 0, sizeof got);
+  got.struct_size = sizeof got - 1;
+  CHECK_STATUS(dt_net_loss_scaling(&got, net), DT_ERR_INVALID_ARGUMENT);
+  CHECK(last_error_mentions("struct_size"));
+  CHECK_EQ_I64(got.enabled, 0);
+  CHECK_EQ_DBL(got.init_scale, 0.0);
+}
+
+/* A float32 net: no scaling to enable, disabling is a no-op, and the getter
+ * reports a disabled scaler with the defaults. */
+static void test_loss_scaling_float32(dt_net *net) {
+  dt_loss_scaling_options o;
+  dt_loss_scaling_options got;
+  double scale = 0.0;
+  dt_loss_scaling_options_init(&got);
+  got.enabled = 7;
+  CHECK_OK(dt_net_loss_scaling(&got, net));
+  CHECK_EQ_I64(got.enabled, 0);
+  CHECK_EQ_DBL(got.init_scale, 65536.0);
+  CHECK_EQ_I64(got.growth_interval, 2000);
+
+  dt_loss_scaling_options_init(&o);
+  CHECK_STATUS(dt_net_set_loss_scaling(net, &o), DT_ERR_INVALID_ARGUMENT);
+  CHECK(last_error_mentions("float32"));
+  test_loss_scaling_bad_values(net);
+
+  /* Disabled, the other fields are not looked at. */
+  o.enabled = 0;
+  o.init_scale = -1.0;
+  o.growth_interval = 0;
+  CHECK_OK(dt_net_set_loss_scaling(net, &o));
+  CHECK_OK(dt_net_loss_scaling(&got, net));
+  CHECK_EQ_I64(got.enabled, 0);
+  CHECK_EQ_DBL(got.init_scale, 65536.0);
+  CHECK_OK(dt_net_loss_scale(&scale, net));
+  CHECK_EQ_DBL(scale, 1.0);
+}
+
 static void test_cpu(void) {
   dt_context *ctx = NULL;
   dt_net *net = NULL;
@@ -53,6 +161,8 @@ static void test_cpu(void) {
     CHECK_EQ_I64(dtype, DT_FLOAT32);
     CHECK_OK(dt_net_loss_scale(&scale, net));
     CHECK_EQ_DBL(scale, 1.0);
+    test_loss_scaling_arguments(net);
+    test_loss_scaling_float32(net);
 
     CHECK_OK(dt_optimizer_create(&opt, "sgd"));
     if (CHECK_OK(dt_trainer_create(&trainer, net, opt, NULL, NULL))) {
@@ -75,6 +185,8 @@ static void test_gpu_if_present(void) {
   dt_ndarray *x = NULL;
   const int64_t dims[2] = {2, 4};
   double scale = 0.0;
+  dt_loss_scaling_options o;
+  dt_loss_scaling_options got;
   if (dt_gpu_count(&count) != DT_OK || count == 0) {
     printf("no GPU: the GPU part is skipped\n");
     return;
@@ -84,9 +196,52 @@ static void test_gpu_if_present(void) {
     CHECK_OK(dt_net_set_compute_dtype(net, DT_FLOAT16));
     CHECK_OK(dt_net_loss_scale(&scale, net));
     CHECK_EQ_DBL(scale, 65536.0);
+    dt_loss_scaling_options_init(&got);
+    CHECK_OK(dt_net_loss_scaling(&got, net));
+    CHECK_EQ_I64(got.enabled, 1);
+    CHECK_EQ_DBL(got.init_scale, 65536.0);
+
+    /* float16 with custom options, read back; then without scaling. */
+    dt_loss_scaling_options_init(&o);
+    o.init_scale = 1024.0;
+    o.growth_factor = 4.0;
+    o.backoff_factor = 0.25;
+    o.growth_interval = 10;
+    CHECK_OK(dt_net_set_loss_scaling(net, &o));
+    CHECK_OK(dt_net_loss_scale(&scale, net));
+    CHECK_EQ_DBL(scale, 1024.0);
+    CHECK_OK(dt_net_loss_scaling(&got, net));
+    CHECK_EQ_I64(got.enabled, 1);
+    CHECK_EQ_DBL(got.init_scale, 1024.0);
+    CHECK_EQ_DBL(got.growth_factor, 4.0);
+    CHECK_EQ_DBL(got.backoff_factor, 0.25);
+    CHECK_EQ_I64(got.growth_interval, 10);
+    o.growth_factor = 1.0; /* refused: the previous scaler stays */
+    CHECK_STATUS(dt_net_set_loss_scaling(net, &o), DT_ERR_INVALID_ARGUMENT);
+    CHECK(last_error_mentions("growth_factor"));
+    CHECK_OK(dt_net_loss_scaling(&got, net));
+    CHECK_EQ_DBL(got.growth_factor, 4.0);
+    o.enabled = 0;
+    CHECK_OK(dt_net_set_loss_scaling(net, &o));
+    CHECK_OK(dt_net_loss_scale(&scale, net));
+    CHECK_EQ_DBL(scale, 1.0);
+    CHECK_OK(dt_net_loss_scaling(&got, net));
+    CHECK_EQ_I64(got.enabled, 0);
+
+    /* The dtype resets the scaler to its default: bfloat16 has none. */
     CHECK_OK(dt_net_set_compute_dtype(net, DT_BFLOAT16));
     CHECK_OK(dt_net_loss_scale(&scale, net));
     CHECK_EQ_DBL(scale, 1.0);
+    CHECK_OK(dt_net_loss_scaling(&got, net));
+    CHECK_EQ_I64(got.enabled, 0);
+    /* bfloat16 may turn scaling on. */
+    dt_loss_scaling_options_init(&o);
+    o.init_scale = 256.0;
+    CHECK_OK(dt_net_set_loss_scaling(net, &o));
+    CHECK_OK(dt_net_loss_scale(&scale, net));
+    CHECK_EQ_DBL(scale, 256.0);
+    o.enabled = 0;
+    CHECK_OK(dt_net_set_loss_scaling(net, &o));
     CHECK_OK(dt_net_initialize(net, 1));
     if (CHECK_OK(dt_ndarray_create(&x, ctx, DT_FLOAT32, dims, 2))) {
       CHECK_OK(dt_net_forward(net, (const dt_ndarray *const *)&x, 1, 0));
@@ -99,6 +254,7 @@ static void test_gpu_if_present(void) {
 }
 
 int main(void) {
+  test_loss_scaling_defaults();
   test_cpu();
   test_gpu_if_present();
   return capi_finish();

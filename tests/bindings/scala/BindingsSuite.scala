@@ -27,6 +27,12 @@ object BindingsSuite {
   private def expect(condition: Boolean, what: => String): Unit =
     if (!condition) throw new AssertionError(what)
 
+  private def statusAndMessage(f: => Any): (Option[Status], String) =
+    try {
+      f
+      (None, "")
+    } catch { case e: org.disttrain.DtException => (Some(e.status()), e.getMessage) }
+
   private def expectStatus(status: Status)(f: => Any): Unit = {
     val got = statusOf(f)
     expect(got == Some(status), s"expected DtException($status), got $got")
@@ -81,6 +87,24 @@ object BindingsSuite {
         expectStatus(org.disttrain.Status.INVALID_ARGUMENT)(net.setComputeDtype(org.disttrain.DType.INT64))
         expect(net.computeDtype() == org.disttrain.DType.FLOAT32, s"after the refusals ${net.computeDtype()}")
         net.setComputeDtype(org.disttrain.DType.FLOAT32)
+      }
+    }
+
+    check("loss scaling: the defaults, bad values by name, a float32 net has none") {
+      scoped { s =>
+        val defaults = Net.lossScaling
+        expect(defaults.enabled && defaults.initScale == 65536.0 && defaults.growthFactor == 2.0 &&
+          defaults.backoffFactor == 0.5 && defaults.growthInterval == 2000L, s"defaults $defaults")
+        val ctx = s(Context.cpu)
+        val net = s(Net(ctx, "lenet"))
+        expect(net.lossScalingOption.isEmpty, s"a float32 net scales: ${net.lossScalingOption}")
+        expectStatus(org.disttrain.Status.INVALID_ARGUMENT)(net.setLossScaling(Net.lossScaling))
+        val bad = statusAndMessage(net.setLossScaling(Net.lossScaling.backoffFactor(2.0)))
+        expect(bad._1 == Some(org.disttrain.Status.INVALID_ARGUMENT) && bad._2.contains("backoff_factor"),
+          s"backoffFactor 2: $bad")
+        expectStatus(org.disttrain.Status.INVALID_ARGUMENT)(net.setLossScaling(Net.lossScaling.growthInterval(0L)))
+        net.setLossScaling(Net.lossScaling.enabled(false))
+        expect(net.lossScalingOption.isEmpty && net.lossScale() == 1.0, s"loss scale ${net.lossScale()}")
       }
     }
 

@@ -2,6 +2,88 @@ package org.disttrain;
 
 /** A network of layers with parameters, forward and backward (Gluon's HybridSequential). */
 public final class Net extends NativeHandle {
+  /**
+   * Dynamic loss scaling (PyTorch GradScaler's knobs); the defaults are the
+   * library's (dt_loss_scaling_options_init): enabled, init scale 65536,
+   * growth factor 2, backoff factor 0.5, growth interval 2000. See
+   * {@link Net#setLossScaling}.
+   */
+  public static final class LossScalingOptions {
+    /** false: no scaling (scale 1); the other fields are then ignored. */
+    public boolean enabled;
+    /** Finite, in [2^-24, 2^100]. */
+    public double initScale;
+    /** Greater than 1: applied after growthInterval steps without an overflow. */
+    public double growthFactor;
+    /** In (0, 1): applied on a step whose gradients overflow. */
+    public double backoffFactor;
+    /** At least 1 step. */
+    public long growthInterval;
+
+    public LossScalingOptions() {
+      dt_loss_scaling_options o = new dt_loss_scaling_options();
+      try {
+        disttrain.dt_loss_scaling_options_init(o);
+        read(o);
+      } finally {
+        o.delete();
+      }
+    }
+
+    public LossScalingOptions enabled(boolean value) {
+      enabled = value;
+      return this;
+    }
+
+    public LossScalingOptions initScale(double value) {
+      initScale = value;
+      return this;
+    }
+
+    public LossScalingOptions growthFactor(double value) {
+      growthFactor = value;
+      return this;
+    }
+
+    public LossScalingOptions backoffFactor(double value) {
+      backoffFactor = value;
+      return this;
+    }
+
+    public LossScalingOptions growthInterval(long value) {
+      growthInterval = value;
+      return this;
+    }
+
+    private void read(dt_loss_scaling_options o) {
+      enabled = o.getEnabled() != 0;
+      initScale = o.getInit_scale();
+      growthFactor = o.getGrowth_factor();
+      backoffFactor = o.getBackoff_factor();
+      growthInterval = o.getGrowth_interval();
+    }
+
+    /** The C struct; the caller deletes it. */
+    dt_loss_scaling_options toNative() {
+      dt_loss_scaling_options o = new dt_loss_scaling_options();
+      disttrain.dt_loss_scaling_options_init(o);
+      o.setEnabled(enabled ? 1 : 0);
+      o.setInit_scale(initScale);
+      o.setGrowth_factor(growthFactor);
+      o.setBackoff_factor(backoffFactor);
+      o.setGrowth_interval(growthInterval);
+      return o;
+    }
+
+    @Override
+    public String toString() {
+      return enabled
+          ? "LossScalingOptions(initScale=" + initScale + ", growthFactor=" + growthFactor + ", backoffFactor="
+              + backoffFactor + ", growthInterval=" + growthInterval + ")"
+          : "LossScalingOptions(disabled)";
+    }
+  }
+
   private Net(long handle, Context ctx) {
     super("Net", handle, disttrain::dt_net_free, ctx);
   }
@@ -238,5 +320,41 @@ public final class Net extends NativeHandle {
       fence();
     }
     return out[0];
+  }
+
+  /**
+   * Replaces the loss scaler of a FLOAT16 net (other factors, or disabled)
+   * or a BFLOAT16 one (enabled turns scaling on); the scale restarts at
+   * initScale and the skipped-step count at 0. Call after
+   * {@link #setComputeDtype}, which resets the scaler to its dtype's
+   * default. Enabled on a FLOAT32 net (every CPU net), a null options or an
+   * out-of-range field is INVALID_ARGUMENT naming the field; on an error
+   * nothing changes.
+   */
+  public Net setLossScaling(LossScalingOptions options) {
+    if (options == null) throw new DtException(Status.INVALID_ARGUMENT, "options must not be null");
+    dt_loss_scaling_options o = options.toNative();
+    try {
+      disttrain.dt_net_set_loss_scaling(handle(), o);
+    } finally {
+      o.delete();
+      fence();
+    }
+    return this;
+  }
+
+  /** The current loss scaler's options: disabled (with the defaults) without loss scaling. */
+  public LossScalingOptions lossScaling() {
+    LossScalingOptions options = new LossScalingOptions();
+    dt_loss_scaling_options o = new dt_loss_scaling_options();
+    try {
+      disttrain.dt_loss_scaling_options_init(o);
+      disttrain.dt_net_loss_scaling(o, handle());
+      options.read(o);
+    } finally {
+      o.delete();
+      fence();
+    }
+    return options;
   }
 }

@@ -127,6 +127,43 @@ class ErrorsTest {
   }
 
   @Test
+  void lossScalingOnACpuNet() {
+    Net.LossScalingOptions defaults = new Net.LossScalingOptions();
+    assertTrue(defaults.enabled);
+    assertEquals(65536.0, defaults.initScale);
+    assertEquals(2.0, defaults.growthFactor);
+    assertEquals(0.5, defaults.backoffFactor);
+    assertEquals(2000L, defaults.growthInterval);
+    try (Context ctx = Context.cpu();
+        Net net = Net.create(ctx, "lenet")) {
+      // A float32 net reports a disabled scaler with the defaults.
+      Net.LossScalingOptions current = net.lossScaling();
+      assertTrue(!current.enabled, current.toString());
+      assertEquals(65536.0, current.initScale);
+      assertEquals(2000L, current.growthInterval);
+      // It has nothing to scale: enabling is refused, disabling is a no-op.
+      DtException e = expect(Status.INVALID_ARGUMENT, () -> net.setLossScaling(defaults));
+      assertTrue(e.getMessage().contains("dt_net_set_loss_scaling"), e.getMessage());
+      assertTrue(e.getMessage().contains("float32"), e.getMessage());
+      assertTrue(net.setLossScaling(new Net.LossScalingOptions().enabled(false)) == net);
+      assertEquals(1.0, net.lossScale());
+      expect(Status.INVALID_ARGUMENT, () -> net.setLossScaling(null));
+      // Out-of-range fields are refused by name (before the dtype is looked at).
+      String[][] cases = {{"initScale", "init_scale"}, {"growthFactor", "growth_factor"},
+          {"backoffFactor", "backoff_factor"}, {"growthInterval", "growth_interval"}};
+      Net.LossScalingOptions[] bad = {new Net.LossScalingOptions().initScale(0.0),
+          new Net.LossScalingOptions().growthFactor(1.0), new Net.LossScalingOptions().backoffFactor(1.5),
+          new Net.LossScalingOptions().growthInterval(0)};
+      for (int i = 0; i < bad.length; ++i) {
+        Net.LossScalingOptions options = bad[i];
+        DtException b = expect(Status.INVALID_ARGUMENT, () -> net.setLossScaling(options));
+        assertTrue(b.getMessage().contains(cases[i][1]), cases[i][0] + ": " + b.getMessage());
+      }
+      assertTrue(!net.lossScaling().enabled);
+    }
+  }
+
+  @Test
   void optimizerErrors() {
     expect(Status.INVALID_ARGUMENT, () -> Optimizer.create("nope").close());
     try (Optimizer opt = Optimizer.create("sgd")) {

@@ -156,6 +156,7 @@ class HandlesTest {
       net.close();
       assertClosedError(net, net::numParams);
       assertClosedError(net, net::computeDtype);
+      assertClosedError(net, net::lossScaling);
       Optimizer opt = Optimizer.create("adam");
       opt.close();
       assertClosedError(opt, () -> opt.setDouble("learning_rate", 0.1));

@@ -37,6 +37,7 @@ package object scala {
   type KVStore = JKVStore
   type DataLoader = JDataLoader
   type Batch = JDataLoader.Batch
+  type LossScalingOptions = JNet.LossScalingOptions
   type Trainer = JTrainer
   type DtException = org.disttrain.DtException
   type Status = org.disttrain.Status
@@ -145,6 +146,11 @@ package object scala {
     def apply(ctx: Context, builder: String, options: Option[String] = None): Net =
       JNet.create(ctx, builder, options.orNull)
     def fromJson(ctx: Context, json: String): Net = JNet.fromJson(ctx, json)
+    /**
+     * The library's loss-scaling defaults, to adjust and pass to setLossScaling:
+     * `net.setComputeDtype(DType.FLOAT16).setLossScaling(Net.lossScaling.initScale(1024).growthInterval(500))`.
+     */
+    def lossScaling: JNet.LossScalingOptions = new JNet.LossScalingOptions()
   }
 
   object Optimizer {
@@ -219,6 +225,8 @@ package object scala {
     def paramNames: IndexedSeq[String] = (0 until net.numParams()).map(i => net.paramName(i))
     def paramIndex(name: String): Option[Int] = optionally(net.findParam(name))
     def forward(train: Boolean, inputs: Seq[NDArray]): Unit = net.forward(train, inputs: _*)
+    /** The loss scaler's options, or None without loss scaling. */
+    def lossScalingOption: Option[JNet.LossScalingOptions] = Some(net.lossScaling()).filter(_.enabled)
   }
 
   implicit class RichKVStore(val kv: KVStore) extends AnyVal {
