@@ -524,7 +524,7 @@ double lenet_accuracy(const std::shared_ptr<core::Context>& gpu, DType dtype) {
 
 TEST_F(GpuLossScaling, FashionMnistLeNetReachesFloat32Accuracy) {
   if (::access((std::string(kFashionMnist) + "/train-labels-idx1-ubyte.gz").c_str(), R_OK) != 0) {
-    GTEST_SKIP() << "Fashion-MNIST is not installed (scripts/install-deps.sh installs dataset-fashion-mnist)";
+    FAIL() << "Fashion-MNIST is not installed (scripts/install-deps.sh installs dataset-fashion-mnist)";
   }
   const double f32 = lenet_accuracy(gpu_, DType::kFloat32);
   EXPECT_GT(f32, 0.70);
