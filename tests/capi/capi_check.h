@@ -189,6 +189,23 @@ static inline int capi_finish(void) {
   return c->failed == 0 ? 0 : 1;
 }
 
+/* For programs that test the GPU only: 0 to go on when a GPU is visible,
+ * else the exit code to return at once: 77 (CTest's SKIP_RETURN_CODE) with
+ * "SKIPPED: no GPU", or 1 when dt_gpu_count itself fails. */
+static inline int capi_gpu_skip_code(void) {
+  int32_t gpus = 0;
+  if (dt_gpu_count(&gpus) != DT_OK) {
+    fprintf(stderr, "dt_gpu_count failed: %s\n", dt_last_error());
+    printf("0 passed, 1 failed\n");
+    return 1;
+  }
+  if (gpus == 0) {
+    printf("SKIPPED: no GPU\n");
+    return 77;
+  }
+  return 0;
+}
+
 #define CHECK(cond) capi_check_impl((cond) ? 1 : 0, __FILE__, __LINE__, #cond)
 #define CHECK_STATUS(call, expected) \
   capi_check_status_impl((call), (expected), __FILE__, __LINE__, #call)

@@ -89,16 +89,8 @@ static void test_gpu_net(void) {
 }
 
 int main(void) {
-  int32_t gpus = 0;
-  if (dt_gpu_count(&gpus) != DT_OK) {
-    fprintf(stderr, "dt_gpu_count failed: %s\n", dt_last_error());
-    printf("0 passed, 1 failed\n");
-    return 1;
-  }
-  if (gpus == 0) {
-    printf("SKIPPED: no GPU\n");
-    return 77;
-  }
+  const int skip = capi_gpu_skip_code();
+  if (skip != 0) return skip;
   test_gpu_net();
   return capi_finish();
 }
