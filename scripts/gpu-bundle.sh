@@ -16,9 +16,9 @@ dir="${1:-build-gpu-bundle}"
 packages=(
   libnng-dev libnng1 libmbedtls-dev libmbedtls14 libmbedx509-1 libmbedcrypto7
   libflatbuffers-dev libflatbuffers2 flatbuffers-compiler flatbuffers-compiler-dev
-  libdnnl-dev libdnnl2 ocl-icd-libopencl1
+  libdnnl-dev libdnnl2 ocl-icd-libopencl1 ocl-icd-opencl-dev opencl-c-headers
   libopenblas-dev libopenblas-pthread-dev libopenblas0 libopenblas0-pthread libgfortran5
-  libgtest-dev nlohmann-json3-dev zlib1g-dev zlib1g
+  libgtest-dev libgmock-dev nlohmann-json3-dev zlib1g-dev zlib1g
   dataset-fashion-mnist
 )
 mkdir -p "$dir/debs"

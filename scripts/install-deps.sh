@@ -1,24 +1,61 @@
 #!/usr/bin/env bash
-# Installs, with apt-get, what building disttrain needs; with --tests, also
-# what the whole test suite needs (the binding toolchains, Open MPI, sshd).
+# Installs, with apt-get, every Debian package that building and running
+# disttrain's main job needs (scripts/demo.sh); with --tests, also what the
+# whole test suite needs (GoogleTest, the binding toolchains, Open MPI, sshd).
+#
+#   scripts/install-deps.sh [--tests]          install what is missing
+#   scripts/install-deps.sh [--tests] --list   print the package names, one a line
+#
+# apt-get runs with --no-install-recommends, so this list is the whole truth:
+# a package that the build or the tests use must be named here (or be a
+# Depends/Pre-Depends of one named here), even where another package only
+# recommends it. scripts/check-deps.py, run by scripts/test.sh, fails when
+# CMake or the linker finds a file from a package outside that closure.
+#
+# (scripts/fresh-machine.sh installs debootstrap for itself: it makes the
+# fresh root that proves this list, and is no part of the build or the tests.)
+#
 # Idempotent: packages already present are left alone, and apt-get runs only
 # when something is missing. Run as root (or with sudo available).
 set -euo pipefail
 
+tests=false
+list=false
+for arg in "$@"; do
+  case "$arg" in
+    --tests) tests=true ;;
+    --list) list=true ;;
+    *) echo "usage: scripts/install-deps.sh [--tests] [--list]" >&2; exit 2 ;;
+  esac
+done
+
+# The main job: the library, dtrun, dt-node and the C example, and its data.
 packages=(
-  build-essential cmake pkg-config python3
-  libgtest-dev nlohmann-json3-dev zlib1g-dev
-  libdnnl-dev libopenblas-dev
+  build-essential cmake pkg-config
+  nlohmann-json3-dev zlib1g-dev
+  # libdnnl-dev's CMake config calls find_package(OpenCL), whose headers and
+  # libOpenCL.so Debian's libdnnl-dev only recommends.
+  libdnnl-dev ocl-icd-opencl-dev libopenblas-dev
   libnng-dev libflatbuffers-dev flatbuffers-compiler
   dataset-fashion-mnist
 )
-if [ "${1:-}" = "--tests" ]; then
+if $tests; then
   packages+=(
-    # bindings (the tests build and run all three languages)
-    swig default-jdk-headless junit4 junit5 scala golang-go
+    # GoogleTest (its CMake config loads GMock's, which libgtest-dev only
+    # recommends); Debian's python3 for the independent safetensors reader
+    # and for scripts/check-deps.py
+    libgtest-dev libgmock-dev python3
+    # bindings (the tests build and run all three languages; JUnit 5's console
+    # launcher runs the Java tests)
+    swig default-jdk-headless junit5 scala golang-go
     # dtrun's launchers: mpirun, and ssh/rsync between namespace "hosts"
     openmpi-bin libopenmpi-dev openssh-server openssh-client rsync iproute2
   )
+fi
+
+if $list; then
+  printf '%s\n' "${packages[@]}"
+  exit 0
 fi
 
 missing=()
