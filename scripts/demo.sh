@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The main job: installs what is missing, builds, and trains LeNet on
+# The main job: installs what is missing, builds what the job runs (the
+# library, dtrun, dt-node and the C example: no tests), and trains LeNet on
 # Fashion-MNIST (/usr/share/datasets/fashion-mnist) with dist_sync, launched by
 # dtrun on this machine: 1 scheduler, 2 servers and 2 workers (each on its half
 # of the data, batch 32, one kernel thread, 5 epochs). Worker 0 prints the
@@ -13,7 +14,8 @@ cd "$(dirname "$0")/.."
 mode=dist
 if [ "${1:-}" = "--local" ]; then mode=local; shift; fi
 scripts/install-deps.sh
-BUILD_DIR=build scripts/build.sh >/dev/null
+echo "demo: building the library, dtrun, dt-node and the example into build/ (a first build takes minutes)"
+BUILD_DIR=build scripts/build.sh --main-job >/dev/null
 out_dir="${DT_DEMO_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/disttrain-demo.XXXXXX")}"
 echo "demo: metrics, checkpoint and logs go to $out_dir"
 if [ "$mode" = local ]; then

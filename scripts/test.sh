@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds, and runs the whole test suite; exits
-# non-zero on any failure. Two configurations:
+# non-zero on any failure. First, scripts/check-deps.py proves that every file
+# the builds use comes from a package scripts/install-deps.sh installs (the
+# main job's build against its own list, the full build against --tests), so
+# that a machine set up by hand cannot hide a missing install step. Then two
+# configurations:
 #   build/       the default build (CUDA when the toolkit is present): all tests
 #   build-asan/  no CUDA, AddressSanitizer + UndefinedBehaviorSanitizer: the
 #                unit, C API and example tests except the full training runs,
@@ -18,12 +22,18 @@ status=0
 # at load time, so it has to come from the environment.
 export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-passive}"
 
+echo "== the main job's build (scripts/demo.sh's) and where its files come from"
+BUILD_DIR=build scripts/build.sh --main-job
+scripts/check-deps.py build || status=1
+
 echo "== default build"
 BUILD_DIR=build scripts/build.sh -DDT_BUILD_BINDINGS=ON
+scripts/check-deps.py build --tests || status=1
 (cd build && ctest --output-on-failure -j "$jobs" --timeout 600) || status=1
 
 echo "== sanitizer build (address, undefined; no CUDA)"
 BUILD_DIR=build-asan scripts/build.sh -DDT_WITH_CUDA=OFF -DDT_SANITIZE=address,undefined -DCMAKE_BUILD_TYPE=Debug
+scripts/check-deps.py build-asan --tests || status=1
 # detect_leaks: every handle the tests create must be freed.
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --output-on-failure -j "$jobs" --timeout 900 -L 'unit|capi|example' -LE training) || status=1
