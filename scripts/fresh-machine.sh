@@ -78,8 +78,10 @@ download_mb() {
 }
 stamp "downloads: main job $(download_mb ''); with --tests $(download_mb --tests)"
 
-stamp "scripts/demo.sh $*"
-in_root "set -o pipefail; scripts/demo.sh $(printf '%q ' "$@") 2>&1 | tee /root/demo.log" |
+demo_args=""
+[ $# -eq 0 ] || demo_args=$(printf '%q ' "$@")
+stamp "scripts/demo.sh $demo_args"
+in_root "set -o pipefail; scripts/demo.sh $demo_args 2>&1 | tee /root/demo.log" |
   while IFS= read -r line; do
     case "$line" in demo:*|*epoch*|*test_accuracy=*) stamp "$line" ;; esac
   done || { tail -40 "$root/root/demo.log"; exit 1; }
