@@ -136,9 +136,10 @@ def loaded_cmake_files(build_dir):
 
 
 def built_binaries(build_dir):
-    names = ["libdisttrain.so", "dtrun", "dt-node"]
-    paths = [build_dir / n for n in names]
-    paths += sorted(p for p in (build_dir / "src").glob("libdisttrain.so*"))
+    """The library (and the bindings' glue libraries beside it), dtrun,
+    dt-node, the examples, and any native library under bindings/."""
+    paths = [build_dir / "dtrun", build_dir / "dt-node"]
+    paths += sorted(build_dir.glob("lib*.so*")) + sorted((build_dir / "src").glob("libdisttrain.so*"))
     paths += sorted(p for p in (build_dir / "examples").glob("*") if p.is_file() and os.access(p, os.X_OK))
     paths += sorted((build_dir / "bindings").rglob("*.so")) if (build_dir / "bindings").is_dir() else []
     seen, unique = set(), []
