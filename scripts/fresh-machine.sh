@@ -22,14 +22,11 @@ repo=$(pwd)
 
 run_tests=false
 if [ "${1:-}" = "--tests" ]; then run_tests=true; shift; fi
-[ "$(id -u)" -eq 0 ] || { echo "fresh-machine: run as root (debootstrap, chroot, mounts)" >&2; exit 1; }
+[ "$(id -u)" -eq 0 ] || { echo "fresh-machine: run as root (debootstrap, mount namespaces)" >&2; exit 1; }
 
 mirror="${DT_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 root="${DT_FRESH_ROOT:-$(mktemp -d /var/tmp/disttrain-fresh.XXXXXX)}"
-mounts=()
 cleanup() {
-  local i
-  for ((i = ${#mounts[@]} - 1; i >= 0; i--)); do umount -l "${mounts[$i]}" 2>/dev/null || true; done
   if [ "${DT_FRESH_KEEP:-0}" != 1 ] && [ -z "${DT_FRESH_ROOT:-}" ]; then rm -rf "$root"; fi
 }
 trap cleanup EXIT
@@ -52,22 +49,39 @@ deb $mirror bookworm-updates main
 deb $security bookworm-security main
 EOF
 cp /etc/resolv.conf "$root/etc/resolv.conf"
+# debootstrap writes no /etc/hosts; every installed Debian has this one, and
+# without it "localhost" does not resolve.
+cat >"$root/etc/hosts" <<EOF
+127.0.0.1	localhost
+127.0.1.1	$(cat "$root/etc/hostname")
+::1	localhost ip6-localhost ip6-loopback
+EOF
 stamp "root ready: $(chroot "$root" dpkg-query -W -f='.\n' | wc -l) packages, $(du -sh "$root" | cut -f1)"
-
-mount_in() { mount "$@"; mounts+=("${!#}"); }
-mount_in -t proc proc "$root/proc"
-mount_in -t sysfs sysfs "$root/sys"
-mount_in --bind /dev "$root/dev"
-mount_in -t devpts devpts "$root/dev/pts"
-mount_in -t tmpfs tmpfs "$root/dev/shm"
 
 mkdir -p "$root/src/disttrain"
 git -C "$repo" archive HEAD | tar -x -C "$root/src/disttrain"
 stamp "copied $(git -C "$repo" rev-parse --short HEAD) (committed files only) to /src/disttrain"
 
+# Runs a command in the root as on a machine of its own: a private mount
+# namespace whose / is the root (pivot_root, not chroot: a test that enters
+# another process's mount namespace with nsenter lands at that namespace's
+# real root, which a chroot would escape), with /proc, /sys and /dev. The
+# mounts vanish with the namespace.
 in_root() {
-  chroot "$root" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-    HOME=/root LANG=C.UTF-8 DEBIAN_FRONTEND=noninteractive /bin/bash -c "cd /src/disttrain && $1"
+  unshare --mount --propagation private /bin/bash -c '
+    set -e
+    root=$1
+    mount --bind "$root" "$root"
+    mount -t proc proc "$root/proc"
+    mount -t sysfs sysfs "$root/sys"
+    mount --rbind /dev "$root/dev"
+    cd "$root"
+    mkdir -p .host-root
+    pivot_root . .host-root
+    umount -l /.host-root
+    exec /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+      HOME=/root LANG=C.UTF-8 DEBIAN_FRONTEND=noninteractive /bin/bash -c "cd /src/disttrain && $2"
+  ' in-root "$root" "$1"
 }
 
 # What a first run downloads: the sizes apt-get would fetch into this root.
