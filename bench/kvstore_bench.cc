@@ -43,7 +43,7 @@
 
 #include "core/context.h"
 #include "core/error.h"
-#include "kvstore/kvstore.h"
+#include "kvstore/kvstore_factory.h"
 #include "nn/model_builders.h"
 #include "nn/net.h"
 #include "optim/optimizer_config.h"
@@ -152,7 +152,7 @@ int worker_main() {
   try {
     const std::string transport = std::getenv("DT_PS_DATA_TRANSPORT");
     const int servers = std::atoi(std::getenv("DMLC_NUM_SERVER"));
-    auto kv = dt::kvstore::KVStore::create("dist_sync");
+    auto kv = dt::kvstore::create_kvstore("dist_sync");
     auto cpu = dt::core::make_cpu_context();
     const size_t max_bytes = max_bytes_from_env();
     uint64_t next_key = 0;
@@ -194,7 +194,7 @@ int train_worker_main() {
     const std::string transport = std::getenv("DT_PS_DATA_TRANSPORT");
     const std::string model = std::getenv("DT_BENCH_MODEL");
     const int servers = std::atoi(std::getenv("DMLC_NUM_SERVER"));
-    std::shared_ptr<dt::kvstore::KVStore> kv = dt::kvstore::KVStore::create("dist_sync");
+    std::shared_ptr<dt::kvstore::KVStore> kv = dt::kvstore::create_kvstore("dist_sync");
     auto ctx = dt::core::make_cpu_context();
     ctx->set_num_threads(1);  // the cores are shared with the other worker and the servers
     auto net = std::make_shared<dt::nn::Net>(dt::nn::build_model_description_from_text(model, ""), ctx);

@@ -5,6 +5,7 @@
 #include "c_api/api_guard.h"
 #include "c_api/handles.h"
 #include "c_api/ps_options.h"
+#include "kvstore/kvstore_factory.h"
 #include "dt_c_api.h"
 
 using dt::c_api::arg;
@@ -78,7 +79,7 @@ dt_status dt_kvstore_create(dt_kvstore** out, const char* type) {
     arg(out, "out");
     arg(type, "type");
     auto owned = std::make_unique<dt_kvstore>();
-    owned->impl = dt::kvstore::KVStore::create(type);
+    owned->impl = dt::kvstore::create_kvstore(type);
     dt::c_api::register_handle(owned.get(), dt::c_api::HandleKind::kKVStore);
     *out = owned.release();
   });
@@ -91,7 +92,7 @@ dt_status dt_kvstore_create_ex(dt_kvstore** out, const char* type, const dt_kvst
     const dt::ps::PsOptions ps_options = dt::c_api::ps_options_from(options);
     const dt::ps::JobOverrides layout = dt::c_api::job_overrides_from(options);
     auto owned = std::make_unique<dt_kvstore>();
-    owned->impl = dt::kvstore::KVStore::create(type, ps_options, layout);
+    owned->impl = dt::kvstore::create_kvstore(type, ps_options, layout);
     dt::c_api::register_handle(owned.get(), dt::c_api::HandleKind::kKVStore);
     *out = owned.release();
   });

@@ -1,82 +1,13 @@
 #include "kvstore/kvstore.h"
 
-#include <cstdlib>
 #include <unordered_map>
 
 #include "core/error.h"
-#include "kvstore/dist_kvstore.h"
-#include "kvstore/key_reducer.h"
-#include "kvstore/local_kvstore.h"
-#include "kvstore/worker_merge.h"
-#if DT_WITH_NCCL
-#include "kvstore/nccl/allreduce_kvstore.h"
-#endif
 
 namespace dt::kvstore {
 
 using core::Error;
 using core::ErrorCode;
-
-#if DT_WITH_NCCL
-namespace {
-
-// dist_nccl's settings from DT_ALLREDUCE_DTYPE and DT_ALLREDUCE_DEVICE.
-AllreduceOptions allreduce_options_from_env() {
-  AllreduceOptions options;
-  if (const char* dtype = std::getenv("DT_ALLREDUCE_DTYPE"); dtype != nullptr && *dtype != '\0') {
-    const std::string text = dtype;
-    if (text != "float32" && text != "float16") {
-      throw Error(ErrorCode::kInvalidArgument, "DT_ALLREDUCE_DTYPE must be float32 or float16, not '" + text + "'");
-    }
-    options.wire_dtype = text == "float16" ? core::DType::kFloat16 : core::DType::kFloat32;
-  }
-  if (const char* device = std::getenv("DT_ALLREDUCE_DEVICE"); device != nullptr && *device != '\0') {
-    char* end = nullptr;
-    const long id = std::strtol(device, &end, 10);
-    if (*end != '\0' || id < 0 || id > 1023) {
-      throw Error(ErrorCode::kInvalidArgument, std::string("DT_ALLREDUCE_DEVICE must be a GPU id, not '") + device + "'");
-    }
-    options.device = static_cast<int>(id);
-  }
-  return options;
-}
-
-}  // namespace
-#endif
-
-std::unique_ptr<KVStore> KVStore::create(const std::string& type) { return create(type, ps::PsOptions{}); }
-
-std::unique_ptr<KVStore> KVStore::create(const std::string& type, const ps::PsOptions& options,
-                                         const ps::JobOverrides& layout) {
-  const bool on_device = type == "dist_sync_device" || type == "dist_async_device";
-  if (type == "dist_sync" || type == "dist_async" || on_device) {
-    // The GPU first: a worker without one must fail before the job counts on it.
-    std::unique_ptr<WorkerMerge> merge;
-    if (on_device) merge = WorkerMerge::on_device(gpu_for_kvstore(type, 0, type.substr(0, type.rfind('_'))));
-    options.validate();
-    const char* transport = std::getenv("DT_PS_DATA_TRANSPORT");
-    return std::make_unique<DistKVStore>(type, ps::job_config_from_env(layout), options,
-                                         ps::data_transport_from_name(transport ? transport : "auto"), 0,
-                                         std::move(merge));
-  }
-  if (type == "dist_nccl") {
-#if DT_WITH_NCCL
-    // Fails without a GPU; with one, the store makes a context only on the GPU it uses.
-    if (core::gpu_count() == 0) gpu_for_kvstore(type, 0, "dist_sync");
-    options.validate();
-    return std::make_unique<AllreduceKVStore>(ps::job_config_from_env(layout), options, allreduce_options_from_env());
-#else
-    throw Error(ErrorCode::kNotSupported, "kvstore 'dist_nccl': this build of disttrain was built without NCCL; "
-                                          "use 'dist_sync' (parameter server)");
-#endif
-  }
-  if (type == "local") return std::make_unique<LocalKVStore>(LocalKVStore::Reduce::kOnCpu);
-  if (type == "device") return std::make_unique<LocalKVStore>(LocalKVStore::Reduce::kOnGpu);
-  if (type == "nccl") return std::make_unique<LocalKVStore>(LocalKVStore::Reduce::kNccl);
-  throw Error(ErrorCode::kInvalidArgument, "unknown kvstore type '" + type +
-                                               "'; known: local, device, nccl, dist_sync, dist_async, "
-                                               "dist_sync_device, dist_async_device, dist_nccl");
-}
 
 void KVStore::pushpull(const std::vector<Key>& keys, const std::vector<core::NDArray>& values,
                        const std::vector<core::NDArray>& outs, int priority) {

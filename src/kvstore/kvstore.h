@@ -16,7 +16,8 @@
 //    request's error; an error nobody waited for is thrown by the next call.
 //    Stores without a communication thread (communicates_asynchronously()
 //    false) complete each request before returning and throw at once.
-// Keys are integers; the C API maps string keys onto them.
+// Keys are integers; the C API maps string keys onto them. The types and how
+// to make one: kvstore_factory.h.
 #pragma once
 
 #include <cstdint>
@@ -28,7 +29,6 @@
 #include "kvstore/completion.h"
 #include "core/safetensors.h"
 #include "optim/optimizer_config.h"
-#include "ps/job_config.h"
 
 namespace dt::kvstore {
 
@@ -39,23 +39,6 @@ class KVStore {
   virtual ~KVStore() = default;
   KVStore(const KVStore&) = delete;
   KVStore& operator=(const KVStore&) = delete;
-
-  // "local", "device", "nccl" (in-process), "dist_sync", "dist_async",
-  // "dist_sync_device", "dist_async_device" (parameter server), "dist_nccl"
-  // (all-reduce across the workers of a job): unknown types are
-  // Error(kInvalidArgument) listing the known ones; known but unbuilt ones
-  // Error(kNotSupported), and GPU types without a GPU Error(kNoDevice), each
-  // naming the type to use instead.
-  static std::unique_ptr<KVStore> create(const std::string& type);
-  // The same with the parameter server's deadlines and bounds (the dist
-  // types join the job described by the DMLC_* environment; DT_PS_DATA_TRANSPORT
-  // = auto|tcp|ipc picks the workers' data connections; for dist_nccl,
-  // DT_ALLREDUCE_DTYPE = float32|float16 the all-reduce dtype of float32 keys
-  // and DT_ALLREDUCE_DEVICE the GPU, see AllreduceOptions). Other types
-  // ignore options.
-  // layout: explicit job layout fields, each winning over the environment.
-  static std::unique_ptr<KVStore> create(const std::string& type, const ps::PsOptions& options,
-                                         const ps::JobOverrides& layout = {});
 
   virtual std::string type() const = 0;
   virtual int rank() const { return 0; }

@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "core/safetensors.h"
+#include "kvstore/kvstore_factory.h"
 #include "nn/layers/softmax_cross_entropy_loss.h"
 #include "train/metrics.h"
 
@@ -72,7 +73,7 @@ Trainer::Trainer(std::shared_ptr<nn::Net> net, optim::OptimizerConfig optimizer,
     extra_replicas_.push_back(net_->clone(ctx));
     replicas_.push_back(extra_replicas_.back().get());
   }
-  if (!kv_ && replicas_.size() > 1) kv_ = kvstore::KVStore::create("local");
+  if (!kv_ && replicas_.size() > 1) kv_ = kvstore::create_kvstore("local");
   if (!kv_ && options.update_on_kvstore == 1) {
     throw Error(ErrorCode::kInvalidArgument, "update_on_kvstore = 1 needs a kvstore");
   }

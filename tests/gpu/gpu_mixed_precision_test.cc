@@ -40,7 +40,7 @@
 #include "data/mnist_dataset.h"
 #include "data/split_sampler.h"
 #include "gpu/gpu_test_util.h"
-#include "kvstore/kvstore.h"
+#include "kvstore/kvstore_factory.h"
 #include "nn/layer.h"
 #include "nn/model_builders.h"
 #include "nn/net.h"
@@ -450,7 +450,7 @@ TEST_F(GpuLossScaling, UpdateOnKvstoreIsRejectedWithFloat16) {
   train::TrainerOptions options;
   options.update_on_kvstore = 1;
   train::Trainer trainer(net, optim::OptimizerConfig("sgd").set("learning_rate", 0.1),
-                         kvstore::KVStore::create("local"), options);
+                         kvstore::create_kvstore("local"), options);
   const auto [x, y] = batch(8);
   try {
     trainer.train_batch(x, y);
@@ -465,7 +465,7 @@ TEST_F(GpuLossScaling, DefaultUpdateOnKvstorePicksTheWorkersWithFloat16) {
   auto net = float16_lenet();
   net->set_loss_scaler(safe_scaler());
   train::Trainer trainer(net, optim::OptimizerConfig("sgd").set("learning_rate", 0.05),
-                         kvstore::KVStore::create("local"));
+                         kvstore::create_kvstore("local"));
   EXPECT_TRUE(trainer.update_on_kvstore());  // -1 with a store that runs optimizers
   const auto [x, y] = batch(32);
   const auto before = all_weights(*net);
@@ -506,7 +506,7 @@ TEST_F(GpuLossScaling, LocalKvstoreReducesThenChecks) {
   train::TrainerOptions options;
   options.update_on_kvstore = 0;
   train::Trainer trainer(net, optim::OptimizerConfig("sgd").set("learning_rate", 0.05),
-                         kvstore::KVStore::create("local"), options);
+                         kvstore::create_kvstore("local"), options);
   const auto [x, y] = batch(32);
   for (int i = 0; i < 3; ++i) trainer.train_batch(x, y);
   EXPECT_EQ(trainer.skipped_steps(), 0);

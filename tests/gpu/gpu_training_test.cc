@@ -39,7 +39,7 @@
 #include "data/mnist_dataset.h"
 #include "data/split_sampler.h"
 #include "gpu/gpu_test_util.h"
-#include "kvstore/kvstore.h"
+#include "kvstore/kvstore_factory.h"
 #include "nn/model_builders.h"
 #include "nn/net.h"
 #include "optim/optimizer.h"
@@ -222,7 +222,7 @@ TEST_F(GpuTraining, LocalKvstoreTrainsAGpuNetLikeNoKvstore) {
     train::TrainerOptions options;
     std::shared_ptr<kvstore::KVStore> kv;
     if (mode > 0) {
-      kv = kvstore::KVStore::create("local");
+      kv = kvstore::create_kvstore("local");
       options.update_on_kvstore = mode == 1 ? 0 : 1;  // worker side (GPU kernels), then on the store (CPU)
     }
     train::Trainer trainer(net, sgd_momentum(), kv, options);
@@ -252,7 +252,7 @@ void expect_replicas_train_like_one_net(const std::shared_ptr<core::Context>& fi
   train::TrainerOptions options;
   options.extra_contexts = {second};
   options.update_on_kvstore = 0;
-  train::Trainer replicated_trainer(replicated, sgd_momentum(), kvstore::KVStore::create(type), options);
+  train::Trainer replicated_trainer(replicated, sgd_momentum(), kvstore::create_kvstore(type), options);
   for (int step = 0; step < 3; ++step) {
     const train::BatchResult a = single_trainer.train_batch(x, y);
     const train::BatchResult b = replicated_trainer.train_batch(x, y);

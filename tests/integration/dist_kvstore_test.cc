@@ -25,6 +25,7 @@
 #include "core/error.h"
 #include "core/safetensors.h"
 #include "kvstore/dist_kvstore.h"
+#include "kvstore/kvstore_factory.h"
 #include "kvstore/local_kvstore.h"
 #include "nn/model_builders.h"
 #include "nn/net.h"
@@ -222,7 +223,7 @@ std::vector<float> reference_weights() {
   auto net = lenet();
   train::TrainerOptions options;
   options.extra_contexts = {single_thread_cpu()};
-  train::Trainer trainer(net, sgd(0.05), kvstore::KVStore::create("local"), options);
+  train::Trainer trainer(net, sgd(0.05), kvstore::create_kvstore("local"), options);
   const auto [images, labels] = batch(0, 16);
   for (int step = 0; step < kSteps; ++step) trainer.train_batch(images, labels);
   return weights(*net);

@@ -27,7 +27,7 @@
 #include "process_harness.h"
 #include "core/context.h"
 #include "core/error.h"
-#include "kvstore/kvstore.h"
+#include "kvstore/kvstore_factory.h"
 #include "nn/model_builders.h"
 #include "nn/net.h"
 #include "ps/job_config.h"
@@ -82,7 +82,7 @@ PsOptions options_from_env() {
 // until something fails.
 int worker_main() {
   try {
-    auto kv = std::shared_ptr<kvstore::KVStore>(kvstore::KVStore::create("dist_sync", options_from_env()));
+    auto kv = std::shared_ptr<kvstore::KVStore>(kvstore::create_kvstore("dist_sync", options_from_env()));
     const int rank = kv->rank();
     std::cout << "rank " << rank << std::endl;
     auto net = lenet();
@@ -122,7 +122,7 @@ std::string reference_weights() {
   auto net = lenet();
   train::TrainerOptions options;
   options.extra_contexts = {single_thread_cpu()};
-  train::Trainer trainer(net, sgd(0.05), kvstore::KVStore::create("local"), options);
+  train::Trainer trainer(net, sgd(0.05), kvstore::create_kvstore("local"), options);
   const auto [images, labels] = batch(0, 16);
   for (int step = 0; step < kSteps; ++step) trainer.train_batch(images, labels);
   return weights_bytes(*net);

@@ -1,6 +1,6 @@
 // The factory's answers for the GPU kvstore types in this build and on this
 // machine: never a silent CPU fallback, always a status that names the cause.
-#include "kvstore/kvstore.h"
+#include "kvstore/kvstore_factory.h"
 
 #include <gtest/gtest.h>
 
@@ -15,10 +15,10 @@ namespace {
 using core::Error;
 using core::ErrorCode;
 
-// The error create(type) throws; kInternal (and a failure) when it succeeds.
+// The error create_kvstore(type) throws; kInternal (and a failure) when it succeeds.
 Error error_of(const std::string& type) {
   try {
-    KVStore::create(type);
+    create_kvstore(type);
   } catch (const Error& e) {
     return e;
   }
@@ -38,13 +38,13 @@ TEST(KVStoreFactory, NcclNeedsNcclInTheBuildAndAGpu) {
     EXPECT_EQ(e.code(), ErrorCode::kNoDevice);
     EXPECT_TRUE(contains(e, "'nccl'")) << e.what();
   } else {
-    EXPECT_EQ(KVStore::create("nccl")->type(), "nccl");
+    EXPECT_EQ(create_kvstore("nccl")->type(), "nccl");
   }
 }
 
 TEST(KVStoreFactory, DeviceNeedsAGpu) {
   if (core::gpu_count() > 0) {
-    EXPECT_EQ(KVStore::create("device")->type(), "device");
+    EXPECT_EQ(create_kvstore("device")->type(), "device");
     return;
   }
   const Error e = error_of("device");

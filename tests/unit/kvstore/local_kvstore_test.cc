@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "error_code_of.h"
+#include "kvstore/kvstore_factory.h"
 
 namespace dt::kvstore {
 namespace {
@@ -101,16 +102,16 @@ TEST_F(LocalKVStoreTest, ClearErrorsForBadUse) {
 }
 
 TEST(KVStoreFactoryTest, TypesAndErrors) {
-  EXPECT_EQ(KVStore::create("local")->type(), "local");
+  EXPECT_EQ(create_kvstore("local")->type(), "local");
   try {
-    KVStore::create("locale");
+    create_kvstore("locale");
     FAIL();
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
   }
   if (core::gpu_count() == 0) {
     try {
-      KVStore::create("device");
+      create_kvstore("device");
       FAIL() << "device kvstore without a GPU";
     } catch (const Error& e) {
       EXPECT_TRUE(e.code() == ErrorCode::kNoDevice || e.code() == ErrorCode::kNotSupported) << e.what();

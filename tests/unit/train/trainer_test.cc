@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "data/mnist_dataset.h"
+#include "kvstore/kvstore_factory.h"
 #include "nn/model_builders.h"
 
 namespace dt::train {
@@ -81,7 +82,7 @@ TEST_F(TrainerTest, ResumedRunIsBitIdenticalToAnUninterruptedOne) {
   // Three epochs in one go.
   auto straight = lenet(3);
   {
-    Trainer trainer(straight, sgd_momentum(), kvstore::KVStore::create("local"));
+    Trainer trainer(straight, sgd_momentum(), kvstore::create_kvstore("local"));
     auto loader = small_loader();
     trainer.fit(*loader, nullptr, quiet(3));
     EXPECT_EQ(trainer.epoch(), 3);
@@ -89,14 +90,14 @@ TEST_F(TrainerTest, ResumedRunIsBitIdenticalToAnUninterruptedOne) {
   // Two epochs, a checkpoint, and a fresh process-like restart for the third.
   const std::string checkpoint = temp_path("resume.safetensors");
   {
-    Trainer trainer(lenet(3), sgd_momentum(), kvstore::KVStore::create("local"));
+    Trainer trainer(lenet(3), sgd_momentum(), kvstore::create_kvstore("local"));
     auto loader = small_loader();
     trainer.fit(*loader, nullptr, quiet(2));
     trainer.save_checkpoint(checkpoint);
   }
   auto resumed = lenet(99);  // different initial weights: the checkpoint must replace them
   {
-    Trainer trainer(resumed, sgd_momentum(), kvstore::KVStore::create("local"));
+    Trainer trainer(resumed, sgd_momentum(), kvstore::create_kvstore("local"));
     trainer.load_checkpoint(checkpoint);
     EXPECT_EQ(trainer.epoch(), 2);
     auto loader = small_loader();
@@ -116,21 +117,21 @@ TEST_F(TrainerTest, ResumeWorksWithWorkerSideUpdatesToo) {
   worker_side.update_on_kvstore = 0;
   auto straight = lenet(5);
   {
-    Trainer trainer(straight, sgd_momentum(), kvstore::KVStore::create("local"), worker_side);
+    Trainer trainer(straight, sgd_momentum(), kvstore::create_kvstore("local"), worker_side);
     ASSERT_FALSE(trainer.update_on_kvstore());
     auto loader = small_loader();
     trainer.fit(*loader, nullptr, quiet(2));
   }
   const std::string checkpoint = temp_path("resume-worker.safetensors");
   {
-    Trainer trainer(lenet(5), sgd_momentum(), kvstore::KVStore::create("local"), worker_side);
+    Trainer trainer(lenet(5), sgd_momentum(), kvstore::create_kvstore("local"), worker_side);
     auto loader = small_loader();
     trainer.fit(*loader, nullptr, quiet(1));
     trainer.save_checkpoint(checkpoint);
   }
   auto resumed = lenet(6);
   {
-    Trainer trainer(resumed, sgd_momentum(), kvstore::KVStore::create("local"), worker_side);
+    Trainer trainer(resumed, sgd_momentum(), kvstore::create_kvstore("local"), worker_side);
     trainer.load_checkpoint(checkpoint);
     auto loader = small_loader();
     trainer.fit(*loader, nullptr, quiet(2));
@@ -146,11 +147,11 @@ TEST_F(TrainerTest, TwoCpuContextsMatchOneContextWithTheWholeBatch) {
   ASSERT_TRUE(loader->next(batch));
 
   auto one = lenet(11);
-  Trainer single(one, sgd_momentum(), kvstore::KVStore::create("local"));
+  Trainer single(one, sgd_momentum(), kvstore::create_kvstore("local"));
   auto two = lenet(11);
   TrainerOptions options;
   options.extra_contexts = {single_thread_cpu()};
-  Trainer split(two, sgd_momentum(), kvstore::KVStore::create("local"), options);
+  Trainer split(two, sgd_momentum(), kvstore::create_kvstore("local"), options);
   for (int step = 0; step < 3; ++step) {
     const BatchResult a = single.train_batch(batch.images, batch.labels);
     const BatchResult b = split.train_batch(batch.images, batch.labels);
@@ -175,7 +176,7 @@ TEST_F(TrainerTest, NoKvstoreAndLocalKvstoreGiveTheSameWeights) {
   auto a = lenet(2);
   auto b = lenet(2);
   Trainer direct(a, sgd_momentum(), nullptr);
-  Trainer through_store(b, sgd_momentum(), kvstore::KVStore::create("local"));
+  Trainer through_store(b, sgd_momentum(), kvstore::create_kvstore("local"));
   for (int step = 0; step < 3; ++step) {
     direct.train_batch(batch.images, batch.labels);
     through_store.train_batch(batch.images, batch.labels);
@@ -208,7 +209,7 @@ TEST_F(TrainerTest, FitWritesOneMetricsLinePerEpochAndLearns) {
 
 TEST(TrainerOverlap, OnlyAsynchronousStoresOverlapAndTheSwitchIsChecked) {
   // The local kvstore completes every request at once: nothing to overlap.
-  Trainer local(lenet(1), sgd_momentum(), kvstore::KVStore::create("local"));
+  Trainer local(lenet(1), sgd_momentum(), kvstore::create_kvstore("local"));
   EXPECT_FALSE(local.overlaps_communication());
   Trainer alone(lenet(1), sgd_momentum(), nullptr);
   EXPECT_FALSE(alone.overlaps_communication());
