@@ -1,33 +1,18 @@
 // The parameter-server kvstore types: "dist_sync" and "dist_async" (MXNet's
 // KVStoreDist), and "dist_sync_device"/"dist_async_device", which are the
-// same but merge a key's local values on a GPU (see WorkerMerge). This process is a worker of the job described by a JobConfig
-// (the DMLC_* environment); keys live on the servers as placed by
-// ps::KeyPlacement.
+// same but merge a key's local values on a GPU (see WorkerMerge). This
+// process is a worker of the job described by a JobConfig (the DMLC_*
+// environment); keys live on the servers as placed by ps::KeyPlacement.
 //  - Every request (init, push, pull, pushpull; a synchronous call is an
-//    async request plus its wait) is cut into parts and queued per server by
-//    priority (larger first, then issue order). Each server connection keeps
-//    its own window of messages in flight, so servers work in parallel, and
-//    a high-priority request issued late overtakes what is still queued.
-//    For a request up to 1 MiB, what the windows allow is sent by the
-//    issuing thread at once (no thread hand-off on the latency path);
-//    everything else by a communication thread, as replies free the
-//    windows. Small parts queued for one server
-//    leave fused, up to ~4 MiB per message; big keys are split across
-//    servers and into parts. Replies are copied out on the transport's
-//    threads.
-//  - Per server, pulls and pushes queue apart, each with a window of
-//    ps::kLaneWindow messages in flight: a dist_sync pull holds a server
-//    slot until its round completes, so every message in flight must have a
-//    slot (servers have ps::server_concurrency(num_workers)), and pushes
-//    (which never wait) must never queue behind pulls. A dist_sync pushpull therefore leaves as
-//    one message only when it is sent at once by the issuing thread with
-//    nothing queued for that server, and otherwise as a push and a pull of
-//    the same round.
+//    async request plus its wait) is cut into the parts of its keys and
+//    handed to a RequestScheduler, which decides how and when the bytes
+//    leave (per-server windows, priorities, fusion: see there).
 //  - Values pushed under one key in one call are summed here first (copy the
 //    first, add the rest: the local kvstore's order; on the host or, for the
 //    "_device" types, on the merge GPU), so the servers see one gradient per
-//    worker; pulled values are spread over a key's outputs here; dist_sync servers sum those in worker-rank order,
-//    which makes a 2-worker push exactly a local push([g0, g1]).
+//    worker; pulled values are spread over a key's outputs here. dist_sync
+//    servers sum those in worker-rank order, which makes a 2-worker push
+//    exactly a local push([g0, g1]).
 //  - dist_sync tracks a round per key, assigned when a request is issued; a
 //    request on a key is queued only after the key's previous one finished,
 //    so rounds reach the servers in order whatever the priorities.
@@ -41,19 +26,14 @@
 //    with update_on_kvstore resumes exactly.
 #pragma once
 
-#include <chrono>
-#include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
-#include <optional>
-#include <shared_mutex>
-#include <thread>
-#include <utility>
 #include <vector>
 
 #include "core/context.h"
 #include "kvstore/kvstore.h"
+#include "kvstore/request_scheduler.h"
 #include "kvstore/worker_merge.h"
 #include "ps/cluster_member.h"
 #include "ps/job_config.h"
@@ -67,16 +47,15 @@ class DistKVStore final : public KVStore {
   // type: "dist_sync", "dist_async", "dist_sync_device" or
   // "dist_async_device". Joins the job (job.role must be worker): returns
   // once the node table arrived, Error(kTimedOut) after startup_timeout_s.
-  // max_in_flight_per_server: 0 picks the window above (ps::kLaneWindow), at
-  // most that; tests pass 1 to make the priority order observable. merge:
-  // null for the host merge; the "_device" types need a
-  // WorkerMerge::on_device (Error(kInvalidArgument) otherwise, before
-  // joining).
+  // max_in_flight_per_server: see RequestScheduler. merge: null for the
+  // host merge; the "_device" types need a WorkerMerge::on_device
+  // (Error(kInvalidArgument) otherwise, before joining).
   DistKVStore(const std::string& type, const ps::JobConfig& job, const ps::PsOptions& options,
               ps::DataTransport transport = ps::DataTransport::kAuto, int max_in_flight_per_server = 0,
               std::unique_ptr<WorkerMerge> merge = nullptr);
-  // Stops the communication thread (queued requests fail with kClosed), then
-  // says goodbye to the scheduler (bounded by shutdown_timeout_s); no barrier.
+  // Closes the request scheduler (queued requests fail with kClosed), then
+  // says goodbye to the job's scheduler (bounded by shutdown_timeout_s); no
+  // barrier.
   ~DistKVStore() override;
 
   std::string type() const override { return type_; }
@@ -107,7 +86,7 @@ class DistKVStore final : public KVStore {
   core::NamedArrays optimizer_state(const std::string& prefix) const override;
   void load_optimizer_state(const core::NamedArrays& arrays, const std::string& prefix) override;
 
-  int max_in_flight_per_server() const { return window_; }
+  int max_in_flight_per_server() const { return scheduler_->window(); }
 
  private:
   struct KeyMeta {
@@ -117,29 +96,6 @@ class DistKVStore final : public KVStore {
     int64_t pushes = 0;      // dist_sync: the round of the latest push
     WorkerMerge::Buffers buffers;  // buffers.host: what is sent, where pulls land
     std::shared_ptr<Completion> last;  // the latest request on this key
-  };
-  // One part of one key moving in a request.
-  struct Item {
-    const KeyMeta* meta;
-    Key key;
-    ps::PartRange part;
-    int64_t round;
-    const uint8_t* src;  // the key's full host data to push, or null
-    uint8_t* dst;        // where the key's full host data is pulled to, or null
-  };
-  struct Request;
-  // An item waiting in a server's queue.
-  struct Unit {
-    std::shared_ptr<Request> request;
-    ps::wire::DataOp op;
-    Item item;
-  };
-  // One of a server connection's two queues (pushes and everything else;
-  // pulls), in (-priority, issue order), and how many of its messages are in
-  // flight. Lane 2s is server s's pushes, lane 2s + 1 its pulls.
-  struct Lane {
-    std::map<std::pair<int64_t, uint64_t>, Unit> queued;
-    int in_flight = 0;
   };
   // What a pull leaves to do once its replies arrived: fill a key's outputs.
   struct Spread {
@@ -151,14 +107,6 @@ class DistKVStore final : public KVStore {
   std::shared_ptr<Completion> issue(ps::wire::DataOp op, const std::vector<Key>& keys,
                                     const std::vector<core::NDArray>& values, const std::vector<core::NDArray>* outs,
                                     int priority);
-  // Queues items (mutex_ held); spreads run once every item is answered.
-  std::shared_ptr<Completion> enqueue(const std::vector<std::pair<ps::wire::DataOp, Item>>& work, int priority,
-                                      std::vector<Spread> spreads);
-  void communicate();
-  std::vector<Unit> take_batch(Lane& lane);
-  void send_batch(int lane, std::vector<Unit> units);
-  void on_reply(int lane, const std::vector<Unit>& units, std::optional<core::Error> error, const ps::Frame* reply);
-  void finish_unit(const std::shared_ptr<Request>& request, const std::optional<core::Error>& error);
   // Until the request finished; throws only the job's failure (a lost
   // peer) or kTimedOut when no reply came for request_timeout_s.
   void await(const std::shared_ptr<Completion>& request);
@@ -172,9 +120,6 @@ class DistKVStore final : public KVStore {
   // Throws a request's error, or the lost peer behind it when heartbeats
   // name one within 2 x heartbeat_timeout_s of a dropped connection.
   [[noreturn]] void report(const core::Error& error);
-  // Ends the job for this worker: later calls throw error, queued requests
-  // fail with it, and no reply writes into caller memory any more.
-  void abandon(const core::Error& error);
   void broadcast_command(ps::wire::DataOp op, const std::string& text, double number);
 
   const std::string type_;
@@ -182,28 +127,15 @@ class DistKVStore final : public KVStore {
   const std::unique_ptr<WorkerMerge> merge_;
   const ps::PsOptions options_;
   const std::shared_ptr<core::Context> cpu_;
+  // Declared before the connections it sends over, so it outlives them:
+  // closing them runs the reply handlers that still use it.
+  std::unique_ptr<RequestScheduler> scheduler_;
   std::unique_ptr<ps::ClusterMember> member_;
   std::unique_ptr<ps::WorkerClient> client_;
   ps::KeyPlacement placement_;
-  int window_ = 1;
   mutable std::mutex mutex_;  // one call at a time: rounds and staging are per key
   std::map<Key, KeyMeta> keys_;
   bool has_optimizer_ = false;
-
-  // The communication thread's state.
-  std::mutex dispatch_mutex_;
-  std::condition_variable dispatch_cv_;
-  std::vector<Lane> lanes_;
-  uint64_t next_sequence_ = 0;
-  bool stop_ = false;
-  std::vector<std::shared_ptr<Completion>> outstanding_;  // issued, maybe not finished
-  std::shared_ptr<Completion> unreported_;               // failed, nobody waited for it yet
-  std::chrono::steady_clock::time_point last_progress_;
-  // Reply handlers and the sender hold it shared while they touch caller
-  // memory; abandon() takes it exclusively, so none does afterwards.
-  std::shared_mutex memory_mutex_;
-  bool memory_released_ = false;
-  std::thread thread_;
 };
 
 }  // namespace dt::kvstore

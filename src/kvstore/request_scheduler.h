@@ -1,0 +1,164 @@
+// How a dist kvstore's data requests leave for the servers: the parts of
+// each request queued per server, sent within a window, fused into messages,
+// and answered into the caller's memory.
+//  - Per server, two lanes: pushes (and everything else) and pulls, each in
+//    (-priority, issue order) with a window of messages in flight. A
+//    dist_sync pull holds a server slot until its round completes, so every
+//    message in flight must have a slot (servers have
+//    ps::server_concurrency(num_workers)), and pushes (which never wait)
+//    must never queue behind pulls. Servers work in parallel, and a
+//    high-priority request queued late overtakes what is still queued.
+//  - A request up to 1 MiB is sent as far as the windows allow by the
+//    submitting thread (no thread hand-off on the latency path); everything
+//    else by the communication thread, as replies free the windows.
+//  - Parts of one op queued for one server leave fused, up to ~4 MiB per
+//    message.
+//  - dist_sync: a pushpull leaves as one message only when the submitting
+//    thread sends it at once with nothing queued for that server; otherwise
+//    as a push and a pull of the same round (see submit()).
+//  - Replies are copied out on the link's threads. After abandon() nothing
+//    touches caller memory any more.
+// It does not know keys' meaning: rounds, staging and what a failure means
+// for the caller are the store's (DistKVStore).
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <shared_mutex>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "core/dtype.h"
+#include "core/error.h"
+#include "core/shape.h"
+#include "kvstore/completion.h"
+#include "kvstore/kvstore.h"
+#include "ps/key_placement.h"
+#include "ps/worker_client.h"
+
+namespace dt::kvstore {
+
+class RequestScheduler {
+ public:
+  // The connections the scheduler sends over: the worker's
+  // ps::WorkerClient (link_to()), or a test's fake servers.
+  class Link {
+   public:
+    virtual ~Link() = default;
+    virtual int num_servers() const = 0;
+    // As ps::WorkerClient::send: done runs exactly once, with the verified
+    // reply or the error, on any thread; never throws.
+    virtual void send(int server, ps::Message request, ps::WorkerClient::Done done) = 0;
+    // The job's failure (a lost peer), once there is one.
+    virtual std::optional<core::Error> failure() const = 0;
+    // Ends the job for this worker: every later and pending send fails.
+    virtual void fail(const core::Error& error) = 0;
+  };
+  static std::unique_ptr<Link> link_to(ps::WorkerClient& client);
+
+  // One part of one key moving in a request.
+  struct Part {
+    Key key;
+    core::DType dtype;
+    const core::Shape* shape;  // the key's full shape; outlives the request
+    ps::PartRange range;
+    int64_t round;             // dist_sync's round, -1 for none
+    const uint8_t* src;        // the key's full host data to push, or null
+    uint8_t* dst;              // where the key's full host data is pulled to, or null
+  };
+  using Work = std::vector<std::pair<ps::wire::DataOp, Part>>;
+
+  // link: every reply handler it was given has run before the scheduler is
+  // destroyed (the store closes the connections between close() and the
+  // scheduler's end). worker_rank: what requests carry. sync: dist_sync's
+  // rules for pushpulls and the mode init announces.
+  // max_in_flight_per_server: 0 picks ps::kLaneWindow, at most that
+  // (Error(kInvalidArgument) otherwise); tests pass 1 to make the priority
+  // order observable. Starts the communication thread.
+  RequestScheduler(std::unique_ptr<Link> link, int worker_rank, bool sync, int max_in_flight_per_server);
+  // close().
+  ~RequestScheduler();
+  RequestScheduler(const RequestScheduler&) = delete;
+  RequestScheduler& operator=(const RequestScheduler&) = delete;
+
+  int window() const { return window_; }
+
+  // Queues work as one request at priority (larger first) and returns its
+  // completion, finished once every part was answered: with the first
+  // error; else on_success (may be null) runs, once, on the thread of the
+  // last reply, unless abandon() released caller memory (then kClosed), and
+  // finishes it with its Error, if any. What src, dst and shape point to
+  // must stay alive until the request finished.
+  std::shared_ptr<Completion> submit(const Work& work, int priority, std::function<void()> on_success);
+
+  // Stops the communication thread; what is still queued fails with
+  // kClosed. Messages in flight are answered by the link. Idempotent.
+  void close();
+  // Fails the link with error and releases caller memory: no reply or send
+  // touches it afterwards; queued requests fail with the link's failure.
+  void abandon(const core::Error& error);
+
+  // The latest reply or submission: a wait measures its patience from here,
+  // so a request queued behind a long backlog does not time out while
+  // others move.
+  std::chrono::steady_clock::time_point last_progress() const;
+  // The requests submitted since the last call (some that finished may be
+  // left out).
+  std::vector<std::shared_ptr<Completion>> take_outstanding();
+  // The first request that failed since the last call and was not
+  // reported() (nobody waited for it), or null.
+  std::shared_ptr<Completion> take_unreported();
+  // Its error reached the caller: take_unreported() does not return it.
+  void reported(const std::shared_ptr<Completion>& request);
+
+ private:
+  struct Request;
+  // A part waiting in a lane.
+  struct Unit {
+    std::shared_ptr<Request> request;
+    ps::wire::DataOp op;
+    Part part;
+  };
+  // Lane 2s is server s's pushes (and everything that never waits), lane
+  // 2s + 1 its pulls.
+  struct Lane {
+    std::map<std::pair<int64_t, uint64_t>, Unit> queued;  // (-priority, issue order)
+    int in_flight = 0;
+  };
+
+  void communicate();
+  // Takes every queued unit out of the lanes (mutex_ held).
+  std::vector<std::shared_ptr<Request>> drop_queued();
+  std::vector<Unit> take_batch(Lane& lane);
+  void send_batch(int lane, std::vector<Unit> units);
+  void on_reply(int lane, const std::vector<Unit>& units, std::optional<core::Error> error, const ps::Frame* reply);
+  void finish_unit(const std::shared_ptr<Request>& request, const std::optional<core::Error>& error);
+
+  const std::unique_ptr<Link> link_;
+  const int worker_rank_;
+  const bool sync_;
+  const int window_;
+
+  mutable std::mutex mutex_;
+  std::condition_variable wake_;
+  std::vector<Lane> lanes_;
+  uint64_t next_sequence_ = 0;
+  bool stop_ = false;
+  std::vector<std::shared_ptr<Completion>> outstanding_;  // submitted, maybe not finished
+  std::shared_ptr<Completion> unreported_;               // failed, nobody waited for it yet
+  std::chrono::steady_clock::time_point last_progress_;
+  // Reply handlers and the senders hold it shared while they touch caller
+  // memory; abandon() takes it exclusively, so none does afterwards.
+  std::shared_mutex memory_mutex_;
+  bool memory_released_ = false;
+  std::thread thread_;
+};
+
+}  // namespace dt::kvstore
