@@ -1,5 +1,5 @@
-// nng return codes as dt::core::Error, and RAII owners for the nng handles the
-// transport uses. The error text names the call so a failure in a log says
+// nng return codes as dt::core::Error (the RAII owners of nng handles are in
+// ps/nng_handles.h). The error text names the call so a failure in a log says
 // which step of the transport broke.
 #pragma once
 
