@@ -48,6 +48,13 @@ class Context {
   int num_threads_ = 0;
 };
 
+// Whether a and b are the same device, so that an array on one needs no copy
+// to be used on the other. Two contexts of one GPU are the same device but
+// not the same object: each has its own stream.
+inline bool same_device(const Context& a, const Context& b) {
+  return a.type() == b.type() && a.device_id() == b.device_id();
+}
+
 // Alignment of every CPU allocation: one cache line, and what AVX-512 loads want.
 constexpr size_t kCpuAlignment = 64;
 

@@ -8,14 +8,6 @@ namespace dt::kvstore {
 using core::Error;
 using core::NDArray;
 
-namespace {
-
-bool same_device(const core::Context& a, const core::Context& b) {
-  return a.type() == b.type() && a.device_id() == b.device_id();
-}
-
-}  // namespace
-
 KeyReducer::KeyReducer(std::shared_ptr<core::Context> merge) : merge_(std::move(merge)) {
   if (!merge_) throw Error(core::ErrorCode::kInternal, "a key reducer without a merge context");
   if (!merge_->is_cpu()) group_reducer_ = make_gpu_group_reducer(merge_);
@@ -29,7 +21,7 @@ void KeyReducer::sum(const std::vector<NDArray>& values, const std::vector<size_
   bool read_on_merge_stream = false;
   for (size_t k = 1; k < positions.size(); ++k) {
     const NDArray& value = values[positions[k]];
-    if (!same_device(*value.context(), *merge_)) {
+    if (!core::same_device(*value.context(), *merge_)) {
       if (!scratch.defined()) scratch = NDArray::empty(merge_, dst.dtype(), dst.shape());
       scratch.copy_from(value);
       ops::add(dst, dst, scratch);

@@ -80,8 +80,7 @@ void write_param_grad(Parameter& param, const std::function<void(KernelData dst)
                                                core::dtype_name(param.grad.dtype()) + ", value " +
                                                core::dtype_name(param.value.dtype()));
   }
-  if (param.value.defined() && (param.grad.context()->type() != param.value.context()->type() ||
-                                param.grad.context()->device_id() != param.value.context()->device_id())) {
+  if (param.value.defined() && !core::same_device(*param.grad.context(), *param.value.context())) {
     throw Error(ErrorCode::kInvalidArgument, "parameter '" + param.name + "': gradient on " +
                                                  param.grad.context()->to_string() + ", value on " +
                                                  param.value.context()->to_string());

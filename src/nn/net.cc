@@ -41,19 +41,15 @@ decltype(auto) in_layer(const Layer& layer, F&& fn) {
   }
 }
 
-bool same_device(const core::Context& a, const core::Context& b) {
-  return a.type() == b.type() && a.device_id() == b.device_id();
-}
-
 // Whether an array on `at` may feed a net on `net`: its own device, or host
 // memory that the net copies to its GPU (what a data loader hands out).
-bool usable_on(const core::Context& at, const core::Context& net) { return same_device(at, net) || at.is_cpu(); }
+bool usable_on(const core::Context& at, const core::Context& net) { return core::same_device(at, net) || at.is_cpu(); }
 
 // `array` on ctx: the array itself when it is there, else a copy into
 // `staging`, which is kept for the next call of the same shape and dtype.
 core::NDArray staged_on(const core::NDArray& array, const std::shared_ptr<core::Context>& ctx,
                         core::NDArray& staging) {
-  if (same_device(*array.context(), *ctx)) {
+  if (core::same_device(*array.context(), *ctx)) {
     // Another context of this GPU queues on its own stream: what it still
     // has to write into the array must land before this net's stream reads.
     if (array.context() != ctx && !array.context()->is_cpu()) array.context()->synchronize();

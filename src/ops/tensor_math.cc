@@ -23,7 +23,7 @@ namespace {
 void require_same_context(const NDArray& a, const NDArray& b, const char* op) {
   const auto& ca = *a.context();
   const auto& cb = *b.context();
-  if (ca.type() != cb.type() || ca.device_id() != cb.device_id()) {
+  if (!core::same_device(ca, cb)) {
     throw Error(ErrorCode::kInvalidArgument,
                 std::string(op) + ": arrays on " + ca.to_string() + " and " + cb.to_string() + " (copy first)");
   }

@@ -155,7 +155,7 @@ void Optimizer::prepare_state(uint64_t key, KeyState& state, const NDArray& weig
     }
     const auto& a = *array.context();
     const auto& w = *weight.context();
-    if (a.type() != w.type() || a.device_id() != w.device_id()) {
+    if (!core::same_device(a, w)) {
       throw Error(ErrorCode::kBadState, where + ": state '" + name + "' is on " + a.to_string() +
                                             " but the weight on " + w.to_string());
     }
@@ -185,7 +185,7 @@ void Optimizer::update(uint64_t key, const NDArray& weight, const NDArray& grad)
   }
   const core::Context& wctx = *weight.context();
   const core::Context& gctx = *grad.context();
-  if (wctx.type() != gctx.type() || wctx.device_id() != gctx.device_id()) {
+  if (!core::same_device(wctx, gctx)) {
     throw Error(ErrorCode::kInvalidArgument, "optimizer '" + name + "': key " + std::to_string(key) +
                                                  " has its weight on " + wctx.to_string() + " but its gradient on " +
                                                  gctx.to_string());

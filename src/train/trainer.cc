@@ -32,10 +32,6 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-bool same_device(const core::Context& a, const core::Context& b) {
-  return a.type() == b.type() && a.device_id() == b.device_id();
-}
-
 // The part of `batch` for replica r of n: rows split as evenly as possible,
 // the first `rows % n` replicas taking one more.
 std::pair<int64_t, int64_t> split_range(int64_t rows, size_t r, size_t n) {
@@ -49,7 +45,7 @@ std::pair<int64_t, int64_t> split_range(int64_t rows, size_t r, size_t n) {
 // `part` on ctx: the view itself when it is already there, else a copy into
 // a buffer kept for the next batch of the same shape.
 NDArray on_context(const NDArray& part, const std::shared_ptr<core::Context>& ctx, NDArray& staging) {
-  if (same_device(*part.context(), *ctx)) return part;
+  if (core::same_device(*part.context(), *ctx)) return part;
   if (!staging.defined() || staging.shape() != part.shape() || staging.dtype() != part.dtype()) {
     staging = NDArray::empty(ctx, part.dtype(), part.shape());
   }

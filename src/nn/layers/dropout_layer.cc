@@ -38,8 +38,7 @@ namespace {
 // The mask array for input x: the previous one while shape and device stay.
 void ensure_mask(core::NDArray& mask, const core::NDArray& x) {
   const auto& ctx = x.context();
-  if (mask.defined() && mask.shape() == x.shape() && mask.context()->type() == ctx->type() &&
-      mask.context()->device_id() == ctx->device_id()) {
+  if (mask.defined() && mask.shape() == x.shape() && core::same_device(*mask.context(), *ctx)) {
     return;
   }
   mask = core::NDArray::empty(ctx, core::DType::kUInt8, x.shape());

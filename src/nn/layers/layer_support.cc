@@ -46,7 +46,7 @@ void check_float_on(const Layer& layer, const core::NDArray& array, const char* 
                                                ", got " + core::dtype_name(array.dtype()));
   }
   const core::Context& at = *array.context();
-  if (at.type() != device.type() || at.device_id() != device.device_id()) {
+  if (!core::same_device(at, device)) {
     throw Error(ErrorCode::kInvalidArgument, describe(layer) + ": " + what + " is on " + at.to_string() +
                                                  ", the layer's input on " + device.to_string());
   }

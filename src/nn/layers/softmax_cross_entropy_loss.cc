@@ -27,7 +27,7 @@ void require_on(const core::NDArray& array, const char* what, const core::NDArra
   }
   const core::Context& at = *array.context();
   const core::Context& device = *logits.context();
-  if (at.type() != device.type() || at.device_id() != device.device_id()) {
+  if (!core::same_device(at, device)) {
     throw Error(ErrorCode::kInvalidArgument,
                 std::string(kWho) + what + " is on " + at.to_string() + ", the logits on " + device.to_string());
   }
