@@ -5,6 +5,7 @@
 #include "c_api/api_guard.h"
 #include "c_api/handles.h"
 #include "c_api/ps_options.h"
+#include "core/fnv1a.h"
 #include "kvstore/kvstore_factory.h"
 #include "dt_c_api.h"
 
@@ -36,12 +37,7 @@ std::vector<Key> integer_keys(const uint64_t* keys, size_t count) {
 // name to the same key without talking to the others.
 Key string_key(dt_kvstore& kv, const char* name, size_t index) {
   if (name == nullptr) throw Error(ErrorCode::kInvalidArgument, "keys[" + std::to_string(index) + "] is NULL");
-  uint64_t hash = 14695981039346656037ull;
-  for (const char* p = name; *p != '\0'; ++p) {
-    hash ^= static_cast<unsigned char>(*p);
-    hash *= 1099511628211ull;
-  }
-  const Key key = hash | kStringKeyBit;
+  const Key key = dt::core::fnv1a64(name) | kStringKeyBit;
   std::lock_guard<std::mutex> lock(kv.string_keys_mutex);
   auto [it, inserted] = kv.string_keys.emplace(key, name);
   if (!inserted && it->second != name) {
