@@ -18,13 +18,17 @@ write_basic_package_version_file("${PROJECT_BINARY_DIR}/disttrainConfigVersion.c
 install(FILES "${PROJECT_BINARY_DIR}/disttrainConfig.cmake" "${PROJECT_BINARY_DIR}/disttrainConfigVersion.cmake"
   DESTINATION "${_dt_cmake_dir}")
 
-# Libraries a static link of libdisttrain.a needs besides libdisttrain.
-set(DT_PC_LIBS_PRIVATE "-lstdc++ -lm -lpthread -lz")
+# Libraries a static link of libdisttrain.a needs besides libdisttrain
+# (pkg-config --static): what src/CMakeLists.txt links the objects with, in
+# linker flags, dependents before their dependencies. The FlatBuffers code the
+# library uses is header-only. tests/packaging/install_and_consume.sh links a
+# consumer this way.
+set(DT_PC_LIBS_PRIVATE "-lnng -lstdc++ -lm -lpthread -lz")
 if(DT_HAVE_ONEDNN)
   string(APPEND DT_PC_LIBS_PRIVATE " -ldnnl -lopenblas -fopenmp")
 endif()
 if(DT_HAVE_CUDA)
-  string(APPEND DT_PC_LIBS_PRIVATE " -L${CUDAToolkit_LIBRARY_DIR} -lcudart_static -ldl -lrt")
+  string(APPEND DT_PC_LIBS_PRIVATE " -L${CUDAToolkit_LIBRARY_DIR} -lcublas -lcudart_static -ldl -lrt")
 endif()
 if(DT_HAVE_CUDNN)
   string(APPEND DT_PC_LIBS_PRIVATE " ${DT_CUDNN_LIBRARY}")

@@ -1,6 +1,8 @@
 #!/bin/sh
 # Installs the build tree into a fresh prefix and builds a small C program
-# against it twice: with pkg-config and with find_package(disttrain).
+# against it three times: with pkg-config and with find_package(disttrain)
+# against the shared library, then with pkg-config --static against
+# libdisttrain.a.
 set -eu
 build_dir="$1"
 consumer_src="$2"
@@ -35,4 +37,15 @@ echo "== find_package consumer"
 cmake -S "$consumer_src" -B "$work/cmake-build" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
 cmake --build "$work/cmake-build" >/dev/null
 "$work/cmake-build/consumer"
-echo "OK: both consumers built and ran"
+
+echo "== static pkg-config consumer"
+# With the shared library gone, -ldisttrain can only mean libdisttrain.a, and
+# the link succeeds only if Libs.private names everything the archive needs.
+rm -f "$libdir"/libdisttrain.so*
+flags=$(PKG_CONFIG_PATH="$libdir/pkgconfig" pkg-config --define-variable=prefix="$prefix" --static --cflags --libs disttrain)
+"$cc" -std=c99 -Wall -Werror "$consumer_src/consumer.c" $flags -o "$work/consumer_static"
+if readelf -d "$work/consumer_static" | grep -q 'NEEDED.*libdisttrain'; then
+  echo "FAIL: the static consumer still needs the shared library"; exit 1
+fi
+"$work/consumer_static"
+echo "OK: all three consumers built and ran"
