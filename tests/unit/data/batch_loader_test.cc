@@ -26,14 +26,18 @@ using Indices = std::vector<int64_t>;
 using namespace std::chrono_literals;
 
 // Sample i has label i and every pixel equal to i % 256, so a batch tells
-// which samples it holds. Optionally slow, or failing at one index.
+// which samples it holds. Optionally slow, or failing at one index. Counts
+// the reads it has begun, so a test can wait for the loader's worker to
+// reach a point.
 class CountingDataset final : public Dataset {
  public:
   explicit CountingDataset(int64_t size, std::chrono::microseconds delay = 0us, int64_t fail_at = -1)
       : size_(size), delay_(delay), fail_at_(fail_at) {}
   int64_t size() const override { return size_; }
   core::Shape sample_shape() const override { return {1, 2, 2}; }
+  int64_t reads_begun() const { return reads_begun_; }
   int32_t read_sample(int64_t index, uint8_t* pixels) const override {
+    ++reads_begun_;
     if (delay_.count() > 0) std::this_thread::sleep_for(delay_);
     if (index == fail_at_) throw core::Error(ErrorCode::kIo, "sample " + std::to_string(index) + " is corrupt");
     std::memset(pixels, static_cast<int>(index % 256), 4);
@@ -44,6 +48,7 @@ class CountingDataset final : public Dataset {
   int64_t size_;
   std::chrono::microseconds delay_;
   int64_t fail_at_;
+  mutable std::atomic<int64_t> reads_begun_{0};
 };
 
 LoaderOptions options_with(int64_t batch_size, LastBatch last_batch, float mean = 0.0f, float std = 1.0f) {
@@ -224,23 +229,29 @@ TEST(BatchLoaderTest, DestructionNeverHangsNorLeavesAThread) {
   struct Scenario {
     const char* name;
     std::chrono::microseconds delay;
-    int consume;  // batches taken before destruction; -1: no epoch started
+    int consume;          // batches taken before destruction; -1: no epoch started
+    int64_t reads_begun;  // then the moment to destroy: the worker has begun this many reads
   };
-  for (const Scenario& scenario : {Scenario{"idle", 0us, -1}, Scenario{"queue full", 0us, 1},
-                                   Scenario{"mid batch", 2000us, 1}}) {
+  // Batches of 100, prefetch 2: after one batch is taken the queue is full at
+  // 300 reads; the 101st read is inside the second batch.
+  for (const Scenario& scenario : {Scenario{"idle", 0us, -1, 0}, Scenario{"queue full", 0us, 1, 300},
+                                   Scenario{"mid batch", 2000us, 1, 101}}) {
     auto threads_after = std::make_shared<std::atomic<int>>(-1);
     auto threads_before = std::make_shared<std::atomic<int>>(-1);
     const bool finished = testing::finishes_within(10s, [scenario, threads_before, threads_after] {
       *threads_before = testing::thread_count();
       {
-        BatchLoader loader(std::make_shared<CountingDataset>(1000, scenario.delay), SplitSampler(1000),
-                           options_with(100, LastBatch::kKeep));
+        const auto dataset = std::make_shared<CountingDataset>(1000, scenario.delay);
+        BatchLoader loader(dataset, SplitSampler(1000), options_with(100, LastBatch::kKeep));
         if (scenario.consume >= 0) {
           loader.start_epoch(0);
           Batch batch;
           for (int i = 0; i < scenario.consume; ++i) loader.next(batch);
-          // Give the worker time to fill the queue or enter the next batch.
-          std::this_thread::sleep_for(20ms);
+          const auto reached = std::chrono::steady_clock::now() + 5s;
+          while (dataset->reads_begun() < scenario.reads_begun && std::chrono::steady_clock::now() < reached) {
+            std::this_thread::sleep_for(1ms);
+          }
+          EXPECT_GE(dataset->reads_begun(), scenario.reads_begun) << scenario.name << ": the worker never got there";
         }
       }
       // A joined thread can linger in /proc for a moment after join returns.

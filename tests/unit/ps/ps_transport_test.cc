@@ -39,6 +39,29 @@ RequestServer::Handler echo() {
   };
 }
 
+// A server's handler that answers nothing and tells when a request has
+// reached it, so that a test acts on a request known to be in flight. Must
+// outlive the server.
+class Unanswered {
+ public:
+  RequestServer::Handler handler() {
+    return [this](Message, RequestServer::Reply) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      arrived_ = true;
+      cv_.notify_all();
+    };
+  }
+  bool wait_for_arrival(std::chrono::milliseconds limit) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    return cv_.wait_for(lock, limit, [this] { return arrived_; });
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool arrived_ = false;
+};
+
 class PsTransport : public ::testing::TestWithParam<std::string> {
  protected:
   std::string url() const { return test::unique_url(GetParam()); }
@@ -126,14 +149,14 @@ TEST_P(PsTransport, DeadlineIsTimedOut) {
 }
 
 TEST_P(PsTransport, ServerGoneIsAnErrorNotAHang) {
-  auto server = std::make_unique<RequestServer>(std::vector<std::string>{url()}, 2,
-                                                [](Message, RequestServer::Reply) {}, 1 << 20);
+  Unanswered unanswered;
+  auto server = std::make_unique<RequestServer>(std::vector<std::string>{url()}, 2, unanswered.handler(), 1 << 20);
   RequestClient client(server->bound_urls().front(), 5s);
   std::promise<ErrorCode> got;
   client.request(text_message("x"), 5s, [&](std::optional<Error> error, Message) {
     got.set_value(error ? error->code() : ErrorCode::kInternal);
   });
-  std::this_thread::sleep_for(100ms);
+  ASSERT_TRUE(unanswered.wait_for_arrival(5s));
   const auto start = std::chrono::steady_clock::now();
   server.reset();
   auto future = got.get_future();
@@ -170,13 +193,14 @@ TEST_P(PsSocketTransport, OversizedMessageFailsTheRequest) {
 }
 
 TEST_P(PsTransport, CloseFailsPendingRequests) {
-  RequestServer server({url()}, 2, [](Message, RequestServer::Reply) {}, 1 << 20);
+  Unanswered unanswered;
+  RequestServer server({url()}, 2, unanswered.handler(), 1 << 20);
   RequestClient client(server.bound_urls().front(), 5s);
   std::promise<ErrorCode> got;
   client.request(text_message("x"), 10s, [&](std::optional<Error> error, Message) {
     got.set_value(error ? error->code() : ErrorCode::kInternal);
   });
-  std::this_thread::sleep_for(50ms);
+  ASSERT_TRUE(unanswered.wait_for_arrival(5s));
   client.close();
   auto future = got.get_future();
   ASSERT_EQ(future.wait_for(5s), std::future_status::ready);
