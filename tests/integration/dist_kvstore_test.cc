@@ -280,9 +280,11 @@ TEST(PsDataInproc, AsyncPushesAreAllApplied) {
 
 TEST(PsDataInproc, WorkerLeavingMidRoundFailsTheOtherWithPeerLost) {
   InprocJob job("lost", 1, 2);
+  std::promise<void> initialized;
   auto survivor = std::async(std::launch::async, [&] {
     auto kv = job.worker("dist_sync", 0);
     kv->init({1}, {array({0})});
+    initialized.set_value();
     NDArray out = array({0});
     const auto start = std::chrono::steady_clock::now();
     try {
@@ -296,11 +298,12 @@ TEST(PsDataInproc, WorkerLeavingMidRoundFailsTheOtherWithPeerLost) {
     EXPECT_LT(std::chrono::steady_clock::now() - start, 4s);
   });
   {
-    // Worker 1 joins, inits, and vanishes without saying goodbye: its
-    // heartbeats stop as a crashed process's would.
+    // Worker 1 joins and, once worker 0 has initialised the key, vanishes
+    // without saying goodbye: its heartbeats stop as a crashed process's
+    // would.
     JobConfig job1 = inproc_job(inproc_url("lost"), Role::kWorker, 1, 2, 1);
     ClusterMember member(job1, fast_options());
-    std::this_thread::sleep_for(300ms);
+    ASSERT_EQ(initialized.get_future().wait_for(20s), std::future_status::ready);
   }
   ASSERT_EQ(survivor.wait_for(20s), std::future_status::ready);
   survivor.get();
@@ -682,19 +685,23 @@ TEST(PsAsyncInproc, AServerLostMidRequestFailsTheWaitWithPeerLost) {
   const std::string url = inproc_url("server-lost");
   Scheduler scheduler(inproc_job(url, Role::kScheduler, 1, 1), fast_options());
   auto scheduler_done = std::async(std::launch::async, [&] { scheduler.run(); });
-  std::promise<void> die, release;
+  std::promise<void> die, release, swallowed;
   std::shared_future<void> die_f = die.get_future().share(), release_f = release.get_future().share();
+  std::once_flag first_swallowed;
   auto server_done = std::async(std::launch::async, [&] {
     ParameterServer server(1);
     // Answers init; swallows pushes (their replies never leave), as a server
     // that hangs or dies mid-request would.
     RequestServer transport(
         {url + "-server"}, server_concurrency(1),
-        [&server](Message request, RequestServer::Reply reply) {
+        [&](Message request, RequestServer::Reply reply) {
           Message copy = copy_of(request);
           const Frame frame = Frame::parse(std::move(request));
           const auto* data = frame.body<wire::DataRequest>();
-          if (data != nullptr && carries_gradients(data->op())) return;
+          if (data != nullptr && carries_gradients(data->op())) {
+            std::call_once(first_swallowed, [&] { swallowed.set_value(); });
+            return;
+          }
           server.handle(std::move(copy), reply);
         },
         kDefaultMaxMessageBytes);
@@ -710,7 +717,7 @@ TEST(PsAsyncInproc, AServerLostMidRequestFailsTheWaitWithPeerLost) {
     kv->init({1}, {array({1, 2})});
     NDArray g = array({1, 1}), out = array({0, 0});
     auto pending = kv->pushpull_async({1}, {g}, {out}, 0);
-    std::this_thread::sleep_for(100ms);
+    ASSERT_EQ(swallowed.get_future().wait_for(10s), std::future_status::ready);
     EXPECT_FALSE(pending->done());
     const auto start = std::chrono::steady_clock::now();
     die.set_value();

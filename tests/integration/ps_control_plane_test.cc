@@ -8,12 +8,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <future>
 #include <iostream>
+#include <iterator>
 #include <map>
 #include <sstream>
 #include <string>
@@ -74,6 +76,9 @@ int member_main() {
   try {
     const JobConfig job = job_config_from_env();
     const PsOptions options = options_from_env();
+    // The process is up and dials the scheduler next: what a test that
+    // orders registrations waits for.
+    std::cout << "joining" << std::endl;
     ClusterMember member(job, options, job.role == Role::kServer ? std::vector<std::string>{"tcp://127.0.0.1:1"}
                                                                   : std::vector<std::string>{});
     std::cout << "rank " << member.rank() << std::endl;
@@ -82,7 +87,10 @@ int member_main() {
     if (job.role == Role::kServer) {
       member.wait_for_stop();
     } else if (what == "hold") {
-      // Barriers until something fails: the killed-peer tests end here.
+      // Barriers until something fails: the killed-peer tests end here, and
+      // kill a member once every worker has passed the first.
+      member.barrier();
+      std::cout << "holding" << std::endl;
       for (;;) {
         member.barrier();
         std::this_thread::sleep_for(50ms);
@@ -123,9 +131,10 @@ TEST_F(PsProcesses, TcpRegistrationRanksBarriersAndCleanShutdown) {
   w1["DMLC_ROLE"] = w0["DMLC_ROLE"] = "worker";
   w1["DMLC_WORKER_ID"] = "1";
   w0["DMLC_WORKER_ID"] = "0";
-  // Worker 1 registers first and must still get rank 1.
+  // Worker 1 registers first and must still get rank 1: it is dialing
+  // before worker 0's process is even started.
   spawn(self_path, {"--member"}, w1);
-  std::this_thread::sleep_for(100ms);
+  ASSERT_TRUE(wait_output(children_[1], "joining", 20s));
   spawn(self_path, {"--member"}, w0);
   spawn(self_path, {"--member"}, server_env);
   for (size_t i = 1; i < children_.size(); ++i) {
@@ -148,7 +157,8 @@ TEST_F(PsProcesses, IpcJobWithMembersStartedBeforeTheScheduler) {
   spawn(self_path, {"--member"}, server_env);
   spawn(self_path, {"--member"}, server_env);
   spawn(self_path, {"--member"}, worker_env);
-  std::this_thread::sleep_for(500ms);  // the scheduler comes last
+  // The scheduler comes last, when every member is already dialing it.
+  for (size_t i = 0; i < 3; ++i) ASSERT_TRUE(wait_output(children_[i], "joining", 20s));
   auto sched_env = env;
   sched_env["DMLC_ROLE"] = "scheduler";
   Child& scheduler = spawn(dt_node(), {}, sched_env);
@@ -178,7 +188,7 @@ TEST_F(PsProcesses, KilledWorkerIsReportedAsPeerLostByEveryone) {
   spawn(self_path, {"--member"}, w0);
   Child& victim = spawn(self_path, {"--member"}, w1);
   for (size_t i = 1; i < children_.size(); ++i) ASSERT_TRUE(wait_output(children_[i], "rank", 20s));
-  std::this_thread::sleep_for(300ms);
+  for (size_t i : {size_t{2}, size_t{3}}) ASSERT_TRUE(wait_output(children_[i], "holding", 20s));
   const auto killed_at = Clock::now();
   ::kill(victim.pid, SIGKILL);
   ASSERT_TRUE(wait_exit(victim, 5s));
@@ -278,21 +288,25 @@ TEST(PsThreads, DuplicateWorkerIdIsRejected) {
     } catch (const Error&) {
     }
   });
-  auto first = std::async(std::launch::async, [&] {
+  // Two workers claim id 0 at once: whichever registers second is refused
+  // (the message it returns); the other waits for a job that never completes.
+  const auto claim_id_0 = [&]() -> std::string {
     try {
       ClusterMember m(inproc_job(url, Role::kWorker, 1, 2, 0), o);
-    } catch (const Error&) {
+    } catch (const Error& e) {
+      if (e.code() == ErrorCode::kInvalidArgument) return e.what();
     }
+    return "";
+  };
+  auto a = std::async(std::launch::async, claim_id_0);
+  auto b = std::async(std::launch::async, claim_id_0);
+  ASSERT_EQ(a.wait_for(10s), std::future_status::ready);
+  ASSERT_EQ(b.wait_for(10s), std::future_status::ready);
+  const std::string outcomes[] = {a.get(), b.get()};
+  const auto refused = std::count_if(std::begin(outcomes), std::end(outcomes), [](const std::string& outcome) {
+    return outcome.find("DMLC_WORKER_ID=0 is already taken") != std::string::npos;
   });
-  std::this_thread::sleep_for(200ms);
-  try {
-    ClusterMember second(inproc_job(url, Role::kWorker, 1, 2, 0), o);
-    FAIL() << "duplicate id accepted";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
-    EXPECT_NE(std::string(e.what()).find("DMLC_WORKER_ID=0 is already taken"), std::string::npos) << e.what();
-  }
-  ASSERT_EQ(first.wait_for(10s), std::future_status::ready);
+  EXPECT_EQ(refused, 1) << outcomes[0] << "\n" << outcomes[1];
   ASSERT_EQ(done.wait_for(10s), std::future_status::ready);
 }
 
