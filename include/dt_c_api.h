@@ -17,8 +17,14 @@
  *  - A child keeps its parent alive: freeing a context while arrays on it
  *    live only defers its destruction until the last array is freed.
  *  - Ownership passes into a call only when it returns DT_OK.
- *  - Handles may be used from any thread; one array must not be written by
- *    two threads at once (as with any C object).
+ *  - Threads: a handle may be created on one thread and used or freed on
+ *    another. Calls that take a handle as const may run on several threads
+ *    at once; a call that changes a handle must not overlap another call
+ *    on it (as with any C object), with one exception: a kvstore may be
+ *    pushed and pulled from several threads at once (it serialises its
+ *    keys itself). So a net, a trainer (with the net and loaders it is
+ *    driving) and a data loader are used from one thread at a time, while
+ *    different ones may run on different threads.
  */
 #ifndef DT_C_API_H
 #define DT_C_API_H
