@@ -77,11 +77,11 @@ int main(int argc, char **argv) {
   CHECK(dt_optimizer_set_double(opt, "learning_rate", 0.05));
   CHECK(dt_optimizer_set_double(opt, "momentum", 0.9));
   if (strcmp(kvstore, "none") != 0) CHECK(dt_kvstore_create(&kv, kvstore));
-  dt_data_loader_options_init(&lo);
+  CHECK(dt_data_loader_options_init(&lo, sizeof lo));
   lo.batch_size = batch;
   CHECK(dt_data_loader_create_mnist(&train, data_dir, "train", &lo));
   CHECK(dt_trainer_create(&trainer, net, opt, kv, NULL));
-  dt_fit_options_init(&fo);
+  CHECK(dt_fit_options_init(&fo, sizeof fo));
   fo.epochs = epochs;
   fo.metrics_path = metrics_path;
   fo.progress = 2;

@@ -25,6 +25,8 @@
  *    keys itself). So a net, a trainer (with the net and loaders it is
  *    driving) and a data loader are used from one thread at a time, while
  *    different ones may run on different threads.
+ *  - Option and info structs (dt_*_options, dt_build_info) follow the one
+ *    rule below, "Option and info structs".
  */
 #ifndef DT_C_API_H
 #define DT_C_API_H
@@ -87,6 +89,45 @@ DT_API const char *dt_status_string(dt_status status);
 DT_API const char *dt_last_error(void);
 
 /* ------------------------------------------------------------------------ */
+/* Option and info structs: the one rule                                    */
+/* ------------------------------------------------------------------------ */
+
+/* Every struct that carries options into a call (dt_*_options) or
+ * information out of one (dt_build_info) starts with size_t struct_size,
+ * has an _init function, and is used the same way:
+ *
+ *   dt_fit_options o;
+ *   dt_fit_options_init(&o, sizeof o);    then set the fields you want
+ *   dt_trainer_fit(trainer, train, test, &o);
+ *
+ *  - dt_X_init(s, sizeof *s) writes exactly sizeof *s bytes: struct_size,
+ *    the library's default for each field this library knows and zero for
+ *    the rest. The size is taken in the caller's compilation unit, so a
+ *    program built against an older, shorter header is never written past
+ *    its struct, while the defaults stay the library's (some come from the
+ *    environment). This is libgit2's versioned _init with the size as the
+ *    version; a static inline function or an initializer macro would freeze
+ *    the defaults into the program, and bindings could not call them.
+ *    A NULL struct, or a size that no struct has (below sizeof(size_t)
+ *    or not a multiple of its alignment), is DT_ERR_INVALID_ARGUMENT, here
+ *    and in every call that takes a struct.
+ *  - A call that reads a struct takes the caller's fields up to its
+ *    struct_size. A shorter struct (an older header) gets the defaults for
+ *    the fields it lacks. A longer one (a newer header) is accepted when
+ *    every byte this library does not know is zero, and is
+ *    DT_ERR_NOT_SUPPORTED naming the first one that is not: the caller set
+ *    an option this library does not have, and ignoring it would change the
+ *    run silently (the rule of Linux's clone3 and openat2).
+ *  - A call that fills a struct writes only the bytes below struct_size.
+ *  - Hence struct_size must be what _init wrote: create every struct
+ *    through its _init, then set fields.
+ *  - Structs only grow: fields are appended, never moved or removed, and a
+ *    field added after the first release takes 0 as its default (the
+ *    behaviour before it existed), so that the zeros of an older _init and
+ *    a newer caller's zero tail both mean "not set".
+ *  - A NULL options pointer means all defaults where a call says so. */
+
+/* ------------------------------------------------------------------------ */
 /* Version and build information                                            */
 /* ------------------------------------------------------------------------ */
 
@@ -97,7 +138,7 @@ DT_API uint32_t dt_version(void);
 DT_API const char *dt_version_string(void);
 
 typedef struct dt_build_info {
-  size_t struct_size;    /* set by the caller: sizeof(dt_build_info)       */
+  size_t struct_size;    /* see "Option and info structs"                  */
   int32_t version_major; /* of the loaded library                          */
   int32_t version_minor;
   int32_t version_patch;
@@ -112,10 +153,9 @@ typedef struct dt_build_info {
   int32_t gpu_count;            /* GPUs visible now; 0 without CUDA        */
 } dt_build_info;
 
-/* Sets struct_size; other fields zero. */
-DT_API void dt_build_info_init(dt_build_info *info);
-/* Fills the fields that fit in info->struct_size (older callers pass a
- * smaller struct). */
+/* Sets struct_size; every other field zero. */
+DT_API dt_status dt_build_info_init(dt_build_info *info, size_t struct_size);
+/* Fills the fields that fit in info->struct_size. */
 DT_API dt_status dt_build_info_get(dt_build_info *info);
 
 /* ------------------------------------------------------------------------ */
@@ -396,7 +436,7 @@ DT_API dt_status dt_net_loss_scale(double *out, const dt_net *net);
  * growth_factor after growth_interval steps in a row without an overflow;
  * it stays within [2^-24, 2^100]. */
 typedef struct dt_loss_scaling_options {
-  size_t struct_size;       /* sizeof(dt_loss_scaling_options)            */
+  size_t struct_size;       /* see "Option and info structs"              */
   int32_t enabled;          /* default 1; 0: no scaling (scale 1), and the
                                fields below are ignored                   */
   double init_scale;        /* finite, in [2^-24, 2^100]; default 65536   */
@@ -405,7 +445,8 @@ typedef struct dt_loss_scaling_options {
   int64_t growth_interval;  /* >= 1 steps; default 2000                   */
 } dt_loss_scaling_options;
 
-DT_API void dt_loss_scaling_options_init(dt_loss_scaling_options *options);
+DT_API dt_status dt_loss_scaling_options_init(dt_loss_scaling_options *options,
+                                              size_t struct_size);
 /* Replaces the net's loss scaler, for a DT_FLOAT16 net (e.g. other factors,
  * or enabled 0 to train without scaling) or a DT_BFLOAT16 one (enabled 1
  * turns scaling on). The scale restarts at init_scale and the count of
@@ -417,14 +458,13 @@ DT_API void dt_loss_scaling_options_init(dt_loss_scaling_options *options);
  * dt_net_set_compute_dtype). A loaded trainer checkpoint's loss scale
  * replaces init_scale at the trainer's first step.
  * Enabled on a DT_FLOAT32 net is DT_ERR_INVALID_ARGUMENT (disabled there is
- * a no-op); options NULL, a struct_size shorter than this release's (call
- * dt_loss_scaling_options_init first) or an out-of-range field is
+ * a no-op); options NULL or an out-of-range field is
  * DT_ERR_INVALID_ARGUMENT naming the field. On error nothing changes. */
 DT_API dt_status dt_net_set_loss_scaling(dt_net *net,
                                          const dt_loss_scaling_options *options);
-/* The options of the net's current loss scaler into *out, whose
- * struct_size the caller sets (dt_loss_scaling_options_init): enabled 0
- * and the defaults without scaling. The current scale is dt_net_loss_scale. */
+/* The options of the net's current loss scaler into *out (initialised by
+ * dt_loss_scaling_options_init): enabled 0 and the defaults without
+ * scaling. The current scale is dt_net_loss_scale. */
 DT_API dt_status dt_net_loss_scaling(dt_loss_scaling_options *out,
                                      const dt_net *net);
 
@@ -560,7 +600,7 @@ typedef enum dt_last_batch {
 } dt_last_batch;
 
 typedef struct dt_data_loader_options {
-  size_t struct_size;        /* sizeof(dt_data_loader_options)           */
+  size_t struct_size;        /* see "Option and info structs"            */
   int64_t batch_size;        /* default 64                               */
   dt_last_batch last_batch;  /* default DT_LAST_BATCH_KEEP               */
   int32_t shuffle;           /* default 1: a new order every epoch       */
@@ -572,7 +612,8 @@ typedef struct dt_data_loader_options {
   float std;                 /* defaults: Fashion-MNIST's 0.2860, 0.3530 */
 } dt_data_loader_options;
 
-DT_API void dt_data_loader_options_init(dt_data_loader_options *options);
+DT_API dt_status dt_data_loader_options_init(dt_data_loader_options *options,
+                                             size_t struct_size);
 
 /* Loads an IDX image file and its label file (plain or gzip). Missing
  * files are DT_ERR_NOT_FOUND; malformed ones (bad magic, truncated, counts
@@ -612,7 +653,7 @@ DT_API dt_status dt_data_loader_next(dt_ndarray **out_data,
 typedef struct dt_trainer dt_trainer;
 
 typedef struct dt_trainer_options {
-  size_t struct_size;         /* sizeof(dt_trainer_options)              */
+  size_t struct_size;         /* see "Option and info structs"           */
   /* -1 (default): on the store when a kvstore that runs optimizers is
    * given (all but "dist_nccl") and the net needs no loss scaling (see
    * dt_net_set_compute_dtype), else locally; 1: the kvstore runs the
@@ -625,7 +666,8 @@ typedef struct dt_trainer_options {
   size_t num_extra_contexts;
 } dt_trainer_options;
 
-DT_API void dt_trainer_options_init(dt_trainer_options *options);
+DT_API dt_status dt_trainer_options_init(dt_trainer_options *options,
+                                         size_t struct_size);
 
 /* The trainer keeps net, kv and the contexts alive and copies opt.
  * kv NULL: no kvstore (single-device updates). The net's current weights
@@ -635,7 +677,8 @@ DT_API void dt_trainer_options_init(dt_trainer_options *options);
  * Gluon's loss.backward(), gradients are those of the summed loss and
  * dt_trainer_step(batch_size) divides by batch_size; dt_net_backward on
  * the net then returns the summed loss. opt must be complete (e.g. a
- * schedule with its required keys): DT_ERR_INVALID_ARGUMENT otherwise. */
+ * schedule with its required keys): DT_ERR_INVALID_ARGUMENT otherwise.
+ * options NULL: the defaults. */
 DT_API dt_status dt_trainer_create(dt_trainer **out, dt_net *net,
                                    const dt_optimizer *opt, dt_kvstore *kv,
                                    const dt_trainer_options *options);
@@ -673,7 +716,7 @@ DT_API dt_status dt_trainer_load_checkpoint(dt_trainer *trainer,
                                             const char *path);
 
 typedef struct dt_fit_options {
-  size_t struct_size;        /* sizeof(dt_fit_options)                   */
+  size_t struct_size;        /* see "Option and info structs"            */
   int32_t epochs;            /* default 5                                */
   const char *metrics_path;  /* JSON lines, one per epoch; NULL: none    */
   const char *checkpoint_path; /* written after every epoch; NULL: none  */
@@ -682,11 +725,13 @@ typedef struct dt_fit_options {
   int32_t progress;
 } dt_fit_options;
 
-DT_API void dt_fit_options_init(dt_fit_options *options);
+DT_API dt_status dt_fit_options_init(dt_fit_options *options,
+                                     size_t struct_size);
 
 /* Trains from the trainer's current epoch (0, or where a loaded checkpoint
  * stopped) up to options->epochs, evaluating on test (may be NULL) after
- * every epoch. Per epoch it prints progress and writes a metrics line:
+ * every epoch (options NULL: the defaults). Per epoch it prints progress
+ * and writes a metrics line:
  * {"epoch", "loss", "train_accuracy", "test_accuracy", "images_per_s",
  *  "seconds"}. */
 DT_API dt_status dt_trainer_fit(dt_trainer *trainer, dt_data_loader *train,
@@ -708,7 +753,7 @@ DT_API dt_status dt_trainer_skipped_steps(int64_t *out,
  * DMLC_* for the job layout); a value set here wins. Times in seconds;
  * every wait has one, none is infinite. */
 typedef struct dt_kvstore_options {
-  size_t struct_size;           /* sizeof(dt_kvstore_options)                  */
+  size_t struct_size;           /* see "Option and info structs"               */
   double startup_timeout_s;     /* registering with the scheduler; default 60  */
   double request_timeout_s;     /* one push/pull/barrier; default 120          */
   double heartbeat_interval_s;  /* default 1                                   */
@@ -719,8 +764,7 @@ typedef struct dt_kvstore_options {
   /* The job layout, explicitly. Each field set here wins over every
    * environment source (DMLC_*, MX_CONFIG, RANK/WORLD_SIZE, OMPI_*, PMI_*,
    * SLURM_*, in that order; docs/launching.md). The defaults leave it to
-   * the environment. Fields added in 0.1: a caller whose struct_size ends
-   * before them gets the environment's values. */
+   * the environment. */
   int32_t role;                 /* a dt_role, or -1 (default): environment     */
   int32_t worker_id;            /* >= 0, or -1 (default): environment/assigned */
   int32_t num_servers;          /* > 0, or 0 (default): environment            */
@@ -729,7 +773,8 @@ typedef struct dt_kvstore_options {
   int32_t scheduler_port;       /* 1..65535, or 0 (default): environment       */
 } dt_kvstore_options;
 
-DT_API void dt_kvstore_options_init(dt_kvstore_options *options);
+DT_API dt_status dt_kvstore_options_init(dt_kvstore_options *options,
+                                         size_t struct_size);
 /* dt_kvstore_create with options (NULL: defaults). Distributed types
  * ("dist_sync", "dist_async", their "_device" forms, "dist_nccl") join
  * the job described by DMLC_ROLE=worker,
@@ -752,7 +797,7 @@ typedef enum dt_role {
  * unknown value is DT_ERR_INVALID_ARGUMENT. */
 DT_API dt_status dt_node_role(dt_role *out);
 /* Runs this process as the scheduler or a server of the job described by
- * options' layout fields and the environment (DMLC_* and the others named
+ * options' layout fields (options NULL: the defaults) and the environment (DMLC_* and the others named
  * at dt_kvstore_options), until the job shuts down (DT_OK) or fails (e.g.
  * DT_ERR_PEER_LOST naming the lost node, DT_ERR_TIMED_OUT at start-up,
  * DT_ERR_NETWORK for a port in use). A worker's role is

@@ -38,7 +38,9 @@ func DefaultDataLoaderOptions() (DataLoaderOptions, error) {
 	}
 	c := capi.NewDt_data_loader_options()
 	defer capi.DeleteDt_data_loader_options(c)
-	capi.Dt_data_loader_options_init(c)
+	if err := check(capi.Dt_data_loader_options_init(c)); err != nil {
+		return DataLoaderOptions{}, err
+	}
 	return DataLoaderOptions{
 		BatchSize: c.GetBatch_size(),
 		LastBatch: LastBatch(c.GetLast_batch()),
@@ -58,7 +60,9 @@ func withLoaderOptions(o *DataLoaderOptions, call func(capi.Dt_data_loader_optio
 	}
 	c := capi.NewDt_data_loader_options()
 	defer capi.DeleteDt_data_loader_options(c)
-	capi.Dt_data_loader_options_init(c)
+	if err := check(capi.Dt_data_loader_options_init(c)); err != nil {
+		return err
+	}
 	c.SetBatch_size(o.BatchSize)
 	c.SetLast_batch(capi.Enum_SS_dt_last_batch(o.LastBatch))
 	shuffle := 0

@@ -39,7 +39,9 @@ func DefaultKVStoreOptions() (KVStoreOptions, error) {
 	}
 	c := capi.NewDt_kvstore_options()
 	defer capi.DeleteDt_kvstore_options(c)
-	capi.Dt_kvstore_options_init(c)
+	if err := check(capi.Dt_kvstore_options_init(c)); err != nil {
+		return KVStoreOptions{}, err
+	}
 	return KVStoreOptions{
 		StartupTimeout:     seconds(c.GetStartup_timeout_s()),
 		RequestTimeout:     seconds(c.GetRequest_timeout_s()),
@@ -61,7 +63,9 @@ func withKVStoreOptions(o *KVStoreOptions, call func(c capi.Dt_kvstore_options, 
 	}
 	c := capi.NewDt_kvstore_options()
 	defer capi.DeleteDt_kvstore_options(c)
-	capi.Dt_kvstore_options_init(c)
+	if err := check(capi.Dt_kvstore_options_init(c)); err != nil {
+		return err
+	}
 	set := func(d time.Duration, f func(float64)) {
 		if d != 0 {
 			f(d.Seconds())

@@ -363,7 +363,9 @@ func DefaultLossScalingOptions() (LossScalingOptions, error) {
 	}
 	c := capi.NewDt_loss_scaling_options()
 	defer capi.DeleteDt_loss_scaling_options(c)
-	capi.Dt_loss_scaling_options_init(c)
+	if err := check(capi.Dt_loss_scaling_options_init(c)); err != nil {
+		return LossScalingOptions{}, err
+	}
 	return lossScalingFrom(c), nil
 }
 
@@ -391,7 +393,9 @@ func (n *Net) SetLossScaling(o LossScalingOptions) error {
 	defer n.h.release()
 	c := capi.NewDt_loss_scaling_options()
 	defer capi.DeleteDt_loss_scaling_options(c)
-	capi.Dt_loss_scaling_options_init(c)
+	if err := check(capi.Dt_loss_scaling_options_init(c)); err != nil {
+		return err
+	}
 	enabled := 0
 	if o.Enabled {
 		enabled = 1
@@ -414,7 +418,9 @@ func (n *Net) LossScaling() (LossScalingOptions, error) {
 	defer n.h.release()
 	c := capi.NewDt_loss_scaling_options()
 	defer capi.DeleteDt_loss_scaling_options(c)
-	capi.Dt_loss_scaling_options_init(c)
+	if err := check(capi.Dt_loss_scaling_options_init(c)); err != nil {
+		return LossScalingOptions{}, err
+	}
 	if err := check(capi.Dt_net_loss_scaling(c, p)); err != nil {
 		return LossScalingOptions{}, err
 	}

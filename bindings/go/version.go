@@ -60,7 +60,9 @@ func GetBuildInfo() (BuildInfo, error) {
 	}
 	c := capi.NewDt_build_info()
 	defer capi.DeleteDt_build_info(c)
-	capi.Dt_build_info_init(c)
+	if err := check(capi.Dt_build_info_init(c)); err != nil {
+		return BuildInfo{}, err
+	}
 	if err := check(capi.Dt_build_info_get(c)); err != nil {
 		return BuildInfo{}, err
 	}

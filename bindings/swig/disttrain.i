@@ -147,6 +147,12 @@
 %rename("%s") dt_node_role;
 %rename("%s") dt_node_run;
 
+/* The _init functions of option and info structs take the size of the
+ * caller's struct (dt_c_api.h, "Option and info structs"). The caller is this
+ * wrapper, compiled against the header the binding was generated from, so the
+ * size comes from here and bindings pass the struct alone. */
+%typemap(in, numinputs=0) size_t struct_size %{ $1 = sizeof *arg1; %}
+
 /* ---- allowlist: option and info structs (plain data) ---- */
 %rename("%s") dt_build_info;
 %rename("%s") dt_data_loader_options;

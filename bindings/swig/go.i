@@ -297,7 +297,8 @@ static dt_status dt_go_trainer_create(dt_trainer **out, dt_net *net,
                                       const dt_context *const *extra_contexts,
                                       size_t num_extra_contexts) {
   dt_trainer_options options;
-  dt_trainer_options_init(&options);
+  const dt_status init = dt_trainer_options_init(&options, sizeof options);
+  if (init != DT_OK) return init;
   options.update_on_kvstore = update_on_kvstore;
   options.extra_contexts = num_extra_contexts > 0 ? extra_contexts : NULL;
   options.num_extra_contexts = num_extra_contexts;
@@ -312,7 +313,8 @@ static dt_status dt_go_trainer_fit(dt_trainer *trainer, dt_data_loader *train,
                                    const char *checkpoint_path,
                                    int32_t progress) {
   dt_fit_options options;
-  dt_fit_options_init(&options);
+  const dt_status init = dt_fit_options_init(&options, sizeof options);
+  if (init != DT_OK) return init;
   if (epochs > 0) options.epochs = epochs;
   options.metrics_path = metrics_path;
   options.checkpoint_path = checkpoint_path;

@@ -572,7 +572,8 @@ dt_status dtj_trainer_create(dt_trainer **out, dt_net *net, const dt_optimizer *
                              dt_kvstore *kv, int32_t update_on_kvstore,
                              const dt_context *const *extra_contexts, size_t num_extra_contexts) {
   dt_trainer_options options;
-  dt_trainer_options_init(&options);
+  const dt_status init = dt_trainer_options_init(&options, sizeof options);
+  if (init != DT_OK) return init;
   options.update_on_kvstore = update_on_kvstore;
   options.extra_contexts = extra_contexts;
   options.num_extra_contexts = num_extra_contexts;
@@ -585,7 +586,8 @@ dt_status dtj_trainer_fit(dt_trainer *trainer, dt_data_loader *train, dt_data_lo
                           int32_t epochs, const char *metrics_path,
                           const char *checkpoint_path, int32_t progress) {
   dt_fit_options options;
-  dt_fit_options_init(&options);
+  const dt_status init = dt_fit_options_init(&options, sizeof options);
+  if (init != DT_OK) return init;
   options.epochs = epochs;
   options.metrics_path = metrics_path;
   options.checkpoint_path = checkpoint_path;

@@ -44,7 +44,7 @@ int main(int argc, char **argv) {
   int rc = 1;
 
   printf("disttrain %s\n", dt_version_string());
-  dt_build_info_init(&info);
+  CHECK(dt_build_info_init(&info, sizeof info));
   CHECK(dt_build_info_get(&info));
   printf("built with: CUDA %s (runtime %d), cuDNN %s (%d), NCCL %s (%d), oneDNN %s (%d); GPUs visible: %d\n",
          info.with_cuda ? "yes" : "no", (int)info.cuda_runtime_version,

@@ -153,7 +153,7 @@ int main(int argc, char **argv) {
   CHECK(dt_optimizer_set_double(opt, "learning_rate", lr));
   CHECK(dt_optimizer_set_double(opt, "momentum", a.momentum));
 
-  dt_data_loader_options_init(&loader_options);
+  CHECK(dt_data_loader_options_init(&loader_options, sizeof loader_options));
   loader_options.batch_size = a.batch_size;
   loader_options.seed = a.seed;
   /* Split sampler: every worker trains on its own part of the data. */
@@ -166,7 +166,7 @@ int main(int argc, char **argv) {
   loader_options.part_index = 0;
   CHECK(dt_data_loader_create_mnist(&test, a.data, "t10k", &loader_options));
 
-  dt_trainer_options_init(&trainer_options);
+  CHECK(dt_trainer_options_init(&trainer_options, sizeof trainer_options));
   CHECK(dt_trainer_create(&trainer, net, opt, kv, &trainer_options));
   if (a.resume != NULL) {
     int32_t epoch = 0;
@@ -179,7 +179,7 @@ int main(int argc, char **argv) {
     printf("training %s on Fashion-MNIST: %d epochs, %d worker(s) x batch %ld, SGD lr %g momentum %g, kvstore %s\n",
            a.model, a.epochs, (int)num_workers, a.batch_size, lr, a.momentum, a.kvstore);
   }
-  dt_fit_options_init(&fit_options);
+  CHECK(dt_fit_options_init(&fit_options, sizeof fit_options));
   fit_options.epochs = a.epochs;
   if (rank == 0) {
     fit_options.metrics_path = a.metrics;

@@ -1,11 +1,10 @@
 // dt_data_loader_*: IDX datasets in batches.
-#include <algorithm>
-#include <cstring>
 #include <memory>
 #include <string>
 
 #include "c_api/api_guard.h"
 #include "c_api/handles.h"
+#include "c_api/options.h"
 #include "data/batch_loader.h"
 #include "data/mnist_dataset.h"
 #include "data/split_sampler.h"
@@ -23,22 +22,20 @@ namespace {
 
 constexpr const char* kDefaultMnistDir = "/usr/share/datasets/fashion-mnist";
 
-dt_data_loader_options effective_options(const dt_data_loader_options* given) {
-  dt_data_loader_options options;
-  dt_data_loader_options_init(&options);
-  if (given == nullptr) return options;
-  if (given->struct_size < offsetof(dt_data_loader_options, batch_size) + sizeof(int64_t)) {
-    throw Error(ErrorCode::kInvalidArgument, "options->struct_size is " + std::to_string(given->struct_size) +
-                                                 "; call dt_data_loader_options_init first");
-  }
-  // Fields past an older caller's struct keep their defaults.
-  std::memcpy(&options, given, std::min(given->struct_size, sizeof options));
-  options.struct_size = sizeof options;
-  return options;
+void loader_defaults(dt_data_loader_options* options) {
+  options->batch_size = 64;
+  options->last_batch = DT_LAST_BATCH_KEEP;
+  options->shuffle = 1;
+  options->seed = 0;
+  options->num_parts = 1;
+  options->part_index = 0;
+  options->prefetch = 2;
+  options->mean = 0.2860f;
+  options->std = 0.3530f;
 }
 
 dt_data_loader* make_loader(dt::data::MnistDataset dataset, const dt_data_loader_options* given) {
-  const dt_data_loader_options o = effective_options(given);
+  const dt_data_loader_options o = dt::c_api::read_struct(given, loader_defaults, "options");
   const int last = dt::c_api::raw_enum(o.last_batch);
   if (last < DT_LAST_BATCH_KEEP || last > DT_LAST_BATCH_ROLLOVER) {
     throw Error(ErrorCode::kInvalidArgument, "unknown last_batch value " + std::to_string(last));
@@ -65,19 +62,8 @@ dt_data_loader* make_loader(dt::data::MnistDataset dataset, const dt_data_loader
 
 extern "C" {
 
-void dt_data_loader_options_init(dt_data_loader_options* options) {
-  if (options == nullptr) return;
-  *options = dt_data_loader_options{};
-  options->struct_size = sizeof *options;
-  options->batch_size = 64;
-  options->last_batch = DT_LAST_BATCH_KEEP;
-  options->shuffle = 1;
-  options->seed = 0;
-  options->num_parts = 1;
-  options->part_index = 0;
-  options->prefetch = 2;
-  options->mean = 0.2860f;
-  options->std = 0.3530f;
+dt_status dt_data_loader_options_init(dt_data_loader_options* options, size_t struct_size) {
+  return guarded(__func__, [&] { dt::c_api::init_struct(options, struct_size, loader_defaults, "options"); });
 }
 
 dt_status dt_data_loader_create(dt_data_loader** out, const char* images_path, const char* labels_path,

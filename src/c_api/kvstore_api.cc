@@ -85,8 +85,9 @@ dt_status dt_kvstore_create_ex(dt_kvstore** out, const char* type, const dt_kvst
   return guarded(__func__, [&] {
     arg(out, "out");
     arg(type, "type");
-    const dt::ps::PsOptions ps_options = dt::c_api::ps_options_from(options);
-    const dt::ps::JobOverrides layout = dt::c_api::job_overrides_from(options);
+    const dt_kvstore_options o = dt::c_api::kvstore_options_from(options);
+    const dt::ps::PsOptions ps_options = dt::c_api::ps_options_from(o);
+    const dt::ps::JobOverrides layout = dt::c_api::job_overrides_from(o);
     auto owned = std::make_unique<dt_kvstore>();
     owned->impl = dt::kvstore::create_kvstore(type, ps_options, layout);
     dt::c_api::register_handle(owned.get(), dt::c_api::HandleKind::kKVStore);

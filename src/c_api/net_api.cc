@@ -7,6 +7,7 @@
 
 #include "c_api/api_guard.h"
 #include "c_api/handles.h"
+#include "c_api/options.h"
 #include "core/dtype.h"
 #include "dt_c_api.h"
 #include "nn/model_builders.h"
@@ -53,16 +54,13 @@ dt::nn::GradReq checked_grad_req(const dt_grad_req& req) {
   return static_cast<dt::nn::GradReq>(value);
 }
 
-// The struct's first release needs all of it; a newer caller's longer
-// struct is fine (fields past this release's are neither read nor
-// written), as with the other options structs. A shorter one was not
-// initialised.
-void check_loss_scaling_size(size_t struct_size, const char* what) {
-  if (struct_size < sizeof(dt_loss_scaling_options)) {
-    throw Error(ErrorCode::kInvalidArgument, std::string(what) + "->struct_size is " + std::to_string(struct_size) +
-                                                 ", at least " + std::to_string(sizeof(dt_loss_scaling_options)) +
-                                                 " expected (call dt_loss_scaling_options_init first)");
-  }
+void loss_scaling_defaults(dt_loss_scaling_options* options) {
+  const dt::nn::LossScalerOptions defaults;
+  options->enabled = 1;
+  options->init_scale = defaults.init_scale;
+  options->growth_factor = defaults.growth_factor;
+  options->backoff_factor = defaults.backoff_factor;
+  options->growth_interval = defaults.growth_interval;
 }
 
 }  // namespace
@@ -260,32 +258,25 @@ dt_status dt_net_loss_scale(double* out, const dt_net* net) {
   });
 }
 
-void dt_loss_scaling_options_init(dt_loss_scaling_options* options) {
-  if (options == nullptr) return;
-  const dt::nn::LossScalerOptions defaults;
-  *options = dt_loss_scaling_options{};
-  options->struct_size = sizeof *options;
-  options->enabled = 1;
-  options->init_scale = defaults.init_scale;
-  options->growth_factor = defaults.growth_factor;
-  options->backoff_factor = defaults.backoff_factor;
-  options->growth_interval = defaults.growth_interval;
+dt_status dt_loss_scaling_options_init(dt_loss_scaling_options* options, size_t struct_size) {
+  return guarded(__func__,
+                 [&] { dt::c_api::init_struct(options, struct_size, loss_scaling_defaults, "options"); });
 }
 
 dt_status dt_net_set_loss_scaling(dt_net* net, const dt_loss_scaling_options* options) {
   return guarded(__func__, [&] {
     auto& n = net_of(net);
-    arg(options, "options");
-    check_loss_scaling_size(options->struct_size, "options");
-    if (options->enabled == 0) {
+    const dt_loss_scaling_options given =
+        dt::c_api::read_struct(arg(options, "options"), loss_scaling_defaults, "options");
+    if (given.enabled == 0) {
       n.set_loss_scaler(dt::nn::LossScaler());
       return;
     }
     dt::nn::LossScalerOptions o;
-    o.init_scale = options->init_scale;
-    o.growth_factor = options->growth_factor;
-    o.backoff_factor = options->backoff_factor;
-    o.growth_interval = options->growth_interval;
+    o.init_scale = given.init_scale;
+    o.growth_factor = given.growth_factor;
+    o.backoff_factor = given.backoff_factor;
+    o.growth_interval = given.growth_interval;
     // The scaler names a bad field; the net refuses scaling in float32.
     n.set_loss_scaler(dt::nn::LossScaler(o));
   });
@@ -293,15 +284,16 @@ dt_status dt_net_set_loss_scaling(dt_net* net, const dt_loss_scaling_options* op
 
 dt_status dt_net_loss_scaling(dt_loss_scaling_options* out, const dt_net* net) {
   return guarded(__func__, [&] {
-    arg(out, "out");
     const dt::nn::LossScaler& scaler = net_of(net).loss_scaler();
-    check_loss_scaling_size(out->struct_size, "out");
     const dt::nn::LossScalerOptions& o = scaler.options();
-    out->enabled = scaler.enabled() ? 1 : 0;
-    out->init_scale = o.init_scale;
-    out->growth_factor = o.growth_factor;
-    out->backoff_factor = o.backoff_factor;
-    out->growth_interval = o.growth_interval;
+    dt_loss_scaling_options value;
+    dt::c_api::fill_defaults(&value, loss_scaling_defaults);
+    value.enabled = scaler.enabled() ? 1 : 0;
+    value.init_scale = o.init_scale;
+    value.growth_factor = o.growth_factor;
+    value.backoff_factor = o.backoff_factor;
+    value.growth_interval = o.growth_interval;
+    dt::c_api::write_struct(out, value, "out");
   });
 }
 

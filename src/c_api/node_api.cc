@@ -19,23 +19,9 @@ static_assert(static_cast<int>(dt::ps::Role::kScheduler) == DT_ROLE_SCHEDULER, "
 
 extern "C" {
 
-void dt_kvstore_options_init(dt_kvstore_options* options) {
-  if (options == nullptr) return;
-  const dt::ps::PsOptions defaults;
-  options->struct_size = sizeof(dt_kvstore_options);
-  options->startup_timeout_s = defaults.startup_timeout_s;
-  options->request_timeout_s = defaults.request_timeout_s;
-  options->heartbeat_interval_s = defaults.heartbeat_interval_s;
-  options->heartbeat_timeout_s = defaults.heartbeat_timeout_s;
-  options->shutdown_timeout_s = defaults.shutdown_timeout_s;
-  options->bigarray_bound_bytes = defaults.bigarray_bound_bytes;
-  // The layout: every field "not set", so the environment decides.
-  options->role = -1;
-  options->worker_id = -1;
-  options->num_servers = 0;
-  options->num_workers = 0;
-  options->scheduler_host = nullptr;
-  options->scheduler_port = 0;
+dt_status dt_kvstore_options_init(dt_kvstore_options* options, size_t struct_size) {
+  return guarded(__func__,
+                 [&] { dt::c_api::init_struct(options, struct_size, dt::c_api::kvstore_defaults, "options"); });
 }
 
 dt_status dt_node_role(dt_role* out) {
@@ -47,8 +33,9 @@ dt_status dt_node_role(dt_role* out) {
 
 dt_status dt_node_run(const dt_kvstore_options* options) {
   return guarded(__func__, [&] {
-    const dt::ps::PsOptions ps_options = dt::c_api::ps_options_from(options);
-    const dt::ps::JobConfig job = dt::ps::job_config_from_env(dt::c_api::job_overrides_from(options));
+    const dt_kvstore_options o = dt::c_api::kvstore_options_from(options);
+    const dt::ps::PsOptions ps_options = dt::c_api::ps_options_from(o);
+    const dt::ps::JobConfig job = dt::ps::job_config_from_env(dt::c_api::job_overrides_from(o));
     switch (job.role) {
       case dt::ps::Role::kScheduler: {
         dt::ps::Scheduler scheduler(job, ps_options);

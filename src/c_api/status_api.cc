@@ -1,8 +1,7 @@
 // Status text, last error, version and build information.
-#include <cstring>
-
 #include "c_api/api_guard.h"
 #include "c_api/handles.h"
+#include "c_api/options.h"
 #include "core/context.h"
 #include "dt_c_api.h"
 #if DT_WITH_CUDA
@@ -23,6 +22,13 @@ using dt::c_api::guarded;
 
 #define DT_STRINGIFY2(x) #x
 #define DT_STRINGIFY(x) DT_STRINGIFY2(x)
+
+namespace {
+
+// What a build lacks reads as zero, so every field's default is zero.
+void no_defaults(dt_build_info*) {}
+
+}  // namespace
 
 extern "C" {
 
@@ -60,22 +66,14 @@ const char* dt_version_string(void) {
   return DT_STRINGIFY(DT_VERSION_MAJOR) "." DT_STRINGIFY(DT_VERSION_MINOR) "." DT_STRINGIFY(DT_VERSION_PATCH);
 }
 
-void dt_build_info_init(dt_build_info* info) {
-  if (info == nullptr) return;
-  std::memset(info, 0, sizeof *info);
-  info->struct_size = sizeof *info;
+dt_status dt_build_info_init(dt_build_info* info, size_t struct_size) {
+  return guarded(__func__, [&] { dt::c_api::init_struct(info, struct_size, no_defaults, "info"); });
 }
 
 dt_status dt_build_info_get(dt_build_info* info) {
   return guarded(__func__, [&] {
-    arg(info, "info");
-    if (info->struct_size < offsetof(dt_build_info, version_major)) {
-      throw dt::core::Error(dt::core::ErrorCode::kInvalidArgument,
-                            "info->struct_size is " + std::to_string(info->struct_size) +
-                                "; call dt_build_info_init first");
-    }
     dt_build_info full;
-    dt_build_info_init(&full);
+    dt::c_api::fill_defaults(&full, no_defaults);
     full.version_major = DT_VERSION_MAJOR;
     full.version_minor = DT_VERSION_MINOR;
     full.version_patch = DT_VERSION_PATCH;
@@ -98,12 +96,7 @@ dt_status dt_build_info_get(dt_build_info* info) {
     full.onednn_version = static_cast<int32_t>(v->major * 10000 + v->minor * 100 + v->patch);
 #endif
     full.gpu_count = dt::core::gpu_count();
-    // Older callers pass a shorter struct: fill only the whole fields they
-    // know of (every field after struct_size is an int32_t).
-    const size_t first = offsetof(dt_build_info, version_major);
-    const size_t known = info->struct_size < sizeof full ? info->struct_size : sizeof full;
-    const size_t whole = (known - first) / sizeof(int32_t) * sizeof(int32_t);
-    std::memcpy(reinterpret_cast<char*>(info) + first, reinterpret_cast<const char*>(&full) + first, whole);
+    dt::c_api::write_struct(info, full, "info");
   });
 }
 

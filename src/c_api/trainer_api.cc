@@ -1,11 +1,10 @@
 // dt_trainer_*: training loops.
-#include <algorithm>
-#include <cstring>
 #include <memory>
 #include <string>
 
 #include "c_api/api_guard.h"
 #include "c_api/handles.h"
+#include "c_api/options.h"
 #include "data/batch_loader.h"
 #include "dt_c_api.h"
 #include "nn/net.h"
@@ -21,20 +20,11 @@ dt_trainer::~dt_trainer() = default;
 
 namespace {
 
-// Copies a caller's options struct over the defaults, keeping the defaults
-// for fields an older caller's (shorter) struct does not have.
-template <typename Options>
-Options merged_options(const Options* given, void (*init)(Options*), size_t minimum, const char* what) {
-  Options options;
-  init(&options);
-  if (given == nullptr) return options;
-  if (given->struct_size < minimum) {
-    throw Error(ErrorCode::kInvalidArgument, std::string(what) + "->struct_size is " +
-                                                 std::to_string(given->struct_size) + "; call the _init function first");
-  }
-  std::memcpy(&options, given, std::min(given->struct_size, sizeof options));
-  options.struct_size = sizeof options;
-  return options;
+void trainer_defaults(dt_trainer_options* options) { options->update_on_kvstore = -1; }
+
+void fit_defaults(dt_fit_options* options) {
+  options->epochs = 5;
+  options->progress = -1;
 }
 
 dt::train::Trainer& trainer_of(dt_trainer* trainer) { return *handle(trainer, "trainer").impl; }
@@ -43,19 +33,12 @@ dt::train::Trainer& trainer_of(dt_trainer* trainer) { return *handle(trainer, "t
 
 extern "C" {
 
-void dt_trainer_options_init(dt_trainer_options* options) {
-  if (options == nullptr) return;
-  *options = dt_trainer_options{};
-  options->struct_size = sizeof *options;
-  options->update_on_kvstore = -1;
+dt_status dt_trainer_options_init(dt_trainer_options* options, size_t struct_size) {
+  return guarded(__func__, [&] { dt::c_api::init_struct(options, struct_size, trainer_defaults, "options"); });
 }
 
-void dt_fit_options_init(dt_fit_options* options) {
-  if (options == nullptr) return;
-  *options = dt_fit_options{};
-  options->struct_size = sizeof *options;
-  options->epochs = 5;
-  options->progress = -1;
+dt_status dt_fit_options_init(dt_fit_options* options, size_t struct_size) {
+  return guarded(__func__, [&] { dt::c_api::init_struct(options, struct_size, fit_defaults, "options"); });
 }
 
 dt_status dt_trainer_create(dt_trainer** out, dt_net* net, const dt_optimizer* opt, dt_kvstore* kv,
@@ -66,9 +49,7 @@ dt_status dt_trainer_create(dt_trainer** out, dt_net* net, const dt_optimizer* o
     const auto& config = handle(opt, "opt").impl;
     std::shared_ptr<dt::kvstore::KVStore> store;
     if (kv != nullptr) store = handle(kv, "kv").impl;
-    const dt_trainer_options o =
-        merged_options(options, dt_trainer_options_init, offsetof(dt_trainer_options, update_on_kvstore) + 4,
-                       "options");
+    const dt_trainer_options o = dt::c_api::read_struct(options, trainer_defaults, "options");
     dt::train::TrainerOptions trainer_options;
     trainer_options.update_on_kvstore = o.update_on_kvstore;
     if (o.num_extra_contexts > 0) arg(o.extra_contexts, "options->extra_contexts");
@@ -141,8 +122,7 @@ dt_status dt_trainer_fit(dt_trainer* trainer, dt_data_loader* train, dt_data_loa
     auto& t = trainer_of(trainer);
     auto& train_loader = *handle(train, "train").impl;
     dt::data::BatchLoader* test_loader = test != nullptr ? handle(test, "test").impl.get() : nullptr;
-    const dt_fit_options o =
-        merged_options(options, dt_fit_options_init, offsetof(dt_fit_options, epochs) + 4, "options");
+    const dt_fit_options o = dt::c_api::read_struct(options, fit_defaults, "options");
     if (o.progress < -1 || o.progress > 2) throw Error(ErrorCode::kInvalidArgument, "options->progress must be -1..2");
     dt::train::FitOptions fit;
     fit.epochs = o.epochs;

@@ -100,7 +100,7 @@ static void test_gpu_by_build(void) {
   int32_t gpus = -1;
   dt_context *ctx;
 
-  dt_build_info_init(&info);
+  dt_build_info_init(&info, sizeof info);
   CHECK_OK(dt_build_info_get(&info));
   CHECK_OK(dt_gpu_count(&gpus));
 

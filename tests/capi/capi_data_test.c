@@ -83,7 +83,7 @@ static int write_labels(const char *path, const unsigned char *labels, uint32_t 
 
 static dt_data_loader_options options_with(int64_t batch, int32_t shuffle) {
   dt_data_loader_options o;
-  dt_data_loader_options_init(&o);
+  dt_data_loader_options_init(&o, sizeof o);
   o.batch_size = batch;
   o.shuffle = shuffle;
   return o;
@@ -130,7 +130,7 @@ static int64_t next_labels(dt_data_loader *loader, int32_t *dst, size_t cap, int
 static void test_options_init(void) {
   dt_data_loader_options o;
   memset(&o, 0xAB, sizeof o);
-  dt_data_loader_options_init(&o);
+  dt_data_loader_options_init(&o, sizeof o);
   CHECK_EQ_U64(o.struct_size, sizeof(dt_data_loader_options));
   CHECK_EQ_I64(o.batch_size, 64);
   CHECK(o.last_batch == DT_LAST_BATCH_KEEP);
@@ -141,7 +141,7 @@ static void test_options_init(void) {
   CHECK_EQ_I64(o.prefetch, 2);
   CHECK_EQ_DBL(o.mean, 0.2860f);
   CHECK_EQ_DBL(o.std, 0.3530f);
-  dt_data_loader_options_init(NULL); /* tolerated */
+  CHECK_STATUS(dt_data_loader_options_init(NULL, sizeof o), DT_ERR_INVALID_ARGUMENT);
 }
 
 static void test_t10k(void) {

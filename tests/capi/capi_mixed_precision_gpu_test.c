@@ -31,13 +31,13 @@ static void test_gpu_net(void) {
     CHECK_OK(dt_net_set_compute_dtype(net, DT_FLOAT16));
     CHECK_OK(dt_net_loss_scale(&scale, net));
     CHECK_EQ_DBL(scale, 65536.0);
-    dt_loss_scaling_options_init(&got);
+    dt_loss_scaling_options_init(&got, sizeof got);
     CHECK_OK(dt_net_loss_scaling(&got, net));
     CHECK_EQ_I64(got.enabled, 1);
     CHECK_EQ_DBL(got.init_scale, 65536.0);
 
     /* float16 with custom options, read back; then without scaling. */
-    dt_loss_scaling_options_init(&o);
+    dt_loss_scaling_options_init(&o, sizeof o);
     o.init_scale = 1024.0;
     o.growth_factor = 4.0;
     o.backoff_factor = 0.25;
@@ -70,7 +70,7 @@ static void test_gpu_net(void) {
     CHECK_OK(dt_net_loss_scaling(&got, net));
     CHECK_EQ_I64(got.enabled, 0);
     /* bfloat16 may turn scaling on. */
-    dt_loss_scaling_options_init(&o);
+    dt_loss_scaling_options_init(&o, sizeof o);
     o.init_scale = 256.0;
     CHECK_OK(dt_net_set_loss_scaling(net, &o));
     CHECK_OK(dt_net_loss_scale(&scale, net));

@@ -24,7 +24,7 @@ static void clear_job_environment(void) {
 
 static dt_kvstore_options short_deadlines(void) {
   dt_kvstore_options o;
-  dt_kvstore_options_init(&o);
+  dt_kvstore_options_init(&o, sizeof o);
   o.startup_timeout_s = 0.5;
   o.heartbeat_interval_s = 0.1;
   o.heartbeat_timeout_s = 0.5;
@@ -35,7 +35,7 @@ static dt_kvstore_options short_deadlines(void) {
 static void test_defaults(void) {
   dt_kvstore_options o;
   memset(&o, 0x5a, sizeof o);
-  dt_kvstore_options_init(&o);
+  dt_kvstore_options_init(&o, sizeof o);
   CHECK_EQ_U64(o.struct_size, sizeof(dt_kvstore_options));
   CHECK_EQ_I64(o.role, -1);
   CHECK_EQ_I64(o.worker_id, -1);
@@ -43,7 +43,7 @@ static void test_defaults(void) {
   CHECK_EQ_I64(o.num_workers, 0);
   CHECK(o.scheduler_host == NULL);
   CHECK_EQ_I64(o.scheduler_port, 0);
-  dt_kvstore_options_init(NULL); /* accepted, no effect */
+  CHECK_STATUS(dt_kvstore_options_init(NULL, sizeof o), DT_ERR_INVALID_ARGUMENT);
 }
 
 static void test_invalid_layout_fields(void) {
@@ -106,8 +106,8 @@ static void test_explicit_scheduler_layout(void) {
   unsetenv("DMLC_PS_ROOT_PORT");
 }
 
-/* A caller built against the 0.1.0 header passes a struct that ends
- * before the layout fields: accepted, the environment decides the layout. */
+/* A caller built against an older header whose struct ended before the
+ * layout fields: accepted, the environment decides the layout. */
 static void test_older_struct(void) {
   dt_kvstore_options o = short_deadlines();
   o.struct_size = offsetof(dt_kvstore_options, role);

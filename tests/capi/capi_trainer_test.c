@@ -145,19 +145,19 @@ static void test_options_init(void) {
   dt_fit_options f;
   memset(&o, 0xAB, sizeof o);
   memset(&f, 0xAB, sizeof f);
-  dt_trainer_options_init(&o);
+  dt_trainer_options_init(&o, sizeof o);
   CHECK_EQ_U64(o.struct_size, sizeof(dt_trainer_options));
   CHECK_EQ_I64(o.update_on_kvstore, -1);
   CHECK(o.extra_contexts == NULL);
   CHECK_EQ_U64(o.num_extra_contexts, 0);
-  dt_fit_options_init(&f);
+  dt_fit_options_init(&f, sizeof f);
   CHECK_EQ_U64(f.struct_size, sizeof(dt_fit_options));
   CHECK_EQ_I64(f.epochs, 5);
   CHECK(f.metrics_path == NULL);
   CHECK(f.checkpoint_path == NULL);
   CHECK_EQ_I64(f.progress, -1);
-  dt_trainer_options_init(NULL);
-  dt_fit_options_init(NULL);
+  CHECK_STATUS(dt_trainer_options_init(NULL, sizeof o), DT_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(dt_fit_options_init(NULL, sizeof f), DT_ERR_INVALID_ARGUMENT);
 }
 
 static void test_create(void) {
@@ -181,7 +181,7 @@ static void test_create(void) {
   t = CAPI_SENTINEL(dt_trainer);
   if (CHECK_OK(dt_trainer_create(&t, net, opt, kv, NULL))) dt_trainer_free(t);
   t = CAPI_SENTINEL(dt_trainer);
-  dt_trainer_options_init(&o);
+  dt_trainer_options_init(&o, sizeof o);
   o.update_on_kvstore = 0;
   if (CHECK_OK(dt_trainer_create(&t, net, opt, kv, &o))) dt_trainer_free(t);
   t = CAPI_SENTINEL(dt_trainer);
@@ -195,10 +195,10 @@ static void test_create(void) {
   CHECK_STATUS(dt_trainer_create(&t, net, opt, kv, &o), DT_ERR_INVALID_ARGUMENT);
   o.update_on_kvstore = -2;
   CHECK_STATUS(dt_trainer_create(&t, net, opt, kv, &o), DT_ERR_INVALID_ARGUMENT);
-  dt_trainer_options_init(&o);
+  dt_trainer_options_init(&o, sizeof o);
   o.struct_size = 0;
   CHECK_STATUS(dt_trainer_create(&t, net, opt, NULL, &o), DT_ERR_INVALID_ARGUMENT);
-  dt_trainer_options_init(&o);
+  dt_trainer_options_init(&o, sizeof o);
   o.num_extra_contexts = 1;
   CHECK_STATUS(dt_trainer_create(&t, net, opt, NULL, &o), DT_ERR_INVALID_ARGUMENT);
   o.extra_contexts = null_ctx;
@@ -313,7 +313,7 @@ static void test_kvstore_paths(void) {
   int i;
   CHECK_OK(dt_kvstore_create(&kv1, "local"));
   CHECK_OK(dt_kvstore_create(&kv2, "local"));
-  dt_trainer_options_init(&o);
+  dt_trainer_options_init(&o, sizeof o);
   o.update_on_kvstore = 0;
   plain = make_trainer(plain_net, opt, NULL, NULL);
   store = make_trainer(store_net, opt, kv1, NULL);
@@ -544,7 +544,7 @@ static void test_fit(void) {
   path_in(ckpt, sizeof ckpt, "fit.ckpt.safetensors");
   CHECK(write_dataset(images, labels, 40, 4));
   CHECK(write_dataset(small_images, small_labels, 10, 5));
-  dt_data_loader_options_init(&lo);
+  dt_data_loader_options_init(&lo, sizeof lo);
   lo.batch_size = 8;
   lo.seed = 1;
   CHECK_OK(dt_data_loader_create(&train, images, labels, &lo));
@@ -557,7 +557,7 @@ static void test_fit(void) {
 
   CHECK_OK(dt_trainer_epoch(&epoch, t));
   CHECK_EQ_I64(epoch, 0);
-  dt_fit_options_init(&f);
+  dt_fit_options_init(&f, sizeof f);
   f.epochs = 2;
   f.progress = 2;
   f.metrics_path = metrics;
@@ -611,7 +611,7 @@ static void test_fit(void) {
   f.epochs = 4;
   f.struct_size = 0;
   CHECK_STATUS(dt_trainer_fit(t, train, NULL, &f), DT_ERR_INVALID_ARGUMENT);
-  dt_fit_options_init(&f);
+  dt_fit_options_init(&f, sizeof f);
   f.progress = 2;
   f.epochs = 4;
   CHECK_STATUS(dt_trainer_fit(t, NULL, NULL, &f), DT_ERR_INVALID_ARGUMENT);
@@ -663,7 +663,7 @@ static void test_extra_contexts(void) {
   if (!CHECK_OK(dt_context_create(&second, DT_DEVICE_CPU, 0))) return;
   CHECK_OK(dt_context_set_num_threads(second, 1));
   extra[0] = second;
-  dt_trainer_options_init(&o);
+  dt_trainer_options_init(&o, sizeof o);
   o.extra_contexts = extra;
   o.num_extra_contexts = 1;
   t = make_trainer(net, opt, NULL, &o);

@@ -29,7 +29,6 @@ inline std::string self_path;
 // else "pushpull_sum=S rank=R workers=N" at the end.
 inline int pushpull_worker() {
   dt_kvstore_options options;
-  dt_kvstore_options_init(&options);
   dt_kvstore* kv = nullptr;
   dt_context* ctx = nullptr;
   dt_ndarray* value = nullptr;
@@ -39,7 +38,8 @@ inline int pushpull_worker() {
   const uint64_t key = 3;
   const bool hold = std::getenv("DTRUN_TEST_HOLD") != nullptr;
   float host[4];
-  if (dt_kvstore_create_ex(&kv, "dist_sync", &options) != DT_OK || dt_kvstore_rank(&rank, kv) != DT_OK ||
+  if (dt_kvstore_options_init(&options, sizeof options) != DT_OK ||
+      dt_kvstore_create_ex(&kv, "dist_sync", &options) != DT_OK || dt_kvstore_rank(&rank, kv) != DT_OK ||
       dt_kvstore_num_workers(&workers, kv) != DT_OK || dt_context_create(&ctx, DT_DEVICE_CPU, 0) != DT_OK ||
       dt_ndarray_create(&value, ctx, DT_FLOAT32, dims, 1) != DT_OK) {
     std::fprintf(stderr, "setup failed: %s\n", dt_last_error());

@@ -148,7 +148,11 @@ int main(int argc, char** argv) {
   if (!apply_settings(args.env_server)) return 2;
 
   dt_kvstore_options options;
-  dt_kvstore_options_init(&options);
+  const dt_status init_status = dt_kvstore_options_init(&options, sizeof options);
+  if (init_status != DT_OK) {
+    fprintf(stderr, "dt-node: %s: %s\n", dt_status_string(init_status), dt_last_error());
+    return 1;
+  }
   if (!read_seconds("DT_STARTUP_TIMEOUT_S", &options.startup_timeout_s) ||
       !read_seconds("DT_REQUEST_TIMEOUT_S", &options.request_timeout_s) ||
       !read_seconds("DT_HEARTBEAT_INTERVAL_S", &options.heartbeat_interval_s) ||
