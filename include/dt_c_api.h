@@ -106,8 +106,9 @@ DT_API const char *dt_last_error(void);
  *    program built against an older, shorter header is never written past
  *    its struct, while the defaults stay the library's (some come from the
  *    environment). This is libgit2's versioned _init with the size as the
- *    version; a static inline function or an initializer macro would freeze
- *    the defaults into the program, and bindings could not call them.
+ *    version; a static inline function or an initializer macro would
+ *    freeze this release's defaults into the program, and a macro is out
+ *    of the bindings' reach.
  *    A NULL struct, or a size that no struct has (below sizeof(size_t)
  *    or not a multiple of its alignment), is DT_ERR_INVALID_ARGUMENT, here
  *    and in every call that takes a struct.
