@@ -4,7 +4,7 @@
  * Pure C99, self-contained. Everything the library exports is declared here
  * and named dt_* / DT_*. This header is the single source of the version.
  *
- * Conventions (see STYLE.md):
+ * Conventions:
  *  - Every fallible call returns dt_status. On a non-OK return the calling
  *    thread's dt_last_error() holds a message naming the call and the cause;
  *    out-parameters are left untouched.
@@ -478,8 +478,9 @@ DT_API dt_status dt_net_loss_scaling(dt_loss_scaling_options *out,
  * Names: "sgd" (learning_rate, momentum, wd, nesterov, rescale_grad,
  * clip_gradient, multi_precision), "nag", "adam" / "adamw" (learning_rate,
  * beta1, beta2, epsilon, wd, ...), plus learning-rate schedules
- * ("lr_scheduler": "factor" | "multifactor" | "cosine" with their keys, and
- * "warmup_steps", "warmup_begin_lr"). See docs/optimizers.md. */
+ * ("lr_scheduler": "none" | "factor" | "multifactor" | "cosine" | "poly"
+ * with their keys, and "warmup_steps", "warmup_begin_lr"). Every key, its
+ * range and default: docs/optimizers.md. */
 typedef struct dt_optimizer dt_optimizer;
 
 /* Unknown names are DT_ERR_INVALID_ARGUMENT listing the known ones. */
