@@ -115,14 +115,16 @@ DT_API const char *dt_last_error(void);
  *  - A call that reads a struct takes the caller's fields up to its
  *    struct_size. A shorter struct (an older header) gets the defaults for
  *    the fields it lacks. A longer one (a newer header) is accepted when
- *    every byte this library does not know is zero, and is
+ *    every byte past this library's sizeof is zero, and is
  *    DT_ERR_NOT_SUPPORTED naming the first one that is not: the caller set
  *    an option this library does not have, and ignoring it would change the
- *    run silently (the rule of Linux's clone3 and openat2).
+ *    run silently (the rule of Linux's clone3 and openat2). Padding is
+ *    never read: a copy of a struct need not keep it.
  *  - A call that fills a struct writes only the bytes below struct_size.
  *  - Hence struct_size must be what _init wrote: create every struct
  *    through its _init, then set fields.
- *  - Structs only grow: fields are appended, never moved or removed, and a
+ *  - Structs only grow: fields are appended past the previous release's
+ *    sizeof (never into its tail padding), never moved or removed, and a
  *    field added after the first release takes 0 as its default (the
  *    behaviour before it existed), so that the zeros of an older _init and
  *    a newer caller's zero tail both mean "not set".

@@ -46,16 +46,16 @@ void init_bytes(void* out, size_t struct_size, const void* defaults, size_t know
   std::memcpy(bytes, &struct_size, kSizeField);
 }
 
-void read_bytes(void* merged, const void* given, size_t known_end, const char* what) {
+void read_bytes(void* merged, const void* given, size_t known_end, size_t library_size, const char* what) {
   const size_t size = size_of(given);
   check_size(size, std::string(what) + "->struct_size");
   const auto* bytes = static_cast<const unsigned char*>(given);
-  const unsigned char* set = std::find_if(bytes + std::min(size, known_end), bytes + size,
+  const unsigned char* set = std::find_if(bytes + std::min(size, library_size), bytes + size,
                                           [](unsigned char b) { return b != 0; });
   if (set != bytes + size) {
     throw Error(ErrorCode::kNotSupported,
                 std::string(what) + " sets byte " + std::to_string(set - bytes) + " of its " + std::to_string(size) +
-                    ", past the " + std::to_string(known_end) +
+                    ", past the " + std::to_string(library_size) +
                     " this library knows: an option of a newer disttrain (link that, or leave the field 0)");
   }
   const size_t known = std::min(size, known_end);

@@ -12,9 +12,11 @@
 
 namespace dt::c_api {
 
-// Where this release's last field of each struct ends. Bytes past it belong
-// to a newer header, even when they lie in this struct's tail padding (a
-// newer field may be placed there), so that is where the zero check starts.
+// Where this release's last field of each struct ends: what is copied.
+// Between it and sizeof lies tail padding, which is never read (a copy of
+// a struct need not keep its padding, so the caller's bytes there are
+// arbitrary); a newer release appends its fields past this sizeof, which is
+// where the zero check of a longer struct starts.
 template <typename Struct>
 inline constexpr size_t kKnownEnd = 0;
 #define DT_KNOWN_END(type, last) \
@@ -33,7 +35,7 @@ namespace detail {
 // parameter in messages. Each throws core::Error (kInvalidArgument, or
 // kNotSupported for a set byte this library does not know).
 void init_bytes(void* out, size_t struct_size, const void* defaults, size_t known_end, const char* what);
-void read_bytes(void* merged, const void* given, size_t known_end, const char* what);
+void read_bytes(void* merged, const void* given, size_t known_end, size_t library_size, const char* what);
 void write_bytes(void* out, const void* value, size_t known_end, const char* what);
 }  // namespace detail
 
@@ -41,8 +43,8 @@ template <typename Struct>
 constexpr size_t known_end() {
   static_assert(std::is_trivially_copyable_v<Struct> && offsetof(Struct, struct_size) == 0,
                 "an option struct is plain data that starts with struct_size");
-  // Catches a field appended without moving kKnownEnd (unless it fits in the
-  // old tail padding): only padding may follow the last field.
+  // Catches a field appended without moving kKnownEnd: only padding may
+  // follow the last field.
   static_assert(kKnownEnd<Struct> > 0 && sizeof(Struct) - kKnownEnd<Struct> < alignof(Struct),
                 "kKnownEnd must name the struct's last field");
   return kKnownEnd<Struct>;
@@ -71,7 +73,7 @@ template <typename Struct>
 Struct read_struct(const Struct* given, void (*set_defaults)(Struct*), const char* what) {
   Struct merged;
   fill_defaults(&merged, set_defaults);
-  if (given != nullptr) detail::read_bytes(&merged, given, known_end<Struct>(), what);
+  if (given != nullptr) detail::read_bytes(&merged, given, known_end<Struct>(), sizeof(Struct), what);
   return merged;
 }
 

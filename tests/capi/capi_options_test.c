@@ -123,9 +123,9 @@ static void test_shorter_struct_gets_defaults(void) {
   if (CHECK_OK(dt_kvstore_create_ex(&kv, "local", &ko))) dt_kvstore_free(kv);
 }
 
-/* A newer caller's struct: accepted when the bytes this library does not
- * know are zero, refused (naming the byte) when one is set, including one
- * in this library's tail padding, where a newer field may live. */
+/* A newer caller's struct: accepted when the bytes past this library's
+ * sizeof are zero, refused (naming the byte) when one is set. This
+ * library's own tail padding is never read: a copy need not keep it. */
 static void test_longer_struct(void) {
   struct {
     dt_kvstore_options s;
@@ -145,7 +145,7 @@ static void test_longer_struct(void) {
 
   if (known < sizeof buf.s) {
     ((unsigned char *)&buf.s)[known] = 1;
-    CHECK_STATUS(dt_kvstore_create_ex(&kv, "local", &buf.s), DT_ERR_NOT_SUPPORTED);
+    if (CHECK_OK(dt_kvstore_create_ex(&kv, "local", &buf.s))) dt_kvstore_free(kv);
     ((unsigned char *)&buf.s)[known] = 0;
   }
   if (CHECK_OK(dt_kvstore_create_ex(&kv, "local", &buf.s))) dt_kvstore_free(kv);
