@@ -4,9 +4,9 @@
 #include "c_api/handles.h"
 #include "c_api/ps_options.h"
 #include "dt_c_api.h"
-#include "ps/job_config.h"
-#include "ps/scheduler.h"
-#include "ps/server_node.h"
+#include "ps/job/job_config.h"
+#include "ps/roles/scheduler.h"
+#include "ps/roles/server_process.h"
 
 using dt::c_api::arg;
 using dt::c_api::guarded;

@@ -7,7 +7,7 @@
 #include "c_api/options.h"
 #include "core/error.h"
 #include "dt_c_api.h"
-#include "ps/job_config.h"
+#include "ps/job/job_config.h"
 
 namespace dt::c_api {
 

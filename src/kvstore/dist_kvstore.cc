@@ -9,7 +9,7 @@
 
 #include "core/error.h"
 #include "kvstore/argument_checks.h"
-#include "ps/data_codec.h"
+#include "ps/transport/data_codec.h"
 
 namespace dt::kvstore {
 

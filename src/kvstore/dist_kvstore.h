@@ -35,10 +35,10 @@
 #include "kvstore/kvstore.h"
 #include "kvstore/request_scheduler.h"
 #include "kvstore/worker_merge.h"
-#include "ps/cluster_member.h"
-#include "ps/job_config.h"
+#include "ps/job/job_config.h"
 #include "ps/key_placement.h"
-#include "ps/worker_client.h"
+#include "ps/roles/cluster_member.h"
+#include "ps/roles/worker_client.h"
 
 namespace dt::kvstore {
 

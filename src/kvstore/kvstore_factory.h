@@ -20,7 +20,7 @@
 #include <string>
 
 #include "kvstore/kvstore.h"
-#include "ps/job_config.h"
+#include "ps/job/job_config.h"
 
 namespace dt::kvstore {
 

@@ -5,8 +5,8 @@
 #include <cstring>
 #include <string>
 
-#include "ps/data_codec.h"
-#include "ps/server_node.h"
+#include "ps/roles/server_process.h"
+#include "ps/transport/data_codec.h"
 
 namespace dt::kvstore {
 

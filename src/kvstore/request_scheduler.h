@@ -41,7 +41,7 @@
 #include "kvstore/completion.h"
 #include "kvstore/kvstore.h"
 #include "ps/key_placement.h"
-#include "ps/worker_client.h"
+#include "ps/roles/worker_client.h"
 
 namespace dt::kvstore {
 

@@ -12,10 +12,10 @@
 #include <vector>
 
 #include "core/error.h"
-#include "ps/frame.h"
-#include "ps/node_table.h"
-#include "ps/request_client.h"
-#include "ps/request_server.h"
+#include "ps/roles/node_table.h"
+#include "ps/transport/frame.h"
+#include "ps/transport/request_client.h"
+#include "ps/transport/request_server.h"
 
 namespace dt::ps {
 namespace {

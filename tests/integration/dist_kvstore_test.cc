@@ -19,22 +19,22 @@
 #include <utility>
 #include <vector>
 
-#include "inproc_job.h"
-#include "lenet_exactness.h"
 #include "core/context.h"
 #include "core/error.h"
 #include "core/safetensors.h"
+#include "inproc_job.h"
 #include "kvstore/dist_kvstore.h"
 #include "kvstore/kvstore_factory.h"
 #include "kvstore/local_kvstore.h"
+#include "lenet_exactness.h"
 #include "nn/model_builders.h"
 #include "nn/net.h"
-#include "ps/data_codec.h"
-#include "ps/parameter_server.h"
-#include "ps/request_server.h"
-#include "ps/request_client.h"
-#include "ps/scheduler.h"
-#include "ps/server_node.h"
+#include "ps/roles/scheduler.h"
+#include "ps/roles/server_process.h"
+#include "ps/roles/server_request_handler.h"
+#include "ps/transport/data_codec.h"
+#include "ps/transport/request_client.h"
+#include "ps/transport/request_server.h"
 #include "train/trainer.h"
 
 namespace dt::ps {
@@ -311,7 +311,7 @@ TEST(PsDataInproc, WorkerLeavingMidRoundFailsTheOtherWithPeerLost) {
 }
 
 TEST(PsDataInproc, MalformedRequestsAreRejectedAndTheServerKeepsServing) {
-  ParameterServer server(1);
+  ServerRequestHandler server(1);
   const std::string url = inproc_url("malformed");
   RequestServer transport({url}, 4, [&](Message m, RequestServer::Reply r) { server.handle(std::move(m), r); },
                           kDefaultMaxMessageBytes);
@@ -370,7 +370,7 @@ Message copy_of(const Message& m) {
 }
 
 // A scheduler and one server on threads; the server shows every request to
-// observe (on a handler thread, before the real ParameterServer handles it)
+// observe (on a handler thread, before the real ServerRequestHandler handles it)
 // and keeps serving until the job ends. observe may block to hold a request.
 class ObservedJob {
  public:
@@ -380,7 +380,7 @@ class ObservedJob {
         scheduler_(inproc_job(url_, Role::kScheduler, 1, workers), fast_options()) {
     done_.push_back(std::async(std::launch::async, [this] { scheduler_.run(); }));
     done_.push_back(std::async(std::launch::async, [this, observe] {
-      ParameterServer server(workers_);
+      ServerRequestHandler server(workers_);
       RequestServer transport(
           {url_ + "-server"}, server_concurrency(workers_),
           [&server, observe](Message request, RequestServer::Reply reply) {
@@ -388,7 +388,7 @@ class ObservedJob {
             try {
               observe(Frame::parse(std::move(request)));
             } catch (const Error&) {
-              // Malformed: the ParameterServer answers it.
+              // Malformed: the ServerRequestHandler answers it.
             }
             server.handle(std::move(copy), reply);
           },
@@ -689,7 +689,7 @@ TEST(PsAsyncInproc, AServerLostMidRequestFailsTheWaitWithPeerLost) {
   std::shared_future<void> die_f = die.get_future().share(), release_f = release.get_future().share();
   std::once_flag first_swallowed;
   auto server_done = std::async(std::launch::async, [&] {
-    ParameterServer server(1);
+    ServerRequestHandler server(1);
     // Answers init; swallows pushes (their replies never leave), as a server
     // that hangs or dies mid-request would.
     RequestServer transport(

@@ -23,14 +23,14 @@
 #include <thread>
 #include <vector>
 
-#include "lenet_exactness.h"
-#include "process_harness.h"
 #include "core/context.h"
 #include "core/error.h"
 #include "kvstore/kvstore_factory.h"
+#include "lenet_exactness.h"
 #include "nn/model_builders.h"
 #include "nn/net.h"
-#include "ps/job_config.h"
+#include "process_harness.h"
+#include "ps/job/job_config.h"
 #include "train/trainer.h"
 
 extern char** environ;

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "ps/job_config.h"
+#include "ps/job/job_config.h"
 
 namespace dt::test {
 

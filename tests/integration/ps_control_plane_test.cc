@@ -22,15 +22,15 @@
 #include <thread>
 #include <vector>
 
+#include "core/error.h"
 #include "inproc_job.h"
 #include "process_harness.h"
-#include "core/error.h"
-#include "ps/cluster_member.h"
-#include "ps/frame.h"
-#include "ps/job_config.h"
-#include "ps/request_client.h"
-#include "ps/request_server.h"
-#include "ps/scheduler.h"
+#include "ps/job/job_config.h"
+#include "ps/roles/cluster_member.h"
+#include "ps/roles/scheduler.h"
+#include "ps/transport/frame.h"
+#include "ps/transport/request_client.h"
+#include "ps/transport/request_server.h"
 
 extern char** environ;
 

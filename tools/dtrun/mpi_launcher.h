@@ -3,9 +3,9 @@
 // ranks of ONE `mpirun` that dtrun supervises like any other process. Every
 // rank runs `dt-node [--env-server K=V]... [--env-worker K=V]... -- COMMAND`:
 // dt-node finds its role from OMPI_COMM_WORLD_RANK by the rank rule of
-// src/ps/launcher_environment.h (ranks 0..S-1 servers, S..S+W-1 workers with
-// worker id rank - S; DMLC_NUM_SERVER and DMLC_NUM_WORKER are passed, so the
-// rule cannot guess), serves as a server, or execs COMMAND as a worker.
+// src/ps/job/launcher_environment.h (ranks 0..S-1 servers, S..S+W-1 workers
+// with worker id rank - S; DMLC_NUM_SERVER and DMLC_NUM_WORKER are passed, so
+// the rule cannot guess), serves as a server, or execs COMMAND as a worker.
 //
 // Stopping: mpirun ends the whole step by itself when one rank fails, and
 // ends its ranks when dtrun stops the job (SIGTERM to the job's process

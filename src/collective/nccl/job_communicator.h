@@ -8,7 +8,7 @@
 #include <memory>
 
 #include "collective/nccl/communicator.h"
-#include "ps/cluster_member.h"
+#include "ps/roles/cluster_member.h"
 
 namespace dt::collective::nccl {
 

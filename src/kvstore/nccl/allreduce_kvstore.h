@@ -37,8 +37,8 @@
 #include "core/dtype.h"
 #include "kvstore/key_reducer.h"
 #include "kvstore/kvstore.h"
-#include "ps/cluster_member.h"
-#include "ps/job_config.h"
+#include "ps/job/job_config.h"
+#include "ps/roles/cluster_member.h"
 
 namespace dt::kvstore {
 

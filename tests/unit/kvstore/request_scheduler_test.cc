@@ -19,8 +19,8 @@
 
 #include "core/error.h"
 #include "error_code_of.h"
-#include "ps/data_codec.h"
-#include "ps/server_node.h"
+#include "ps/roles/server_process.h"
+#include "ps/transport/data_codec.h"
 
 namespace dt::kvstore {
 namespace {

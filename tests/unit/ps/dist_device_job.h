@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "integration/inproc_job.h"
-#include "ps/job_config.h"
-#include "ps/scheduler.h"
-#include "ps/server_node.h"
+#include "ps/job/job_config.h"
+#include "ps/roles/scheduler.h"
+#include "ps/roles/server_process.h"
 #include "unit/ps/ps_test_util.h"
 
 namespace dt::test {

@@ -1,0 +1,96 @@
+// A node's view of the job: its role and the job layout (from explicit
+// options, the MXNet-compatible DMLC_* environment or another launcher's
+// variables: see ps/job/launcher_environment.h), and the deadlines/bounds every
+// wait uses.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "ps/transport/request_client.h"
+
+namespace dt::ps {
+
+// Values equal dt_role and wire::Role.
+enum class Role : int { kWorker = 0, kServer = 1, kScheduler = 2 };
+const char* role_name(Role role);  // "worker", "server", "scheduler"
+
+// Mirrors dt_kvstore_options (src/c_api/ps_options.h converts), plus the
+// transport bound that the C struct does not expose.
+struct PsOptions {
+  double startup_timeout_s = 60;
+  double request_timeout_s = 120;
+  double heartbeat_interval_s = 1;
+  double heartbeat_timeout_s = 5;
+  double shutdown_timeout_s = 10;
+  uint64_t bigarray_bound_bytes = 4000000;
+  // NNG_OPT_RECVMAXSZ on every socket: nng drops a larger message and its
+  // connection without notice to the receiver (the requester fails with
+  // kNetwork or kTimedOut), so the data plane must chunk tensors below it.
+  size_t max_message_bytes = kDefaultMaxMessageBytes;
+
+  // Error(kInvalidArgument) naming the field for non-positive or non-finite
+  // times, a heartbeat timeout not above the interval, or a zero bound.
+  void validate() const;
+};
+
+// Seconds as a deadline for the transport (at least 1 ms).
+std::chrono::milliseconds to_ms(double seconds);
+// "5.0 s"
+std::string seconds_text(double seconds);
+
+struct JobConfig {
+  Role role = Role::kWorker;
+  // Where nodes reach the scheduler: "tcp://<resolved DMLC_PS_ROOT_URI>:<port>",
+  // or DT_PS_ROOT_URL verbatim (inproc:// or ipc:// in tests).
+  std::string root_url;
+  // What the scheduler listens on: "tcp://0.0.0.0:<DMLC_PS_ROOT_PORT>" (so
+  // a host name resolving to any local address works), or DT_PS_ROOT_URL.
+  std::string scheduler_listen_url;
+  int num_servers = 0;
+  int num_workers = 0;
+  int worker_id = -1;  // DMLC_WORKER_ID; -1 when unset
+  // This node's address as peers reach it: DMLC_NODE_HOST, else the IPv4
+  // address of DMLC_INTERFACE, else 127.0.0.1 when the scheduler is on
+  // loopback, else the first non-loopback IPv4 interface.
+  std::string node_host;
+  // DT_PS_PORT_FILE: the scheduler writes its bound port there (port 0).
+  std::string port_file;
+  // Where the role and layout came from, e.g. "job layout from
+  // OMPI_COMM_WORLD_* (rank 3 of 4, 1 server + 3 workers): worker 2".
+  std::string layout_summary;
+};
+
+// Values a program sets itself (explicit API options). Each wins over every
+// environment variable; unset fields fall through to the environment.
+struct JobOverrides {
+  std::optional<Role> role;
+  std::optional<int> worker_id;
+  std::optional<int> num_servers;
+  std::optional<int> num_workers;
+  std::optional<std::string> root_uri;
+  std::optional<int> root_port;
+};
+
+// Reads a variable: nullopt when unset. Tests pass a map instead of getenv.
+using EnvLookup = std::function<std::optional<std::string>(const char* name)>;
+
+// This process's role by the order of ps/job/launcher_environment.h (worker when
+// no source names one); Error(kInvalidArgument) naming the variable for an
+// unknown DMLC_ROLE, a malformed MX_CONFIG or rank counts that do not fit.
+Role role_from(const EnvLookup& env);
+Role role_from_env();
+
+// Missing or invalid values are Error(kInvalidArgument) naming the variable;
+// an unresolvable scheduler host or interface without IPv4 address too.
+JobConfig job_config_from(const EnvLookup& env, const JobOverrides& overrides = {});
+// As job_config_from over getenv; the first call in a process also writes
+// layout_summary to stderr ("disttrain: job layout from ..."), so that every
+// process of a job says once how it found its role.
+JobConfig job_config_from_env(const JobOverrides& overrides = {});
+
+}  // namespace dt::ps

@@ -1,0 +1,260 @@
+#include "ps/roles/cluster_member.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "core/error.h"
+#include "ps/transport/frame.h"
+#include "ps/transport/request_client.h"
+
+namespace dt::ps {
+
+using core::Error;
+using core::ErrorCode;
+using Clock = std::chrono::steady_clock;
+
+struct ClusterMember::State {
+  JobConfig job;
+  PsOptions options;
+  std::unique_ptr<RequestClient> client;
+  NodeTable table;
+  int rank = -1;
+
+  mutable std::mutex mutex;
+  std::condition_variable cv;
+  std::vector<LostNode> lost;
+  std::vector<LostCallback> callbacks;
+  bool stop_requested = false;  // the scheduler said the job ended
+  bool stopping = false;        // this node is leaving: the thread exits
+  bool shut_down = false;
+  uint64_t next_barrier = 0;
+  std::thread heartbeat_thread;
+
+  void heartbeat_loop();
+  // Barriers and all-gathers share one sequence of ids.
+  uint64_t take_barrier_id() {
+    std::lock_guard<std::mutex> lock(mutex);
+    return next_barrier++;
+  }
+  void add_lost(const LostNode& node);
+  void stop_heartbeats();
+};
+
+void ClusterMember::State::add_lost(const LostNode& node) {
+  std::vector<LostCallback> to_call;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    for (const LostNode& l : lost) {
+      if (l.role == node.role && l.rank == node.rank) return;
+    }
+    lost.push_back(node);
+    to_call = callbacks;
+  }
+  cv.notify_all();
+  for (const LostCallback& cb : to_call) cb(node);
+}
+
+void ClusterMember::State::heartbeat_loop() {
+  const auto interval = to_ms(options.heartbeat_interval_s);
+  Clock::time_point last_ok = Clock::now();
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(mutex);
+      if (cv.wait_for(lock, interval, [&] { return stopping; })) return;
+    }
+    try {
+      flatbuffers::FlatBufferBuilder fbb(64);
+      Message reply = client->call(make_message(fbb, wire::CreateHeartbeat(fbb, to_wire(job.role), rank)),
+                                   to_ms(options.heartbeat_timeout_s));
+      const Frame frame = Frame::parse(std::move(reply));
+      const wire::HeartbeatReply& r = frame.expect<wire::HeartbeatReply>();
+      last_ok = Clock::now();
+      if (r.lost() != nullptr) {
+        for (const auto* l : *r.lost()) add_lost(read_lost_node(*l));
+      }
+      if (r.shutdown()) {
+        {
+          std::lock_guard<std::mutex> lock(mutex);
+          stop_requested = true;
+        }
+        cv.notify_all();
+      }
+    } catch (const Error& e) {
+      {
+        std::lock_guard<std::mutex> lock(mutex);
+        // Once the job ended or this node is leaving, the scheduler may be gone.
+        if (stopping || stop_requested) return;
+      }
+      const double silent = std::chrono::duration<double>(Clock::now() - last_ok).count();
+      if (silent >= options.heartbeat_timeout_s) {
+        add_lost(LostNode{Role::kScheduler, 0, job.root_url, 0,
+                          "no heartbeat reply for " + seconds_text(silent) + " (" + e.what() + ")"});
+      }
+    }
+  }
+}
+
+void ClusterMember::State::stop_heartbeats() {
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    stopping = true;
+  }
+  cv.notify_all();
+  if (heartbeat_thread.joinable()) heartbeat_thread.join();
+}
+
+ClusterMember::ClusterMember(const JobConfig& job, const PsOptions& options, std::vector<std::string> data_urls)
+    : state_(std::make_unique<State>()) {
+  options.validate();
+  if (job.role == Role::kScheduler) throw Error(ErrorCode::kInvalidArgument, "the scheduler is not a cluster member");
+  State& st = *state_;
+  st.job = job;
+  st.options = options;
+  st.client = std::make_unique<RequestClient>(job.root_url, std::chrono::milliseconds(0), options.max_message_bytes);
+
+  flatbuffers::FlatBufferBuilder fbb(512);
+  auto host = fbb.CreateString(job.node_host);
+  auto urls = fbb.CreateVectorOfStrings(data_urls);
+  auto reg = wire::CreateRegister(fbb, to_wire(job.role), host, static_cast<int64_t>(::getpid()), urls,
+                                  job.role == Role::kWorker ? job.worker_id : -1, job.num_servers, job.num_workers);
+  Message reply;
+  try {
+    reply = st.client->call(make_message(fbb, reg), to_ms(options.startup_timeout_s));
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::kTimedOut) throw;
+    if (!st.client->connected()) {
+      throw Error(ErrorCode::kTimedOut,
+                  "scheduler at " + job.root_url + " unreachable for " + seconds_text(options.startup_timeout_s));
+    }
+    throw Error(ErrorCode::kTimedOut, "scheduler at " + job.root_url + " did not publish the node table within " +
+                                          seconds_text(options.startup_timeout_s) + " (not every node registered)");
+  }
+  const Frame frame = Frame::parse(std::move(reply));
+  st.table = read_node_table(frame.expect<wire::NodeTable>());
+  st.rank = st.table.your_rank;
+  if (st.table.num_servers != job.num_servers || st.table.num_workers != job.num_workers || st.rank < 0 ||
+      st.rank >= (job.role == Role::kServer ? job.num_servers : job.num_workers)) {
+    throw Error(ErrorCode::kProtocol, "the scheduler's node table contradicts this node's job layout");
+  }
+  st.heartbeat_thread = std::thread([&st] { st.heartbeat_loop(); });
+}
+
+ClusterMember::~ClusterMember() {
+  State& st = *state_;
+  {
+    std::lock_guard<std::mutex> lock(st.mutex);
+    st.stopping = true;
+  }
+  // Closing aborts a heartbeat in flight, so the join below is prompt.
+  st.client->close();
+  st.stop_heartbeats();
+}
+
+Role ClusterMember::role() const { return state_->job.role; }
+int ClusterMember::rank() const { return state_->rank; }
+const NodeTable& ClusterMember::table() const { return state_->table; }
+
+void ClusterMember::barrier() {
+  State& st = *state_;
+  if (st.job.role != Role::kWorker) throw Error(ErrorCode::kBadState, "only workers take part in barriers");
+  check_peers();
+  const uint64_t id = st.take_barrier_id();
+  flatbuffers::FlatBufferBuilder fbb(64);
+  Message reply = st.client->call(make_message(fbb, wire::CreateBarrier(fbb, st.rank, id)), to_ms(st.options.request_timeout_s));
+  Frame::parse(std::move(reply)).expect<wire::Ack>();
+}
+
+std::vector<std::vector<uint8_t>> ClusterMember::allgather(const std::vector<uint8_t>& data) {
+  State& st = *state_;
+  if (st.job.role != Role::kWorker) throw Error(ErrorCode::kBadState, "only workers take part in an all-gather");
+  if (data.size() > kMaxGatherBytes) {
+    throw Error(ErrorCode::kInvalidArgument, "allgather: " + std::to_string(data.size()) + " bytes, at most " +
+                                                 std::to_string(kMaxGatherBytes) + " go through the scheduler");
+  }
+  check_peers();
+  const uint64_t id = st.take_barrier_id();
+  flatbuffers::FlatBufferBuilder fbb(128 + data.size());
+  auto body = wire::CreateBarrier(fbb, st.rank, id, fbb.CreateVector(data));
+  Message reply = st.client->call(make_message(fbb, body), to_ms(st.options.request_timeout_s));
+  const Frame frame = Frame::parse(std::move(reply));
+  const auto* gathered = frame.expect<wire::Ack>().gathered();
+  const size_t workers = static_cast<size_t>(st.job.num_workers);
+  if (gathered == nullptr || gathered->size() != workers) {
+    throw Error(ErrorCode::kProtocol, "allgather: the scheduler answered without every worker's data "
+                                      "(a scheduler of an older disttrain version?)");
+  }
+  std::vector<std::vector<uint8_t>> result(workers);
+  std::vector<bool> seen(workers, false);
+  for (const wire::GatheredData* g : *gathered) {
+    const int rank = g->rank();
+    if (rank < 0 || static_cast<size_t>(rank) >= workers || seen[rank]) {
+      throw Error(ErrorCode::kProtocol, "allgather: the scheduler's answer lists worker rank " +
+                                            std::to_string(rank) + " out of range or twice");
+    }
+    seen[rank] = true;
+    if (g->data() != nullptr) result[rank].assign(g->data()->begin(), g->data()->end());
+  }
+  return result;
+}
+
+void ClusterMember::on_lost(LostCallback callback) {
+  std::vector<LostNode> already;
+  {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    state_->callbacks.push_back(callback);
+    already = state_->lost;
+  }
+  for (const LostNode& l : already) callback(l);
+}
+
+std::vector<LostNode> ClusterMember::lost() const {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  return state_->lost;
+}
+
+void ClusterMember::check_peers() const {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  if (!state_->lost.empty()) throw Error(ErrorCode::kPeerLost, state_->lost.front().message());
+}
+
+void ClusterMember::wait_for_stop() {
+  State& st = *state_;
+  std::unique_lock<std::mutex> lock(st.mutex);
+  st.cv.wait(lock, [&] { return st.stop_requested || !st.lost.empty(); });
+  if (!st.lost.empty()) throw Error(ErrorCode::kPeerLost, st.lost.front().message());
+}
+
+void ClusterMember::shutdown() {
+  State& st = *state_;
+  bool job_failed = false;
+  {
+    std::lock_guard<std::mutex> lock(st.mutex);
+    if (st.shut_down) return;
+    st.shut_down = true;
+    job_failed = !st.lost.empty();
+  }
+  // After a lost node the scheduler ends the job and may be gone already: a
+  // goodbye would only wait for a reply that never comes. Even otherwise the
+  // wait is bounded by the heartbeat timeout, after which a silent scheduler
+  // counts as lost anyway.
+  if (st.job.role == Role::kWorker && !job_failed && st.client->connected()) {
+    try {
+      flatbuffers::FlatBufferBuilder fbb(64);
+      const double deadline_s = std::min(st.options.shutdown_timeout_s, st.options.heartbeat_timeout_s);
+      Message reply = st.client->call(make_message(fbb, wire::CreateShutdown(fbb, to_wire(st.job.role), st.rank)),
+                                      to_ms(deadline_s));
+      Frame::parse(std::move(reply)).expect<wire::Ack>();
+    } catch (const Error&) {
+      // The scheduler may already have ended the job (a lost peer); leaving
+      // is all that is left to do.
+    }
+  }
+  st.stop_heartbeats();
+}
+
+}  // namespace dt::ps

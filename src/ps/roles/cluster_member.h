@@ -1,0 +1,75 @@
+// A server's or worker's membership in the job: registration with the
+// scheduler, its rank and the node table, barriers, heartbeats that bring news
+// of lost nodes, and the clean goodbye. Every wait has a deadline from
+// PsOptions.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ps/job/job_config.h"
+#include "ps/roles/node_table.h"
+
+namespace dt::ps {
+
+class ClusterMember {
+ public:
+  using LostCallback = std::function<void(const LostNode&)>;
+
+  // Registers job.role (worker or server) with the scheduler at job.root_url,
+  // retrying the connection, and returns once the node table arrived.
+  // data_urls: where this node serves (servers). Throws Error(kTimedOut)
+  // "scheduler at <url> unreachable for <t> s" or "... did not publish the node
+  // table within <t> s"; the scheduler's own error replies (kInvalidArgument
+  // for a taken DMLC_WORKER_ID or mismatched counts, kProtocol for a version
+  // mismatch, kPeerLost) as they are. Starts the heartbeat thread.
+  ClusterMember(const JobConfig& job, const PsOptions& options, std::vector<std::string> data_urls = {});
+  // Stops heartbeats (without Shutdown: call shutdown() for a clean exit).
+  ~ClusterMember();
+  ClusterMember(const ClusterMember&) = delete;
+  ClusterMember& operator=(const ClusterMember&) = delete;
+
+  Role role() const;
+  int rank() const;
+  const NodeTable& table() const;
+
+  // Workers: returns once every worker entered the same barrier. Throws
+  // Error(kPeerLost) naming a lost node, kTimedOut after request_timeout_s.
+  void barrier();
+  // Workers: a barrier that also exchanges a small blob (an NCCL unique id,
+  // say): returns every worker's data, indexed by rank. Counts as one
+  // barrier, so all workers must call it at the same point of their barrier
+  // sequence (Error(kBadState) when some call barrier() there instead).
+  // Error(kInvalidArgument) for data above kMaxGatherBytes; kProtocol when
+  // the scheduler is too old to gather; otherwise as barrier().
+  static constexpr size_t kMaxGatherBytes = 64 * 1024;
+  std::vector<std::vector<uint8_t>> allgather(const std::vector<uint8_t>& data);
+
+  // Calls callback once for every node lost (already lost ones at once), on
+  // the heartbeat thread: keep it short (fail pending requests, wake waiters).
+  // The scheduler itself going silent counts as a lost node (role scheduler).
+  void on_lost(LostCallback callback);
+  std::vector<LostNode> lost() const;
+  // Throws Error(kPeerLost) with the first lost node's message, if any.
+  void check_peers() const;
+
+  // Servers: blocks until the scheduler says the job ended (returns) or a node
+  // is lost (throws Error(kPeerLost)); a silent scheduler is such a loss, so
+  // this wait ends within heartbeat_timeout_s of any failure.
+  void wait_for_stop();
+
+  // Workers: tells the scheduler this worker is done (bounded by
+  // shutdown_timeout_s), then stops heartbeats. Servers: stops heartbeats.
+  // Idempotent; errors while saying goodbye are not thrown (the job is over).
+  void shutdown();
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace dt::ps

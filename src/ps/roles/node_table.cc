@@ -1,0 +1,101 @@
+#include "ps/roles/node_table.h"
+
+#include "core/error.h"
+
+namespace dt::ps {
+
+using core::Error;
+using core::ErrorCode;
+
+namespace {
+
+std::string describe(Role role, int rank, int64_t pid, const std::string& host) {
+  return std::string(role_name(role)) + (role == Role::kScheduler ? "" : " " + std::to_string(rank)) + " (pid " +
+         std::to_string(pid) + " on host " + (host.empty() ? "?" : host) + ")";
+}
+
+std::string str(const flatbuffers::String* s) { return s == nullptr ? std::string() : s->str(); }
+
+}  // namespace
+
+std::string NodeInfo::describe() const { return ps::describe(role, rank, pid, host); }
+
+std::string LostNode::message() const { return ps::describe(role, rank, pid, host) + " lost: " + reason; }
+
+wire::Role to_wire(Role role) { return static_cast<wire::Role>(static_cast<int>(role)); }
+
+Role from_wire(wire::Role role) {
+  const int v = static_cast<int>(role);
+  if (v < 0 || v > 2) throw Error(ErrorCode::kProtocol, "unknown role " + std::to_string(v));
+  return static_cast<Role>(v);
+}
+
+flatbuffers::Offset<wire::NodeInfo> write_node_info(flatbuffers::FlatBufferBuilder& fbb, const NodeInfo& node) {
+  auto host = fbb.CreateString(node.host);
+  auto urls = fbb.CreateVectorOfStrings(node.data_urls);
+  return wire::CreateNodeInfo(fbb, to_wire(node.role), node.rank, host, node.pid, urls);
+}
+
+flatbuffers::Offset<wire::NodeTable> write_node_table(flatbuffers::FlatBufferBuilder& fbb, const NodeTable& table) {
+  std::vector<flatbuffers::Offset<wire::NodeInfo>> servers, workers;
+  for (const NodeInfo& n : table.servers) servers.push_back(write_node_info(fbb, n));
+  for (const NodeInfo& n : table.workers) workers.push_back(write_node_info(fbb, n));
+  return wire::CreateNodeTable(fbb, table.num_servers, table.num_workers, fbb.CreateVector(servers),
+                               fbb.CreateVector(workers), table.your_rank);
+}
+
+flatbuffers::Offset<wire::LostNode> write_lost_node(flatbuffers::FlatBufferBuilder& fbb, const LostNode& lost) {
+  auto host = fbb.CreateString(lost.host);
+  auto reason = fbb.CreateString(lost.reason);
+  return wire::CreateLostNode(fbb, to_wire(lost.role), lost.rank, host, lost.pid, reason);
+}
+
+NodeInfo read_node_info(const wire::NodeInfo& node) {
+  NodeInfo out;
+  out.role = from_wire(node.role());
+  out.rank = node.rank();
+  out.host = str(node.host());
+  out.pid = node.pid();
+  if (node.data_urls() != nullptr) {
+    for (const auto* url : *node.data_urls()) out.data_urls.push_back(str(url));
+  }
+  return out;
+}
+
+NodeTable read_node_table(const wire::NodeTable& table) {
+  NodeTable out;
+  out.num_servers = table.num_servers();
+  out.num_workers = table.num_workers();
+  out.your_rank = table.your_rank();
+  const auto read_list = [](const flatbuffers::Vector<flatbuffers::Offset<wire::NodeInfo>>* list, Role role,
+                            int count, std::vector<NodeInfo>& into) {
+    const int size = list == nullptr ? 0 : static_cast<int>(list->size());
+    if (size != count) {
+      throw Error(ErrorCode::kProtocol, std::string("node table lists ") + std::to_string(size) + " " + role_name(role) +
+                                            "s but counts " + std::to_string(count));
+    }
+    for (int i = 0; i < size; ++i) {
+      NodeInfo node = read_node_info(*list->Get(static_cast<flatbuffers::uoffset_t>(i)));
+      if (node.role != role || node.rank != i) {
+        throw Error(ErrorCode::kProtocol, std::string("node table entry ") + std::to_string(i) + " of the " +
+                                              role_name(role) + "s is " + node.describe());
+      }
+      into.push_back(std::move(node));
+    }
+  };
+  read_list(table.servers(), Role::kServer, out.num_servers, out.servers);
+  read_list(table.workers(), Role::kWorker, out.num_workers, out.workers);
+  return out;
+}
+
+LostNode read_lost_node(const wire::LostNode& lost) {
+  LostNode out;
+  out.role = from_wire(lost.role());
+  out.rank = lost.rank();
+  out.host = str(lost.host());
+  out.pid = lost.pid();
+  out.reason = str(lost.reason());
+  return out;
+}
+
+}  // namespace dt::ps

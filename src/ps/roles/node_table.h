@@ -1,0 +1,59 @@
+// The job's membership as nodes see it: who serves and works, at which rank
+// and address, and which nodes were lost. Plain C++ values; the wire form is
+// in ps/transport/protocol.fbs and converted here.
+#pragma once
+
+#include <flatbuffers/flatbuffers.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ps/job/job_config.h"
+#include "ps/transport/protocol_generated.h"
+
+namespace dt::ps {
+
+struct NodeInfo {
+  Role role = Role::kWorker;
+  int rank = -1;
+  std::string host;
+  int64_t pid = 0;
+  std::vector<std::string> data_urls;  // servers: where workers reach them
+  // "worker 1 (pid 4242 on host 10.0.0.2)"
+  std::string describe() const;
+};
+
+struct NodeTable {
+  int num_servers = 0;
+  int num_workers = 0;
+  std::vector<NodeInfo> servers;  // index = rank
+  std::vector<NodeInfo> workers;  // index = rank
+  int your_rank = -1;
+};
+
+struct LostNode {
+  Role role = Role::kWorker;
+  int rank = -1;
+  std::string host;
+  int64_t pid = 0;
+  std::string reason;  // "no heartbeat for 5.0 s", "connection closed"
+  // "worker 1 (pid 4242 on host x) lost: connection closed"
+  std::string message() const;
+};
+
+wire::Role to_wire(Role role);
+// Error(kProtocol) for a value outside the enum.
+Role from_wire(wire::Role role);
+
+flatbuffers::Offset<wire::NodeInfo> write_node_info(flatbuffers::FlatBufferBuilder& fbb, const NodeInfo& node);
+flatbuffers::Offset<wire::NodeTable> write_node_table(flatbuffers::FlatBufferBuilder& fbb, const NodeTable& table);
+flatbuffers::Offset<wire::LostNode> write_lost_node(flatbuffers::FlatBufferBuilder& fbb, const LostNode& lost);
+
+// From verified buffers; Error(kProtocol) for contents that contradict
+// themselves (ranks out of order, counts that do not match the lists).
+NodeInfo read_node_info(const wire::NodeInfo& node);
+NodeTable read_node_table(const wire::NodeTable& table);
+LostNode read_lost_node(const wire::LostNode& lost);
+
+}  // namespace dt::ps

@@ -1,0 +1,426 @@
+#include "ps/roles/scheduler.h"
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+
+#include "core/error.h"
+#include "ps/roles/node_table.h"
+#include "ps/transport/frame.h"
+#include "ps/transport/request_server.h"
+
+namespace dt::ps {
+
+using core::Error;
+using core::ErrorCode;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+std::string port_of(const std::string& url) {
+  const size_t colon = url.rfind(':');
+  return colon == std::string::npos ? std::string() : url.substr(colon + 1);
+}
+
+}  // namespace
+
+struct Scheduler::State {
+  JobConfig job;
+  PsOptions options;
+  std::unique_ptr<RequestServer> server;
+  std::string url;
+
+  std::mutex mutex;
+  std::condition_variable cv;
+  Clock::time_point started = Clock::now();
+
+  // Registration phase: nodes waiting for the table (deferred replies).
+  struct Registration {
+    NodeInfo info;
+    int requested_rank;
+    uint32_t pipe;
+    RequestServer::Reply reply;
+  };
+  std::vector<Registration> registrations;
+  bool published = false;
+
+  // After publication: one entry per node.
+  struct Member {
+    NodeInfo info;
+    uint32_t pipe = 0;
+    Clock::time_point last_heartbeat;
+    bool left = false;  // sent Shutdown (worker) or was told to stop (server)
+    bool told = false;  // got a heartbeat reply listing the loss / the stop
+    bool lost = false;
+    // Its connection closed after it left: a stopped server closes only
+    // once the reply telling it to stop has arrived.
+    bool disconnected = false;
+  };
+  std::map<std::pair<int, int>, Member> members;  // (role, rank)
+
+  struct Waiter {
+    int rank;
+    RequestServer::Reply reply;
+    // An all-gather barrier's contribution (wire Barrier.data present).
+    std::optional<std::vector<uint8_t>> data;
+  };
+  std::map<uint64_t, std::vector<Waiter>> barriers;
+  std::map<uint64_t, Clock::time_point> barrier_started;
+
+  std::vector<LostNode> lost;
+  Clock::time_point first_loss;
+  bool stopping = false;  // every worker sent Shutdown
+  Clock::time_point stop_time;
+  std::optional<Error> failure;  // ends run() with this error
+
+  void handle(Message request, RequestServer::Reply reply);
+  void on_register(const wire::Register& r, uint32_t pipe, RequestServer::Reply& reply);
+  void publish();
+  void on_heartbeat(const wire::Heartbeat& h, uint32_t pipe, RequestServer::Reply& reply);
+  void on_barrier(const wire::Barrier& b, RequestServer::Reply& reply);
+  void complete_barrier(uint64_t id, std::vector<Waiter>& waiters);
+  void on_shutdown(const wire::Shutdown& s, RequestServer::Reply& reply);
+  void on_pipe_closed(uint32_t pipe);
+  void mark_lost(Member& m, const std::string& reason);
+  void fail_registrations(const Error& error);
+  Message heartbeat_reply();
+};
+
+void Scheduler::State::handle(Message request, RequestServer::Reply reply) {
+  const uint32_t pipe = request.pipe_id();
+  std::optional<Frame> frame;
+  try {
+    frame.emplace(Frame::parse(std::move(request)));
+  } catch (const Error& e) {
+    std::fprintf(stderr, "disttrain scheduler: rejected a message: %s\n", e.what());
+    reply(make_error_reply(e.code(), e.what()));
+    return;
+  }
+  std::lock_guard<std::mutex> lock(mutex);
+  try {
+    switch (frame->type()) {
+      case wire::Body::Register:
+        on_register(*frame->body<wire::Register>(), pipe, reply);
+        break;
+      case wire::Body::Heartbeat:
+        on_heartbeat(*frame->body<wire::Heartbeat>(), pipe, reply);
+        break;
+      case wire::Body::Barrier:
+        on_barrier(*frame->body<wire::Barrier>(), reply);
+        break;
+      case wire::Body::Shutdown:
+        on_shutdown(*frame->body<wire::Shutdown>(), reply);
+        break;
+      default:
+        throw Error(ErrorCode::kProtocol, std::string("the scheduler does not serve ") + body_name(frame->type()) + " messages");
+    }
+  } catch (const Error& e) {
+    reply(make_error_reply(e.code(), e.what()));
+  }
+  cv.notify_all();
+}
+
+void Scheduler::State::on_register(const wire::Register& r, uint32_t pipe, RequestServer::Reply& reply) {
+  if (published) throw Error(ErrorCode::kBadState, "registration after the job started: the node table is already published");
+  if (failure) throw *failure;
+  const Role role = from_wire(r.role());
+  if (role == Role::kScheduler) throw Error(ErrorCode::kInvalidArgument, "a second scheduler tried to register");
+  if (r.num_servers() != job.num_servers || r.num_workers() != job.num_workers) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "mismatched job layout: this node has DMLC_NUM_SERVER=" + std::to_string(r.num_servers()) +
+                    " DMLC_NUM_WORKER=" + std::to_string(r.num_workers()) + ", the scheduler has " +
+                    std::to_string(job.num_servers) + " and " + std::to_string(job.num_workers));
+  }
+  const int limit = role == Role::kServer ? job.num_servers : job.num_workers;
+  int count = 0;
+  for (const Registration& g : registrations) {
+    if (g.info.role != role) continue;
+    ++count;
+    if (role == Role::kWorker && r.requested_rank() >= 0 && g.requested_rank == r.requested_rank()) {
+      throw Error(ErrorCode::kInvalidArgument, "DMLC_WORKER_ID=" + std::to_string(r.requested_rank()) +
+                                                   " is already taken by " + g.info.describe());
+    }
+  }
+  if (count >= limit) {
+    throw Error(ErrorCode::kInvalidArgument, std::string("more ") + role_name(role) + "s registered than the " +
+                                                 std::to_string(limit) + " the job has (DMLC_NUM_" +
+                                                 (role == Role::kServer ? "SERVER" : "WORKER") + ")");
+  }
+  if (role == Role::kWorker && r.requested_rank() >= job.num_workers) {
+    throw Error(ErrorCode::kInvalidArgument, "DMLC_WORKER_ID=" + std::to_string(r.requested_rank()) +
+                                                 " is out of range for " + std::to_string(job.num_workers) + " workers");
+  }
+  Registration g;
+  g.info.role = role;
+  g.info.host = r.host() == nullptr ? std::string() : r.host()->str();
+  g.info.pid = r.pid();
+  if (r.data_urls() != nullptr) {
+    for (const auto* u : *r.data_urls()) g.info.data_urls.push_back(u->str());
+  }
+  g.requested_rank = role == Role::kWorker ? r.requested_rank() : -1;
+  g.pipe = pipe;
+  g.reply = reply;
+  registrations.push_back(std::move(g));
+  if (static_cast<int>(registrations.size()) == job.num_servers + job.num_workers) publish();
+}
+
+void Scheduler::State::publish() {
+  NodeTable table;
+  table.num_servers = job.num_servers;
+  table.num_workers = job.num_workers;
+  std::vector<Registration*> servers, workers;
+  for (Registration& g : registrations) (g.info.role == Role::kServer ? servers : workers).push_back(&g);
+  const bool all_requested = std::all_of(workers.begin(), workers.end(), [](Registration* g) { return g->requested_rank >= 0; });
+  if (all_requested) {
+    std::sort(workers.begin(), workers.end(), [](Registration* a, Registration* b) { return a->requested_rank < b->requested_rank; });
+  }
+  for (size_t i = 0; i < servers.size(); ++i) servers[i]->info.rank = static_cast<int>(i);
+  for (size_t i = 0; i < workers.size(); ++i) workers[i]->info.rank = static_cast<int>(i);
+  for (Registration* g : servers) table.servers.push_back(g->info);
+  for (Registration* g : workers) table.workers.push_back(g->info);
+  const Clock::time_point now = Clock::now();
+  for (Registration& g : registrations) {
+    Member m;
+    m.info = g.info;
+    m.pipe = g.pipe;
+    m.last_heartbeat = now;
+    members[{static_cast<int>(g.info.role), g.info.rank}] = m;
+    table.your_rank = g.info.rank;
+    flatbuffers::FlatBufferBuilder fbb(1024);
+    g.reply(make_message(fbb, write_node_table(fbb, table)));
+  }
+  registrations.clear();
+  published = true;
+}
+
+Message Scheduler::State::heartbeat_reply() {
+  flatbuffers::FlatBufferBuilder fbb(256);
+  std::vector<flatbuffers::Offset<wire::LostNode>> list;
+  for (const LostNode& l : lost) list.push_back(write_lost_node(fbb, l));
+  return make_message(fbb, wire::CreateHeartbeatReply(fbb, fbb.CreateVector(list), stopping));
+}
+
+void Scheduler::State::on_heartbeat(const wire::Heartbeat& h, uint32_t pipe, RequestServer::Reply& reply) {
+  auto it = members.find({static_cast<int>(h.role()), h.rank()});
+  if (!published || it == members.end()) {
+    throw Error(ErrorCode::kBadState, std::string("heartbeat from unregistered ") + role_name(from_wire(h.role())) + " " +
+                                          std::to_string(h.rank()));
+  }
+  Member& m = it->second;
+  m.last_heartbeat = Clock::now();
+  if (pipe != 0) m.pipe = pipe;
+  if (!lost.empty() || (stopping && m.info.role == Role::kServer)) m.told = true;
+  if (stopping && m.info.role == Role::kServer) m.left = true;
+  reply(heartbeat_reply());
+}
+
+void Scheduler::State::on_barrier(const wire::Barrier& b, RequestServer::Reply& reply) {
+  if (!published) throw Error(ErrorCode::kBadState, "barrier before the node table was published");
+  if (b.rank() < 0 || b.rank() >= job.num_workers) {
+    throw Error(ErrorCode::kInvalidArgument, "barrier from worker rank " + std::to_string(b.rank()) + " out of range");
+  }
+  if (!lost.empty()) throw Error(ErrorCode::kPeerLost, lost.front().message());
+  std::vector<Waiter>& waiters = barriers[b.barrier_id()];
+  for (const Waiter& w : waiters) {
+    if (w.rank == b.rank()) {
+      throw Error(ErrorCode::kBadState, "worker " + std::to_string(b.rank()) + " entered barrier " +
+                                            std::to_string(b.barrier_id()) + " twice");
+    }
+  }
+  if (waiters.empty()) barrier_started[b.barrier_id()] = Clock::now();
+  std::optional<std::vector<uint8_t>> data;
+  if (b.data() != nullptr) data.emplace(b.data()->begin(), b.data()->end());
+  waiters.push_back(Waiter{b.rank(), reply, std::move(data)});
+  if (static_cast<int>(waiters.size()) == job.num_workers) {
+    complete_barrier(b.barrier_id(), waiters);
+    barriers.erase(b.barrier_id());
+    barrier_started.erase(b.barrier_id());
+  }
+}
+
+void Scheduler::State::complete_barrier(uint64_t id, std::vector<Waiter>& waiters) {
+  const size_t with_data = static_cast<size_t>(
+      std::count_if(waiters.begin(), waiters.end(), [](const Waiter& w) { return w.data.has_value(); }));
+  if (with_data == 0) {
+    for (Waiter& w : waiters) w.reply(make_ack());
+    return;
+  }
+  if (with_data != waiters.size()) {
+    const std::string text = "barrier " + std::to_string(id) + ": " + std::to_string(with_data) + " of " +
+                             std::to_string(waiters.size()) +
+                             " workers sent data (an all-gather met a plain barrier: the workers' calls are out of step)";
+    for (Waiter& w : waiters) w.reply(make_error_reply(ErrorCode::kBadState, text));
+    return;
+  }
+  std::sort(waiters.begin(), waiters.end(), [](const Waiter& a, const Waiter& b) { return a.rank < b.rank; });
+  flatbuffers::FlatBufferBuilder fbb(1024);
+  std::vector<flatbuffers::Offset<wire::GatheredData>> gathered;
+  for (const Waiter& w : waiters) gathered.push_back(wire::CreateGatheredData(fbb, w.rank, fbb.CreateVector(*w.data)));
+  // One FlatBuffer, framed once per worker: each reply owns its message.
+  Message first = make_message(fbb, wire::CreateAck(fbb, fbb.CreateVector(gathered)));
+  for (size_t i = 0; i < waiters.size(); ++i) {
+    waiters[i].reply(i == 0 ? std::move(first) : encode_frame(fbb.GetBufferPointer(), fbb.GetSize(), 0, nullptr));
+  }
+}
+
+void Scheduler::State::on_shutdown(const wire::Shutdown& s, RequestServer::Reply& reply) {
+  auto it = members.find({static_cast<int>(s.role()), s.rank()});
+  if (!published || it == members.end()) throw Error(ErrorCode::kBadState, "shutdown from an unregistered node");
+  it->second.left = true;
+  reply(make_ack());
+  const bool all_left = std::all_of(members.begin(), members.end(), [](const auto& kv) {
+    return kv.second.info.role != Role::kWorker || kv.second.left;
+  });
+  if (all_left && !stopping) {
+    stopping = true;
+    stop_time = Clock::now();
+  }
+}
+
+void Scheduler::State::mark_lost(Member& m, const std::string& reason) {
+  m.lost = true;
+  LostNode l{m.info.role, m.info.rank, m.info.host, m.info.pid, reason};
+  std::fprintf(stderr, "disttrain scheduler: %s\n", l.message().c_str());
+  if (lost.empty()) first_loss = Clock::now();
+  lost.push_back(l);
+  for (auto& [id, waiters] : barriers) {
+    for (Waiter& w : waiters) w.reply(make_error_reply(ErrorCode::kPeerLost, l.message()));
+  }
+  barriers.clear();
+  barrier_started.clear();
+  for (auto& [key, other] : members) other.told = false;
+}
+
+void Scheduler::State::fail_registrations(const Error& error) {
+  for (Registration& g : registrations) g.reply(make_error_reply(error.code(), error.what()));
+  registrations.clear();
+  if (!failure) failure = error;
+}
+
+void Scheduler::State::on_pipe_closed(uint32_t pipe) {
+  std::lock_guard<std::mutex> lock(mutex);
+  if (!published) {
+    // A registered node died before the job started: nobody can wait for it.
+    for (const Registration& g : registrations) {
+      if (g.pipe == pipe) {
+        const LostNode l{g.info.role, -1, g.info.host, g.info.pid, "connection closed during start-up"};
+        fail_registrations(Error(ErrorCode::kPeerLost, l.message()));
+        break;
+      }
+    }
+  } else {
+    for (auto& [key, m] : members) {
+      if (m.pipe != pipe) continue;
+      if (m.left) {
+        m.disconnected = true;
+      } else if (!m.lost) {
+        mark_lost(m, "connection closed");
+      }
+    }
+  }
+  cv.notify_all();
+}
+
+Scheduler::Scheduler(const JobConfig& job, const PsOptions& options) : state_(std::make_unique<State>()) {
+  options.validate();
+  State& st = *state_;
+  st.job = job;
+  st.options = options;
+  // Every node may hold one deferred reply (registration or barrier) plus a
+  // heartbeat and a shutdown in flight.
+  const int concurrency = 3 * (job.num_servers + job.num_workers) + 4;
+  st.server = std::make_unique<RequestServer>(
+      std::vector<std::string>{job.scheduler_listen_url}, concurrency,
+      [&st](Message request, RequestServer::Reply reply) { st.handle(std::move(request), std::move(reply)); },
+      options.max_message_bytes, [&st](uint32_t pipe) { st.on_pipe_closed(pipe); });
+  st.url = st.server->bound_urls().front();
+  if (!job.port_file.empty()) {
+    // Written to a temporary name and renamed, so a launcher polling the file
+    // never reads a partial number.
+    const std::string tmp = job.port_file + ".tmp";
+    {
+      std::ofstream out(tmp);
+      out << port_of(st.url) << "\n";
+      if (!out) throw Error(ErrorCode::kIo, "cannot write DT_PS_PORT_FILE " + tmp);
+    }
+    if (std::rename(tmp.c_str(), job.port_file.c_str()) != 0) {
+      throw Error(ErrorCode::kIo, "cannot rename " + tmp + " to DT_PS_PORT_FILE " + job.port_file);
+    }
+  }
+}
+
+Scheduler::~Scheduler() {
+  // Stop the transport first: its handler threads use the state.
+  state_->server.reset();
+}
+
+std::string Scheduler::url() const { return state_->url; }
+
+void Scheduler::run() {
+  State& st = *state_;
+  const PsOptions& o = st.options;
+  const auto tick = to_ms(std::min(0.05, o.heartbeat_interval_s / 4));
+  // After a loss, nodes learn of it from their next heartbeat reply.
+  const double grace = o.heartbeat_timeout_s + 2 * o.heartbeat_interval_s;
+  std::unique_lock<std::mutex> lock(st.mutex);
+  for (;;) {
+    st.cv.wait_for(lock, tick);
+    const Clock::time_point now = Clock::now();
+    if (st.failure) throw *st.failure;
+    if (!st.published) {
+      if (seconds_since(st.started) > o.startup_timeout_s) {
+        int servers = 0, workers = 0;
+        for (const auto& g : st.registrations) (g.info.role == Role::kServer ? servers : workers)++;
+        st.fail_registrations(Error(ErrorCode::kTimedOut,
+                                    "only " + std::to_string(servers) + " of " + std::to_string(st.job.num_servers) +
+                                        " servers and " + std::to_string(workers) + " of " +
+                                        std::to_string(st.job.num_workers) + " workers registered within " +
+                                        seconds_text(o.startup_timeout_s)));
+        throw *st.failure;
+      }
+      continue;
+    }
+    for (auto& [key, m] : st.members) {
+      if (m.left || m.lost) continue;
+      const double silent = std::chrono::duration<double>(now - m.last_heartbeat).count();
+      if (silent > o.heartbeat_timeout_s) st.mark_lost(m, "no heartbeat for " + seconds_text(silent));
+    }
+    for (auto it = st.barrier_started.begin(); it != st.barrier_started.end();) {
+      if (seconds_since(it->second) <= o.request_timeout_s) {
+        ++it;
+        continue;
+      }
+      auto& waiters = st.barriers[it->first];
+      const std::string text = "barrier " + std::to_string(it->first) + ": only " + std::to_string(waiters.size()) + " of " +
+                               std::to_string(st.job.num_workers) + " workers arrived within " +
+                               seconds_text(o.request_timeout_s);
+      for (auto& w : waiters) w.reply(make_error_reply(ErrorCode::kTimedOut, text));
+      st.barriers.erase(it->first);
+      it = st.barrier_started.erase(it);
+    }
+    if (!st.lost.empty()) {
+      const bool all_told = std::all_of(st.members.begin(), st.members.end(), [](const auto& kv) {
+        return kv.second.lost || kv.second.left || kv.second.told;
+      });
+      if (all_told || seconds_since(st.first_loss) > grace) throw Error(ErrorCode::kPeerLost, st.lost.front().message());
+    } else if (st.stopping) {
+      // Told is not enough: the transport drops replies still queued when
+      // this process closes its socket, and a server that missed its stop
+      // would then report the scheduler lost. So wait until each server has
+      // closed its connection, which it does once the stop has arrived.
+      const bool servers_gone = std::all_of(st.members.begin(), st.members.end(), [](const auto& kv) {
+        return kv.second.info.role != Role::kServer || (kv.second.told && kv.second.disconnected);
+      });
+      if (servers_gone || seconds_since(st.stop_time) > o.shutdown_timeout_s) return;
+    }
+  }
+}
+
+}  // namespace dt::ps

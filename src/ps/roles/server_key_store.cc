@@ -1,0 +1,401 @@
+#include "ps/roles/server_key_store.h"
+
+#include <cstdint>
+#include <cstring>
+#include <stdexcept>
+#include <utility>
+
+#include "ops/cpu/tensor_math.h"
+
+namespace dt::ps {
+
+using core::DType;
+using core::Error;
+using core::ErrorCode;
+using core::NDArray;
+using core::Shape;
+
+namespace {
+
+std::string part_name(const PartKey& p) {
+  return "key " + std::to_string(p.key) + " [" + std::to_string(p.begin) + ", " + std::to_string(p.end) + ")";
+}
+
+}  // namespace
+
+struct ServerKeyStore::Entry {
+  std::mutex mutex;
+  PartInfo info;
+  uint64_t optimizer_key = 0;  // unique per part: the optimizer keeps state per part
+  size_t bytes = 0;
+  std::vector<bool> inited_by;
+  bool ready = false;  // rank 0's value has arrived
+  NDArray stored;      // 1-d, the part's elements
+  NDArray merged;      // the round's sum in rank order (the optimizer's gradient)
+  // dist_sync: pushes that arrived before a lower rank's, kept until the
+  // ranks below them are summed.
+  std::vector<std::vector<uint8_t>> staged;
+  std::vector<int64_t> pushed_round;  // per worker: the last round it pushed (0: none)
+  int summed = 0;                     // ranks [0, summed) are in merged
+  int64_t applied_round = 0;
+  std::vector<HeldPush> held;  // next round's pushes, or pushes before rank 0's init
+  std::vector<std::pair<int64_t, PullDone>> waiting_pulls;
+};
+
+ServerKeyStore::ServerKeyStore(int num_workers) : num_workers_(num_workers), cpu_(core::make_cpu_context()) {
+  if (num_workers < 1) throw Error(ErrorCode::kInvalidArgument, "a server store needs at least one worker");
+}
+
+ServerKeyStore::ServerKeyStore(Mode mode, int num_workers) : ServerKeyStore(num_workers) { set_mode(mode); }
+
+void ServerKeyStore::set_mode(Mode mode) {
+  int expected = -1;
+  if (mode_.compare_exchange_strong(expected, static_cast<int>(mode)) || expected == static_cast<int>(mode)) return;
+  throw Error(ErrorCode::kBadState, std::string("workers disagree on the kvstore type: this server runs ") +
+                                        (expected == static_cast<int>(Mode::kSync) ? "dist_sync" : "dist_async") +
+                                        ", a worker asked for " +
+                                        (mode == Mode::kSync ? "dist_sync" : "dist_async"));
+}
+
+ServerKeyStore::Mode ServerKeyStore::mode() const {
+  const int mode = mode_.load();
+  if (mode < 0) throw Error(ErrorCode::kBadState, "no worker has declared dist_sync or dist_async yet");
+  return static_cast<Mode>(mode);
+}
+
+ServerKeyStore::~ServerKeyStore() = default;
+
+void ServerKeyStore::throw_if_failed() const {
+  std::lock_guard<std::mutex> lock(optimizer_mutex_);
+  if (failure_) throw *failure_;
+}
+
+std::shared_ptr<optim::Optimizer> ServerKeyStore::optimizer() const {
+  std::lock_guard<std::mutex> lock(optimizer_mutex_);
+  return optimizer_;
+}
+
+void ServerKeyStore::check(const Entry& e, const PartInfo& info, size_t bytes, const char* op) const {
+  if (info.dtype != e.info.dtype) {
+    throw Error(ErrorCode::kDtypeMismatch, std::string(op) + ": " + part_name(info.part) + " holds " +
+                                               core::dtype_name(e.info.dtype) + ", got " +
+                                               core::dtype_name(info.dtype));
+  }
+  if (info.shape != e.info.shape || info.part.end != e.info.part.end) {
+    throw Error(ErrorCode::kShapeMismatch, std::string(op) + ": " + part_name(info.part) + " of a tensor " +
+                                               e.info.shape.to_string() + " does not match " +
+                                               part_name(e.info.part) + " of " + info.shape.to_string());
+  }
+  if (bytes != e.bytes) {
+    throw Error(ErrorCode::kShapeMismatch, std::string(op) + ": " + part_name(info.part) + " holds " +
+                                               std::to_string(e.bytes) + " bytes, got " + std::to_string(bytes));
+  }
+}
+
+ServerKeyStore::Entry& ServerKeyStore::find(const PartInfo& info, const char* op) const {
+  std::shared_lock<std::shared_mutex> lock(entries_mutex_);
+  auto it = entries_.find({info.part.key, info.part.begin});
+  if (it == entries_.end()) {
+    throw Error(ErrorCode::kNotFound, std::string(op) + ": " + part_name(info.part) + " has not been initialised");
+  }
+  return *it->second;
+}
+
+void ServerKeyStore::init(int worker, const PartInfo& info, const void* data, size_t bytes) {
+  throw_if_failed();
+  if (worker < 0 || worker >= num_workers_) {
+    throw Error(ErrorCode::kInvalidArgument, "init from worker " + std::to_string(worker) + " of " +
+                                                 std::to_string(num_workers_));
+  }
+  const PartKey& p = info.part;
+  if (p.begin < 0 || p.end <= p.begin || p.end > info.shape.numel()) {
+    throw Error(ErrorCode::kInvalidArgument, "init: " + part_name(p) + " is not inside a tensor of " +
+                                                 std::to_string(info.shape.numel()) + " elements");
+  }
+  Entry* e = nullptr;
+  {
+    std::unique_lock<std::shared_mutex> lock(entries_mutex_);
+    auto& slot = entries_[{p.key, p.begin}];
+    if (!slot) {
+      auto created = std::make_unique<Entry>();
+      created->info = info;
+      created->optimizer_key = next_optimizer_key_++;
+      created->bytes = static_cast<size_t>(p.end - p.begin) * core::dtype_size(info.dtype);
+      created->inited_by.assign(static_cast<size_t>(num_workers_), false);
+      created->staged.resize(static_cast<size_t>(num_workers_));
+      created->pushed_round.assign(static_cast<size_t>(num_workers_), 0);
+      slot = std::move(created);
+    }
+    e = slot.get();
+  }
+  std::lock_guard<std::mutex> lock(e->mutex);
+  check(*e, info, bytes, "init");
+  if (e->inited_by[static_cast<size_t>(worker)]) {
+    throw Error(ErrorCode::kBadState, "init: worker " + std::to_string(worker) + " initialised " +
+                                          part_name(p) + " twice");
+  }
+  e->inited_by[static_cast<size_t>(worker)] = true;
+  if (worker != 0) return;
+  const Shape shape({p.end - p.begin});
+  e->stored = NDArray::empty(cpu_, info.dtype, shape);
+  e->merged = NDArray::empty(cpu_, info.dtype, shape);
+  std::memcpy(e->stored.data(), data, bytes);
+  e->ready = true;
+  answer_pulls_locked(*e);
+  release_held_locked(*e);
+}
+
+void ServerKeyStore::push(int worker, const PartInfo& info, int64_t round, const void* data, size_t bytes,
+                       PushDone done) {
+  throw_if_failed();
+  if (worker < 0 || worker >= num_workers_) {
+    throw Error(ErrorCode::kInvalidArgument, "push from worker " + std::to_string(worker) + " of " +
+                                                 std::to_string(num_workers_));
+  }
+  Entry& e = find(info, "push");
+  std::lock_guard<std::mutex> lock(e.mutex);
+  check(e, info, bytes, "push");
+  if (!core::is_floating(info.dtype)) {
+    throw Error(ErrorCode::kNotSupported, "push: " + part_name(info.part) + " has the integer dtype " +
+                                              core::dtype_name(info.dtype) + "; pushes are summed");
+  }
+  if (mode() == Mode::kSync) {
+    const int64_t last = e.pushed_round[static_cast<size_t>(worker)];
+    bool held_already = false;
+    for (const HeldPush& h : e.held) held_already |= h.worker == worker && h.round == round;
+    if (round <= last || held_already) {
+      throw Error(ErrorCode::kBadState, "worker " + std::to_string(worker) + " pushed key " +
+                                            std::to_string(info.part.key) + " round " + std::to_string(round) +
+                                            " twice");
+    }
+    if (round != last + 1) {
+      throw Error(ErrorCode::kBadState, "worker " + std::to_string(worker) + " pushed key " +
+                                            std::to_string(info.part.key) + " round " + std::to_string(round) +
+                                            " after round " + std::to_string(last));
+    }
+  }
+  // Held: before rank 0's value exists, or (sync) one round ahead of the
+  // round being merged.
+  if (!e.ready || (mode() == Mode::kSync && round > e.applied_round + 1)) {
+    const auto* begin = static_cast<const uint8_t*>(data);
+    e.held.push_back(HeldPush{worker, round, std::vector<uint8_t>(begin, begin + bytes), std::move(done)});
+    if (mode() == Mode::kSync) e.pushed_round[static_cast<size_t>(worker)] = round;
+    return;
+  }
+  // Elements wider than the payload's alignment (nng bodies start 4 bytes
+  // past an 8-byte boundary) are read from an aligned copy.
+  if (reinterpret_cast<uintptr_t>(data) % core::dtype_size(info.dtype) != 0) {
+    const auto* begin = static_cast<const uint8_t*>(data);
+    const std::vector<uint8_t> aligned(begin, begin + bytes);
+    push_locked(e, worker, round, aligned.data(), done);
+    return;
+  }
+  push_locked(e, worker, round, data, done);
+}
+
+void ServerKeyStore::push_locked(Entry& e, int worker, int64_t round, const void* data, PushDone& done) {
+  if (mode() == Mode::kAsync) {
+    apply_locked(e, data);
+    done(nullptr);
+    return;
+  }
+  e.pushed_round[static_cast<size_t>(worker)] = round;
+  accumulate_locked(e, worker, data);
+  done(nullptr);
+  if (e.summed == num_workers_) {
+    apply_locked(e, nullptr);
+    e.summed = 0;
+    ++e.applied_round;
+    answer_pulls_locked(e);
+    release_held_locked(e);
+  }
+}
+
+void ServerKeyStore::accumulate_locked(Entry& e, int worker, const void* data) {
+  if (worker != e.summed) {
+    auto& staged = e.staged[static_cast<size_t>(worker)];
+    staged.resize(e.bytes);
+    std::memcpy(staged.data(), data, e.bytes);
+    return;
+  }
+  // The rank-order sum merged = ((g0 + g1) + g2) + ..., exactly what a local
+  // kvstore computes for push([g0, g1, ...]): copy the first, add the rest.
+  const size_t count = e.merged.size();
+  const DType dtype = e.info.dtype;
+  if (worker == 0) {
+    std::memcpy(e.merged.data(), data, e.bytes);
+  } else {
+    ops::cpu::add(dtype, e.merged.data(), e.merged.data(), data, count);
+  }
+  ++e.summed;
+  // Ranks that arrived early follow as soon as their turn comes.
+  while (e.summed < num_workers_) {
+    auto& staged = e.staged[static_cast<size_t>(e.summed)];
+    if (staged.empty()) break;
+    ops::cpu::add(dtype, e.merged.data(), e.merged.data(), staged.data(), count);
+    staged.clear();  // keeps the capacity for the next round
+    ++e.summed;
+  }
+}
+
+void ServerKeyStore::apply_locked(Entry& e, const void* single_value) {
+  if (single_value != nullptr) std::memcpy(e.merged.data(), single_value, e.bytes);
+  if (auto opt = optimizer()) {
+    opt->update(e.optimizer_key, e.stored, e.merged);
+    return;
+  }
+  std::swap(e.stored, e.merged);
+}
+
+void ServerKeyStore::answer_pulls_locked(Entry& e) {
+  if (!e.ready) return;
+  auto& waiting = e.waiting_pulls;
+  size_t kept = 0;
+  for (size_t i = 0; i < waiting.size(); ++i) {
+    if (waiting[i].first <= e.applied_round) {
+      waiting[i].second(nullptr, e.stored.data(), e.bytes);
+    } else {
+      waiting[kept++] = std::move(waiting[i]);
+    }
+  }
+  waiting.resize(kept);
+}
+
+void ServerKeyStore::release_held_locked(Entry& e) {
+  // Held pushes are replayed in arrival order; those still too early stay.
+  std::vector<HeldPush> held;
+  held.swap(e.held);
+  for (HeldPush& h : held) {
+    if (!e.ready || (mode() == Mode::kSync && h.round > e.applied_round + 1)) {
+      e.held.push_back(std::move(h));
+      continue;
+    }
+    try {
+      push_locked(e, h.worker, h.round, h.bytes.data(), h.done);
+    } catch (const Error& error) {
+      h.done(&error);
+    }
+  }
+}
+
+void ServerKeyStore::pull(const PartInfo& info, int64_t round, PullDone done) {
+  throw_if_failed();
+  Entry& e = find(info, "pull");
+  std::lock_guard<std::mutex> lock(e.mutex);
+  check(e, info, e.bytes, "pull");
+  const int64_t wanted = mode() == Mode::kSync ? round : 0;
+  if (e.ready && wanted <= e.applied_round) {
+    done(nullptr, e.stored.data(), e.bytes);
+    return;
+  }
+  e.waiting_pulls.emplace_back(wanted, std::move(done));
+}
+
+void ServerKeyStore::set_optimizer(const optim::OptimizerConfig& config) {
+  auto created = optim::Optimizer::create(config);
+  std::lock_guard<std::mutex> lock(optimizer_mutex_);
+  if (optimizer_ && optimizer_->config() == config) return;
+  optimizer_ = std::move(created);
+}
+
+bool ServerKeyStore::has_optimizer() const { return optimizer() != nullptr; }
+
+void ServerKeyStore::set_learning_rate(double lr) {
+  auto opt = optimizer();
+  if (!opt) throw Error(ErrorCode::kBadState, "set_learning_rate: the server has no optimizer");
+  opt->set_learning_rate(lr);
+}
+
+void ServerKeyStore::set_rescale_grad(double rescale) {
+  auto opt = optimizer();
+  if (!opt) throw Error(ErrorCode::kBadState, "set_rescale_grad: the server has no optimizer");
+  opt->set_rescale_grad(rescale);
+}
+
+core::NamedArrays ServerKeyStore::optimizer_state() const {
+  auto opt = optimizer();
+  if (!opt) return {};
+  std::shared_lock<std::shared_mutex> map_lock(entries_mutex_);
+  // Optimizer::state must not overlap an update: hold every part (always in
+  // map order; no other path holds two parts at once).
+  std::vector<std::unique_lock<std::mutex>> locks;
+  std::map<std::string, const PartKey*> by_optimizer_key;
+  for (const auto& [id, entry] : entries_) {
+    locks.emplace_back(entry->mutex);
+    by_optimizer_key.emplace(std::to_string(entry->optimizer_key), &entry->info.part);
+  }
+  core::NamedArrays out;
+  for (const auto& [name, array] : opt->state("")) {
+    NDArray copy = NDArray::empty(cpu_, array.dtype(), array.shape());
+    copy.copy_from(array);
+    const size_t dot = name.find('.');
+    if (dot == std::string::npos) {
+      out.emplace_back(name, copy);
+      continue;
+    }
+    const PartKey* part = by_optimizer_key.at(name.substr(0, dot));
+    out.emplace_back(std::to_string(part->key) + "/" + std::to_string(part->begin) + "/" +
+                         std::to_string(part->end) + name.substr(dot),
+                     copy);
+  }
+  return out;
+}
+
+void ServerKeyStore::load_optimizer_state(const core::NamedArrays& arrays) {
+  auto opt = optimizer();
+  if (!opt) throw Error(ErrorCode::kBadState, "load_optimizer_state: the server has no optimizer");
+  std::shared_lock<std::shared_mutex> map_lock(entries_mutex_);
+  // The optimizer knows parts by their optimizer keys: translate
+  // "<key>/<begin>/<end>.<slot>" back.
+  core::NamedArrays translated;
+  for (const auto& [name, array] : arrays) {
+    const size_t dot = name.find('.');
+    if (dot == std::string::npos) {
+      translated.emplace_back(name, array);
+      continue;
+    }
+    const std::string part = name.substr(0, dot);
+    const size_t slash1 = part.find('/');
+    const size_t slash2 = slash1 == std::string::npos ? std::string::npos : part.find('/', slash1 + 1);
+    uint64_t key = 0;
+    int64_t begin = 0, end = 0;
+    try {
+      if (slash2 == std::string::npos) throw std::invalid_argument(name);
+      key = std::stoull(part.substr(0, slash1));
+      begin = std::stoll(part.substr(slash1 + 1, slash2 - slash1 - 1));
+      end = std::stoll(part.substr(slash2 + 1));
+    } catch (const std::exception&) {
+      throw Error(ErrorCode::kInvalidArgument, "load_optimizer_state: '" + name +
+                                                   "' is not <key>/<begin>/<end>.<slot>, num_update or learning_rate");
+    }
+    auto it = entries_.find({key, begin});
+    if (it == entries_.end() || it->second->info.part.end != end) {
+      throw Error(ErrorCode::kNotFound, "load_optimizer_state: " + part_name(PartKey{key, begin, end}) +
+                                            " is not held by this server");
+    }
+    translated.emplace_back(std::to_string(it->second->optimizer_key) + name.substr(dot), array);
+  }
+  // Optimizer::load_state must not overlap an update: hold every part, in
+  // map order as optimizer_state() does.
+  std::vector<std::unique_lock<std::mutex>> locks;
+  for (const auto& [id, entry] : entries_) locks.emplace_back(entry->mutex);
+  opt->load_state(translated, "");
+}
+
+void ServerKeyStore::fail(const Error& error) {
+  {
+    std::lock_guard<std::mutex> lock(optimizer_mutex_);
+    if (failure_) return;
+    failure_ = std::make_unique<Error>(error);
+  }
+  std::shared_lock<std::shared_mutex> map_lock(entries_mutex_);
+  for (const auto& [id, entry] : entries_) {
+    std::lock_guard<std::mutex> lock(entry->mutex);
+    for (HeldPush& h : entry->held) h.done(&error);
+    entry->held.clear();
+    for (auto& [round, done] : entry->waiting_pulls) done(&error, nullptr, 0);
+    entry->waiting_pulls.clear();
+  }
+}
+
+}  // namespace dt::ps

@@ -1,0 +1,163 @@
+// The server side of the kvstore, without networking: per part of a key its
+// stored value, dtype and full shape, and its dist_sync round. The network
+// layer (ServerRequestHandler) feeds it decoded slices and turns its callbacks
+// into replies; unit tests drive it directly.
+//
+// Semantics:
+//  - Init: every worker sends init for every key (MXNet's API: all workers
+//    call init). The first init of a part creates it; rank 0's value is the
+//    one stored (deterministic, whatever the arrival order); other workers'
+//    inits only have to agree on dtype, shape and range (kShapeMismatch /
+//    kDtypeMismatch otherwise). Until rank 0's init arrives, pushes and
+//    pulls of the part wait (so no worker barrier is needed after init).
+//    A worker initialising the same part twice is kBadState.
+//  - dist_sync (Mode::kSync): push carries round r = the worker's push count
+//    for the key (1, 2, ...). The part waits for exactly one push per worker
+//    for round r and sums them in worker-rank order (so the result is
+//    bit-identical whatever the arrival order), then applies the update:
+//    the optimizer when one is set (update_on_kvstore), otherwise the sum
+//    replaces the stored value. Then the pulls waiting for round r are
+//    answered. A push for round r+1 arriving before round r is applied is
+//    held and consumed when round r applies (its done callback fires then:
+//    back-pressure on a worker that runs ahead). A second push for a round
+//    from the same worker is kBadState ("worker 1 pushed key 3 round 7
+//    twice"), never a double count.
+//  - Pull with round r waits until round r is applied; round <= 0 (or any
+//    round in async mode) reads the latest value.
+//  - dist_async (Mode::kAsync): each push is applied at once, atomically per
+//    part (the optimizer or, without one, the pushed value replaces the
+//    stored one, as MXNet's async server does).
+//
+// Threading: every call may come from any thread. Parts are locked one by
+// one (a large part does not block small ones); callbacks run on the calling
+// thread or on the thread whose push completed a round, with that part's
+// lock held, so they must not call back into the store.
+#pragma once
+
+#include <cstddef>
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <vector>
+
+#include "core/context.h"
+#include "core/dtype.h"
+#include "core/error.h"
+#include "core/ndarray.h"
+#include "core/safetensors.h"
+#include "optim/optimizer.h"
+
+namespace dt::ps {
+
+// Identifies one stored part: a key's elements [begin, end).
+struct PartKey {
+  uint64_t key = 0;
+  int64_t begin = 0;
+  int64_t end = 0;
+};
+
+// What a slice says about the tensor it belongs to.
+struct PartInfo {
+  PartKey part;
+  core::DType dtype = core::DType::kFloat32;
+  core::Shape shape;  // the full tensor's shape
+};
+
+class ServerKeyStore {
+ public:
+  enum class Mode { kSync, kAsync };
+  // Called once: error is null when the push's bytes were consumed (the
+  // caller may release them), else why the held push failed.
+  using PushDone = std::function<void(const core::Error* error)>;
+  // Called once with the part's value (bytes valid only during the call),
+  // or with an error and no data.
+  using PullDone = std::function<void(const core::Error* error, const void* data, size_t bytes)>;
+
+  // The mode is declared by the workers' init requests (set_mode); the
+  // second constructor is for callers that know it up front.
+  explicit ServerKeyStore(int num_workers);
+  ServerKeyStore(Mode mode, int num_workers);
+  ~ServerKeyStore();
+  ServerKeyStore(const ServerKeyStore&) = delete;
+  ServerKeyStore& operator=(const ServerKeyStore&) = delete;
+
+  // Once per store: a different mode later is Error(kBadState) (workers of
+  // one job disagree on dist_sync / dist_async). Push and pull before any
+  // mode is declared are kBadState.
+  void set_mode(Mode mode);
+  Mode mode() const;
+  int num_workers() const { return num_workers_; }
+
+  // data: the part's bytes (rank 0) — other ranks' values are checked for
+  // size only. Throws on a mismatch or a repeated init from one worker.
+  void init(int worker, const PartInfo& info, const void* data, size_t bytes);
+  // Throws (kNotFound, kShapeMismatch, kDtypeMismatch, kBadState,
+  // kInvalidArgument) when the push is rejected outright; otherwise done
+  // fires now or, for a held push, later.
+  void push(int worker, const PartInfo& info, int64_t round, const void* data, size_t bytes, PushDone done);
+  // Throws like push when rejected outright; otherwise done fires now or
+  // once round is applied.
+  void pull(const PartInfo& info, int64_t round, PullDone done);
+
+  // From now on pushes are gradients the optimizer applies. The same
+  // description again is a no-op (every worker sends it); a different one
+  // replaces the optimizer and its state.
+  void set_optimizer(const optim::OptimizerConfig& config);
+  bool has_optimizer() const;
+  // kBadState without an optimizer.
+  void set_learning_rate(double lr);
+  void set_rescale_grad(double rescale);
+
+  // The optimizer's state, per part: entries "num_update", "learning_rate"
+  // and "<key>/<begin>/<end>.<slot>" (slot: step, mom, mean, var, weight32),
+  // copies taken with every part locked in turn. Empty without an optimizer.
+  core::NamedArrays optimizer_state() const;
+  // The inverse: replaces the optimizer's state with arrays named as
+  // optimizer_state() names them (parts this server does not hold are
+  // Error(kNotFound), a part's state of the wrong size kInvalidArgument from
+  // the optimizer). kBadState without an optimizer. On error nothing changes.
+  void load_optimizer_state(const core::NamedArrays& arrays);
+
+  // Fails every held push and waiting pull with error and makes later calls
+  // throw it (a lost peer ends the job; nothing waits forever).
+  void fail(const core::Error& error);
+
+ private:
+  struct Entry;
+  struct HeldPush {
+    int worker;
+    int64_t round;
+    std::vector<uint8_t> bytes;  // copied: the request's buffer is released at once
+    PushDone done;
+  };
+  Entry& find(const PartInfo& info, const char* op) const;
+  void check(const Entry& e, const PartInfo& info, size_t bytes, const char* op) const;
+  void push_locked(Entry& e, int worker, int64_t round, const void* data, PushDone& done);
+  void accumulate_locked(Entry& e, int worker, const void* data);
+  void apply_locked(Entry& e, const void* single_value);
+  void answer_pulls_locked(Entry& e);
+  void release_held_locked(Entry& e);
+  std::shared_ptr<optim::Optimizer> optimizer() const;
+  void throw_if_failed() const;
+
+  // -1 until declared, then a Mode. Atomic: read on every call, set once.
+  std::atomic<int> mode_{-1};
+  const int num_workers_;
+  const std::shared_ptr<core::Context> cpu_;
+
+  // Guards the map's shape (insertions); entries have their own locks.
+  mutable std::shared_mutex entries_mutex_;
+  std::map<std::pair<uint64_t, int64_t>, std::unique_ptr<Entry>> entries_;
+  uint64_t next_optimizer_key_ = 0;
+
+  mutable std::mutex optimizer_mutex_;  // guards optimizer_ and failure_
+  std::shared_ptr<optim::Optimizer> optimizer_;
+  std::unique_ptr<core::Error> failure_;
+};
+
+}  // namespace dt::ps

@@ -1,0 +1,210 @@
+#include "ps/roles/server_request_handler.h"
+
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "optim/optimizer_config.h"
+#include "ps/transport/data_codec.h"
+
+namespace dt::ps {
+
+using core::Error;
+using core::ErrorCode;
+
+namespace {
+
+// One request's outstanding work (pushes consumed, pulls answered), plus one
+// count for the handler itself so the reply cannot leave before every part
+// was handed to the store. The last to finish sends the reply.
+class Completion {
+ public:
+  Completion(RequestServer::Reply reply, size_t count) : reply_(reply), remaining_(count + 1) {}
+
+  void fail(const Error& error) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!error_) error_ = std::make_unique<Error>(error);
+  }
+  // Settles n pieces of work; the last one replies.
+  void finish(size_t n = 1) {
+    if (remaining_.fetch_sub(n, std::memory_order_acq_rel) != n) return;
+    if (error_) {
+      reply_(encode_data_error(error_->code(), error_->what()));
+    } else {
+      reply_(std::move(answer.message));
+    }
+  }
+  EncodedData answer;  // filled by pull callbacks in disjoint regions
+
+ private:
+  RequestServer::Reply reply_;
+  std::atomic<size_t> remaining_;
+  std::mutex mutex_;
+  std::unique_ptr<Error> error_;
+};
+
+std::vector<DecodedSlice> decode_all(const Frame& frame, const wire::DataRequest& request, bool with_data) {
+  std::vector<DecodedSlice> out;
+  if (request.slices() == nullptr) return out;
+  out.reserve(request.slices()->size());
+  for (const auto* slice : *request.slices()) {
+    out.push_back(decode_slice(frame, slice));
+    if (with_data && out.back().data == nullptr) {
+      throw Error(ErrorCode::kProtocol, "a push of key " + std::to_string(out.back().info.part.key) + " carries no data");
+    }
+  }
+  return out;
+}
+
+// Push and/or pull every slice; the reply leaves when all are done.
+void push_pull(ServerKeyStore& store, int worker, const std::vector<DecodedSlice>& slices, bool push, bool pull,
+               const RequestServer::Reply& reply) {
+  auto completion = std::make_shared<Completion>(reply, slices.size() * ((push ? 1 : 0) + (pull ? 1 : 0)));
+  std::vector<SliceSpec> specs;
+  if (pull) {
+    for (const DecodedSlice& s : slices) specs.push_back(SliceSpec{s.info, s.round, part_bytes(s.info)});
+  }
+  completion->answer = encode_data_reply(specs);
+  size_t started = 0;
+  try {
+    for (size_t i = 0; i < slices.size(); ++i) {
+      const DecodedSlice& s = slices[i];
+      if (push) {
+        ++started;
+        store.push(worker, s.info, s.round, s.data, s.data_bytes, [completion](const Error* error) {
+          if (error) completion->fail(*error);
+          completion->finish();
+        });
+      }
+      if (pull) {
+        ++started;
+        uint8_t* dst = completion->answer.slice_data[i];
+        store.pull(s.info, s.round, [completion, dst](const Error* error, const void* data, size_t n) {
+          if (error) {
+            completion->fail(*error);
+          } else {
+            std::memcpy(dst, data, n);
+          }
+          completion->finish();
+        });
+      }
+    }
+  } catch (const Error& error) {
+    // The piece that threw never started: settle it and everything after it.
+    completion->fail(error);
+    const size_t total = slices.size() * ((push ? 1 : 0) + (pull ? 1 : 0));
+    // started counts the piece that threw; +1 for the handler's own count.
+    completion->finish(total - (started - 1) + 1);
+    return;
+  }
+  completion->finish();
+}
+
+}  // namespace
+
+ServerRequestHandler::ServerRequestHandler(int num_workers) : store_(num_workers) {}
+
+void ServerRequestHandler::handle(Message request, const RequestServer::Reply& reply) {
+  try {
+    Frame frame = Frame::parse(std::move(request));
+    const auto* data = frame.body<wire::DataRequest>();
+    if (data == nullptr) {
+      throw Error(ErrorCode::kProtocol, std::string("a server takes DataRequest messages, got ") + body_name(frame.type()));
+    }
+    const int worker = data->worker_rank();
+    if (worker < 0 || worker >= store_.num_workers()) {
+      throw Error(ErrorCode::kProtocol, "a data request from worker " + std::to_string(worker) + " of " +
+                                            std::to_string(store_.num_workers()));
+    }
+    switch (data->op()) {
+      case wire::DataOp::Init: {
+        const std::string type = data->text() ? data->text()->str() : "";
+        if (type != "dist_sync" && type != "dist_async") {
+          throw Error(ErrorCode::kProtocol, "an init request names the kvstore type '" + type + "'");
+        }
+        store_.set_mode(type == "dist_sync" ? ServerKeyStore::Mode::kSync : ServerKeyStore::Mode::kAsync);
+        const auto slices = decode_all(frame, *data, true);
+        for (const DecodedSlice& s : slices) store_.init(worker, s.info, s.data, s.data_bytes);
+        reply(encode_data_reply({}).message);
+        return;
+      }
+      case wire::DataOp::Push:
+        push_pull(store_, worker, decode_all(frame, *data, true), true, false, reply);
+        return;
+      case wire::DataOp::Pull:
+        push_pull(store_, worker, decode_all(frame, *data, false), false, true, reply);
+        return;
+      case wire::DataOp::PushPull:
+        push_pull(store_, worker, decode_all(frame, *data, true), true, true, reply);
+        return;
+      case wire::DataOp::SetOptimizer:
+        store_.set_optimizer(optim::OptimizerConfig::from_json(data->text() ? data->text()->str() : ""));
+        reply(encode_data_reply({}).message);
+        return;
+      case wire::DataOp::SetRescaleGrad:
+        store_.set_rescale_grad(data->number());
+        reply(encode_data_reply({}).message);
+        return;
+      case wire::DataOp::SetLearningRate:
+        store_.set_learning_rate(data->number());
+        reply(encode_data_reply({}).message);
+        return;
+      case wire::DataOp::GetOptimizerState: {
+        const auto state = store_.optimizer_state();
+        std::vector<SliceSpec> specs;
+        std::string names;
+        for (const auto& [name, array] : state) {
+          specs.push_back(SliceSpec{PartInfo{PartKey{0, 0, static_cast<int64_t>(array.size())}, array.dtype(),
+                                             array.shape()},
+                                    -1, array.nbytes()});
+          names += (names.empty() ? "" : "\n") + name;
+        }
+        EncodedData answer = encode_data_reply(specs, names);
+        for (size_t i = 0; i < state.size(); ++i) std::memcpy(answer.slice_data[i], state[i].second.data(), specs[i].data_bytes);
+        reply(std::move(answer.message));
+        return;
+      }
+      case wire::DataOp::SetOptimizerState: {
+        const auto slices = decode_all(frame, *data, true);
+        const std::string text = data->text() ? data->text()->str() : "";
+        core::NamedArrays arrays;
+        size_t start = 0;
+        for (const DecodedSlice& s : slices) {
+          if (start > text.size()) throw Error(ErrorCode::kProtocol, "optimizer state: fewer names than arrays");
+          const size_t end = std::min(text.find('\n', start), text.size());
+          core::NDArray array = core::NDArray::empty(core::make_cpu_context(), s.info.dtype, s.info.shape);
+          if (s.data_bytes != array.nbytes()) {
+            throw Error(ErrorCode::kProtocol, "optimizer state: an array of " + s.info.shape.to_string() +
+                                                  " carries " + std::to_string(s.data_bytes) + " bytes");
+          }
+          array.copy_from_host(s.data, s.data_bytes);
+          arrays.emplace_back(text.substr(start, end - start), array);
+          start = end + 1;
+        }
+        if (start <= text.size() && !slices.empty()) {
+          throw Error(ErrorCode::kProtocol, "optimizer state: more names than arrays");
+        }
+        store_.load_optimizer_state(arrays);
+        reply(encode_data_reply({}).message);
+        return;
+      }
+      case wire::DataOp::SetGradientCompression:
+        throw Error(ErrorCode::kNotSupported, "gradient compression is not built in this version of disttrain");
+    }
+    throw Error(ErrorCode::kProtocol, "unknown data op " + std::to_string(static_cast<int>(data->op())));
+  } catch (const Error& error) {
+    if (error.code() == ErrorCode::kProtocol) {
+      std::fprintf(stderr, "dt server: rejected a request: %s\n", error.what());
+    }
+    reply(encode_data_error(error.code(), error.what()));
+  } catch (const std::bad_alloc&) {
+    reply(encode_data_error(ErrorCode::kOutOfMemory, "server out of memory"));
+  } catch (const std::exception& error) {
+    reply(encode_data_error(ErrorCode::kInternal, error.what()));
+  }
+}
+
+}  // namespace dt::ps

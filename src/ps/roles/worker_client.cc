@@ -1,0 +1,196 @@
+#include "ps/roles/worker_client.h"
+
+#include <condition_variable>
+#include <thread>
+
+namespace dt::ps {
+
+using core::Error;
+using core::ErrorCode;
+
+namespace {
+
+bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
+
+std::string pick_url(const NodeInfo& server, const std::string& node_host, DataTransport transport) {
+  const char* wanted = transport == DataTransport::kIpc ? "ipc://"
+                       : transport == DataTransport::kTcp ? "tcp://"
+                       : server.host == node_host ? "ipc://"
+                                                   : "tcp://";
+  for (const auto& url : server.data_urls) if (starts_with(url, "inproc://")) return url;
+  for (const auto& url : server.data_urls) if (starts_with(url, wanted)) return url;
+  for (const auto& url : server.data_urls) if (starts_with(url, "tcp://")) return url;
+  throw Error(ErrorCode::kProtocol, server.describe() + " offers no usable data URL");
+}
+
+}  // namespace
+
+DataTransport data_transport_from_name(const std::string& name) {
+  if (name == "auto" || name.empty()) return DataTransport::kAuto;
+  if (name == "tcp") return DataTransport::kTcp;
+  if (name == "ipc") return DataTransport::kIpc;
+  throw Error(ErrorCode::kInvalidArgument, "data transport '" + name + "': expected auto, tcp or ipc");
+}
+
+WorkerClient::WorkerClient(const NodeTable& table, const std::string& node_host, DataTransport transport,
+                           const PsOptions& options)
+    : options_(options) {
+  for (const NodeInfo& server : table.servers) {
+    servers_.push_back(std::make_unique<RequestClient>(pick_url(server, node_host, transport),
+                                                       std::chrono::milliseconds(0), options.max_message_bytes));
+  }
+}
+
+WorkerClient::~WorkerClient() {
+  for (auto& server : servers_) server->close();
+}
+
+void WorkerClient::fail(const Error& error) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!failure_) failure_ = error;
+}
+
+std::optional<Error> WorkerClient::failure() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return failure_;
+}
+
+void WorkerClient::check() const {
+  if (auto error = failure()) throw *error;
+}
+
+void WorkerClient::send(int server, Message request, Done done) {
+  if (auto error = failure()) {
+    done(*error, nullptr);
+    return;
+  }
+  servers_.at(static_cast<size_t>(server))
+      ->request(std::move(request), to_ms(options_.request_timeout_s),
+                [done = std::move(done)](std::optional<Error> error, Message reply) {
+                  if (error) {
+                    done(std::move(error), nullptr);
+                    return;
+                  }
+                  std::optional<Frame> frame;
+                  try {
+                    frame.emplace(Frame::parse(std::move(reply)));
+                    const auto& data = frame->expect<wire::DataReply>();
+                    if (data.status() != 0) {
+                      throw Error(static_cast<ErrorCode>(data.status()),
+                                  data.message() ? data.message()->str() : "server error");
+                    }
+                  } catch (const Error& e) {
+                    done(e, nullptr);
+                    return;
+                  } catch (const std::exception& e) {
+                    done(Error(ErrorCode::kInternal, e.what()), nullptr);
+                    return;
+                  }
+                  done(std::nullopt, &*frame);
+                });
+}
+
+struct WorkerClient::Exchange::State {
+  OnReply on_reply;
+  // Handlers run under a shared lock; abandoning takes it exclusively, so no
+  // handler touches the caller's memory once wait() has given up.
+  std::shared_mutex handler_mutex;
+  bool abandoned = false;
+  std::mutex mutex;
+  std::condition_variable cv;
+  size_t pending = 0;
+  std::optional<Error> error;
+
+  void record(const Error& e) {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!error) error = e;
+  }
+  void abandon() {
+    std::unique_lock<std::shared_mutex> lock(handler_mutex);
+    abandoned = true;
+  }
+};
+
+WorkerClient::Exchange::Exchange(WorkerClient& client, OnReply on_reply)
+    : client_(client), state_(std::make_shared<State>()) {
+  state_->on_reply = std::move(on_reply);
+}
+
+WorkerClient::Exchange::~Exchange() { state_->abandon(); }
+
+void WorkerClient::Exchange::send(int server, Message request) {
+  client_.check();
+  const size_t index = sent_++;
+  {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    ++state_->pending;
+  }
+  auto state = state_;
+  client_.servers_.at(static_cast<size_t>(server))
+      ->request(std::move(request), to_ms(client_.options_.request_timeout_s),
+                [state, index](std::optional<Error> error, Message reply) {
+                  if (error) {
+                    state->record(*error);
+                  } else {
+                    try {
+                      Frame frame = Frame::parse(std::move(reply));
+                      const auto& data = frame.expect<wire::DataReply>();
+                      if (data.status() != 0) {
+                        throw Error(static_cast<ErrorCode>(data.status()),
+                                    data.message() ? data.message()->str() : "server error");
+                      }
+                      std::shared_lock<std::shared_mutex> lock(state->handler_mutex);
+                      if (!state->abandoned) state->on_reply(index, frame);
+                    } catch (const Error& e) {
+                      state->record(e);
+                    } catch (const std::exception& e) {
+                      state->record(Error(ErrorCode::kInternal, e.what()));
+                    }
+                  }
+                  std::lock_guard<std::mutex> lock(state->mutex);
+                  --state->pending;
+                  state->cv.notify_all();
+                });
+}
+
+void WorkerClient::Exchange::wait() {
+  // The transport enforces request_timeout_s per request; this bound only
+  // guards against a reply that never comes back at all.
+  const auto deadline = std::chrono::steady_clock::now() + to_ms(client_.options_.request_timeout_s) +
+                        std::chrono::seconds(1);
+  // Lost peers are noticed by heartbeats, not by the transport: check often.
+  constexpr auto kPoll = std::chrono::milliseconds(20);
+  std::unique_lock<std::mutex> lock(state_->mutex);
+  while (state_->pending > 0 && !state_->error) {
+    if (auto failure = client_.failure()) {
+      lock.unlock();
+      state_->abandon();
+      throw *failure;
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      lock.unlock();
+      state_->abandon();
+      throw Error(ErrorCode::kTimedOut, "no reply from the servers within " +
+                                            seconds_text(client_.options_.request_timeout_s));
+    }
+    state_->cv.wait_for(lock, kPoll);
+  }
+  if (!state_->error) return;
+  const Error error = *state_->error;
+  lock.unlock();
+  state_->abandon();
+  // A dropped connection is usually a dead server: give the heartbeats time
+  // to name it, so the caller sees which node was lost.
+  if (error.code() == ErrorCode::kNetwork || error.code() == ErrorCode::kTimedOut ||
+      error.code() == ErrorCode::kClosed) {
+    const auto verdict = std::chrono::steady_clock::now() + to_ms(2 * client_.options_.heartbeat_timeout_s);
+    while (std::chrono::steady_clock::now() < verdict) {
+      if (auto failure = client_.failure()) throw *failure;
+      std::this_thread::sleep_for(kPoll);
+    }
+  }
+  if (auto failure = client_.failure()) throw *failure;
+  throw error;
+}
+
+}  // namespace dt::ps

@@ -1,0 +1,94 @@
+// A worker's connections to the servers and the exchanges it runs over them:
+// a batch of requests to any servers, all in flight at once, whose replies
+// are handled as they arrive (copied out on the transport's threads, so the
+// copies of one batch overlap the transfers of the others), and one bounded
+// wait for all of them. A lost peer (fail()) ends every wait with its error.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <shared_mutex>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "ps/job/job_config.h"
+#include "ps/roles/node_table.h"
+#include "ps/transport/frame.h"
+#include "ps/transport/request_client.h"
+
+namespace dt::ps {
+
+// Which of a server's URLs a worker dials: ipc when the server shares the
+// worker's host (kAuto), or always tcp / ipc (benchmarks compare them).
+// An inproc URL, when the server offers one, is always taken.
+enum class DataTransport { kAuto, kTcp, kIpc };
+// "auto", "tcp", "ipc"; Error(kInvalidArgument) otherwise.
+DataTransport data_transport_from_name(const std::string& name);
+
+class WorkerClient {
+ public:
+  // Runs on a transport thread for each successful DataReply, with the
+  // index the request was sent under. May throw: the exchange fails.
+  using OnReply = std::function<void(size_t index, const Frame& reply)>;
+
+  WorkerClient(const NodeTable& table, const std::string& node_host, DataTransport transport,
+               const PsOptions& options);
+  ~WorkerClient();
+  WorkerClient(const WorkerClient&) = delete;
+  WorkerClient& operator=(const WorkerClient&) = delete;
+
+  int num_servers() const { return static_cast<int>(servers_.size()); }
+
+  // One batch of requests. Destroying it without wait() (an exception on the
+  // sending side) still waits for the handlers that are running, so they
+  // never touch the caller's memory afterwards.
+  class Exchange {
+   public:
+    Exchange(WorkerClient& client, OnReply on_reply);
+    ~Exchange();
+    Exchange(const Exchange&) = delete;
+    Exchange& operator=(const Exchange&) = delete;
+    // Sends at once; the reply is handled with index = number of earlier sends.
+    void send(int server, Message request);
+    // Until every reply is handled: throws the first error (a lost peer's
+    // kPeerLost in preference to the network error it caused), kTimedOut
+    // after request_timeout_s.
+    void wait();
+
+   private:
+    struct State;
+    WorkerClient& client_;
+    std::shared_ptr<State> state_;
+    size_t sent_ = 0;
+  };
+
+  // One request outside any exchange, for callers that keep their own
+  // windows and priorities (the kvstore's communication thread). done runs
+  // exactly once, on a transport thread (or on this one when the client has
+  // failed): with the verified DataReply frame and no error, or with the
+  // error: the transport's, a reply that fails verification, or the
+  // server's error status. Never throws.
+  using Done = std::function<void(std::optional<core::Error> error, const Frame* reply)>;
+  void send(int server, Message request, Done done);
+
+  // A node was lost: every current and later exchange fails with error.
+  void fail(const core::Error& error);
+  // Throws the recorded failure, if any.
+  void check() const;
+  std::optional<core::Error> failure() const;
+  const PsOptions& options() const { return options_; }
+
+ private:
+
+  PsOptions options_;
+  std::vector<std::unique_ptr<RequestClient>> servers_;
+  mutable std::mutex mutex_;
+  std::optional<core::Error> failure_;
+};
+
+}  // namespace dt::ps

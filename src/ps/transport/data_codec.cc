@@ -1,0 +1,120 @@
+#include "ps/transport/data_codec.h"
+
+#include <string>
+
+#include "core/dtype.h"
+
+namespace dt::ps {
+
+using core::Error;
+using core::ErrorCode;
+
+namespace {
+
+size_t align_up(size_t n) { return (n + kPayloadAlignment - 1) / kPayloadAlignment * kPayloadAlignment; }
+
+// Writes the slice tables and returns them with the payload layout.
+flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<wire::TensorSlice>>> write_slices(
+    flatbuffers::FlatBufferBuilder& fbb, const std::vector<SliceSpec>& slices, std::vector<size_t>& offsets,
+    size_t& payload_bytes) {
+  std::vector<flatbuffers::Offset<wire::TensorSlice>> tables;
+  tables.reserve(slices.size());
+  offsets.clear();
+  payload_bytes = 0;
+  for (const SliceSpec& s : slices) {
+    const size_t offset = s.data_bytes == 0 ? 0 : align_up(payload_bytes);
+    auto shape = fbb.CreateVector(s.info.shape.data(), s.info.shape.ndim());
+    tables.push_back(wire::CreateTensorSlice(fbb, s.info.part.key, static_cast<uint64_t>(s.info.part.begin),
+                                             static_cast<uint64_t>(s.info.part.end),
+                                             static_cast<int8_t>(s.info.dtype), shape, s.round, offset,
+                                             s.data_bytes));
+    offsets.push_back(offset);
+    if (s.data_bytes != 0) payload_bytes = offset + s.data_bytes;
+  }
+  return fbb.CreateVector(tables);
+}
+
+EncodedData finish(Message msg, uint8_t* payload, const std::vector<SliceSpec>& slices,
+                   const std::vector<size_t>& offsets) {
+  EncodedData out{std::move(msg), {}};
+  out.slice_data.reserve(slices.size());
+  for (size_t i = 0; i < slices.size(); ++i) {
+    out.slice_data.push_back(slices[i].data_bytes == 0 ? nullptr : payload + offsets[i]);
+  }
+  return out;
+}
+
+size_t fb_capacity(const std::vector<SliceSpec>& slices, size_t text) { return 128 + text + slices.size() * 128; }
+
+}  // namespace
+
+size_t part_bytes(const PartInfo& info) {
+  return static_cast<size_t>(info.part.end - info.part.begin) * core::dtype_size(info.dtype);
+}
+
+EncodedData encode_data_request(wire::DataOp op, int worker_rank, const std::vector<SliceSpec>& slices,
+                                const std::string& text, double number) {
+  flatbuffers::FlatBufferBuilder fbb(fb_capacity(slices, text.size()));
+  std::vector<size_t> offsets;
+  size_t payload_bytes = 0;
+  auto tables = write_slices(fbb, slices, offsets, payload_bytes);
+  auto text_offset = text.empty() ? flatbuffers::Offset<flatbuffers::String>() : fbb.CreateString(text);
+  uint8_t* payload = nullptr;
+  Message msg = make_message(fbb, wire::CreateDataRequest(fbb, op, worker_rank, tables, text_offset, number),
+                             payload_bytes, &payload);
+  return finish(std::move(msg), payload, slices, offsets);
+}
+
+EncodedData encode_data_reply(const std::vector<SliceSpec>& slices, const std::string& message) {
+  flatbuffers::FlatBufferBuilder fbb(fb_capacity(slices, message.size()));
+  std::vector<size_t> offsets;
+  size_t payload_bytes = 0;
+  auto tables = write_slices(fbb, slices, offsets, payload_bytes);
+  auto text = message.empty() ? flatbuffers::Offset<flatbuffers::String>() : fbb.CreateString(message);
+  uint8_t* payload = nullptr;
+  Message msg = make_message(fbb, wire::CreateDataReply(fbb, 0, text, tables), payload_bytes, &payload);
+  return finish(std::move(msg), payload, slices, offsets);
+}
+
+Message encode_data_error(ErrorCode code, const std::string& message) {
+  flatbuffers::FlatBufferBuilder fbb(64 + message.size());
+  auto text = fbb.CreateString(message);
+  return make_message(fbb, wire::CreateDataReply(fbb, static_cast<int>(code), text));
+}
+
+DecodedSlice decode_slice(const Frame& frame, const wire::TensorSlice* slice) {
+  if (slice == nullptr) throw Error(ErrorCode::kProtocol, "a data message holds a null slice");
+  const std::string what = "slice of key " + std::to_string(slice->key());
+  if (!core::is_valid_dtype(slice->dtype())) {
+    throw Error(ErrorCode::kProtocol, what + ": unknown dtype " + std::to_string(slice->dtype()));
+  }
+  const auto* dims = slice->shape();
+  std::vector<int64_t> shape = dims ? std::vector<int64_t>(dims->begin(), dims->end()) : std::vector<int64_t>{};
+  DecodedSlice out;
+  try {
+    out.info.shape = core::Shape(shape);
+  } catch (const Error& e) {
+    throw Error(ErrorCode::kProtocol, what + ": bad shape: " + e.what());
+  }
+  out.info.dtype = static_cast<core::DType>(slice->dtype());
+  const uint64_t numel = static_cast<uint64_t>(out.info.shape.numel());
+  if (slice->part_begin() >= slice->part_end() || slice->part_end() > numel) {
+    throw Error(ErrorCode::kProtocol, what + ": part [" + std::to_string(slice->part_begin()) + ", " +
+                                          std::to_string(slice->part_end()) + ") is not inside " +
+                                          std::to_string(numel) + " elements");
+  }
+  out.info.part = PartKey{slice->key(), static_cast<int64_t>(slice->part_begin()),
+                          static_cast<int64_t>(slice->part_end())};
+  out.round = slice->round();
+  out.data_bytes = slice->data_bytes();
+  if (out.data_bytes != 0) {
+    if (out.data_bytes != part_bytes(out.info)) {
+      throw Error(ErrorCode::kProtocol, what + ": " + std::to_string(out.data_bytes) + " data bytes for a part of " +
+                                            std::to_string(part_bytes(out.info)));
+    }
+    out.data = frame.slice_data(*slice);
+  }
+  return out;
+}
+
+}  // namespace dt::ps

@@ -1,0 +1,56 @@
+// The data plane's messages (DataRequest / DataReply) as plain values:
+// building a frame whose tensor bytes the caller writes straight into the
+// nng message (no intermediate buffer), and reading a verified frame's
+// slices back with every field checked (a bad slice is Error(kProtocol), so
+// the server answers it and keeps serving).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ps/roles/server_key_store.h"
+#include "ps/transport/frame.h"
+#include "ps/transport/message.h"
+
+namespace dt::ps {
+
+// One slice to send: which part, its round (-1: none) and how many tensor
+// bytes follow it in the payload (0 for a pull request).
+struct SliceSpec {
+  PartInfo info;
+  int64_t round = -1;
+  size_t data_bytes = 0;
+};
+
+// A frame under construction: message() once the payload is filled in.
+struct EncodedData {
+  Message message;
+  // Per slice, where its data_bytes go (nullptr for none); 16-byte aligned
+  // relative to the message body.
+  std::vector<uint8_t*> slice_data;
+};
+
+EncodedData encode_data_request(wire::DataOp op, int worker_rank, const std::vector<SliceSpec>& slices,
+                                const std::string& text = {}, double number = 0);
+// message: free text on success (GetOptimizerState's array names).
+EncodedData encode_data_reply(const std::vector<SliceSpec>& slices, const std::string& message = {});
+// An error answer to a data request (also used for a failure half-way).
+Message encode_data_error(core::ErrorCode code, const std::string& message);
+
+// A received slice, checked: valid dtype, shape within limits, 0 <= begin <
+// end <= numel, and data bytes inside the payload that are either none or
+// exactly the part's size. Error(kProtocol) naming what is wrong.
+struct DecodedSlice {
+  PartInfo info;
+  int64_t round = -1;
+  const uint8_t* data = nullptr;  // in place inside the frame's message
+  size_t data_bytes = 0;
+};
+DecodedSlice decode_slice(const Frame& frame, const wire::TensorSlice* slice);
+
+// The size in bytes of a part (end - begin elements of its dtype).
+size_t part_bytes(const PartInfo& info);
+
+}  // namespace dt::ps

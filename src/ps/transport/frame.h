@@ -1,0 +1,112 @@
+// The codec every message goes through: a FlatBuffers Envelope plus an
+// optional payload area, framed inside one nng message body.
+//
+// Body layout (all offsets relative to the start of the body):
+//   [0, 4)          uint32 little-endian: size F of the FlatBuffer
+//   [4, 4 + F)      the Envelope FlatBuffer (file identifier "DTPS")
+//   [4 + F, P)      zero padding, P = round_up(4 + F, 16)
+//   [P, size)       the payload area: tensor bytes, addressed by
+//                   TensorSlice.data_offset/data_bytes relative to P
+// A body of exactly 4 + F bytes has no payload. Tensor bytes are written once,
+// straight into the nng message (encode_frame returns where), and read in place
+// by the receiver (Frame::slice_data). P is 16-aligned relative to the body;
+// in memory nng bodies start 4 bytes past an 8-byte boundary, so read elements
+// with memcpy (or copy into aligned storage) rather than casting the pointer.
+#pragma once
+
+#include <flatbuffers/flatbuffers.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "core/error.h"
+#include "ps/transport/message.h"
+#include "ps/transport/protocol_generated.h"
+
+namespace dt::ps {
+
+// Bumped whenever protocol.fbs changes in a way an older peer would misread.
+constexpr uint32_t kProtocolVersion = 1;
+constexpr size_t kPayloadAlignment = 16;
+constexpr size_t kFrameHeaderBytes = 4;
+
+// Offset of the payload area for a FlatBuffer of fb_size bytes.
+constexpr size_t payload_offset(size_t fb_size) {
+  return (kFrameHeaderBytes + fb_size + kPayloadAlignment - 1) / kPayloadAlignment * kPayloadAlignment;
+}
+
+// Frames a finished FlatBuffer (fb, fb_size) and reserves payload_bytes of
+// payload after it. *payload (when payload is not null) points at the
+// reserved, uninitialised payload area: nullptr when payload_bytes is 0.
+Message encode_frame(const uint8_t* fb, size_t fb_size, size_t payload_bytes, uint8_t** payload);
+
+// Finishes fbb with an Envelope{kProtocolVersion, body} and frames it.
+// T is one of the tables of the wire::Body union.
+template <typename T>
+Message make_message(flatbuffers::FlatBufferBuilder& fbb, flatbuffers::Offset<T> body,
+                     size_t payload_bytes = 0, uint8_t** payload = nullptr) {
+  auto envelope = wire::CreateEnvelope(fbb, kProtocolVersion, wire::BodyTraits<T>::enum_value, body.Union());
+  wire::FinishEnvelopeBuffer(fbb, envelope);
+  return encode_frame(fbb.GetBufferPointer(), fbb.GetSize(), payload_bytes, payload);
+}
+
+// An ErrorReply carrying code (as its dt_status value) and message.
+Message make_error_reply(core::ErrorCode code, const std::string& message);
+// An Ack.
+Message make_ack();
+
+// A received message that passed the checks: framing, file identifier,
+// protocol version, and the FlatBuffers Verifier over the whole Envelope.
+// Move-only; keeps the Message alive so the payload can be read in place.
+class Frame {
+ public:
+  // Throws core::Error(kProtocol) for anything malformed (the text says what)
+  // and for a protocol version other than kProtocolVersion (naming both).
+  static Frame parse(Message msg);
+
+  const wire::Envelope& envelope() const { return *envelope_; }
+  wire::Body type() const { return envelope_->body_type(); }
+  // The body as T, or nullptr when the body is of another type.
+  template <typename T>
+  const T* body() const {
+    return envelope_->body_as<T>();
+  }
+  // The body as T; Error(kProtocol) "expected <T>, got <type>" otherwise.
+  // An ErrorReply body is thrown instead as Error(its status, its message),
+  // so callers expecting a reply write `frame.expect<wire::NodeTable>()`.
+  template <typename T>
+  const T& expect() const {
+    if (const T* b = body<T>()) return *b;
+    throw_unexpected(wire::BodyTraits<T>::enum_value);
+  }
+
+  const uint8_t* payload() const { return payload_; }
+  size_t payload_size() const { return payload_size_; }
+  // The slice's bytes inside the payload area; Error(kProtocol) when
+  // data_offset/data_bytes fall outside it.
+  const uint8_t* slice_data(const wire::TensorSlice& slice) const;
+
+  // The underlying message (pipe_id() tells the connection it came on).
+  const Message& message() const { return msg_; }
+
+ private:
+  Frame() = default;
+  [[noreturn]] void throw_unexpected(wire::Body expected) const;
+
+  Message msg_;
+  // Set only when the FlatBuffer in the body was not 8-byte aligned in memory:
+  // an aligned copy of the (small) FlatBuffer part; the payload is never copied.
+  std::unique_ptr<uint64_t[]> aligned_fb_;
+  const wire::Envelope* envelope_ = nullptr;
+  const uint8_t* payload_ = nullptr;
+  size_t payload_size_ = 0;
+};
+
+// The name of a body type ("Register", ...), for messages.
+const char* body_name(wire::Body type);
+
+// An error as the peer should see it: ErrorCode <-> dt_status value.
+core::Error error_from_reply(const wire::ErrorReply& reply);
+
+}  // namespace dt::ps

@@ -1,0 +1,64 @@
+// The client side of the request/reply transport: an nng req0 socket dialing
+// one URL, reconnecting in the background (so the peer may start later), with
+// many requests in flight at once, each on its own nng context.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "core/error.h"
+#include "ps/transport/message.h"
+
+namespace dt::ps {
+
+// Default bound for received messages (nng drops larger ones silently).
+constexpr size_t kDefaultMaxMessageBytes = size_t{1} << 30;
+
+class RequestClient {
+ public:
+  // error is empty on success (reply holds the answer, not yet verified: pass
+  // it to Frame::parse); otherwise reply is empty and error says why:
+  //  kTimedOut  no reply within the deadline (peer unreachable, or slow)
+  //  kClosed    the client was closed
+  //  kNetwork   the connection dropped while waiting (peer died)
+  // Done runs on an nng thread: keep it short and never block in it on
+  // another request of this client.
+  using Done = std::function<void(std::optional<core::Error> error, Message reply)>;
+
+  // Starts dialing url in the background. When connect_timeout > 0, waits up
+  // to that long for the first connection and throws core::Error(kTimedOut)
+  // "no connection to <url> within <t> s" otherwise; 0 returns at once
+  // (requests then wait for the connection within their own deadlines).
+  // kInvalidArgument for a malformed URL.
+  RequestClient(const std::string& url, std::chrono::milliseconds connect_timeout,
+                size_t max_message_bytes = kDefaultMaxMessageBytes);
+  ~RequestClient();  // close()
+  RequestClient(const RequestClient&) = delete;
+  RequestClient& operator=(const RequestClient&) = delete;
+
+  // Sends msg and calls done exactly once with the reply or the error (at
+  // once, on this thread, when the client is closed). Never
+  // resends: a request is delivered at most once (a push must not be counted
+  // twice). deadline covers sending and waiting for the reply.
+  void request(Message msg, std::chrono::milliseconds deadline, Done done);
+  // request() and wait; throws core::Error as listed above.
+  Message call(Message msg, std::chrono::milliseconds deadline);
+  // Fails every pending request with kClosed and refuses new ones. Idempotent.
+  void close();
+
+  const std::string& url() const { return url_; }
+  // Whether a connection to the peer is currently up.
+  bool connected() const;
+
+ private:
+  struct State;
+  std::string url_;
+  std::shared_ptr<State> state_;
+};
+
+}  // namespace dt::ps
