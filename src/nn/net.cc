@@ -488,9 +488,9 @@ const std::vector<Parameter*>& Net::layer_params(const Node& node) const {
 
 double Net::backward(const core::NDArray& labels) { return backward(labels, nullptr); }
 
-double Net::backward(const core::NDArray& labels, const GradientReady& on_gradient_ready) {
+core::NDArray Net::labels_for_last_forward(const core::NDArray& labels, const char* call) {
   if (last_forward_ == nullptr) {
-    throw Error(ErrorCode::kBadState, "net: backward needs a completed forward first");
+    throw Error(ErrorCode::kBadState, std::string("net: ") + call + " needs a completed forward first");
   }
   Plan& plan = *last_forward_;
   if (!labels.defined()) throw Error(ErrorCode::kInvalidArgument, "labels are not allocated");
@@ -506,8 +506,18 @@ double Net::backward(const core::NDArray& labels, const GradientReady& on_gradie
     throw Error(ErrorCode::kInvalidArgument,
                 "labels are on " + labels.context()->to_string() + ", the net on " + ctx_->to_string());
   }
+  return staged_on(labels, ctx_, plan.staged_labels);
+}
+
+double Net::loss(const core::NDArray& labels) {
+  const core::NDArray device_labels = labels_for_last_forward(labels, "loss");
+  return loss_->forward_backward(output(0), device_labels, nullptr);
+}
+
+double Net::backward(const core::NDArray& labels, const GradientReady& on_gradient_ready) {
+  const core::NDArray device_labels = labels_for_last_forward(labels, "backward");
+  Plan& plan = *last_forward_;
   if (!plan.have_grads) allocate_gradients(plan);
-  const core::NDArray device_labels = staged_on(labels, ctx_, plan.staged_labels);
 
   engine_->bind_current_thread();
   double loss = 0.0;

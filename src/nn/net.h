@@ -115,6 +115,12 @@ class Net {
   using GradientReady = std::function<void(size_t param_index)>;
   double backward(const core::NDArray& labels, const GradientReady& on_gradient_ready);
 
+  // The net's loss (its description's, SoftmaxCrossEntropy so far, with its
+  // reduction) of the latest forward's output against labels, as backward
+  // computes it but without gradients: what a trainer evaluates with, so it
+  // need not know which loss the net trains. The same errors as backward.
+  double loss(const core::NDArray& labels);
+
   // Replaces the loss's reduction ("mean" or "sum"; Error(kInvalidArgument)
   // otherwise), e.g. for a trainer that scales summed gradients itself; the
   // description follows.
@@ -167,6 +173,10 @@ class Net {
   void create_parameters();
   Plan& plan_for(const std::vector<core::NDArray>& inputs);
   void allocate_gradients(Plan& plan);
+  // labels checked against the completed forward (Error(kBadState), saying
+  // "net: <call> ...", without one), on the net's context (staged there
+  // from the host).
+  core::NDArray labels_for_last_forward(const core::NDArray& labels, const char* call);
   bool mixed_precision() const { return compute_params_ != nullptr; }
   // The parameters node's layer is given: the masters, or their views in
   // the compute dtype.

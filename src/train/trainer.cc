@@ -13,7 +13,6 @@
 #include "core/error.h"
 #include "core/safetensors.h"
 #include "kvstore/kvstore_factory.h"
-#include "nn/layers/softmax_cross_entropy_loss.h"
 #include "train/metrics.h"
 
 namespace dt::train {
@@ -98,7 +97,6 @@ Trainer::Trainer(std::shared_ptr<nn::Net> net, optim::OptimizerConfig optimizer,
   if (!update_on_kvstore_) {
     for (size_t r = 0; r < replicas_.size(); ++r) local_optimizers_.push_back(optim::Optimizer::create(config_));
   }
-  eval_loss_ = std::make_unique<nn::layers::SoftmaxCrossEntropyLoss>("sum");
 }
 
 Trainer::~Trainer() = default;
@@ -137,7 +135,7 @@ void Trainer::initialize_kvstore() {
   // Everyone starts from the store's weights: in a distributed job those of
   // the worker whose init the store kept.
   kv_->pull(keys_for_all_replicas(), params_of_all_replicas(false), 0);
-  kv_initialized_ = true;
+  phase_.on_store_initialized();
 }
 
 void Trainer::prepare_precision() {
@@ -160,7 +158,7 @@ void Trainer::prepare_precision() {
     }
     pending_scaler_.reset();
   }
-  if (update_on_kvstore_ && net_->loss_scaler().enabled() && update_on_kvstore_auto_ && !kv_initialized_) {
+  if (update_on_kvstore_ && net_->loss_scaler().enabled() && update_on_kvstore_auto_ && !store_initialized()) {
     // Only the workers can skip an overflowed step, so "whichever fits"
     // means the workers' update here, as for stores that run no optimizer.
     update_on_kvstore_ = false;
@@ -195,7 +193,7 @@ void Trainer::step(int64_t batch_size) {
   if (batch_size <= 0) throw Error(ErrorCode::kInvalidArgument, "step: batch_size must be positive");
   prepare_precision();
   const double rescale = 1.0 / static_cast<double>(batch_size);
-  if (kv_ && !kv_initialized_) initialize_kvstore();
+  if (kv_ && !store_initialized()) initialize_kvstore();
 
   if (!kv_) {
     if (gradients_usable()) {
@@ -217,7 +215,7 @@ void Trainer::step(int64_t batch_size) {
     if (gradients_usable()) update_replicas(rescale);
   }
   rescale_grad_ = rescale;
-  stepped_ = true;
+  phase_.on_step_completed();
   ++steps_;
 }
 
@@ -256,7 +254,7 @@ void Trainer::finish_overlapped_step(int64_t batch_size) {
   const double rescale = 1.0 / static_cast<double>(batch_size);
   if (!update_on_kvstore_ && gradients_usable()) update_replicas(rescale);
   rescale_grad_ = rescale;
-  stepped_ = true;
+  phase_.on_step_completed();
   ++steps_;
 }
 
@@ -275,7 +273,7 @@ BatchResult Trainer::train_batch(const NDArray& data, const NDArray& labels) {
   staged_data_.resize(replicas_.size());
   staged_labels_.resize(replicas_.size());
   // The first step initialises the store and runs synchronously.
-  const bool overlap = overlap_ && kv_initialized_;
+  const bool overlap = overlap_ && store_initialized();
   if (overlap) {
     // The store must scale before the first gradient of this step arrives.
     const double rescale = 1.0 / static_cast<double>(rows);
@@ -331,10 +329,10 @@ EvalResult Trainer::evaluate(data::BatchLoader& loader) {
     // The loss runs where the logits are: a GPU net's labels go there too.
     const NDArray y = on_context(batch.labels, net_->context(), eval_label_staging_);
     net_->forward({x}, false);
-    const NDArray& logits = net_->output(0);
-    const double loss_sum = eval_loss_->forward_backward(logits, y, nullptr);
+    // The net's own loss, summed (the reduction the constructor set).
+    const double loss_sum = net_->loss(y);
     const int64_t n = batch.size();
-    metrics.add(loss_sum / static_cast<double>(n), count_correct(logits, y), n);
+    metrics.add(loss_sum / static_cast<double>(n), count_correct(net_->output(0), y), n);
   }
   return EvalResult{metrics.accuracy(), metrics.mean_loss()};
 }
@@ -381,7 +379,7 @@ void Trainer::set_learning_rate(double lr) {
   for (auto& optimizer : local_optimizers_) optimizer->set_learning_rate(lr);
   // A store initialised later picks the rate up from the description.
   config_.set("learning_rate", lr);
-  if (kv_initialized_ && update_on_kvstore_) kv_->set_learning_rate(lr);
+  if (store_initialized() && update_on_kvstore_) kv_->set_learning_rate(lr);
 }
 
 double Trainer::learning_rate() const {
@@ -391,7 +389,7 @@ double Trainer::learning_rate() const {
 
 core::NamedArrays Trainer::optimizer_state() const {
   if (!local_optimizers_.empty()) return local_optimizers_[0]->state(kOptimizerPrefix);
-  if (kv_initialized_) return kv_->optimizer_state(kOptimizerPrefix);
+  if (store_initialized()) return kv_->optimizer_state(kOptimizerPrefix);
   return pending_kv_state_;
 }
 
@@ -418,9 +416,7 @@ void Trainer::save_checkpoint(const std::string& path) const {
 }
 
 void Trainer::load_checkpoint(const std::string& path) {
-  if (stepped_ || kv_initialized_) {
-    throw Error(ErrorCode::kBadState, "load_checkpoint: load checkpoints before the first training step");
-  }
+  phase_.require_fresh_for_checkpoint_load("load_checkpoint");
   core::SafetensorsContents contents = core::load_safetensors(path, net_->context());
   if (contents.metadata.count("format") == 0 || contents.metadata.at("format") != kCheckpointFormat) {
     throw Error(ErrorCode::kIo, path + " is not a disttrain checkpoint (metadata format is not " +

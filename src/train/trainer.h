@@ -12,7 +12,10 @@
 //    copied to its device, the optimizer updates run as CUDA kernels on the
 //    device's stream, and only the loss and accuracy come back to the host.
 //  - The kvstore is initialised lazily at the first step (as Gluon does), so
-//    a checkpoint can be loaded into a fresh trainer before training.
+//    a checkpoint can be loaded into a fresh trainer before training; the
+//    states and the calls each refuses are in train/training_phase.h.
+//  - The loss is the net's own (nn/net.h): training runs the net's backward
+//    and evaluation asks the net for its loss, so the trainer names none.
 //  - With a kvstore that communicates asynchronously (dist_*), train_batch
 //    overlaps communication with backward: as each parameter's gradient
 //    becomes final, its pushpull is issued at once with priority
@@ -50,10 +53,7 @@
 #include "optim/optimizer_config.h"
 #include "train/metrics_log.h"
 #include "train/progress.h"
-
-namespace dt::nn::layers {
-class SoftmaxCrossEntropyLoss;
-}
+#include "train/training_phase.h"
 
 namespace dt::train {
 
@@ -116,6 +116,8 @@ class Trainer {
   int64_t steps() const { return steps_; }
   // Steps whose update was skipped because the gradients overflowed.
   int64_t skipped_steps() const { return net_->loss_scaler().skipped_steps(); }
+  // Where the trainer is in its life (train/training_phase.h).
+  TrainingPhase::State state() const { return phase_.state(); }
   // Seconds spent in forward/backward since construction (for benchmarks).
   double compute_seconds() const { return compute_seconds_; }
 
@@ -155,12 +157,14 @@ class Trainer {
   bool overlap_ = false;
   std::vector<bool> issued_;  // per parameter: exchanged during this backward
   std::vector<std::unique_ptr<optim::Optimizer>> local_optimizers_;  // one per replica
-  std::unique_ptr<nn::layers::SoftmaxCrossEntropyLoss> eval_loss_;
-  bool kv_initialized_ = false;
-  bool stepped_ = false;
-  core::NamedArrays pending_kv_state_;  // from a checkpoint, for the store's optimizer
-  // A checkpoint's loss-scaler state, restored at the first step when the
-  // net scales its loss then (its compute dtype may be set after loading).
+  TrainingPhase phase_;
+  bool store_initialized() const { return phase_.store_initialized(kv_ != nullptr); }
+  // Set in kFresh only: a checkpoint's optimizer state, for the store's
+  // optimizer when it is initialised.
+  core::NamedArrays pending_kv_state_;
+  // Set in kFresh only: a checkpoint's loss-scaler state, restored at the
+  // first step when the net scales its loss then (its compute dtype may be
+  // set after loading).
   struct ScalerState {
     double scale;
     int64_t growth_tracker;

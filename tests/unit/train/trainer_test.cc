@@ -254,5 +254,116 @@ TEST_F(TrainerTest, CheckpointMisuseIsAClearError) {
   std::remove(checkpoint.c_str());
 }
 
+// A local store whose pushes fail: the first step gets past initialising
+// the store and no further.
+class FailingPushStore : public kvstore::KVStore {
+ public:
+  std::string type() const override { return "failing-push"; }
+  void init(const std::vector<kvstore::Key>& keys, const std::vector<NDArray>& values) override {
+    local_->init(keys, values);
+  }
+  void push(const std::vector<kvstore::Key>&, const std::vector<NDArray>&, int) override {
+    throw core::Error(core::ErrorCode::kNetwork, "push refused by the test");
+  }
+  void pull(const std::vector<kvstore::Key>& keys, const std::vector<NDArray>& outs, int priority) override {
+    local_->pull(keys, outs, priority);
+  }
+  void set_optimizer(const optim::OptimizerConfig& config) override { local_->set_optimizer(config); }
+  bool has_optimizer() const override { return local_->has_optimizer(); }
+  void set_learning_rate(double lr) override { local_->set_learning_rate(lr); }
+  void set_rescale_grad(double rescale) override { local_->set_rescale_grad(rescale); }
+  core::NamedArrays optimizer_state(const std::string& prefix) const override {
+    return local_->optimizer_state(prefix);
+  }
+  void load_optimizer_state(const core::NamedArrays& arrays, const std::string& prefix) override {
+    local_->load_optimizer_state(arrays, prefix);
+  }
+
+ private:
+  std::unique_ptr<kvstore::KVStore> local_ = kvstore::create_kvstore("local");
+};
+
+// The first batch of epoch 0.
+data::Batch first_batch(data::BatchLoader& loader) {
+  loader.start_epoch(0);
+  data::Batch batch;
+  if (!loader.next(batch)) ADD_FAILURE() << "the loader has no batch";
+  return batch;
+}
+
+void expect_checkpoint_load_refused(Trainer& trainer, const std::string& checkpoint) {
+  try {
+    trainer.load_checkpoint(checkpoint);
+    ADD_FAILURE() << "loaded a checkpoint in state " << to_string(trainer.state());
+  } catch (const core::Error& e) {
+    EXPECT_EQ(e.code(), core::ErrorCode::kBadState) << e.what();
+  }
+}
+
+TEST_F(TrainerTest, WithoutAStoreTheFirstStepGoesFromFreshToStepped) {
+  Trainer trainer(lenet(1), sgd_momentum(), nullptr);
+  EXPECT_EQ(trainer.state(), TrainingPhase::State::kFresh);
+  const std::string checkpoint = temp_path("fresh.safetensors");
+  trainer.save_checkpoint(checkpoint);
+  trainer.load_checkpoint(checkpoint);  // allowed while fresh
+  EXPECT_EQ(trainer.state(), TrainingPhase::State::kFresh);
+  // A refused step changes nothing.
+  EXPECT_THROW(trainer.step(0), core::Error);
+  EXPECT_EQ(trainer.state(), TrainingPhase::State::kFresh);
+  auto loader = small_loader();
+  const data::Batch batch = first_batch(*loader);
+  trainer.train_batch(batch.images, batch.labels);
+  EXPECT_EQ(trainer.state(), TrainingPhase::State::kStepped);
+  expect_checkpoint_load_refused(trainer, checkpoint);
+  trainer.train_batch(batch.images, batch.labels);
+  EXPECT_EQ(trainer.state(), TrainingPhase::State::kStepped);
+  std::remove(checkpoint.c_str());
+}
+
+TEST_F(TrainerTest, WithAStoreTheFirstStepPassesThroughStoreInitialized) {
+  const std::string checkpoint = temp_path("store.safetensors");
+  Trainer(lenet(1), sgd_momentum(), nullptr).save_checkpoint(checkpoint);
+  auto loader = small_loader();
+  const data::Batch batch = first_batch(*loader);
+
+  // A first step that fails after initialising the store stays there, and
+  // the store's weights may no longer be replaced on one side only.
+  Trainer failing(lenet(1), sgd_momentum(), std::make_shared<FailingPushStore>());
+  EXPECT_EQ(failing.state(), TrainingPhase::State::kFresh);
+  failing.load_checkpoint(checkpoint);
+  EXPECT_THROW(failing.train_batch(batch.images, batch.labels), core::Error);
+  EXPECT_EQ(failing.state(), TrainingPhase::State::kStoreInitialized);
+  expect_checkpoint_load_refused(failing, checkpoint);
+  // Later steps use the initialised store as it is.
+  EXPECT_THROW(failing.train_batch(batch.images, batch.labels), core::Error);
+  EXPECT_EQ(failing.state(), TrainingPhase::State::kStoreInitialized);
+
+  Trainer trainer(lenet(1), sgd_momentum(), kvstore::create_kvstore("local"));
+  trainer.train_batch(batch.images, batch.labels);
+  EXPECT_EQ(trainer.state(), TrainingPhase::State::kStepped);
+  expect_checkpoint_load_refused(trainer, checkpoint);
+  std::remove(checkpoint.c_str());
+}
+
+TEST_F(TrainerTest, EvaluationUsesTheNetsLoss) {
+  auto net = lenet(1);
+  Trainer trainer(net, sgd_momentum(), nullptr);
+  auto loader = small_loader();
+  const EvalResult result = trainer.evaluate(*loader);
+  // The same epoch by hand: the net's (summed) loss per batch, averaged per sample.
+  loader->start_epoch(0);
+  data::Batch batch;
+  double loss_sum = 0.0;
+  int64_t samples = 0;
+  while (loader->next(batch)) {
+    net->forward({batch.images}, false);
+    loss_sum += net->loss(batch.labels);
+    samples += batch.size();
+  }
+  ASSERT_GT(samples, 0);
+  EXPECT_NEAR(result.loss, loss_sum / static_cast<double>(samples), 1e-9);
+  EXPECT_GT(result.loss, 0.0);
+}
+
 }  // namespace
 }  // namespace dt::train
