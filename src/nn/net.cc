@@ -378,12 +378,12 @@ Net::Plan& Net::plan_for(const std::vector<core::NDArray>& inputs) {
     for (size_t v : nodes_[k].inputs) in.push_back(plan.shapes[v]);
     const core::Shape out = in_layer(layer, [&] { return layer.output_shape(in); });
     plan.shapes[num_inputs + k] = out;
-    plan.values[num_inputs + k] = core::NDArray::empty(ctx_, compute_dtype_, out);
+    plan.values[num_inputs + k] = core::NDArray::empty(ctx_, precision_.compute_dtype(), out);
   }
   if (mixed_precision()) {
     plan.cast_inputs.resize(num_inputs);
     for (size_t i = 0; i < num_inputs; ++i) {
-      plan.cast_inputs[i] = core::NDArray::empty(ctx_, compute_dtype_, plan.shapes[i]);
+      plan.cast_inputs[i] = core::NDArray::empty(ctx_, precision_.compute_dtype(), plan.shapes[i]);
     }
     plan.logits32 = core::NDArray::empty(ctx_, core::DType::kFloat32, plan.shapes[output_value_]);
   }
@@ -399,7 +399,7 @@ void Net::allocate_gradients(Plan& plan) {
   const size_t num_inputs = description_.inputs.size();
   plan.grads.resize(plan.shapes.size());
   for (size_t v = num_inputs; v < plan.shapes.size(); ++v) {
-    plan.grads[v] = core::NDArray::empty(ctx_, compute_dtype_, plan.shapes[v]);
+    plan.grads[v] = core::NDArray::empty(ctx_, precision_.compute_dtype(), plan.shapes[v]);
   }
   if (mixed_precision()) {
     plan.dlogits32 = core::NDArray::empty(ctx_, core::DType::kFloat32, plan.shapes[output_value_]);
@@ -409,7 +409,8 @@ void Net::allocate_gradients(Plan& plan) {
     plan.scratch[k].resize(nodes_[k].inputs.size());
     for (size_t j = 0; j < nodes_[k].inputs.size(); ++j) {
       if (nodes_[k].routes[j] == GradRoute::kAccumulate) {
-        plan.scratch[k][j] = core::NDArray::empty(ctx_, compute_dtype_, plan.shapes[nodes_[k].inputs[j]]);
+        plan.scratch[k][j] =
+            core::NDArray::empty(ctx_, precision_.compute_dtype(), plan.shapes[nodes_[k].inputs[j]]);
       }
     }
   }
@@ -526,7 +527,7 @@ double Net::backward(const core::NDArray& labels, const GradientReady& on_gradie
     // The loss in float32 from the float32 logits; its gradient times the
     // loss scale, then down to the compute dtype (where a too-large scale
     // overflows to inf, which gradients_finite() reports).
-    const double scale = loss_scaler_.scale();
+    const double scale = precision_.loss_scaler().scale();
     unscale = static_cast<float>(1.0 / scale);
     loss = loss_->forward_backward(plan.logits32, device_labels, &plan.dlogits32, static_cast<float>(scale));
     ops::cast(plan.grads[output_value_], plan.dlogits32);
@@ -591,19 +592,11 @@ const core::NDArray& Net::output(size_t index) const {
 }
 
 void Net::set_compute_dtype(core::DType dtype) {
-  if (dtype != core::DType::kFloat32 && dtype != core::DType::kFloat16 && dtype != core::DType::kBFloat16) {
-    throw Error(ErrorCode::kInvalidArgument, std::string("net: the compute dtype must be float32 (F32), float16 "
-                                                         "(F16) or bfloat16 (BF16), got ") +
-                                                 core::dtype_name(dtype));
-  }
+  MixedPrecisionPolicy::check_compute_dtype(dtype);
   if (forwarded_) {
     throw Error(ErrorCode::kBadState, "net: set the compute dtype before the first forward");
   }
-  if (dtype != core::DType::kFloat32 && ctx_->is_cpu()) {
-    throw Error(ErrorCode::kNotSupported, std::string("net: ") + core::dtype_name(dtype) +
-                                              " compute (mixed precision) runs on GPU contexts only; this net is on " +
-                                              ctx_->to_string());
-  }
+  MixedPrecisionPolicy::check_supported_on(dtype, *ctx_);
   if (dtype == core::DType::kFloat32) {
     compute_params_.reset();
     for (Node& node : nodes_) node.compute_params.clear();
@@ -617,18 +610,7 @@ void Net::set_compute_dtype(core::DType dtype) {
     }
     compute_params_ = std::move(views);
   }
-  compute_dtype_ = dtype;
-  // PyTorch's defaults: float16's narrow range needs loss scaling,
-  // bfloat16 has float32's range and does without.
-  loss_scaler_ = dtype == core::DType::kFloat16 ? LossScaler(LossScalerOptions{}) : LossScaler();
-}
-
-void Net::set_loss_scaler(const LossScaler& scaler) {
-  if (scaler.enabled() && !mixed_precision()) {
-    throw Error(ErrorCode::kInvalidArgument,
-                "net: loss scaling needs a float16 or bfloat16 compute dtype; this net computes in float32");
-  }
-  loss_scaler_ = scaler;
+  precision_.set_compute_dtype(dtype);
 }
 
 bool Net::gradients_finite() {
@@ -698,8 +680,8 @@ std::unique_ptr<Net> Net::clone(std::shared_ptr<core::Context> ctx) const {
   copy->runtime_.seed = runtime_.seed;
   // A replica computes as this net does, with a scaler in the same state
   // (a trainer keeps all replicas' scalers in step).
-  if (compute_dtype_ != core::DType::kFloat32) copy->set_compute_dtype(compute_dtype_);
-  copy->loss_scaler_ = loss_scaler_;
+  if (precision_.mixed()) copy->set_compute_dtype(precision_.compute_dtype());
+  copy->precision_ = precision_;
   return copy;
 }
 

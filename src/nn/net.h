@@ -38,6 +38,7 @@
 #include "core/ndarray.h"
 #include "nn/layer.h"
 #include "nn/loss_scaler.h"
+#include "nn/mixed_precision_policy.h"
 #include "nn/net_description.h"
 #include "nn/parameter.h"
 #include "ops/cpu/cpu_engine.h"
@@ -134,15 +135,22 @@ class Net {
   // Resets the loss scaler to the dtype's default: dynamic (init 2^16)
   // for float16, disabled otherwise.
   void set_compute_dtype(core::DType dtype);
-  core::DType compute_dtype() const { return compute_dtype_; }
+  core::DType compute_dtype() const { return precision_.compute_dtype(); }
+
+  // The mixed-precision decisions (nn/mixed_precision_policy.h): the
+  // compute dtype above, the loss scaler, and for a trainer whether a step
+  // applies its update and on which side.
+  MixedPrecisionPolicy& precision() { return precision_; }
+  const MixedPrecisionPolicy& precision() const { return precision_; }
 
   // The loss scale's state machine; its scale() multiplies the next
-  // backward's loss gradient. A trainer calls update() once per step.
-  LossScaler& loss_scaler() { return loss_scaler_; }
-  const LossScaler& loss_scaler() const { return loss_scaler_; }
+  // backward's loss gradient. A trainer records each step through
+  // precision().apply_update().
+  LossScaler& loss_scaler() { return precision_.loss_scaler(); }
+  const LossScaler& loss_scaler() const { return precision_.loss_scaler(); }
   // Replaces it, e.g. to enable scaling for bfloat16 or change its
   // options; Error(kInvalidArgument) to enable it on a float32 net.
-  void set_loss_scaler(const LossScaler& scaler);
+  void set_loss_scaler(const LossScaler& scaler) { precision_.set_loss_scaler(scaler); }
 
   // Whether every learnable parameter's float32 gradient (grad_req other
   // than kNull) is finite: on a GPU one kernel per parameter sets one flag
@@ -192,11 +200,10 @@ class Net {
   size_t output_value_ = 0;
   std::vector<Parameter> params_;
   std::unique_ptr<layers::SoftmaxCrossEntropyLoss> loss_;
-  core::DType compute_dtype_ = core::DType::kFloat32;
   // Per parameter: its layer reads it in the compute dtype (ParamSpec).
   std::vector<bool> param_in_compute_dtype_;
   std::unique_ptr<ComputeParameters> compute_params_;  // mixed precision only
-  LossScaler loss_scaler_;
+  MixedPrecisionPolicy precision_;
   core::NDArray nonfinite_flag_;  // one int32 on a GPU, for gradients_finite
   bool forwarded_ = false;
   // Most recently used first; bounded so varying batch sizes cannot grow it.

@@ -158,33 +158,28 @@ void Trainer::prepare_precision() {
     }
     pending_scaler_.reset();
   }
-  if (update_on_kvstore_ && net_->loss_scaler().enabled() && update_on_kvstore_auto_ && !store_initialized()) {
-    // Only the workers can skip an overflowed step, so "whichever fits"
-    // means the workers' update here, as for stores that run no optimizer.
+  if (update_on_kvstore_ &&
+      !net_->precision().update_on_store_allowed(update_on_kvstore_, update_on_kvstore_auto_, store_initialized())) {
+    // Loss scaling skips overflowed steps, which only the workers can: the
+    // default store update moves to them, as for stores that run no optimizer.
     update_on_kvstore_ = false;
     for (size_t r = 0; r < replicas_.size(); ++r) local_optimizers_.push_back(optim::Optimizer::create(config_));
     // A checkpoint's optimizer state was kept for the store.
     for (auto& optimizer : local_optimizers_) optimizer->load_state(pending_kv_state_, kOptimizerPrefix);
     pending_kv_state_.clear();
   }
-  if (update_on_kvstore_ && net_->loss_scaler().enabled()) {
-    throw Error(ErrorCode::kNotSupported,
-                "trainer: dynamic loss scaling (float16 mixed precision) needs the update on the workers: with "
-                "update_on_kvstore the store applies the gradients before the workers could agree to skip an "
-                "overflowed step; create the trainer with update_on_kvstore = 0");
-  }
 }
 
 bool Trainer::gradients_usable() {
-  if (!net_->loss_scaler().enabled()) return true;
   // The gradients are reduced by now: every replica (and every worker of a
   // distributed job) holds the same sums, so one check decides for all.
-  const bool finite = net_->gradients_finite();
-  // The net's scaler decides; a replica's own (disabled, or in another
-  // state) must not turn an overflowed step into an applied one.
-  const bool apply = net_->loss_scaler().update(finite);
-  for (nn::Net* replica : replicas_) {
-    if (replica != net_.get()) replica->set_loss_scaler(net_->loss_scaler());
+  // The net's policy decides; a replica's own scaler (disabled, or in
+  // another state) must not turn an overflowed step into an applied one.
+  const bool apply = net_->precision().apply_update([this] { return net_->gradients_finite(); });
+  if (net_->loss_scaler().enabled()) {
+    for (nn::Net* replica : replicas_) {
+      if (replica != net_.get()) replica->set_loss_scaler(net_->loss_scaler());
+    }
   }
   return apply;
 }

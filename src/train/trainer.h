@@ -24,7 +24,8 @@
 //    is waited for before the update. The values exchanged are the same, so
 //    the results are bit-identical to the synchronous step. The first step,
 //    which initialises the store, is synchronous.
-//  - Mixed precision (the net's compute dtype, nn/net.h): the replicas
+//  - Mixed precision (the net's compute dtype, nn/net.h; the decisions are
+//    the net's nn/mixed_precision_policy.h): the replicas
 //    follow the net's compute dtype. With loss scaling (float16), the
 //    (unscaled float32) gradients are checked for inf/NaN after they were
 //    reduced, so every replica and every worker of a job sees the same sums
@@ -128,8 +129,9 @@ class Trainer {
 
  private:
   void initialize_kvstore();
+  bool store_initialized() const { return phase_.store_initialized(kv_ != nullptr); }
   // Brings the replicas to the net's compute dtype and loss scaler, and
-  // rejects loss scaling with update_on_kvstore (see above).
+  // the update side to what the net's precision policy allows (see above).
   void prepare_precision();
   // With loss scaling: whether the reduced gradients are finite, recorded
   // in every replica's scaler; true (apply the update) without.
@@ -158,7 +160,6 @@ class Trainer {
   std::vector<bool> issued_;  // per parameter: exchanged during this backward
   std::vector<std::unique_ptr<optim::Optimizer>> local_optimizers_;  // one per replica
   TrainingPhase phase_;
-  bool store_initialized() const { return phase_.store_initialized(kv_ != nullptr); }
   // Set in kFresh only: a checkpoint's optimizer state, for the store's
   // optimizer when it is initialised.
   core::NamedArrays pending_kv_state_;
