@@ -46,7 +46,8 @@ if $tests; then
     # and for scripts/check-deps.py
     libgtest-dev libgmock-dev python3
     # bindings (the tests build and run all three languages; JUnit 5's console
-    # launcher runs the Java tests)
+    # launcher runs the Java tests; junit5 depends on junit4, which nothing
+    # of ours uses)
     swig default-jdk-headless junit5 scala golang-go
     # dtrun's launchers: mpirun, and ssh/rsync between namespace "hosts"
     openmpi-bin libopenmpi-dev openssh-server openssh-client rsync iproute2
