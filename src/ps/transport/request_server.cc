@@ -9,13 +9,16 @@
 #include <cstdio>
 #include <deque>
 #include <exception>
+#include <map>
 #include <mutex>
 #include <thread>
+#include <unordered_map>
 #include <utility>
 
 #include "ps/transport/frame.h"
 #include "ps/transport/nng_check.h"
 #include "ps/transport/nng_handles.h"
+#include "ps/transport/rate_limited_log.h"
 
 namespace dt::ps {
 
@@ -34,17 +37,27 @@ std::string with_bound_port(const std::string& url, nng_listener listener) {
   return url.substr(0, colon + 1) + std::to_string(port);
 }
 
+std::string seconds(double s) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f s", s);
+  return text;
+}
+
 }  // namespace
 
 struct RequestServer::State {
-  // One nng context: receives a request, waits for its reply, sends it,
-  // receives the next. `closing` stops a late reply from sending after close.
+  using Clock = std::chrono::steady_clock;
+
+  // One nng context: receives a request, waits for its reply, sends it, then
+  // receives again or goes idle. `closing` stops a late reply from sending
+  // after close.
   struct Slot {
     State* state = nullptr;
     NngContext ctx;
     Aio aio;
     std::mutex mutex;
     bool closing = false;
+    bool receiving = false;  // guarded by State::pool_mutex
   };
 
   // The Reply handed to the handler: once only, and a no-op after the server
@@ -52,16 +65,33 @@ struct RequestServer::State {
   // mutex so no send starts after the destructor began).
   struct ReplyToken {
     std::weak_ptr<State> state;
-    Slot* slot;
+    Slot* slot = nullptr;
+    uint32_t pipe = 0;
+    bool counted = false;  // holds one of its connection's per_connection places
     std::atomic<bool> used{false};
+    // Where it sits in `deadlines` (valid while `has_deadline`; pool_mutex).
+    std::multimap<Clock::time_point, std::weak_ptr<ReplyToken>>::iterator deadline;
+    bool has_deadline = false;
   };
 
   Socket socket;
-  std::vector<std::unique_ptr<Slot>> slots;
   Handler handler;
   PipeClosed on_pipe_closed;
+  ConnectionPolicy policy;
+  int receivers = 1;
   std::atomic<bool> stopping{false};
   std::vector<std::string> bound;
+  RateLimitedLog log{"disttrain request server"};
+
+  // The context pool and what each connection holds.
+  std::mutex pool_mutex;
+  std::vector<std::unique_ptr<Slot>> slots;  // never shrinks: tokens point into it
+  std::vector<Slot*> idle;
+  int receiving = 0;
+  std::unordered_map<uint32_t, int> in_flight;  // per pipe id
+  std::multimap<Clock::time_point, std::weak_ptr<ReplyToken>> deadlines;
+  std::condition_variable deadline_cv;
+  std::thread deadline_thread;
 
   std::mutex queue_mutex;
   std::condition_variable queue_cv;
@@ -71,17 +101,70 @@ struct RequestServer::State {
 
   static void on_aio(void* arg);
   static void on_pipe_event(nng_pipe pipe, nng_pipe_ev event, void* arg);
-  void receive(Slot& slot) { nng_ctx_recv(slot.ctx.get(), slot.aio.get()); }
+  // Opens or reuses contexts until `receivers` are receiving.
+  void replenish();
+  // A context whose reply went out (or failed): receive again or go idle.
+  void release(Slot& slot);
   void run_handlers();
   void dispatch(Message request, Slot* slot);
+  static void send_reply(const std::shared_ptr<ReplyToken>& token, Message message);
+  void expire_deadlines();
 };
 
+void RequestServer::State::replenish() {
+  std::vector<Slot*> start;
+  {
+    std::lock_guard<std::mutex> lock(pool_mutex);
+    if (stopping.load()) return;
+    while (receiving < receivers) {
+      Slot* slot = nullptr;
+      if (!idle.empty()) {
+        slot = idle.back();
+        idle.pop_back();
+      } else {
+        auto created = std::make_unique<Slot>();
+        created->state = this;
+        nng_ctx ctx;
+        if (nng_ctx_open(&ctx, socket.get()) != 0) break;  // closing, or out of memory: retried next time
+        created->ctx = NngContext(ctx);
+        nng_aio* aio;
+        if (nng_aio_alloc(&aio, &State::on_aio, created.get()) != 0) break;
+        created->aio = Aio(aio);
+        slot = created.get();
+        slots.push_back(std::move(created));
+      }
+      slot->receiving = true;
+      ++receiving;
+      start.push_back(slot);
+    }
+  }
+  for (Slot* slot : start) nng_ctx_recv(slot->ctx.get(), slot->aio.get());
+}
+
+void RequestServer::State::release(Slot& slot) {
+  {
+    std::lock_guard<std::mutex> lock(pool_mutex);
+    if (stopping.load()) return;
+    if (receiving >= receivers) {
+      idle.push_back(&slot);
+      return;
+    }
+    slot.receiving = true;
+    ++receiving;
+  }
+  nng_ctx_recv(slot.ctx.get(), slot.aio.get());
+}
 
 void RequestServer::State::on_aio(void* arg) {
   auto* slot = static_cast<State::Slot*>(arg);
   State* self = slot->state;
   const int rv = nng_aio_result(slot->aio.get());
   nng_msg* msg = nng_aio_get_msg(slot->aio.get());
+  bool was_receiving = false;
+  {
+    std::lock_guard<std::mutex> lock(self->pool_mutex);
+    was_receiving = slot->receiving;
+  }
   // The aio carries either a finished send (nng took the message on success;
   // on failure it is still ours to free) or a finished receive (msg is the
   // request, or nullptr on failure).
@@ -91,14 +174,26 @@ void RequestServer::State::on_aio(void* arg) {
       nng_msg_free(msg);
     }
     if (rv == NNG_ECLOSED || self->stopping.load()) return;
-    self->receive(*slot);
+    if (was_receiving) {
+      nng_ctx_recv(slot->ctx.get(), slot->aio.get());
+    } else {
+      self->release(*slot);
+    }
     return;
   }
-  if (msg == nullptr) {  // a send completed: the context is free again
-    self->receive(*slot);
+  if (!was_receiving) {  // a send completed: the context is free again
+    self->release(*slot);
     return;
   }
   nng_aio_set_msg(slot->aio.get(), nullptr);
+  {
+    std::lock_guard<std::mutex> lock(self->pool_mutex);
+    slot->receiving = false;
+    --self->receiving;
+  }
+  // This context now holds the request until its reply: another takes its
+  // place before the request is even handled.
+  self->replenish();
   {
     std::lock_guard<std::mutex> lock(self->queue_mutex);
     self->queue.emplace_back(Message(msg), slot);
@@ -127,43 +222,116 @@ void RequestServer::State::run_handlers() {
   }
 }
 
+void RequestServer::State::send_reply(const std::shared_ptr<ReplyToken>& token, Message message) {
+  if (token->used.exchange(true)) return;
+  std::shared_ptr<State> state = token->state.lock();
+  if (!state) return;
+  {
+    std::lock_guard<std::mutex> lock(state->pool_mutex);
+    if (token->counted) {
+      auto it = state->in_flight.find(token->pipe);
+      if (it != state->in_flight.end() && --it->second <= 0) state->in_flight.erase(it);
+    }
+    if (token->has_deadline) {
+      state->deadlines.erase(token->deadline);
+      token->has_deadline = false;
+    }
+  }
+  Slot& s = *token->slot;
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (s.closing) return;
+  // nng sends messages, never "nothing": an empty reply is an empty body.
+  if (message.get() == nullptr) message = Message::with_capacity(0);
+  nng_aio_set_msg(s.aio.get(), message.release());
+  nng_ctx_send(s.ctx.get(), s.aio.get());
+}
+
 void RequestServer::State::dispatch(Message request, Slot* slot) {
   auto token = std::make_shared<ReplyToken>();
   token->state = weak_self;
   token->slot = slot;
-  Reply reply = [token](Message message) {
-    if (token->used.exchange(true)) return;
-    std::shared_ptr<State> state = token->state.lock();
-    if (!state) return;
-    Slot& s = *token->slot;
-    std::lock_guard<std::mutex> lock(s.mutex);
-    if (s.closing) return;
-    // nng sends messages, never "nothing": an empty reply is an empty body.
-    if (message.get() == nullptr) message = Message::with_capacity(0);
-    nng_aio_set_msg(s.aio.get(), message.release());
-    nng_ctx_send(s.ctx.get(), s.aio.get());
-  };
+  token->pipe = request.pipe_id();
+  Reply reply = [token](Message message) { send_reply(token, std::move(message)); };
+  int held = 0;
+  {
+    std::lock_guard<std::mutex> lock(pool_mutex);
+    // Messages injected without a connection (pipe 0) are not counted.
+    int& count = in_flight[token->pipe];
+    held = count;
+    if (token->pipe == 0 || count < policy.per_connection) {
+      ++count;
+      token->counted = true;
+      if (policy.reply_deadline_s > 0) {
+        const auto due = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                            std::chrono::duration<double>(policy.reply_deadline_s));
+        const bool earliest = deadlines.empty() || due < deadlines.begin()->first;
+        token->deadline = deadlines.emplace(due, token);
+        token->has_deadline = true;
+        if (earliest) deadline_cv.notify_one();
+      }
+    } else if (count == 0) {
+      in_flight.erase(token->pipe);
+    }
+  }
+  if (!token->counted) {
+    const std::string text = "refused a request: connection " + std::to_string(token->pipe) + " already has " +
+                             std::to_string(held) + " requests in flight (rule: at most " +
+                             std::to_string(policy.per_connection) + " per connection)";
+    log.print(text);
+    reply(make_error_reply(ErrorCode::kBadState, text));
+    return;
+  }
   try {
     handler(std::move(request), reply);
   } catch (const Error& e) {
-    std::fprintf(stderr, "disttrain: request handler failed: %s\n", e.what());
+    log.print(std::string("request handler failed: ") + e.what());
     reply(make_error_reply(e.code(), e.what()));
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "disttrain: request handler failed: %s\n", e.what());
+    log.print(std::string("request handler failed: ") + e.what());
     reply(make_error_reply(ErrorCode::kInternal, std::string("internal error: ") + e.what()));
   }
 }
 
-RequestServer::RequestServer(const std::vector<std::string>& urls, int concurrency, Handler handler,
-                             size_t max_message_bytes, PipeClosed on_pipe_closed)
+void RequestServer::State::expire_deadlines() {
+  std::unique_lock<std::mutex> lock(pool_mutex);
+  while (!stopping.load()) {
+    if (deadlines.empty()) {
+      deadline_cv.wait(lock);
+      continue;
+    }
+    const Clock::time_point due = deadlines.begin()->first;
+    if (Clock::now() < due) {
+      deadline_cv.wait_until(lock, due);
+      continue;
+    }
+    std::shared_ptr<ReplyToken> token = deadlines.begin()->second.lock();
+    deadlines.erase(deadlines.begin());
+    if (!token) continue;
+    token->has_deadline = false;
+    lock.unlock();
+    const std::string text = "no answer within the reply deadline of " + seconds(policy.reply_deadline_s) +
+                             " (connection " + std::to_string(token->pipe) + ")";
+    if (!token->used.load()) log.print("answered a held request with a timeout: " + text);
+    send_reply(token, make_error_reply(ErrorCode::kTimedOut, text));
+    lock.lock();
+  }
+}
+
+RequestServer::RequestServer(const std::vector<std::string>& urls, int receivers, Handler handler,
+                             size_t max_message_bytes, PipeClosed on_pipe_closed, ConnectionPolicy policy)
     : state_(std::make_shared<State>()) {
-  if (concurrency < 1) throw Error(ErrorCode::kInvalidArgument, "RequestServer: concurrency must be at least 1");
+  if (receivers < 1) throw Error(ErrorCode::kInvalidArgument, "RequestServer: receivers must be at least 1");
+  if (policy.per_connection < 1) {
+    throw Error(ErrorCode::kInvalidArgument, "RequestServer: per_connection must be at least 1");
+  }
   if (urls.empty()) throw Error(ErrorCode::kInvalidArgument, "RequestServer: no URL to listen on");
   if (!handler) throw Error(ErrorCode::kInvalidArgument, "RequestServer: no handler");
   State& st = *state_;
   st.weak_self = state_;
   st.handler = std::move(handler);
   st.on_pipe_closed = std::move(on_pipe_closed);
+  st.policy = policy;
+  st.receivers = receivers;
   nng_socket socket;
   DT_NNG_CHECK(nng_rep0_open(&socket));
   st.socket = Socket(socket);
@@ -179,45 +347,49 @@ RequestServer::RequestServer(const std::vector<std::string>& urls, int concurren
     st.bound.push_back(with_bound_port(url, listener));
   }
   const unsigned cores = std::max(2u, std::thread::hardware_concurrency());
-  const int threads = std::min<int>(concurrency, static_cast<int>(cores));
-  for (int i = 0; i < concurrency; ++i) {
-    auto slot = std::make_unique<State::Slot>();
-    slot->state = &st;
-    nng_ctx ctx;
-    DT_NNG_CHECK(nng_ctx_open(&ctx, socket));
-    slot->ctx = NngContext(ctx);
-    nng_aio* aio;
-    DT_NNG_CHECK(nng_aio_alloc(&aio, &State::on_aio, slot.get()));
-    slot->aio = Aio(aio);
-    st.slots.push_back(std::move(slot));
-  }
+  const int threads = std::min<int>(receivers, static_cast<int>(cores));
   for (int i = 0; i < threads; ++i) st.threads.emplace_back([&st] { st.run_handlers(); });
-  for (auto& slot : st.slots) st.receive(*slot);
+  if (policy.reply_deadline_s > 0) st.deadline_thread = std::thread([&st] { st.expire_deadlines(); });
+  st.replenish();
 }
 
 RequestServer::~RequestServer() {
   State& st = *state_;
-  for (auto& slot : st.slots) {
+  std::vector<State::Slot*> slots;
+  {
+    // After this no context is opened or re-armed (replenish and release
+    // check `stopping` under this mutex).
+    std::lock_guard<std::mutex> lock(st.pool_mutex);
+    st.stopping = true;
+    for (auto& slot : st.slots) slots.push_back(slot.get());
+  }
+  for (State::Slot* slot : slots) {
     std::lock_guard<std::mutex> lock(slot->mutex);
     slot->closing = true;
   }
   {
     std::lock_guard<std::mutex> lock(st.queue_mutex);
-    st.stopping = true;
   }
   st.queue_cv.notify_all();
+  st.deadline_cv.notify_all();
   // Stop every aio before closing the socket: nng_aio_stop waits for a
   // running completion callback and keeps it from re-arming a receive, so no
   // nng_ctx_recv can race the socket's teardown (nng 1.5.2 panicked on a
   // destroyed mutex when a callback re-armed while nng_close ran).
-  for (auto& slot : st.slots) slot->aio.stop();
+  for (State::Slot* slot : slots) slot->aio.stop();
   st.socket.close();
   for (auto& thread : st.threads) thread.join();
+  if (st.deadline_thread.joinable()) st.deadline_thread.join();
   // Requests received but not handled: dropped with the queue; their
   // requesters see the closed connection.
   st.queue.clear();
 }
 
 std::vector<std::string> RequestServer::bound_urls() const { return state_->bound; }
+
+size_t RequestServer::contexts() const {
+  std::lock_guard<std::mutex> lock(state_->pool_mutex);
+  return state_->slots.size();
+}
 
 }  // namespace dt::ps

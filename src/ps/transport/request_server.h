@@ -4,12 +4,19 @@
 // slow handler cannot stall nng's I/O).
 //
 // The handler owns each request and answers it by calling its Reply exactly
-// once, from any thread, possibly later: a deferred reply keeps that context
-// busy (it receives the next request only after replying), which is how a
-// dist_sync pull waits for its round. With `concurrency` contexts, at most
-// that many requests are in flight; more wait in nng's queue.
+// once, from any thread, possibly later: a deferred reply keeps its context
+// busy, which is how a dist_sync pull waits for its round.
+//
+// No peer can drain what others need (issue 23): `receivers` contexts always
+// wait for the next request (a context whose reply is deferred is replaced
+// by a fresh or idle one, so held requests never block heartbeats); one
+// connection has at most ConnectionPolicy::per_connection requests in the
+// handler's hands, more are answered at once with an error; and with a
+// reply deadline, a request still unanswered then is answered kTimedOut by
+// the transport itself.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -20,6 +27,17 @@
 #include "ps/transport/message.h"
 
 namespace dt::ps {
+
+// What one connection may hold of a RequestServer.
+struct ConnectionPolicy {
+  // Requests of one connection handed to the handler and not yet answered.
+  // A well-behaved peer stays below it (a worker keeps two lanes of
+  // kLaneWindow messages and one command in flight to a server).
+  int per_connection = 16;
+  // > 0: a request unanswered this long is answered Error(kTimedOut) by the
+  // transport and its later Reply is dropped. 0: no transport deadline.
+  double reply_deadline_s = 0;
+};
 
 class RequestServer {
  public:
@@ -32,16 +50,18 @@ class RequestServer {
   // requests that came on it. How the scheduler sees a killed process at once.
   using PipeClosed = std::function<void(uint32_t pipe_id)>;
 
-  // Listens on every URL (e.g. "tcp://0.0.0.0:0", "ipc:///tmp/dt-<pid>-<n>.ipc",
+
+  // Listens on every URL (e.g. "tcp://127.0.0.1:0", "ipc:///tmp/dt-<pid>-<n>.ipc",
   // "inproc://name"); port 0 picks a free port (see bound_urls()).
+  // receivers: contexts kept waiting for requests (>= 1).
   // A message larger than max_message_bytes makes nng drop it and close the
   // connection that carried it, without telling the handler (the requester
   // sees kNetwork, or kTimedOut): set it above the largest frame the protocol
   // sends. nng's inproc transport does not apply the bound.
   // Throws core::Error(kNetwork) naming the URL, "address in use" for a taken
-  // port; kInvalidArgument for a malformed URL or concurrency < 1.
-  RequestServer(const std::vector<std::string>& urls, int concurrency, Handler handler,
-                size_t max_message_bytes, PipeClosed on_pipe_closed = nullptr);
+  // port; kInvalidArgument for a malformed URL, receivers < 1 or per_connection < 1.
+  RequestServer(const std::vector<std::string>& urls, int receivers, Handler handler, size_t max_message_bytes,
+                PipeClosed on_pipe_closed = nullptr, ConnectionPolicy policy = ConnectionPolicy());
   // Stops receiving, drops replies still pending (their requesters see a
   // closed connection), joins the handler threads.
   ~RequestServer();
@@ -51,6 +71,10 @@ class RequestServer {
   // The URLs as bound: tcp port 0 replaced by the real port, and a
   // tcp://0.0.0.0 host left as is (peers need this node's address instead).
   std::vector<std::string> bound_urls() const;
+
+  // nng contexts this server has opened so far (receiving, holding a
+  // request, or idle): bounded by receivers plus the held requests.
+  size_t contexts() const;
 
  private:
   struct State;
