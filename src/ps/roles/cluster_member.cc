@@ -42,6 +42,9 @@ struct ClusterMember::State {
     return next_barrier++;
   }
   void add_lost(const LostNode& node);
+  LostNode scheduler_lost(const std::string& reason) const {
+    return LostNode{Role::kScheduler, 0, job.root_url, table.scheduler_pid, reason};
+  }
   void stop_heartbeats();
 };
 
@@ -92,8 +95,7 @@ void ClusterMember::State::heartbeat_loop() {
       }
       const double silent = std::chrono::duration<double>(Clock::now() - last_ok).count();
       if (silent >= options.heartbeat_timeout_s) {
-        add_lost(LostNode{Role::kScheduler, 0, job.root_url, 0,
-                          "no heartbeat reply for " + seconds_text(silent) + " (" + e.what() + ")"});
+        add_lost(scheduler_lost("no heartbeat reply for " + seconds_text(silent) + " (" + e.what() + ")"));
       }
     }
   }
@@ -141,6 +143,16 @@ ClusterMember::ClusterMember(const JobConfig& job, const PsOptions& options, std
       st.rank >= (job.role == Role::kServer ? job.num_servers : job.num_workers)) {
     throw Error(ErrorCode::kProtocol, "the scheduler's node table contradicts this node's job layout");
   }
+  // A scheduler that dies closes this connection: seen at once, like any
+  // other node's death, not after the heartbeat timeout. Its closing after
+  // the job ended (or after this node left) is no loss.
+  st.client->on_disconnect([&st] {
+    {
+      std::lock_guard<std::mutex> lock(st.mutex);
+      if (st.stopping || st.stop_requested || st.shut_down) return;
+    }
+    st.add_lost(st.scheduler_lost("connection to the scheduler closed"));
+  });
   st.heartbeat_thread = std::thread([&st] { st.heartbeat_loop(); });
 }
 

@@ -11,7 +11,7 @@ namespace {
 
 std::string describe(Role role, int rank, int64_t pid, const std::string& host) {
   return std::string(role_name(role)) + (role == Role::kScheduler ? "" : " " + std::to_string(rank)) + " (pid " +
-         std::to_string(pid) + " on host " + (host.empty() ? "?" : host) + ")";
+         (pid > 0 ? std::to_string(pid) : std::string("?")) + " on host " + (host.empty() ? "?" : host) + ")";
 }
 
 std::string str(const flatbuffers::String* s) { return s == nullptr ? std::string() : s->str(); }
@@ -41,7 +41,7 @@ flatbuffers::Offset<wire::NodeTable> write_node_table(flatbuffers::FlatBufferBui
   for (const NodeInfo& n : table.servers) servers.push_back(write_node_info(fbb, n));
   for (const NodeInfo& n : table.workers) workers.push_back(write_node_info(fbb, n));
   return wire::CreateNodeTable(fbb, table.num_servers, table.num_workers, fbb.CreateVector(servers),
-                               fbb.CreateVector(workers), table.your_rank);
+                               fbb.CreateVector(workers), table.your_rank, table.scheduler_pid);
 }
 
 flatbuffers::Offset<wire::LostNode> write_lost_node(flatbuffers::FlatBufferBuilder& fbb, const LostNode& lost) {
@@ -67,6 +67,7 @@ NodeTable read_node_table(const wire::NodeTable& table) {
   out.num_servers = table.num_servers();
   out.num_workers = table.num_workers();
   out.your_rank = table.your_rank();
+  out.scheduler_pid = table.scheduler_pid();
   const auto read_list = [](const flatbuffers::Vector<flatbuffers::Offset<wire::NodeInfo>>* list, Role role,
                             int count, std::vector<NodeInfo>& into) {
     const int size = list == nullptr ? 0 : static_cast<int>(list->size());

@@ -30,6 +30,7 @@ struct NodeTable {
   std::vector<NodeInfo> servers;  // index = rank
   std::vector<NodeInfo> workers;  // index = rank
   int your_rank = -1;
+  int64_t scheduler_pid = 0;  // 0: unknown
 };
 
 struct LostNode {

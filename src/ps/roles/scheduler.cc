@@ -9,9 +9,12 @@
 #include <optional>
 #include <set>
 
+#include <unistd.h>
+
 #include "core/error.h"
 #include "ps/roles/node_table.h"
 #include "ps/transport/frame.h"
+#include "ps/transport/rate_limited_log.h"
 #include "ps/transport/request_server.h"
 
 namespace dt::ps {
@@ -54,7 +57,10 @@ struct Scheduler::State {
   // After publication: one entry per node.
   struct Member {
     NodeInfo info;
+    // The connection it registered on: its identity. Messages in its name on
+    // any other connection are refused; nothing ever moves it.
     uint32_t pipe = 0;
+    uint64_t next_barrier = 0;  // workers: the only barrier id it may enter next
     Clock::time_point last_heartbeat;
     bool left = false;  // sent Shutdown (worker) or was told to stop (server)
     bool told = false;  // got a heartbeat reply listing the loss / the stop
@@ -79,14 +85,18 @@ struct Scheduler::State {
   bool stopping = false;  // every worker sent Shutdown
   Clock::time_point stop_time;
   std::optional<Error> failure;  // ends run() with this error
+  RateLimitedLog log{"disttrain scheduler"};
 
   void handle(Message request, RequestServer::Reply reply);
   void on_register(const wire::Register& r, uint32_t pipe, RequestServer::Reply& reply);
   void publish();
+  // The member the message speaks for, if it arrived on that member's own
+  // connection; Error naming the rule otherwise.
+  Member& speaker(Role role, int rank, uint32_t pipe, const char* what);
   void on_heartbeat(const wire::Heartbeat& h, uint32_t pipe, RequestServer::Reply& reply);
-  void on_barrier(const wire::Barrier& b, RequestServer::Reply& reply);
+  void on_barrier(const wire::Barrier& b, uint32_t pipe, RequestServer::Reply& reply);
   void complete_barrier(uint64_t id, std::vector<Waiter>& waiters);
-  void on_shutdown(const wire::Shutdown& s, RequestServer::Reply& reply);
+  void on_shutdown(const wire::Shutdown& s, uint32_t pipe, RequestServer::Reply& reply);
   void on_pipe_closed(uint32_t pipe);
   void mark_lost(Member& m, const std::string& reason);
   void fail_registrations(const Error& error);
@@ -99,7 +109,7 @@ void Scheduler::State::handle(Message request, RequestServer::Reply reply) {
   try {
     frame.emplace(Frame::parse(std::move(request)));
   } catch (const Error& e) {
-    std::fprintf(stderr, "disttrain scheduler: rejected a message: %s\n", e.what());
+    log.print(std::string("rejected a message: ") + e.what());
     reply(make_error_reply(e.code(), e.what()));
     return;
   }
@@ -113,15 +123,17 @@ void Scheduler::State::handle(Message request, RequestServer::Reply reply) {
         on_heartbeat(*frame->body<wire::Heartbeat>(), pipe, reply);
         break;
       case wire::Body::Barrier:
-        on_barrier(*frame->body<wire::Barrier>(), reply);
+        on_barrier(*frame->body<wire::Barrier>(), pipe, reply);
         break;
       case wire::Body::Shutdown:
-        on_shutdown(*frame->body<wire::Shutdown>(), reply);
+        on_shutdown(*frame->body<wire::Shutdown>(), pipe, reply);
         break;
       default:
         throw Error(ErrorCode::kProtocol, std::string("the scheduler does not serve ") + body_name(frame->type()) + " messages");
     }
   } catch (const Error& e) {
+    log.print(std::string("refused ") + body_name(frame->type()) + " on connection " + std::to_string(pipe) + ": " +
+              e.what());
     reply(make_error_reply(e.code(), e.what()));
   }
   cv.notify_all();
@@ -175,6 +187,7 @@ void Scheduler::State::publish() {
   NodeTable table;
   table.num_servers = job.num_servers;
   table.num_workers = job.num_workers;
+  table.scheduler_pid = static_cast<int64_t>(::getpid());
   std::vector<Registration*> servers, workers;
   for (Registration& g : registrations) (g.info.role == Role::kServer ? servers : workers).push_back(&g);
   const bool all_requested = std::all_of(workers.begin(), workers.end(), [](Registration* g) { return g->requested_rank >= 0; });
@@ -207,33 +220,47 @@ Message Scheduler::State::heartbeat_reply() {
   return make_message(fbb, wire::CreateHeartbeatReply(fbb, fbb.CreateVector(list), stopping));
 }
 
-void Scheduler::State::on_heartbeat(const wire::Heartbeat& h, uint32_t pipe, RequestServer::Reply& reply) {
-  auto it = members.find({static_cast<int>(h.role()), h.rank()});
+Scheduler::State::Member& Scheduler::State::speaker(Role role, int rank, uint32_t pipe, const char* what) {
+  auto it = members.find({static_cast<int>(role), rank});
   if (!published || it == members.end()) {
-    throw Error(ErrorCode::kBadState, std::string("heartbeat from unregistered ") + role_name(from_wire(h.role())) + " " +
-                                          std::to_string(h.rank()));
+    throw Error(ErrorCode::kBadState,
+                std::string(what) + " from unregistered " + role_name(role) + " " + std::to_string(rank));
   }
   Member& m = it->second;
+  if (m.pipe != pipe) {
+    throw Error(ErrorCode::kProtocol, std::string(what) + " in the name of " + m.info.describe() +
+                                          " on a connection it did not register on (rule: a member speaks only on "
+                                          "its own connection)");
+  }
+  return m;
+}
+
+void Scheduler::State::on_heartbeat(const wire::Heartbeat& h, uint32_t pipe, RequestServer::Reply& reply) {
+  Member& m = speaker(from_wire(h.role()), h.rank(), pipe, "heartbeat");
   m.last_heartbeat = Clock::now();
-  if (pipe != 0) m.pipe = pipe;
   if (!lost.empty() || (stopping && m.info.role == Role::kServer)) m.told = true;
   if (stopping && m.info.role == Role::kServer) m.left = true;
   reply(heartbeat_reply());
 }
 
-void Scheduler::State::on_barrier(const wire::Barrier& b, RequestServer::Reply& reply) {
+void Scheduler::State::on_barrier(const wire::Barrier& b, uint32_t pipe, RequestServer::Reply& reply) {
   if (!published) throw Error(ErrorCode::kBadState, "barrier before the node table was published");
   if (b.rank() < 0 || b.rank() >= job.num_workers) {
     throw Error(ErrorCode::kInvalidArgument, "barrier from worker rank " + std::to_string(b.rank()) + " out of range");
   }
+  Member& m = speaker(Role::kWorker, b.rank(), pipe, "barrier");
+  if (m.left) throw Error(ErrorCode::kBadState, "barrier from " + m.info.describe() + " after its Shutdown");
+  // Each worker enters barriers 0, 1, 2, ... in order: an id from elsewhere
+  // would open a barrier nobody else enters and hold a reply for nothing.
+  if (b.barrier_id() != m.next_barrier) {
+    throw Error(ErrorCode::kBadState, "worker " + std::to_string(b.rank()) + " entered barrier " +
+                                          std::to_string(b.barrier_id()) + " where its next barrier is " +
+                                          std::to_string(m.next_barrier) +
+                                          " (rule: each worker enters its barriers in order, once)");
+  }
+  ++m.next_barrier;
   if (!lost.empty()) throw Error(ErrorCode::kPeerLost, lost.front().message());
   std::vector<Waiter>& waiters = barriers[b.barrier_id()];
-  for (const Waiter& w : waiters) {
-    if (w.rank == b.rank()) {
-      throw Error(ErrorCode::kBadState, "worker " + std::to_string(b.rank()) + " entered barrier " +
-                                            std::to_string(b.barrier_id()) + " twice");
-    }
-  }
   if (waiters.empty()) barrier_started[b.barrier_id()] = Clock::now();
   std::optional<std::vector<uint8_t>> data;
   if (b.data() != nullptr) data.emplace(b.data()->begin(), b.data()->end());
@@ -270,10 +297,16 @@ void Scheduler::State::complete_barrier(uint64_t id, std::vector<Waiter>& waiter
   }
 }
 
-void Scheduler::State::on_shutdown(const wire::Shutdown& s, RequestServer::Reply& reply) {
-  auto it = members.find({static_cast<int>(s.role()), s.rank()});
-  if (!published || it == members.end()) throw Error(ErrorCode::kBadState, "shutdown from an unregistered node");
-  it->second.left = true;
+void Scheduler::State::on_shutdown(const wire::Shutdown& s, uint32_t pipe, RequestServer::Reply& reply) {
+  const Role role = from_wire(s.role());
+  // Servers never say goodbye: the scheduler tells them to stop.
+  if (role != Role::kWorker) {
+    throw Error(ErrorCode::kBadState, std::string("shutdown from a ") + role_name(role) +
+                                          " (rule: only workers send Shutdown; servers are told to stop)");
+  }
+  Member& m = speaker(role, s.rank(), pipe, "shutdown");
+  if (m.left) throw Error(ErrorCode::kBadState, "shutdown from " + m.info.describe() + " twice");
+  m.left = true;
   reply(make_ack());
   const bool all_left = std::all_of(members.begin(), members.end(), [](const auto& kv) {
     return kv.second.info.role != Role::kWorker || kv.second.left;
@@ -333,13 +366,19 @@ Scheduler::Scheduler(const JobConfig& job, const PsOptions& options) : state_(st
   State& st = *state_;
   st.job = job;
   st.options = options;
-  // Every node may hold one deferred reply (registration or barrier) plus a
-  // heartbeat and a shutdown in flight.
-  const int concurrency = 3 * (job.num_servers + job.num_workers) + 4;
+  // A node keeps at most one deferred reply (registration or barrier), a
+  // heartbeat and a shutdown in flight: more on one connection is refused,
+  // so no node (or impostor) can hold what the others' heartbeats need.
+  ConnectionPolicy policy;
+  policy.per_connection = 4;
+  // The scheduler answers held registrations and barriers at its own
+  // deadlines; the transport's is the backstop behind them.
+  policy.reply_deadline_s = std::max(options.startup_timeout_s, options.request_timeout_s) + options.heartbeat_timeout_s;
+  const int receivers = 2 * (job.num_servers + job.num_workers) + 4;
   st.server = std::make_unique<RequestServer>(
-      std::vector<std::string>{job.scheduler_listen_url}, concurrency,
+      std::vector<std::string>{job.scheduler_listen_url}, receivers,
       [&st](Message request, RequestServer::Reply reply) { st.handle(std::move(request), std::move(reply)); },
-      options.max_message_bytes, [&st](uint32_t pipe) { st.on_pipe_closed(pipe); });
+      options.max_message_bytes, [&st](uint32_t pipe) { st.on_pipe_closed(pipe); }, policy);
   st.url = st.server->bound_urls().front();
   if (!job.port_file.empty()) {
     // Written to a temporary name and renamed, so a launcher polling the file

@@ -46,6 +46,7 @@ struct RequestClient::State {
   std::condition_variable connected_cv;
   int pipes = 0;
   bool closed = false;
+  std::function<void()> on_disconnect;  // guarded by mutex
   // Requests between acquire() and their nng_ctx_send: close() waits for
   // them, since nng 1.5 may use a context's freed lock when a send races the
   // socket's close (seen as "panic: pthread_mutex_lock" in a heartbeat).
@@ -64,11 +65,14 @@ struct RequestClient::State {
 
 void RequestClient::State::on_pipe_event(nng_pipe, nng_pipe_ev event, void* arg) {
   auto* self = static_cast<State*>(arg);
+  std::function<void()> tell;
   {
     std::lock_guard<std::mutex> lock(self->mutex);
     self->pipes += event == NNG_PIPE_EV_ADD_POST ? 1 : -1;
+    if (event == NNG_PIPE_EV_REM_POST && !self->closed) tell = self->on_disconnect;
   }
   self->connected_cv.notify_all();
+  if (tell) tell();
 }
 
 RequestClient::State::PendingRequest* RequestClient::State::acquire() {
@@ -183,6 +187,11 @@ RequestClient::RequestClient(const std::string& url, std::chrono::milliseconds c
       throw Error(ErrorCode::kTimedOut, "no connection to " + url + " within " + seconds_text(connect_timeout));
     }
   }
+}
+
+void RequestClient::on_disconnect(std::function<void()> callback) {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  state_->on_disconnect = std::move(callback);
 }
 
 RequestClient::~RequestClient() {

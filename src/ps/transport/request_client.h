@@ -54,6 +54,11 @@ class RequestClient {
   const std::string& url() const { return url_; }
   // Whether a connection to the peer is currently up.
   bool connected() const;
+  // Called (on an nng thread: keep it short, no requests of this client from
+  // it) each time a connection to the peer closes while the client is open:
+  // how a node sees its scheduler die at once instead of after the
+  // heartbeat timeout.
+  void on_disconnect(std::function<void()> callback);
 
  private:
   struct State;
