@@ -585,7 +585,13 @@ DT_API dt_status dt_kvstore_pushpull_str(dt_kvstore *kv,
                                          size_t count, int32_t priority);
 
 /* From now on pushes are gradients that the store applies with this
- * optimizer (update on kvstore). The description is copied. */
+ * optimizer (update on kvstore). The description is copied. For the dist
+ * types every worker calls it with the same description: worker 0's is the
+ * one the servers apply, and another worker's call returns once worker 0's
+ * has arrived (DT_ERR_INVALID_ARGUMENT naming both when they differ).
+ * Learning-rate changes of a dist store (dt_trainer_set_learning_rate) are
+ * sent by worker 0 alone, as the owner of the servers' optimizer; on the
+ * other workers they change only the local record. */
 DT_API dt_status dt_kvstore_set_optimizer(dt_kvstore *kv,
                                           const dt_optimizer *opt);
 /* Returns when every worker has reached the barrier. */

@@ -317,16 +317,20 @@ bool DistKVStore::has_optimizer() const {
   return has_optimizer_;
 }
 
+// Worker 0 owns the servers' optimizer settings (servers refuse them from
+// anyone else): every worker calls these at the same points of its program,
+// and dist_sync applies a round only once worker 0's push of it arrived,
+// which follows its setting.
 void DistKVStore::set_learning_rate(double lr) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!has_optimizer_) throw Error(ErrorCode::kBadState, "set_learning_rate: the kvstore has no optimizer");
-  broadcast_command(DataOp::SetLearningRate, {}, lr);
+  if (member_->rank() == 0) broadcast_command(DataOp::SetLearningRate, {}, lr);
 }
 
 void DistKVStore::set_rescale_grad(double rescale) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!has_optimizer_) throw Error(ErrorCode::kBadState, "set_rescale_grad: the kvstore has no optimizer");
-  broadcast_command(DataOp::SetRescaleGrad, {}, rescale);
+  if (member_->rank() == 0) broadcast_command(DataOp::SetRescaleGrad, {}, rescale);
 }
 
 void DistKVStore::barrier() {

@@ -44,7 +44,7 @@ class WorkerClientLink final : public RequestScheduler::Link {
 };
 
 int checked_window(int max_in_flight_per_server) {
-  // The servers have a slot for every message in flight (server_concurrency).
+  // The servers accept both lanes' windows from one connection (kRequestsPerWorker).
   if (max_in_flight_per_server < 0 || max_in_flight_per_server > ps::kLaneWindow) {
     throw Error(ErrorCode::kInvalidArgument, "max_in_flight_per_server must be 0 (automatic) to " +
                                                  std::to_string(ps::kLaneWindow));

@@ -3,10 +3,10 @@
 // and answered into the caller's memory.
 //  - Per server, two lanes: pushes (and everything else) and pulls, each in
 //    (-priority, issue order) with a window of messages in flight. A
-//    dist_sync pull holds a server slot until its round completes, so every
-//    message in flight must have a slot (servers have
-//    ps::server_concurrency(num_workers)), and pushes (which never wait)
-//    must never queue behind pulls. Servers work in parallel, and a
+//    dist_sync pull is held by its server until its round completes, so the
+//    windows must stay within what a server accepts from one connection
+//    (ps::kRequestsPerWorker), and pushes (which never wait) must never
+//    queue behind pulls. Servers work in parallel, and a
 //    high-priority request queued late overtakes what is still queued.
 //  - A request up to 1 MiB is sent as far as the windows allow by the
 //    submitting thread (no thread hand-off on the latency path); everything

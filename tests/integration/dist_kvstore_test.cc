@@ -169,9 +169,11 @@ TEST(PsDataInproc, SyncPushPullSumsWorkersAndSplitsBigKeys) {
 TEST(PsDataInproc, TwelveWorkersKeepFullWindowsAndServersHaveASlotForEachMessage) {
   // 12 workers x 2 lanes x 4 messages: more than a fixed 16 server slots,
   // which once forced a window of one above 8 workers (and could still run
-  // out of slots with held pushes).
+  // out of slots with held pushes). Servers now hold any number of requests
+  // (a held one is replaced by a fresh context) but refuse more than
+  // kRequestsPerWorker from one connection: both lanes must fit.
   constexpr int kWorkers = 12;
-  EXPECT_GE(server_concurrency(kWorkers), kWorkers * 2 * kLaneWindow + kWorkers);
+  EXPECT_GE(kRequestsPerWorker, 2 * kLaneWindow + 1);
   InprocJob job("twelve", 1, kWorkers);
   std::vector<std::future<void>> workers;
   for (int rank = 0; rank < kWorkers; ++rank) {
@@ -382,7 +384,7 @@ class ObservedJob {
     done_.push_back(std::async(std::launch::async, [this, observe] {
       ServerRequestHandler server(workers_);
       RequestServer transport(
-          {url_ + "-server"}, server_concurrency(workers_),
+          {url_ + "-server"}, server_receivers(workers_),
           [&server, observe](Message request, RequestServer::Reply reply) {
             Message copy = copy_of(request);
             try {
@@ -693,7 +695,7 @@ TEST(PsAsyncInproc, AServerLostMidRequestFailsTheWaitWithPeerLost) {
     // Answers init; swallows pushes (their replies never leave), as a server
     // that hangs or dies mid-request would.
     RequestServer transport(
-        {url + "-server"}, server_concurrency(1),
+        {url + "-server"}, server_receivers(1),
         [&](Message request, RequestServer::Reply reply) {
           Message copy = copy_of(request);
           const Frame frame = Frame::parse(std::move(request));

@@ -1,5 +1,8 @@
 #include "ps/roles/server_key_store.h"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <stdexcept>
@@ -42,8 +45,28 @@ struct ServerKeyStore::Entry {
   std::vector<std::pair<int64_t, PullDone>> waiting_pulls;
 };
 
-ServerKeyStore::ServerKeyStore(int num_workers) : num_workers_(num_workers), cpu_(core::make_cpu_context()) {
+ServerKeyStore::ServerKeyStore(int num_workers, uint64_t memory_limit_bytes)
+    : num_workers_(num_workers),
+      cpu_(core::make_cpu_context()),
+      memory_limit_(memory_limit_bytes),
+      automatic_limit_(memory_limit_bytes == 0) {
   if (num_workers < 1) throw Error(ErrorCode::kInvalidArgument, "a server store needs at least one worker");
+  if (automatic_limit_) {
+    const long pages = ::sysconf(_SC_PHYS_PAGES);
+    const long page = ::sysconf(_SC_PAGESIZE);
+    memory_limit_ = pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) / 2
+                                          : uint64_t{1} << 40;
+  }
+}
+
+uint64_t ServerKeyStore::memory_limit() const {
+  std::shared_lock<std::shared_mutex> lock(entries_mutex_);
+  return memory_limit_;
+}
+
+uint64_t ServerKeyStore::memory_used() const {
+  std::shared_lock<std::shared_mutex> lock(entries_mutex_);
+  return memory_used_;
 }
 
 ServerKeyStore::ServerKeyStore(Mode mode, int num_workers) : ServerKeyStore(num_workers) { set_mode(mode); }
@@ -81,14 +104,15 @@ void ServerKeyStore::check(const Entry& e, const PartInfo& info, size_t bytes, c
                                                core::dtype_name(e.info.dtype) + ", got " +
                                                core::dtype_name(info.dtype));
   }
+  // The stored shape is not told back: a peer learns what it sent was
+  // wrong, not what the key holds.
   if (info.shape != e.info.shape || info.part.end != e.info.part.end) {
     throw Error(ErrorCode::kShapeMismatch, std::string(op) + ": " + part_name(info.part) + " of a tensor " +
-                                               e.info.shape.to_string() + " does not match " +
-                                               part_name(e.info.part) + " of " + info.shape.to_string());
+                                               info.shape.to_string() + " does not match the part this server holds");
   }
   if (bytes != e.bytes) {
-    throw Error(ErrorCode::kShapeMismatch, std::string(op) + ": " + part_name(info.part) + " holds " +
-                                               std::to_string(e.bytes) + " bytes, got " + std::to_string(bytes));
+    throw Error(ErrorCode::kShapeMismatch, std::string(op) + ": " + part_name(info.part) + " sent " +
+                                               std::to_string(bytes) + " bytes, not the part's size");
   }
 }
 
@@ -115,7 +139,22 @@ void ServerKeyStore::init(int worker, const PartInfo& info, const void* data, si
   Entry* e = nullptr;
   {
     std::unique_lock<std::shared_mutex> lock(entries_mutex_);
-    auto& slot = entries_[{p.key, p.begin}];
+    auto it = entries_.find({p.key, p.begin});
+    if (it == entries_.end()) {
+      // The stored value and the round's sum: checked before anything of
+      // the part exists, so a refused init leaves nothing behind.
+      const uint64_t needed = 2 * static_cast<uint64_t>(p.end - p.begin) * core::dtype_size(info.dtype);
+      if (needed > memory_limit_ || memory_used_ > memory_limit_ - needed) {
+        throw Error(ErrorCode::kOutOfMemory,
+                    "init: " + part_name(p) + " needs " + std::to_string(needed) + " bytes; this server holds " +
+                        std::to_string(memory_used_) + " of its limit of " + std::to_string(memory_limit_) +
+                        " bytes for keys (DT_PS_SERVER_MEMORY_LIMIT" +
+                        (automatic_limit_ ? ", automatic: twice the keys held at the first push" : "") + ")");
+      }
+      memory_used_ += needed;
+      it = entries_.emplace(std::make_pair(p.key, p.begin), nullptr).first;
+    }
+    auto& slot = it->second;
     if (!slot) {
       auto created = std::make_unique<Entry>();
       created->info = info;
@@ -152,6 +191,11 @@ void ServerKeyStore::push(int worker, const PartInfo& info, int64_t round, const
     throw Error(ErrorCode::kInvalidArgument, "push from worker " + std::to_string(worker) + " of " +
                                                  std::to_string(num_workers_));
   }
+  if (automatic_limit_ && !pushed_.exchange(true)) {
+    // The job's initial key set is known once training starts.
+    std::unique_lock<std::shared_mutex> lock(entries_mutex_);
+    memory_limit_ = std::max(2 * memory_used_, kAutomaticMemoryFloor);
+  }
   Entry& e = find(info, "push");
   std::lock_guard<std::mutex> lock(e.mutex);
   check(e, info, bytes, "push");
@@ -172,6 +216,13 @@ void ServerKeyStore::push(int worker, const PartInfo& info, int64_t round, const
       throw Error(ErrorCode::kBadState, "worker " + std::to_string(worker) + " pushed key " +
                                             std::to_string(info.part.key) + " round " + std::to_string(round) +
                                             " after round " + std::to_string(last));
+    }
+    if (round > e.applied_round + kRoundWindow) {
+      throw Error(ErrorCode::kBadState, "worker " + std::to_string(worker) + " pushed key " +
+                                            std::to_string(info.part.key) + " round " + std::to_string(round) +
+                                            " while round " + std::to_string(e.applied_round + 1) +
+                                            " is being summed (rule: at most " + std::to_string(kRoundWindow) +
+                                            " rounds ahead)");
     }
   }
   // Held: before rank 0's value exists, or (sync) one round ahead of the
@@ -278,12 +329,24 @@ void ServerKeyStore::release_held_locked(Entry& e) {
   }
 }
 
+void ServerKeyStore::check_part(const PartInfo& info, const char* op) const {
+  Entry& e = find(info, op);
+  std::lock_guard<std::mutex> lock(e.mutex);
+  check(e, info, e.bytes, op);
+}
+
 void ServerKeyStore::pull(const PartInfo& info, int64_t round, PullDone done) {
   throw_if_failed();
   Entry& e = find(info, "pull");
   std::lock_guard<std::mutex> lock(e.mutex);
   check(e, info, e.bytes, "pull");
   const int64_t wanted = mode() == Mode::kSync ? round : 0;
+  if (wanted > e.applied_round + kRoundWindow) {
+    throw Error(ErrorCode::kBadState, "pull of key " + std::to_string(info.part.key) + " round " +
+                                          std::to_string(wanted) + " while round " +
+                                          std::to_string(e.applied_round) + " is the last applied (rule: at most " +
+                                          std::to_string(kRoundWindow) + " rounds ahead)");
+  }
   if (e.ready && wanted <= e.applied_round) {
     done(nullptr, e.stored.data(), e.bytes);
     return;

@@ -27,6 +27,11 @@
 //  - dist_async (Mode::kAsync): each push is applied at once, atomically per
 //    part (the optimizer or, without one, the pushed value replaces the
 //    stored one, as MXNet's async server does).
+//  - Bounds a peer cannot pass (issue 23): dist_sync pushes and pulls name a
+//    round at most kRoundWindow past the part's applied round (a pull for
+//    round 10^9 is refused, not held forever); every size is checked against
+//    the part's real dtype, shape and range before anything is allocated; and
+//    the parts' bytes stay below a memory limit (kOutOfMemory naming it).
 //
 // Threading: every call may come from any thread. Parts are locked one by
 // one (a large part does not block small ones); callbacks run on the calling
@@ -80,7 +85,19 @@ class ServerKeyStore {
 
   // The mode is declared by the workers' init requests (set_mode); the
   // second constructor is for callers that know it up front.
-  explicit ServerKeyStore(int num_workers);
+  // How far past a part's applied round a dist_sync push or pull may reach.
+  // A worker's lanes keep a few requests in flight; only a broken or hostile
+  // peer goes further.
+  static constexpr int64_t kRoundWindow = 8;
+  // Above kAutomaticMemoryFloor, the automatic limit is twice the bytes held
+  // when the first push arrives (the job's initial key set, with as much
+  // again of margin for keys initialised later); before it, half the
+  // machine's memory.
+  static constexpr uint64_t kAutomaticMemoryFloor = uint64_t{256} << 20;
+
+  // memory_limit_bytes: the most the parts' values may take (the stored
+  // value and the round's sum, 2 x the part's bytes each); 0: automatic.
+  explicit ServerKeyStore(int num_workers, uint64_t memory_limit_bytes = 0);
   ServerKeyStore(Mode mode, int num_workers);
   ~ServerKeyStore();
   ServerKeyStore(const ServerKeyStore&) = delete;
@@ -94,8 +111,16 @@ class ServerKeyStore {
   int num_workers() const { return num_workers_; }
 
   // data: the part's bytes (rank 0) — other ranks' values are checked for
-  // size only. Throws on a mismatch or a repeated init from one worker.
+  // size only. Throws on a mismatch or a repeated init from one worker;
+  // Error(kOutOfMemory) when a new part would pass the memory limit.
   void init(int worker, const PartInfo& info, const void* data, size_t bytes);
+  // Throws as pull would for a part that is unknown or described
+  // differently (dtype, shape, range): lets a caller size a reply from the
+  // real part before allocating anything.
+  void check_part(const PartInfo& info, const char* op) const;
+  // The limit in force now (automatic or configured), and the bytes held.
+  uint64_t memory_limit() const;
+  uint64_t memory_used() const;
   // Throws (kNotFound, kShapeMismatch, kDtypeMismatch, kBadState,
   // kInvalidArgument) when the push is rejected outright; otherwise done
   // fires now or, for a held push, later.
@@ -154,6 +179,12 @@ class ServerKeyStore {
   mutable std::shared_mutex entries_mutex_;
   std::map<std::pair<uint64_t, int64_t>, std::unique_ptr<Entry>> entries_;
   uint64_t next_optimizer_key_ = 0;
+  // Guarded by entries_mutex_: what the parts take, and the limit (0 until
+  // the first push fixes an automatic one).
+  uint64_t memory_used_ = 0;
+  uint64_t memory_limit_ = 0;
+  const bool automatic_limit_;
+  std::atomic<bool> pushed_{false};
 
   mutable std::mutex optimizer_mutex_;  // guards optimizer_ and failure_
   std::shared_ptr<optim::Optimizer> optimizer_;

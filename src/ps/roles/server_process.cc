@@ -1,7 +1,14 @@
 #include "ps/roles/server_process.h"
 
+#include <dirent.h>
 #include <malloc.h>
+#include <signal.h>
 #include <unistd.h>
+
+#include <cctype>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
 
 #include <chrono>
 #include <cstdint>
@@ -24,9 +31,72 @@ std::string unique_suffix(const void* owner) {
          std::to_string(ticks);
 }
 
-std::vector<std::string> listen_urls(const JobConfig& job, const void* owner) {
-  if (job.root_url.rfind("inproc://", 0) == 0) return {"inproc://dt-ps-server-" + unique_suffix(owner)};
-  return {"tcp://" + job.node_host + ":0", "ipc:///tmp/dt-ps-" + unique_suffix(owner) + ".ipc"};
+constexpr const char* kIpcDirectory = "/tmp";
+constexpr const char* kIpcPrefix = "dt-ps-";
+
+// Where this server's ipc listener lives; "" for an in-process job.
+std::string ipc_path(const JobConfig& job, const void* owner) {
+  if (job.root_url.rfind("inproc://", 0) == 0) return {};
+  return std::string(kIpcDirectory) + "/" + kIpcPrefix + unique_suffix(owner) + ".ipc";
+}
+
+std::vector<std::string> listen_urls(const JobConfig& job, const void* owner, const std::string& ipc) {
+  if (ipc.empty()) return {"inproc://dt-ps-server-" + unique_suffix(owner)};
+  return {"tcp://" + job.node_host + ":0", "ipc://" + ipc};
+}
+
+// A killed server cannot remove its socket file: the next server on the
+// host removes those whose process (the pid in the name) is gone.
+void remove_stale_ipc_files() {
+  DIR* dir = ::opendir(kIpcDirectory);
+  if (dir == nullptr) return;
+  const size_t prefix = std::strlen(kIpcPrefix);
+  while (const dirent* entry = ::readdir(dir)) {
+    const std::string name = entry->d_name;
+    if (name.compare(0, prefix, kIpcPrefix) != 0 || name.size() < 4 || name.compare(name.size() - 4, 4, ".ipc") != 0) {
+      continue;
+    }
+    char* end = nullptr;
+    const long pid = std::strtol(name.c_str() + prefix, &end, 10);
+    if (pid <= 0 || end == nullptr || *end != '-') continue;
+    if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;
+    ::unlink((std::string(kIpcDirectory) + "/" + name).c_str());
+  }
+  ::closedir(dir);
+}
+
+// Removes the socket file when the server ends, whichever way.
+class IpcFileRemover {
+ public:
+  explicit IpcFileRemover(std::string path) : path_(std::move(path)) {}
+  ~IpcFileRemover() {
+    if (!path_.empty()) ::unlink(path_.c_str());
+  }
+  IpcFileRemover(const IpcFileRemover&) = delete;
+  IpcFileRemover& operator=(const IpcFileRemover&) = delete;
+
+ private:
+  std::string path_;
+};
+
+// DT_PS_SERVER_MEMORY_LIMIT: bytes, or with a K, M or G suffix (binary).
+uint64_t memory_limit_from_env() {
+  const char* text = std::getenv("DT_PS_SERVER_MEMORY_LIMIT");
+  if (text == nullptr || *text == '\0') return 0;
+  char* end = nullptr;
+  const unsigned long long value = std::strtoull(text, &end, 10);
+  int shift = 0;
+  if (end != nullptr && *end != '\0') {
+    const char unit = static_cast<char>(std::toupper(static_cast<unsigned char>(*end)));
+    shift = unit == 'K' ? 10 : unit == 'M' ? 20 : unit == 'G' ? 30 : -1;
+    if (shift < 0 || end[1] != '\0') shift = -1;
+  }
+  if (end == text || shift < 0 || value == 0 || value > (~0ull >> shift)) {
+    throw core::Error(core::ErrorCode::kInvalidArgument,
+                      std::string("DT_PS_SERVER_MEMORY_LIMIT=\"") + text +
+                          "\" is not a positive byte count (e.g. 8G, 512M, 1000000)");
+  }
+  return static_cast<uint64_t>(value) << shift;
 }
 
 }  // namespace
@@ -38,11 +108,19 @@ void run_server(const JobConfig& job, const PsOptions& options) {
   // large transfers otherwise (TRANSPORT-FACTS). Before any thread starts.
   mallopt(M_MMAP_THRESHOLD, 32 << 20);
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
-  ServerRequestHandler server(job.num_workers);
+  ServerRequestHandler server(job.num_workers, memory_limit_from_env());
+  const std::string ipc = ipc_path(job, &server);
+  if (!ipc.empty()) remove_stale_ipc_files();
+  IpcFileRemover remove_ipc_file(ipc);
+  ConnectionPolicy policy;
+  policy.per_connection = kRequestsPerWorker;
+  // Held pulls and pushes end with the workers' own deadline; the
+  // transport's answers whatever is still held a little after it.
+  policy.reply_deadline_s = options.request_timeout_s + options.heartbeat_timeout_s;
   RequestServer transport(
-      listen_urls(job, &server), server_concurrency(job.num_workers),
+      listen_urls(job, &server, ipc), server_receivers(job.num_workers),
       [&server](Message request, RequestServer::Reply reply) { server.handle(std::move(request), reply); },
-      options.max_message_bytes);
+      options.max_message_bytes, [&server](uint32_t pipe) { server.connection_closed(pipe); }, policy);
   ClusterMember member(job, options, transport.bound_urls());
   member.on_lost([&server](const LostNode& lost) { server.fail(core::Error(core::ErrorCode::kPeerLost, lost.message())); });
   member.wait_for_stop();

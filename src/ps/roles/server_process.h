@@ -13,16 +13,21 @@ namespace dt::ps {
 // (pushes; pulls): enough to pipeline 4 MiB parts.
 constexpr int kLaneWindow = 4;
 
-// Requests a server handles at once: every message the workers may have in
-// flight to it, plus one command each (set_optimizer, optimizer_state). A
-// dist_sync pull holds its slot until its round completes; were there fewer
-// slots than messages in flight, the pushes that complete a round could not
-// get in and the job would wait for its deadline. A slot is an nng context:
-// a few hundred bytes.
-constexpr int server_concurrency(int num_workers) {
-  return std::max(16, std::max(1, num_workers) * (2 * kLaneWindow + 1));
-}
+// Requests one worker may have in the server's hands at once: both lanes'
+// windows, a command, and room for an init batch. More on one connection is
+// refused (a dist_sync pull holds its place until its round completes, so a
+// peer holding more could starve the others).
+constexpr int kRequestsPerWorker = 2 * kLaneWindow + 4;
 
+// Contexts kept receiving: held requests take others' places at once (see
+// RequestServer), so this only sets how many arrive at once, not how many
+// may be held.
+constexpr int server_receivers(int num_workers) { return std::max(4, std::min(64, 2 * std::max(1, num_workers))); }
+
+// DT_PS_SERVER_MEMORY_LIMIT (bytes, or 512M, 8G) caps what the keys may take
+// on this server (see ServerKeyStore); unset, the limit is automatic. The
+// ipc socket file is removed when the server ends, and files of servers
+// killed earlier on this host are removed when the next one starts.
 // Returns when the scheduler says the job is over. Throws Error(kPeerLost)
 // naming the lost node when a node dies (pending requests are answered with
 // the same error first), kTimedOut when the scheduler is unreachable within

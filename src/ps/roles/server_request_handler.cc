@@ -1,6 +1,7 @@
 #include "ps/roles/server_request_handler.h"
 
 #include <atomic>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -62,11 +63,14 @@ std::vector<DecodedSlice> decode_all(const Frame& frame, const wire::DataRequest
 // Push and/or pull every slice; the reply leaves when all are done.
 void push_pull(ServerKeyStore& store, int worker, const std::vector<DecodedSlice>& slices, bool push, bool pull,
                const RequestServer::Reply& reply) {
-  auto completion = std::make_shared<Completion>(reply, slices.size() * ((push ? 1 : 0) + (pull ? 1 : 0)));
   std::vector<SliceSpec> specs;
   if (pull) {
+    // The reply is sized from the parts as stored, never from what the
+    // request claims: an unknown or misdescribed part is refused first.
+    for (const DecodedSlice& s : slices) store.check_part(s.info, "pull");
     for (const DecodedSlice& s : slices) specs.push_back(SliceSpec{s.info, s.round, part_bytes(s.info)});
   }
+  auto completion = std::make_shared<Completion>(reply, slices.size() * ((push ? 1 : 0) + (pull ? 1 : 0)));
   completion->answer = encode_data_reply(specs);
   size_t started = 0;
   try {
@@ -105,9 +109,91 @@ void push_pull(ServerKeyStore& store, int worker, const std::vector<DecodedSlice
 
 }  // namespace
 
-ServerRequestHandler::ServerRequestHandler(int num_workers) : store_(num_workers) {}
+ServerRequestHandler::ServerRequestHandler(int num_workers, uint64_t memory_limit_bytes)
+    : store_(num_workers, memory_limit_bytes) {}
+
+void ServerRequestHandler::fail(const Error& error) {
+  std::map<int, OptimizerCheck> checks;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    checks.swap(optimizer_checks_);
+  }
+  for (auto& [worker, check] : checks) check.reply(encode_data_error(error.code(), error.what()));
+  store_.fail(error);
+}
+
+void ServerRequestHandler::connection_closed(uint32_t pipe) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = worker_of_pipe_.find(pipe);
+  if (it == worker_of_pipe_.end()) return;
+  pipe_of_worker_.erase(it->second);
+  worker_of_pipe_.erase(it);
+}
+
+void ServerRequestHandler::check_speaker(int worker, uint32_t pipe) {
+  if (pipe == 0) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto by_pipe = worker_of_pipe_.find(pipe);
+  if (by_pipe != worker_of_pipe_.end()) {
+    if (by_pipe->second == worker) return;
+    throw Error(ErrorCode::kProtocol, "a request in the name of worker " + std::to_string(worker) +
+                                          " on the connection of worker " + std::to_string(by_pipe->second) +
+                                          " (rule: a member speaks only on its own connection)");
+  }
+  if (pipe_of_worker_.count(worker) != 0) {
+    throw Error(ErrorCode::kProtocol, "a request in the name of worker " + std::to_string(worker) +
+                                          " on a connection other than the one worker " + std::to_string(worker) +
+                                          " uses (rule: a member speaks only on its own connection)");
+  }
+  pipe_of_worker_[worker] = pipe;
+  worker_of_pipe_[pipe] = worker;
+}
+
+void ServerRequestHandler::set_optimizer(int worker, const optim::OptimizerConfig& config,
+                                         const RequestServer::Reply& reply) {
+  const auto differ = [](int w, const optim::OptimizerConfig& mine, const optim::OptimizerConfig& rank0) {
+    return encode_data_error(ErrorCode::kInvalidArgument,
+                             "worker " + std::to_string(w) + " set the optimizer " + mine.to_json() +
+                                 ", worker 0 set " + rank0.to_json() +
+                                 " (rule: every worker sets the same optimizer; worker 0's is applied)");
+  };
+  if (worker != 0) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (optimizer_ && *optimizer_ == config) {
+      reply(encode_data_reply({}).message);
+      return;
+    }
+    // Worker 0's may still be on its way (or change the optimizer to this
+    // one): answer when it arrives. A newer request from the same worker
+    // replaces the older, which is refused.
+    auto [it, fresh] = optimizer_checks_.try_emplace(worker, OptimizerCheck{config, reply});
+    if (!fresh) {
+      it->second.reply(encode_data_error(ErrorCode::kBadState, "superseded by a later SetOptimizer from worker " +
+                                                                   std::to_string(worker)));
+      it->second = OptimizerCheck{config, reply};
+    }
+    return;
+  }
+  store_.set_optimizer(config);
+  std::map<int, OptimizerCheck> checks;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    optimizer_ = config;
+    checks.swap(optimizer_checks_);
+  }
+  for (auto& [w, check] : checks) {
+    if (check.config == config) {
+      check.reply(encode_data_reply({}).message);
+    } else {
+      log_.print("refused worker " + std::to_string(w) + "'s optimizer: it differs from worker 0's");
+      check.reply(differ(w, check.config, config));
+    }
+  }
+  reply(encode_data_reply({}).message);
+}
 
 void ServerRequestHandler::handle(Message request, const RequestServer::Reply& reply) {
+  const uint32_t pipe = request.pipe_id();
   try {
     Frame frame = Frame::parse(std::move(request));
     const auto* data = frame.body<wire::DataRequest>();
@@ -119,6 +205,19 @@ void ServerRequestHandler::handle(Message request, const RequestServer::Reply& r
       throw Error(ErrorCode::kProtocol, "a data request from worker " + std::to_string(worker) + " of " +
                                             std::to_string(store_.num_workers()));
     }
+    check_speaker(worker, pipe);
+    const auto only_worker_0 = [&](const char* what) {
+      if (worker != 0) {
+        throw Error(ErrorCode::kBadState, std::string(what) + " from worker " + std::to_string(worker) +
+                                              " (rule: worker 0 owns the servers' optimizer settings)");
+      }
+    };
+    const auto finite_number = [&](const char* what) {
+      if (!std::isfinite(data->number())) {
+        throw Error(ErrorCode::kInvalidArgument, std::string(what) + " of " + std::to_string(data->number()) +
+                                                     " (not a finite number)");
+      }
+    };
     switch (data->op()) {
       case wire::DataOp::Init: {
         const std::string type = data->text() ? data->text()->str() : "";
@@ -141,14 +240,17 @@ void ServerRequestHandler::handle(Message request, const RequestServer::Reply& r
         push_pull(store_, worker, decode_all(frame, *data, true), true, true, reply);
         return;
       case wire::DataOp::SetOptimizer:
-        store_.set_optimizer(optim::OptimizerConfig::from_json(data->text() ? data->text()->str() : ""));
-        reply(encode_data_reply({}).message);
+        set_optimizer(worker, optim::OptimizerConfig::from_json(data->text() ? data->text()->str() : ""), reply);
         return;
       case wire::DataOp::SetRescaleGrad:
+        only_worker_0("SetRescaleGrad");
+        finite_number("SetRescaleGrad");
         store_.set_rescale_grad(data->number());
         reply(encode_data_reply({}).message);
         return;
       case wire::DataOp::SetLearningRate:
+        only_worker_0("SetLearningRate");
+        finite_number("SetLearningRate");
         store_.set_learning_rate(data->number());
         reply(encode_data_reply({}).message);
         return;
@@ -168,6 +270,7 @@ void ServerRequestHandler::handle(Message request, const RequestServer::Reply& r
         return;
       }
       case wire::DataOp::SetOptimizerState: {
+        only_worker_0("SetOptimizerState");
         const auto slices = decode_all(frame, *data, true);
         const std::string text = data->text() ? data->text()->str() : "";
         core::NamedArrays arrays;
@@ -175,6 +278,12 @@ void ServerRequestHandler::handle(Message request, const RequestServer::Reply& r
         for (const DecodedSlice& s : slices) {
           if (start > text.size()) throw Error(ErrorCode::kProtocol, "optimizer state: fewer names than arrays");
           const size_t end = std::min(text.find('\n', start), text.size());
+          // Sized from the bytes that came, not from the shape claimed.
+          // (decode_slice checked data_bytes against the part's range.)
+          if (s.info.part.begin != 0 || s.info.part.end != s.info.shape.numel()) {
+            throw Error(ErrorCode::kProtocol, "optimizer state: an array of " + s.info.shape.to_string() +
+                                                  " carries " + std::to_string(s.data_bytes) + " bytes");
+          }
           core::NDArray array = core::NDArray::empty(core::make_cpu_context(), s.info.dtype, s.info.shape);
           if (s.data_bytes != array.nbytes()) {
             throw Error(ErrorCode::kProtocol, "optimizer state: an array of " + s.info.shape.to_string() +
@@ -196,8 +305,9 @@ void ServerRequestHandler::handle(Message request, const RequestServer::Reply& r
     }
     throw Error(ErrorCode::kProtocol, "unknown data op " + std::to_string(static_cast<int>(data->op())));
   } catch (const Error& error) {
-    if (error.code() == ErrorCode::kProtocol) {
-      std::fprintf(stderr, "dt server: rejected a request: %s\n", error.what());
+    if (error.code() == ErrorCode::kProtocol || error.code() == ErrorCode::kBadState ||
+        error.code() == ErrorCode::kOutOfMemory) {
+      log_.print("refused a request on connection " + std::to_string(pipe) + ": " + error.what());
     }
     reply(encode_data_error(error.code(), error.what()));
   } catch (const std::bad_alloc&) {

@@ -17,12 +17,29 @@
 // Every reply is sent exactly once: at once, or (a dist_sync pull, a push
 // held for the next round) when the store completes it. Malformed requests
 // are answered Error(kProtocol) and logged; the server keeps serving.
+//
+// Who may say what (issue 23). A request's worker_rank must be that of the
+// connection it came on: the first request on a connection binds it to its
+// rank, and a rank is bound to one open connection at a time (kProtocol
+// otherwise: "a member speaks only on its own connection"). Worker 0 owns
+// the server-side optimizer's settings: SetLearningRate, SetRescaleGrad and
+// SetOptimizerState from any other worker are kBadState. Every worker sends
+// SetOptimizer, as every worker calls set_optimizer; worker 0's is the one
+// applied, another worker's is answered once worker 0's has arrived: OK
+// when it is the same, kInvalidArgument naming both when not. Requests that
+// arrive without a connection (pipe 0: handed in by a test) are not bound.
+// Refusals are logged at a bounded rate.
 #pragma once
 
 #include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
 #include <string>
 
+#include "optim/optimizer_config.h"
 #include "ps/roles/server_key_store.h"
+#include "ps/transport/rate_limited_log.h"
 #include "ps/transport/message.h"
 #include "ps/transport/request_server.h"
 
@@ -30,19 +47,39 @@ namespace dt::ps {
 
 class ServerRequestHandler {
  public:
-  explicit ServerRequestHandler(int num_workers);
+  // memory_limit_bytes: see ServerKeyStore (0: automatic).
+  explicit ServerRequestHandler(int num_workers, uint64_t memory_limit_bytes = 0);
   ServerRequestHandler(const ServerRequestHandler&) = delete;
   ServerRequestHandler& operator=(const ServerRequestHandler&) = delete;
 
   // A RequestServer::Handler: never throws; reply is called exactly once.
   void handle(Message request, const RequestServer::Reply& reply);
   // Answers everything waiting with error and every later request too.
-  void fail(const core::Error& error) { store_.fail(error); }
+  void fail(const core::Error& error);
+  // A connection closed: the rank it spoke for may be taken by the worker's
+  // next connection (nng redials after a dropped one).
+  void connection_closed(uint32_t pipe);
 
   ServerKeyStore& store() { return store_; }
 
  private:
+  // The worker the request may speak for; throws naming the rule otherwise.
+  void check_speaker(int worker, uint32_t pipe);
+  void set_optimizer(int worker, const optim::OptimizerConfig& config, const RequestServer::Reply& reply);
+
   ServerKeyStore store_;
+  RateLimitedLog log_{"dt server"};
+
+  std::mutex mutex_;  // guards what follows
+  std::map<int, uint32_t> pipe_of_worker_;
+  std::map<uint32_t, int> worker_of_pipe_;
+  std::optional<optim::OptimizerConfig> optimizer_;  // worker 0's
+  // Other workers' SetOptimizer waiting for worker 0's (one per worker).
+  struct OptimizerCheck {
+    optim::OptimizerConfig config;
+    RequestServer::Reply reply;
+  };
+  std::map<int, OptimizerCheck> optimizer_checks_;
 };
 
 }  // namespace dt::ps
