@@ -129,6 +129,21 @@ std::optional<std::string> interface_ipv4(const std::string& wanted) {
   return std::nullopt;
 }
 
+// Whether ip is an address of this host (all of 127.0.0.0/8 is).
+bool is_local_ipv4(const std::string& ip) {
+  if (ip.rfind("127.", 0) == 0) return true;
+  ifaddrs* raw = nullptr;
+  if (getifaddrs(&raw) != 0) return false;
+  std::unique_ptr<ifaddrs, IfaddrsDeleter> list(raw);
+  for (ifaddrs* a = raw; a != nullptr; a = a->ifa_next) {
+    if (a->ifa_addr == nullptr || a->ifa_addr->sa_family != AF_INET) continue;
+    char text[INET_ADDRSTRLEN];
+    inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(a->ifa_addr)->sin_addr, text, sizeof text);
+    if (ip == text) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 Role role_from(const EnvLookup& env) { return resolve_launcher_layout(env).role; }
@@ -157,6 +172,7 @@ JobConfig job_config_from(const EnvLookup& env, const JobOverrides& overrides) {
     job.worker_id = layout.worker_id->value;
   }
   std::string root_ip;
+  int root_port = -1;
   if (auto url = non_empty(env, "DT_PS_ROOT_URL")) {
     job.root_url = *url;
     job.scheduler_listen_url = *url;
@@ -174,8 +190,8 @@ JobConfig job_config_from(const EnvLookup& env, const JobOverrides& overrides) {
     const long port = parse_int(layout.root_port->value, layout.root_port->variable.c_str(),
                                 job.role == Role::kScheduler ? 0 : 1, 65535);
     root_ip = resolve_ipv4(layout.root_uri->value, layout.root_uri->variable.c_str());
+    root_port = static_cast<int>(port);
     job.root_url = "tcp://" + root_ip + ":" + std::to_string(port);
-    job.scheduler_listen_url = "tcp://0.0.0.0:" + std::to_string(port);
   }
   if (auto host = non_empty(env, "DMLC_NODE_HOST")) {
     job.node_host = *host;
@@ -187,6 +203,16 @@ JobConfig job_config_from(const EnvLookup& env, const JobOverrides& overrides) {
     job.node_host = "127.0.0.1";
   } else {
     job.node_host = interface_ipv4("").value_or("127.0.0.1");
+  }
+  if (root_port >= 0) {
+    // Listen where told: the scheduler's own address when DMLC_PS_ROOT_URI
+    // names this host (a service address that routes here, as Kubernetes
+    // gives, is not one: then this node's address), every interface only
+    // when DT_PS_LISTEN_ALL=1 asks for it.
+    const auto all = non_empty(env, "DT_PS_LISTEN_ALL");
+    const bool listen_all = all && *all != "0";
+    const std::string host = listen_all ? "0.0.0.0" : is_local_ipv4(root_ip) ? root_ip : job.node_host;
+    job.scheduler_listen_url = "tcp://" + host + ":" + std::to_string(root_port);
   }
   if (auto file = non_empty(env, "DT_PS_PORT_FILE")) job.port_file = *file;
   return job;

@@ -48,8 +48,9 @@ struct JobConfig {
   // Where nodes reach the scheduler: "tcp://<resolved DMLC_PS_ROOT_URI>:<port>",
   // or DT_PS_ROOT_URL verbatim (inproc:// or ipc:// in tests).
   std::string root_url;
-  // What the scheduler listens on: "tcp://0.0.0.0:<DMLC_PS_ROOT_PORT>" (so
-  // a host name resolving to any local address works), or DT_PS_ROOT_URL.
+  // What the scheduler listens on: "tcp://<DMLC_PS_ROOT_URI's address>:<port>"
+  // when that address is this host's, else "tcp://<node_host>:<port>";
+  // "tcp://0.0.0.0:<port>" only with DT_PS_LISTEN_ALL=1; or DT_PS_ROOT_URL.
   std::string scheduler_listen_url;
   int num_servers = 0;
   int num_workers = 0;

@@ -35,13 +35,28 @@ std::string error_text(const std::map<std::string, std::string>& vars) {
   return "accepted";
 }
 
+TEST(PsJobConfig, SchedulerListensOnEveryInterfaceOnlyWhenAsked) {
+  auto vars = base();
+  vars["DT_PS_LISTEN_ALL"] = "1";
+  EXPECT_EQ(job_config_from(env_of(vars)).scheduler_listen_url, "tcp://0.0.0.0:9091");
+  vars["DT_PS_LISTEN_ALL"] = "0";
+  EXPECT_EQ(job_config_from(env_of(vars)).scheduler_listen_url, "tcp://127.0.0.1:9091");
+  // An address that is not this host's (a service address routed here):
+  // this node's own address instead, never every interface.
+  vars.erase("DT_PS_LISTEN_ALL");
+  vars["DMLC_PS_ROOT_URI"] = "192.0.2.1";
+  vars["DMLC_NODE_HOST"] = "127.0.0.5";
+  EXPECT_EQ(job_config_from(env_of(vars)).scheduler_listen_url, "tcp://127.0.0.5:9091");
+}
+
 TEST(PsJobConfig, ReadsTheMxnetEnvironment) {
   auto vars = base();
   vars["DMLC_WORKER_ID"] = "2";
   const JobConfig job = job_config_from(env_of(vars));
   EXPECT_EQ(job.role, Role::kWorker);
   EXPECT_EQ(job.root_url, "tcp://127.0.0.1:9091");
-  EXPECT_EQ(job.scheduler_listen_url, "tcp://0.0.0.0:9091");
+  // Listens where told, not on every interface.
+  EXPECT_EQ(job.scheduler_listen_url, "tcp://127.0.0.1:9091");
   EXPECT_EQ(job.num_servers, 2);
   EXPECT_EQ(job.num_workers, 3);
   EXPECT_EQ(job.worker_id, 2);
