@@ -246,7 +246,11 @@ DT_API dt_status dt_ndarray_copy_to_host(void *dst, size_t nbytes,
 DT_API dt_status dt_ndarray_copy(dt_ndarray *dst, const dt_ndarray *src);
 
 /* Sets every element to value (converted to the array's dtype, rounding to
- * nearest; out-of-range integers are DT_ERR_INVALID_ARGUMENT). */
+ * nearest). A value out of the dtype's range is DT_ERR_INVALID_ARGUMENT and
+ * leaves the array unchanged: an integer past its bounds or NaN for an
+ * integer dtype, and a finite value that would round to infinity for a
+ * floating one (1e300 into float32); infinities and NaN fill floating
+ * arrays as they are. */
 DT_API dt_status dt_ndarray_fill(dt_ndarray *arr, double value);
 
 /* A view with a new shape and the same storage. One dim may be -1 and is

@@ -70,12 +70,25 @@ uint64_t integer_bits(double value, const char* name) {
 }
 
 // The bit pattern of one element of `dtype` holding `value`.
+// A finite value that becomes infinite in the narrower dtype is out of its
+// range: an error, as for integers, never a silent inf.
+void check_float_range(bool became_infinite, double value, const char* dtype) {
+  if (became_infinite && std::isfinite(value)) {
+    throw Error(ErrorCode::kInvalidArgument, "fill value " + std::to_string(value) + " is out of range for " + dtype);
+  }
+}
+
 uint64_t element_bits(DType dtype, double value) {
+  // Past FLT_MAX the conversion to float is not defined: clamp first (to
+  // infinity, which the range check then refuses).
+  const double limit = std::numeric_limits<float>::max();
+  const float infinity = std::numeric_limits<float>::infinity();
+  const float narrowed = value > limit ? infinity : value < -limit ? -infinity : static_cast<float>(value);
   switch (dtype) {
     case DType::kFloat32: {
-      const float f = static_cast<float>(value);
+      check_float_range(std::isinf(narrowed), value, "F32");
       uint32_t bits;
-      std::memcpy(&bits, &f, sizeof bits);
+      std::memcpy(&bits, &narrowed, sizeof bits);
       return bits;
     }
     case DType::kFloat64: {
@@ -83,8 +96,16 @@ uint64_t element_bits(DType dtype, double value) {
       std::memcpy(&bits, &value, sizeof bits);
       return bits;
     }
-    case DType::kFloat16: return core::float_to_half(static_cast<float>(value));
-    case DType::kBFloat16: return core::float_to_bfloat16(static_cast<float>(value));
+    case DType::kFloat16: {
+      const uint16_t bits = core::float_to_half(narrowed);
+      check_float_range((bits & 0x7fff) == 0x7c00, value, "F16");
+      return bits;
+    }
+    case DType::kBFloat16: {
+      const uint16_t bits = core::float_to_bfloat16(narrowed);
+      check_float_range((bits & 0x7fff) == 0x7f80, value, "BF16");
+      return bits;
+    }
     case DType::kInt32: return integer_bits<int32_t>(value, "I32");
     case DType::kInt64: {
       // Doubles at or above 2^63 do not fit; 2^63 itself is representable, hence >=.

@@ -179,7 +179,7 @@ static void test_create_and_copies(void) {
 }
 
 static void test_fill(void) {
-  static const double float_vals[5] = {1.5, 0.1, -2.7, 65504.0, 1e10};
+  static const double float_vals[5] = {1.5, 0.1, -2.7, 65504.0, INFINITY};
   static const double int_vals[3] = {7.0, 200.0, 2.7};
   const int64_t d[1] = {N_BIG};
   size_t k, j;

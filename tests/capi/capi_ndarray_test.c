@@ -419,7 +419,13 @@ static void test_fill(void) {
   fill_bytes(b, DT_FLOAT32, 0.1, DT_OK, __LINE__);
   memcpy(&f, b, 4);
   CHECK_EQ_DBL(f, 0.1f);
-  fill_bytes(b, DT_FLOAT32, 1e39, DT_OK, __LINE__);
+  /* A finite value past the dtype's range is an error, not a silent inf
+   * (the array keeps its zeros); an infinity is stored as one. */
+  fill_bytes(b, DT_FLOAT32, 1e39, DT_ERR_INVALID_ARGUMENT, __LINE__);
+  memcpy(&f, b, 4);
+  CHECK_EQ_DBL(f, 0.0f);
+  fill_bytes(b, DT_FLOAT32, -1e300, DT_ERR_INVALID_ARGUMENT, __LINE__);
+  fill_bytes(b, DT_FLOAT32, INFINITY, DT_OK, __LINE__);
   memcpy(&f, b, 4);
   CHECK(isinf(f) && f > 0);
   fill_bytes(b, DT_FLOAT32, NAN, DT_OK, __LINE__);
@@ -443,8 +449,10 @@ static void test_fill(void) {
   CHECK_EQ_U64(u16_at(b), 0x2E66);
   fill_bytes(b, DT_FLOAT16, 5.960464477539063e-08, DT_OK, __LINE__); /* 2^-24 */
   CHECK_EQ_U64(u16_at(b), 0x0001);
-  fill_bytes(b, DT_FLOAT16, 1e10, DT_OK, __LINE__);
-  CHECK_EQ_U64(u16_at(b), 0x7C00);
+  fill_bytes(b, DT_FLOAT16, 1e10, DT_ERR_INVALID_ARGUMENT, __LINE__);
+  fill_bytes(b, DT_FLOAT16, 65520.0, DT_ERR_INVALID_ARGUMENT, __LINE__); /* rounds to inf */
+  fill_bytes(b, DT_FLOAT16, -INFINITY, DT_OK, __LINE__);
+  CHECK_EQ_U64(u16_at(b), 0xFC00);
   fill_bytes(b, DT_FLOAT16, 0.0, DT_OK, __LINE__);
   CHECK_EQ_U64(u16_at(b), 0x0000);
   fill_bytes(b, DT_FLOAT16, NAN, DT_OK, __LINE__);
@@ -459,6 +467,7 @@ static void test_fill(void) {
   CHECK_EQ_U64(u16_at(b), 0x3DCD); /* rounded to nearest, not truncated */
   fill_bytes(b, DT_BFLOAT16, 1.0, DT_OK, __LINE__);
   CHECK_EQ_U64(u16_at(b), 0x3F80);
+  fill_bytes(b, DT_BFLOAT16, 1e39, DT_ERR_INVALID_ARGUMENT, __LINE__);
   fill_bytes(b, DT_BFLOAT16, NAN, DT_OK, __LINE__);
   h = u16_at(b);
   CHECK((h & 0x7F80) == 0x7F80 && (h & 0x007F) != 0);
