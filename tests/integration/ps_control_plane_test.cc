@@ -203,6 +203,39 @@ TEST_F(PsProcesses, KilledWorkerIsReportedAsPeerLostByEveryone) {
   EXPECT_LT(Clock::now() - killed_at, 2s + 500ms) << "loss detected too late";
 }
 
+TEST_F(PsProcesses, KilledSchedulerIsSeenAtOnceAndNamed) {
+  auto env = fast_job(1, 2);
+  // A heartbeat timeout far longer than the allowed detection time: only
+  // the closed connection can tell the nodes in time.
+  env["DT_HEARTBEAT_TIMEOUT_S"] = "20";
+  const std::string port = start_tcp_scheduler(env);
+  env["DMLC_PS_ROOT_URI"] = "127.0.0.1";
+  env["DMLC_PS_ROOT_PORT"] = port;
+  env["DT_TEST_ACTION"] = "hold";
+  auto server_env = env, w0 = env, w1 = env;
+  server_env["DMLC_ROLE"] = "server";
+  w0["DMLC_ROLE"] = w1["DMLC_ROLE"] = "worker";
+  w0["DMLC_WORKER_ID"] = "0";
+  w1["DMLC_WORKER_ID"] = "1";
+  spawn(self_path, {"--member"}, server_env);
+  spawn(self_path, {"--member"}, w0);
+  spawn(self_path, {"--member"}, w1);
+  for (size_t i = 1; i < children_.size(); ++i) ASSERT_TRUE(wait_output(children_[i], "rank", 20s));
+  for (size_t i : {size_t{2}, size_t{3}}) ASSERT_TRUE(wait_output(children_[i], "holding", 20s));
+  Child& scheduler = children_[0];
+  const auto killed_at = Clock::now();
+  ::kill(scheduler.pid, SIGKILL);
+  ASSERT_TRUE(wait_exit(scheduler, 5s));
+  const std::string name = "scheduler (pid " + std::to_string(scheduler.pid);
+  for (size_t i : {size_t{1}, size_t{2}, size_t{3}}) {
+    ASSERT_TRUE(wait_exit(children_[i], 10s)) << "process " << i << " hung after the kill";
+    EXPECT_EQ(children_[i].status, 3) << "process " << i << " should fail with peer lost: "
+                                      << read_file(children_[i].err);
+    EXPECT_NE(read_file(children_[i].err).find(name), std::string::npos) << read_file(children_[i].err);
+  }
+  EXPECT_LT(Clock::now() - killed_at, 3s) << "the scheduler's loss was seen too late";
+}
+
 TEST_F(PsProcesses, UnreachableSchedulerTimesOutAtStartup) {
   std::string url;
   {

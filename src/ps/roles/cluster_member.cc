@@ -32,6 +32,10 @@ struct ClusterMember::State {
   bool stop_requested = false;  // the scheduler said the job ended
   bool stopping = false;        // this node is leaving: the thread exits
   bool shut_down = false;
+  // The connection to the scheduler closed while the job ran: the heartbeat
+  // thread reports the loss, after the reply it may still be reading (which
+  // may name the node whose loss ended the job).
+  bool scheduler_closed = false;
   uint64_t next_barrier = 0;
   std::thread heartbeat_thread;
 
@@ -46,6 +50,21 @@ struct ClusterMember::State {
     return LostNode{Role::kScheduler, 0, job.root_url, table.scheduler_pid, reason};
   }
   void stop_heartbeats();
+  // A barrier's request; a dropped connection is the scheduler's loss
+  // (Error(kPeerLost) naming it), whichever of the two nng reports first.
+  Message call_scheduler(Message request) {
+    try {
+      return client->call(std::move(request), to_ms(options.request_timeout_s));
+    } catch (const Error& e) {
+      std::unique_lock<std::mutex> lock(mutex);
+      if (e.code() == ErrorCode::kNetwork) {
+        // The heartbeat thread names the loss within a moment of the close.
+        cv.wait_for(lock, to_ms(options.heartbeat_timeout_s), [&] { return !lost.empty(); });
+      }
+      if (!lost.empty()) throw Error(ErrorCode::kPeerLost, lost.front().message());
+      throw;
+    }
+  }
 };
 
 void ClusterMember::State::add_lost(const LostNode& node) {
@@ -68,7 +87,13 @@ void ClusterMember::State::heartbeat_loop() {
   for (;;) {
     {
       std::unique_lock<std::mutex> lock(mutex);
-      if (cv.wait_for(lock, interval, [&] { return stopping; })) return;
+      cv.wait_for(lock, interval, [&] { return stopping || scheduler_closed; });
+      if (stopping) return;
+      if (scheduler_closed) {
+        lock.unlock();
+        add_lost(scheduler_lost("connection to the scheduler closed"));
+        return;
+      }
     }
     try {
       flatbuffers::FlatBufferBuilder fbb(64);
@@ -150,8 +175,9 @@ ClusterMember::ClusterMember(const JobConfig& job, const PsOptions& options, std
     {
       std::lock_guard<std::mutex> lock(st.mutex);
       if (st.stopping || st.stop_requested || st.shut_down) return;
+      st.scheduler_closed = true;
     }
-    st.add_lost(st.scheduler_lost("connection to the scheduler closed"));
+    st.cv.notify_all();
   });
   st.heartbeat_thread = std::thread([&st] { st.heartbeat_loop(); });
 }
@@ -177,7 +203,7 @@ void ClusterMember::barrier() {
   check_peers();
   const uint64_t id = st.take_barrier_id();
   flatbuffers::FlatBufferBuilder fbb(64);
-  Message reply = st.client->call(make_message(fbb, wire::CreateBarrier(fbb, st.rank, id)), to_ms(st.options.request_timeout_s));
+  Message reply = st.call_scheduler(make_message(fbb, wire::CreateBarrier(fbb, st.rank, id)));
   Frame::parse(std::move(reply)).expect<wire::Ack>();
 }
 
@@ -192,7 +218,7 @@ std::vector<std::vector<uint8_t>> ClusterMember::allgather(const std::vector<uin
   const uint64_t id = st.take_barrier_id();
   flatbuffers::FlatBufferBuilder fbb(128 + data.size());
   auto body = wire::CreateBarrier(fbb, st.rank, id, fbb.CreateVector(data));
-  Message reply = st.client->call(make_message(fbb, body), to_ms(st.options.request_timeout_s));
+  Message reply = st.call_scheduler(make_message(fbb, body));
   const Frame frame = Frame::parse(std::move(reply));
   const auto* gathered = frame.expect<wire::Ack>().gathered();
   const size_t workers = static_cast<size_t>(st.job.num_workers);
