@@ -210,7 +210,18 @@ JobConfig job_config_from(const EnvLookup& env, const JobOverrides& overrides) {
     // gives, is not one: then this node's address), every interface only
     // when DT_PS_LISTEN_ALL=1 asks for it.
     const auto all = non_empty(env, "DT_PS_LISTEN_ALL");
-    const bool listen_all = all && *all != "0";
+    bool listen_all = all && *all != "0";
+    // A host name that resolves to loopback here (Debian's 127.0.1.1 line
+    // in /etc/hosts) is this host's name, which other hosts resolve to a
+    // routable address: one port must then serve both.
+    const std::string& uri = layout.root_uri->value;
+    in_addr literal{};
+    if (!listen_all && root_ip.rfind("127.", 0) == 0 && uri != "localhost" &&
+        inet_pton(AF_INET, uri.c_str(), &literal) != 1) {
+      listen_all = true;
+      job.layout_summary += "; the scheduler listens on every interface: " + layout.root_uri->variable + "=" + uri +
+                            " resolves to " + root_ip + " here (give an address to listen on it alone)";
+    }
     const std::string host = listen_all ? "0.0.0.0" : is_local_ipv4(root_ip) ? root_ip : job.node_host;
     job.scheduler_listen_url = "tcp://" + host + ":" + std::to_string(root_port);
   }

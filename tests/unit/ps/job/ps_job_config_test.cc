@@ -47,6 +47,9 @@ TEST(PsJobConfig, SchedulerListensOnEveryInterfaceOnlyWhenAsked) {
   vars["DMLC_PS_ROOT_URI"] = "192.0.2.1";
   vars["DMLC_NODE_HOST"] = "127.0.0.5";
   EXPECT_EQ(job_config_from(env_of(vars)).scheduler_listen_url, "tcp://127.0.0.5:9091");
+  // "localhost" is this host alone.
+  vars["DMLC_PS_ROOT_URI"] = "localhost";
+  EXPECT_EQ(job_config_from(env_of(vars)).scheduler_listen_url, "tcp://127.0.0.1:9091");
 }
 
 TEST(PsJobConfig, ReadsTheMxnetEnvironment) {
