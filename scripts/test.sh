@@ -7,9 +7,9 @@
 # configurations:
 #   build/       the default build (CUDA when the toolkit is present): all tests
 #   build-asan/  no CUDA, AddressSanitizer + UndefinedBehaviorSanitizer: the
-#                unit, C API and example tests except the full training runs,
-#                which take minutes under ASan (this also proves a CUDA-less
-#                build works)
+#                unit, C API, example and hostile-peer tests except the full
+#                training runs, which take minutes under ASan (this also
+#                proves a CUDA-less build works)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh --tests
@@ -36,7 +36,7 @@ BUILD_DIR=build-asan scripts/build.sh -DDT_WITH_CUDA=OFF -DDT_SANITIZE=address,u
 scripts/check-deps.py build-asan --tests || status=1
 # detect_leaks: every handle the tests create must be freed.
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-  ctest --output-on-failure -j "$jobs" --timeout 900 -L 'unit|capi|example' -LE training) || status=1
+  ctest --output-on-failure -j "$jobs" --timeout 900 -L 'unit|capi|example|hostile' -LE training) || status=1
 
 if [ $status -ne 0 ]; then
   echo "test.sh: FAILED"

@@ -87,6 +87,8 @@ class DistKVStore final : public KVStore {
   void load_optimizer_state(const core::NamedArrays& arrays, const std::string& prefix) override;
 
   int max_in_flight_per_server() const { return scheduler_->window(); }
+  // The job's members as the scheduler published them (servers' URLs).
+  const ps::NodeTable& node_table() const { return member_->table(); }
 
  private:
   struct KeyMeta {

@@ -10,10 +10,12 @@
 #include <cstring>
 #include <future>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
 #include "core/error.h"
+#include "ps/transport/frame.h"
 #include "ps/transport/request_client.h"
 #include "ps/transport/request_server.h"
 #include "unit/ps/ps_test_util.h"
@@ -210,6 +212,115 @@ TEST_P(PsTransport, CloseFailsPendingRequests) {
     FAIL() << "closed client sent";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kClosed);
+  }
+}
+
+// A handler that keeps every reply; answers them on demand. Must outlive
+// the server.
+class Holder {
+ public:
+  RequestServer::Handler handler() {
+    return [this](Message, RequestServer::Reply reply) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      held_.push_back(std::move(reply));
+      cv_.notify_all();
+    };
+  }
+  bool wait_for(size_t count, std::chrono::milliseconds limit) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    return cv_.wait_for(lock, limit, [&] { return held_.size() >= count; });
+  }
+  void answer_all() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto& reply : held_) reply(text_message("late"));
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::vector<RequestServer::Reply> held_;
+};
+
+TEST_P(PsTransport, HeldRequestsOfOnePeerNeitherDrainTheServerNorPassItsLimit) {
+  Holder holder;
+  ConnectionPolicy policy;
+  policy.per_connection = 5;
+  // Only heartbeats are echoed; everything else is held.
+  RequestServer::Handler hold = holder.handler();
+  RequestServer server({url()}, 2,
+                       [&](Message request, RequestServer::Reply reply) {
+                         if (text_of(request) == "heartbeat") {
+                           reply(text_message("alive"));
+                         } else {
+                           hold(std::move(request), std::move(reply));
+                         }
+                       },
+                       1 << 20, nullptr, policy);
+  RequestClient greedy(server.bound_urls().front(), 5s);
+  std::mutex mutex;
+  // The refusal is an ErrorReply frame, as every error a server sends.
+  std::vector<std::optional<Error>> refused;
+  for (int i = 0; i < 8; ++i) {
+    greedy.request(text_message("hold me"), 10s, [&](std::optional<Error> error, Message reply) {
+      if (!error) {
+        try {
+          Frame::parse(std::move(reply)).expect<wire::Ack>();
+        } catch (const Error& e) {
+          error = e;
+        }
+      }
+      std::lock_guard<std::mutex> lock(mutex);
+      refused.push_back(error);
+    });
+  }
+  ASSERT_TRUE(holder.wait_for(5, 5s));
+  for (int i = 0; i < 500; ++i) {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      if (refused.size() == 3) break;
+    }
+    std::this_thread::sleep_for(10ms);
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    ASSERT_EQ(refused.size(), 3u) << "requests past the per-connection limit were not answered at once";
+    for (const auto& error : refused) {
+      ASSERT_TRUE(error.has_value());
+      EXPECT_EQ(error->code(), ErrorCode::kBadState);
+      EXPECT_NE(std::string(error->what()).find("per connection"), std::string::npos) << error->what();
+    }
+  }
+  // Five held requests on two receiving contexts: another peer is still served.
+  RequestClient other(server.bound_urls().front(), 5s);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(text_of(other.call(text_message("heartbeat"), 5s)), "alive");
+  // Contexts: the receivers plus at most every request once in hand (the
+  // refused ones held theirs while their errors went out).
+  EXPECT_LE(server.contexts(), 2u + 8u);
+  holder.answer_all();
+}
+
+TEST_P(PsTransport, AHeldRequestEndsAtTheReplyDeadline) {
+  Holder holder;
+  ConnectionPolicy policy;
+  policy.reply_deadline_s = 0.3;
+  RequestServer server({url()}, 2, holder.handler(), 1 << 20, nullptr, policy);
+  RequestClient client(server.bound_urls().front(), 5s);
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    Frame::parse(client.call(text_message("never answered"), 10s)).expect<wire::Ack>();
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kTimedOut) << e.what();
+    EXPECT_NE(std::string(e.what()).find("reply deadline"), std::string::npos) << e.what();
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+  // The handler's own late reply is dropped; the connection keeps working.
+  holder.answer_all();
+  try {
+    Frame::parse(client.call(text_message("again"), 5s)).expect<wire::Ack>();
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kTimedOut) << e.what();
   }
 }
 
