@@ -50,6 +50,7 @@ using test::batch;
 using test::lenet;
 using test::sgd;
 using test::single_thread_cpu;
+using test::weights;
 
 using test::inproc_job;
 
@@ -208,16 +209,6 @@ TEST(PsDataInproc, TwelveWorkersKeepFullWindowsAndServersHaveASlotForEachMessage
 }
 
 // ---- exactness: dist_sync LeNet == one process with two replicas ----------
-
-std::vector<float> weights(const nn::Net& net) {
-  std::vector<float> out;
-  for (const nn::Parameter& p : net.parameters()) {
-    if (p.auxiliary) continue;
-    const float* v = p.value.data_as<float>();
-    out.insert(out.end(), v, v + p.value.size());
-  }
-  return out;
-}
 
 constexpr int kSteps = 4;
 

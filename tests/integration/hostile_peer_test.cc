@@ -79,16 +79,6 @@ JobConfig job_config(Role role, const std::string& url, int worker_id = -1) {
   return job;
 }
 
-std::vector<float> weights(const nn::Net& net) {
-  std::vector<float> out;
-  for (const nn::Parameter& p : net.parameters()) {
-    if (p.auxiliary) continue;
-    const float* v = p.value.data_as<float>();
-    out.insert(out.end(), v, v + p.value.size());
-  }
-  return out;
-}
-
 // The undisturbed result: two replicas on a local kvstore, 16 images.
 const std::vector<float>& reference_weights() {
   static const std::vector<float> expected = [] {
@@ -98,7 +88,7 @@ const std::vector<float>& reference_weights() {
     train::Trainer trainer(net, test::sgd(0.05), kvstore::create_kvstore("local"), topts);
     const auto [images, labels] = test::batch(0, 16);
     for (int step = 0; step < kSteps; ++step) trainer.train_batch(images, labels);
-    return weights(*net);
+    return test::weights(*net);
   }();
   return expected;
 }
@@ -193,7 +183,7 @@ void run_attacked_job(const Attack& attack) {
       }
       trainer.train_batch(images, labels);
     }
-    return weights(*net);
+    return test::weights(*net);
   };
   auto w0 = std::async(std::launch::async, run_worker, 0);
   auto w1 = std::async(std::launch::async, run_worker, 1);

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <utility>
+#include <vector>
 
 #include "core/context.h"
 #include "core/ndarray.h"
@@ -43,6 +44,17 @@ inline std::pair<core::NDArray, core::NDArray> batch(int64_t begin, int64_t end)
     for (int64_t p = 0; p < 28 * 28; ++p) x[i * 784 + p] = std::sin(0.01f * float((begin + i) * 784 + p) + float(y[i]));
   }
   return {images, labels};
+}
+
+// A net's learnable weights, in parameter order: what exactness compares.
+inline std::vector<float> weights(const nn::Net& net) {
+  std::vector<float> out;
+  for (const nn::Parameter& p : net.parameters()) {
+    if (p.auxiliary) continue;
+    const float* v = p.value.data_as<float>();
+    out.insert(out.end(), v, v + p.value.size());
+  }
+  return out;
 }
 
 // sgd with momentum and no weight decay. The trainer rescales by 1/(its own

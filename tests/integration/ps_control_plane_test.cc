@@ -108,7 +108,27 @@ int member_main() {
 
 // ---- processes ----------------------------------------------------------------
 
-class PsProcesses : public test::JobProcesses {};
+class PsProcesses : public test::JobProcesses {
+ protected:
+  // Scheduler (child 0), server (1) and workers 0 and 1 (2, 3) of a tcp job
+  // whose workers hold in barriers once every member has its rank.
+  void start_held_job(std::map<std::string, std::string> env) {
+    const std::string port = start_tcp_scheduler(env);
+    env["DMLC_PS_ROOT_URI"] = "127.0.0.1";
+    env["DMLC_PS_ROOT_PORT"] = port;
+    env["DT_TEST_ACTION"] = "hold";
+    auto server_env = env, w0 = env, w1 = env;
+    server_env["DMLC_ROLE"] = "server";
+    w0["DMLC_ROLE"] = w1["DMLC_ROLE"] = "worker";
+    w0["DMLC_WORKER_ID"] = "0";
+    w1["DMLC_WORKER_ID"] = "1";
+    spawn(self_path, {"--member"}, server_env);
+    spawn(self_path, {"--member"}, w0);
+    spawn(self_path, {"--member"}, w1);
+    for (size_t i = 1; i < 4; ++i) ASSERT_TRUE(wait_output(children_[i], "rank", 20s));
+    for (size_t i : {size_t{2}, size_t{3}}) ASSERT_TRUE(wait_output(children_[i], "holding", 20s));
+  }
+};
 
 std::map<std::string, std::string> fast_job(int servers, int workers) {
   return {{"DMLC_NUM_SERVER", std::to_string(servers)},
@@ -174,21 +194,9 @@ TEST_F(PsProcesses, IpcJobWithMembersStartedBeforeTheScheduler) {
 }
 
 TEST_F(PsProcesses, KilledWorkerIsReportedAsPeerLostByEveryone) {
-  auto env = fast_job(1, 2);
-  const std::string port = start_tcp_scheduler(env);
-  env["DMLC_PS_ROOT_URI"] = "127.0.0.1";
-  env["DMLC_PS_ROOT_PORT"] = port;
-  env["DT_TEST_ACTION"] = "hold";
-  auto server_env = env, w0 = env, w1 = env;
-  server_env["DMLC_ROLE"] = "server";
-  w0["DMLC_ROLE"] = w1["DMLC_ROLE"] = "worker";
-  w0["DMLC_WORKER_ID"] = "0";
-  w1["DMLC_WORKER_ID"] = "1";
-  spawn(self_path, {"--member"}, server_env);
-  spawn(self_path, {"--member"}, w0);
-  Child& victim = spawn(self_path, {"--member"}, w1);
-  for (size_t i = 1; i < children_.size(); ++i) ASSERT_TRUE(wait_output(children_[i], "rank", 20s));
-  for (size_t i : {size_t{2}, size_t{3}}) ASSERT_TRUE(wait_output(children_[i], "holding", 20s));
+  start_held_job(fast_job(1, 2));
+  if (HasFatalFailure()) return;
+  Child& victim = children_[3];
   const auto killed_at = Clock::now();
   ::kill(victim.pid, SIGKILL);
   ASSERT_TRUE(wait_exit(victim, 5s));
@@ -208,20 +216,8 @@ TEST_F(PsProcesses, KilledSchedulerIsSeenAtOnceAndNamed) {
   // A heartbeat timeout far longer than the allowed detection time: only
   // the closed connection can tell the nodes in time.
   env["DT_HEARTBEAT_TIMEOUT_S"] = "20";
-  const std::string port = start_tcp_scheduler(env);
-  env["DMLC_PS_ROOT_URI"] = "127.0.0.1";
-  env["DMLC_PS_ROOT_PORT"] = port;
-  env["DT_TEST_ACTION"] = "hold";
-  auto server_env = env, w0 = env, w1 = env;
-  server_env["DMLC_ROLE"] = "server";
-  w0["DMLC_ROLE"] = w1["DMLC_ROLE"] = "worker";
-  w0["DMLC_WORKER_ID"] = "0";
-  w1["DMLC_WORKER_ID"] = "1";
-  spawn(self_path, {"--member"}, server_env);
-  spawn(self_path, {"--member"}, w0);
-  spawn(self_path, {"--member"}, w1);
-  for (size_t i = 1; i < children_.size(); ++i) ASSERT_TRUE(wait_output(children_[i], "rank", 20s));
-  for (size_t i : {size_t{2}, size_t{3}}) ASSERT_TRUE(wait_output(children_[i], "holding", 20s));
+  start_held_job(env);
+  if (HasFatalFailure()) return;
   Child& scheduler = children_[0];
   const auto killed_at = Clock::now();
   ::kill(scheduler.pid, SIGKILL);
