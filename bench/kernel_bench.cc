@@ -26,6 +26,11 @@
 namespace {
 
 using namespace dt::ops::cpu;
+using dt::ops::Activation;
+using dt::ops::BatchNormParams;
+using dt::ops::Conv2DParams;
+using dt::ops::InnerProductParams;
+using dt::ops::Pool2DParams;
 
 int g_runs = 30;
 constexpr int kWarmup = 3;

@@ -65,22 +65,18 @@ endif()
 dt_resolve(DT_WITH_CUDNN _cudnn_found "cuDNN (cudnn.h, libcudnn)")
 dt_resolve(DT_WITH_NCCL _nccl_found "NCCL (nccl.h, libnccl)")
 
-set(_onednn_found FALSE)
-if(NOT DT_WITH_ONEDNN STREQUAL "OFF")
-  find_package(dnnl CONFIG QUIET)
-  if(dnnl_FOUND)
-    set(_onednn_found TRUE)
-  endif()
+# oneDNN: the CPU layer kernels (src/ops/cpu). Required, since a library
+# without them could not run a network on the CPU at all.
+find_package(dnnl CONFIG QUIET)
+if(NOT dnnl_FOUND)
+  message(FATAL_ERROR "oneDNN was not found; it is required for the CPU kernels (Debian: libdnnl-dev)")
 endif()
-dt_resolve(DT_WITH_ONEDNN _onednn_found "oneDNN (Debian: libdnnl-dev)")
 
 # The oneDNN kernels share the cores with OpenBLAS; both pools are sized
 # together through OpenMP (src/ops/cpu/cpu_engine), so both are linked here.
-if(DT_HAVE_ONEDNN)
-  find_package(OpenMP REQUIRED COMPONENTS CXX)
-  find_library(DT_OPENBLAS_LIBRARY NAMES openblas)
-  find_path(DT_CBLAS_INCLUDE_DIR cblas.h PATH_SUFFIXES openblas x86_64-linux-gnu/openblas-pthread)
-  if(NOT DT_OPENBLAS_LIBRARY OR NOT DT_CBLAS_INCLUDE_DIR)
-    message(FATAL_ERROR "OpenBLAS (Debian: libopenblas-dev) is needed beside oneDNN")
-  endif()
+find_package(OpenMP REQUIRED COMPONENTS CXX)
+find_library(DT_OPENBLAS_LIBRARY NAMES openblas)
+find_path(DT_CBLAS_INCLUDE_DIR cblas.h PATH_SUFFIXES openblas x86_64-linux-gnu/openblas-pthread)
+if(NOT DT_OPENBLAS_LIBRARY OR NOT DT_CBLAS_INCLUDE_DIR)
+  message(FATAL_ERROR "OpenBLAS (Debian: libopenblas-dev) is needed beside oneDNN")
 endif()

@@ -23,10 +23,7 @@ install(FILES "${PROJECT_BINARY_DIR}/disttrainConfig.cmake" "${PROJECT_BINARY_DI
 # linker flags, dependents before their dependencies. The FlatBuffers code the
 # library uses is header-only. tests/packaging/install_and_consume.sh links a
 # consumer this way.
-set(DT_PC_LIBS_PRIVATE "-lnng -lstdc++ -lm -lpthread -lz")
-if(DT_HAVE_ONEDNN)
-  string(APPEND DT_PC_LIBS_PRIVATE " -ldnnl -lopenblas -fopenmp")
-endif()
+set(DT_PC_LIBS_PRIVATE "-lnng -lstdc++ -lm -lpthread -lz -ldnnl -lopenblas -fopenmp")
 if(DT_HAVE_CUDA)
   string(APPEND DT_PC_LIBS_PRIVATE " -L${CUDAToolkit_LIBRARY_DIR} -lcublas -lcudart_static -ldl -lrt")
 endif()

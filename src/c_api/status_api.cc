@@ -13,9 +13,7 @@
 #if DT_WITH_NCCL
 #include <nccl.h>
 #endif
-#if DT_WITH_ONEDNN
 #include <oneapi/dnnl/dnnl.h>
-#endif
 
 using dt::c_api::arg;
 using dt::c_api::guarded;
@@ -90,11 +88,10 @@ dt_status dt_build_info_get(dt_build_info* info) {
     int nccl_version = 0;
     if (ncclGetVersion(&nccl_version) == ncclSuccess) full.nccl_version = nccl_version;
 #endif
-#if DT_WITH_ONEDNN
+    // oneDNN is required: every build has it.
     full.with_onednn = 1;
     const dnnl_version_t* v = dnnl_version();
     full.onednn_version = static_cast<int32_t>(v->major * 10000 + v->minor * 100 + v->patch);
-#endif
     full.gpu_count = dt::core::gpu_count();
     dt::c_api::write_struct(info, full, "info");
   });

@@ -1,10 +1,10 @@
-// KernelData: an array's elements as a kernel call takes them. The CPU
-// kernels (oneDNN) read and write float32 through float*; the GPU kernels
-// take untyped pointers to arrays of the dtype they were built for: float32,
-// or a mixed-precision net's float16 / bfloat16. One template body (Dense
-// and Conv2D share theirs, BatchNorm and MaxPool2D run one lambda on either
-// device) then serves both, each kernel argument converting to what the
-// kernel declares.
+// KernelData: an array's elements as a kernel call takes them. The ops of
+// ops/ take untyped pointers to activations, weights and their gradients,
+// of the dtype the op was built for (float32 on the CPU; float32, or a
+// mixed-precision net's float16 / bfloat16 on a GPU), and float* for what is
+// float32 on every device (biases, BatchNorm's parameters). One template
+// body (Dense and Conv2D share theirs) then serves both devices, each kernel
+// argument converting to what the op declares.
 #pragma once
 
 #include <string>

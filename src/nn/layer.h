@@ -1,6 +1,6 @@
 // A layer: one node of a network's graph, with forward and backward on the
-// device of its input: CPU kernels (oneDNN) or GPU kernels (cuDNN, cuBLAS,
-// own CUDA kernels) behind the same interface.
+// device of its input. The ops it runs (ops/) pick their CPU kernels
+// (oneDNN) or GPU kernels (cuDNN, cuBLAS, own CUDA kernels) themselves.
 //
 // Contract between Net and Layer:
 //  - Shapes include the batch dimension. Net calls output_shape() and
@@ -30,7 +30,10 @@
 #include "nn/initializer.h"
 #include "nn/kernel_data.h"
 #include "nn/parameter.h"
-#include "ops/cpu/cpu_engine.h"
+
+namespace dt::ops::cpu {
+class CpuEngine;  // only passed through to the ops: layers never include oneDNN
+}  // namespace dt::ops::cpu
 
 namespace dt::nn {
 

@@ -9,6 +9,7 @@
 #include "nn/compute_parameters.h"
 #include "nn/layers/softmax_cross_entropy_loss.h"
 #include "nn/net_internals.h"
+#include "ops/cpu/cpu_engine.h"
 #include "ops/tensor_math.h"
 #if DT_WITH_CUDA
 #include "ops/cuda/gradient_cast.h"

@@ -41,7 +41,6 @@
 #include "nn/mixed_precision_policy.h"
 #include "nn/net_description.h"
 #include "nn/parameter.h"
-#include "ops/cpu/cpu_engine.h"
 
 namespace dt::nn {
 
@@ -72,6 +71,8 @@ class Net {
   const NetDescription& description() const { return description_; }
   std::string to_json() const { return net_description_to_text(description_); }
   const std::shared_ptr<core::Context>& context() const { return ctx_; }
+  // Complete only where ops/cpu/cpu_engine.h is included: net.h keeps oneDNN
+  // out of what includes it.
   const ops::cpu::CpuEngine& engine() const { return *engine_; }
 
   // Layer names in execution order.

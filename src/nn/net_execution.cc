@@ -8,6 +8,7 @@
 #include "nn/compute_parameters.h"
 #include "nn/layers/softmax_cross_entropy_loss.h"
 #include "nn/net_internals.h"
+#include "ops/cpu/cpu_engine.h"
 #include "ops/tensor_math.h"
 
 namespace dt::nn {

@@ -157,7 +157,9 @@ static void test_build_info(void) {
   CHECK(info.with_cuda == 0 || info.with_cuda == 1);
   CHECK(info.with_cudnn == 0 || info.with_cudnn == 1);
   CHECK(info.with_nccl == 0 || info.with_nccl == 1);
-  CHECK(info.with_onednn == 0 || info.with_onednn == 1);
+  /* oneDNN is a required dependency: every build reports it. */
+  CHECK_EQ_I64(info.with_onednn, 1);
+  CHECK(info.onednn_version > 0);
   if (info.with_cuda == 0) {
     CHECK_EQ_I64(info.cuda_runtime_version, 0);
     CHECK_EQ_I64(info.gpu_count, 0);
@@ -166,7 +168,6 @@ static void test_build_info(void) {
   }
   if (info.with_cudnn == 0) CHECK_EQ_I64(info.cudnn_version, 0);
   if (info.with_nccl == 0) CHECK_EQ_I64(info.nccl_version, 0);
-  if (info.with_onednn == 0) CHECK_EQ_I64(info.onednn_version, 0);
   CHECK(info.gpu_count >= 0);
   CHECK_OK(dt_gpu_count(&gpus));
   CHECK_EQ_I64(info.gpu_count, gpus);

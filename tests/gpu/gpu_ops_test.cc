@@ -126,7 +126,7 @@ class GpuOps : public ::testing::Test {
   }
 
 #if DT_WITH_CUDNN
-  void check_conv(const ops::cpu::Conv2DParams& p, uint32_t seed) {
+  void check_conv(const ops::Conv2DParams& p, uint32_t seed) {
     const size_t nx = static_cast<size_t>(p.N * p.C * p.H * p.W);
     const size_t nw = static_cast<size_t>(p.K * (p.C / p.groups) * p.R * p.S);
     const size_t ny = static_cast<size_t>(p.N * p.K * p.out_h() * p.out_w());
@@ -161,22 +161,22 @@ class GpuOps : public ::testing::Test {
 TEST_F(GpuOps, Conv2DMatchesCpu) {
   struct Case {
     const char* name;
-    ops::cpu::Conv2DParams p;
+    ops::Conv2DParams p;
   };
   std::vector<Case> cases;
   {
-    ops::cpu::Conv2DParams p;  // LeNet's first layer
+    ops::Conv2DParams p;  // LeNet's first layer
     p.N = 8, p.C = 1, p.H = 28, p.W = 28, p.K = 6, p.R = 5, p.S = 5, p.pad_h = 2, p.pad_w = 2;
     cases.push_back({"lenet_conv1", p});
   }
   {
-    ops::cpu::Conv2DParams p;  // strided, padded, dilated, non-square
+    ops::Conv2DParams p;  // strided, padded, dilated, non-square
     p.N = 4, p.C = 6, p.H = 13, p.W = 11, p.K = 8, p.R = 3, p.S = 3, p.stride_h = 2, p.stride_w = 2;
     p.pad_h = 1, p.pad_w = 1, p.dilation_h = 2, p.dilation_w = 2;
     cases.push_back({"strided_dilated", p});
   }
   {
-    ops::cpu::Conv2DParams p;  // grouped, without bias
+    ops::Conv2DParams p;  // grouped, without bias
     p.N = 2, p.C = 8, p.H = 9, p.W = 9, p.K = 12, p.R = 3, p.S = 3, p.pad_h = 1, p.pad_w = 1, p.groups = 4;
     p.has_bias = false;
     cases.push_back({"grouped_no_bias", p});
@@ -191,7 +191,7 @@ TEST_F(GpuOps, Conv2DMatchesCpu) {
 
 TEST_F(GpuOps, InnerProductMatchesCpu) {
   for (bool bias : {true, false}) {
-    ops::cpu::InnerProductParams p;
+    ops::InnerProductParams p;
     p.N = 16, p.in = 400, p.out = 120, p.has_bias = bias;
     const size_t nx = 16 * 400, nw = 120 * 400, ny = 16 * 120;
     const std::vector<float> x = random_vector(nx, 1), w = random_vector(nw, 2, -0.1f, 0.1f),
@@ -216,9 +216,9 @@ TEST_F(GpuOps, InnerProductMatchesCpu) {
   }
 }
 
-std::vector<ops::cpu::Pool2DParams> pool_cases() {
-  std::vector<ops::cpu::Pool2DParams> cases;
-  ops::cpu::Pool2DParams p;
+std::vector<ops::Pool2DParams> pool_cases() {
+  std::vector<ops::Pool2DParams> cases;
+  ops::Pool2DParams p;
   p.N = 4, p.C = 6, p.H = 28, p.W = 28;  // LeNet's 2x2, stride 2
   cases.push_back(p);
   p.H = 15, p.W = 13, p.kernel_h = 3, p.kernel_w = 3, p.stride_h = 2, p.stride_w = 2, p.pad_h = 1, p.pad_w = 1;
@@ -227,7 +227,7 @@ std::vector<ops::cpu::Pool2DParams> pool_cases() {
 }
 
 TEST_F(GpuOps, MaxPoolMatchesCpu) {
-  for (const ops::cpu::Pool2DParams& p : pool_cases()) {
+  for (const ops::Pool2DParams& p : pool_cases()) {
     const size_t nx = static_cast<size_t>(p.N * p.C * p.H * p.W), ny = static_cast<size_t>(p.N * p.C * p.out_h() * p.out_w());
     const std::vector<float> x = random_vector(nx, 5), dy = random_vector(ny, 6);
     ops::cpu::MaxPool2D cpu(engine_, p);
@@ -251,7 +251,7 @@ TEST_F(GpuOps, MaxPoolMatchesCpu) {
 }
 
 TEST_F(GpuOps, MaxPoolNanWinsAsOnCpu) {
-  ops::cpu::Pool2DParams p;
+  ops::Pool2DParams p;
   p.N = 1, p.C = 1, p.H = 4, p.W = 4;
   std::vector<float> x = random_vector(16, 7);
   x[5] = std::nanf("");
@@ -267,7 +267,7 @@ TEST_F(GpuOps, MaxPoolNanWinsAsOnCpu) {
 }
 
 TEST_F(GpuOps, AvgPoolMatchesCpu) {
-  for (const ops::cpu::Pool2DParams& p : pool_cases()) {
+  for (const ops::Pool2DParams& p : pool_cases()) {
     for (bool include_pad : {true, false}) {
       const size_t nx = static_cast<size_t>(p.N * p.C * p.H * p.W), ny = static_cast<size_t>(p.N * p.C * p.out_h() * p.out_w());
       const std::vector<float> x = random_vector(nx, 8), dy = random_vector(ny, 9);
@@ -304,7 +304,7 @@ TEST_F(GpuOps, GlobalAvgPoolMatchesCpu) {
 }
 
 TEST_F(GpuOps, BatchNormMatchesCpu) {
-  ops::cpu::BatchNormParams p;
+  ops::BatchNormParams p;
   p.N = 8, p.C = 16, p.H = 10, p.W = 10, p.eps = 1e-5f, p.momentum = 0.1f;
   const size_t nx = static_cast<size_t>(p.N * p.C * p.H * p.W), nc = 16;
   // Offset inputs: the statistics must not rely on a mean near zero.
@@ -343,12 +343,12 @@ TEST_F(GpuOps, BatchNormMatchesCpu) {
 
 TEST_F(GpuOps, ActivationsMatchCpu) {
   const struct {
-    ops::cpu::Activation kind;
+    ops::Activation kind;
     const char* name;
     Tolerance tol;
-  } kinds[] = {{ops::cpu::Activation::kRelu, "relu", kExact},
-               {ops::cpu::Activation::kSigmoid, "sigmoid", kElementwise},
-               {ops::cpu::Activation::kTanh, "tanh", kElementwise}};
+  } kinds[] = {{ops::Activation::kRelu, "relu", kExact},
+               {ops::Activation::kSigmoid, "sigmoid", kElementwise},
+               {ops::Activation::kTanh, "tanh", kElementwise}};
   const size_t n = 10007;  // not a multiple of any block size
   const std::vector<float> x = random_vector(n, 18, -6.0f, 6.0f), dy = random_vector(n, 19);
   for (const auto& k : kinds) {
@@ -372,7 +372,7 @@ TEST_F(GpuOps, SoftmaxCrossEntropyMatchesCpu) {
   const std::vector<float> logits = random_vector(N * classes, 20, -8.0f, 8.0f);
   std::vector<int32_t> labels(N);
   for (int64_t i = 0; i < N; ++i) labels[i] = static_cast<int32_t>((i * 7) % classes);
-  for (ops::cpu::Reduction reduction : {ops::cpu::Reduction::kMean, ops::cpu::Reduction::kSum}) {
+  for (ops::Reduction reduction : {ops::Reduction::kMean, ops::Reduction::kSum}) {
     ops::cpu::SoftmaxCrossEntropy cpu(N, classes, reduction);
     const float loss = cpu.forward(logits.data(), labels.data());
     std::vector<float> dlogits(N * classes);

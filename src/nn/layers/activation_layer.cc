@@ -6,17 +6,17 @@ namespace dt::nn::layers {
 namespace {
 
 struct ActName {
-  ops::cpu::Activation kind;
+  ops::Activation kind;
   const char* name;
 };
 
 constexpr ActName kActNames[] = {
-    {ops::cpu::Activation::kRelu, "relu"},
-    {ops::cpu::Activation::kSigmoid, "sigmoid"},
-    {ops::cpu::Activation::kTanh, "tanh"},
+    {ops::Activation::kRelu, "relu"},
+    {ops::Activation::kSigmoid, "sigmoid"},
+    {ops::Activation::kTanh, "tanh"},
 };
 
-const char* act_name(ops::cpu::Activation kind) {
+const char* act_name(ops::Activation kind) {
   for (const ActName& entry : kActNames) {
     if (entry.kind == kind) return entry.name;
   }
@@ -25,7 +25,7 @@ const char* act_name(ops::cpu::Activation kind) {
 
 // The fixed-function types take no attributes; still reject any, so that a
 // stray key does not pass unnoticed.
-std::unique_ptr<Layer> create_fixed(const char* type, ops::cpu::Activation kind, const std::string& name,
+std::unique_ptr<Layer> create_fixed(const char* type, ops::Activation kind, const std::string& name,
                                     const nlohmann::json& attributes) {
   AttributeReader(type, name, attributes).finish();
   return std::make_unique<ActivationLayer>(name, kind, type);
@@ -33,20 +33,20 @@ std::unique_ptr<Layer> create_fixed(const char* type, ops::cpu::Activation kind,
 
 }  // namespace
 
-ActivationLayer::ActivationLayer(std::string name, ops::cpu::Activation kind, const char* type)
+ActivationLayer::ActivationLayer(std::string name, ops::Activation kind, const char* type)
     : Layer(std::move(name)), kind_(kind), type_(type) {}
 
 std::unique_ptr<Layer> ActivationLayer::create_relu(const std::string& name, const nlohmann::json& attributes) {
-  return create_fixed("ReLU", ops::cpu::Activation::kRelu, name, attributes);
+  return create_fixed("ReLU", ops::Activation::kRelu, name, attributes);
 }
 
 std::unique_ptr<Layer> ActivationLayer::create_sigmoid(const std::string& name,
                                                        const nlohmann::json& attributes) {
-  return create_fixed("Sigmoid", ops::cpu::Activation::kSigmoid, name, attributes);
+  return create_fixed("Sigmoid", ops::Activation::kSigmoid, name, attributes);
 }
 
 std::unique_ptr<Layer> ActivationLayer::create_tanh(const std::string& name, const nlohmann::json& attributes) {
-  return create_fixed("Tanh", ops::cpu::Activation::kTanh, name, attributes);
+  return create_fixed("Tanh", ops::Activation::kTanh, name, attributes);
 }
 
 std::unique_ptr<Layer> ActivationLayer::create_activation(const std::string& name,
@@ -67,36 +67,18 @@ core::Shape ActivationLayer::output_shape(const std::vector<core::Shape>& inputs
   return x;
 }
 
-ops::cpu::Eltwise& ActivationLayer::kernel(const core::Shape& input, const LayerRuntime* runtime) {
+ops::Eltwise& ActivationLayer::kernel(const core::NDArray& input, const LayerRuntime* runtime) {
   return kernels_.get(input, [&] {
-    return run_kernel(*this, [&] { return ops::cpu::Eltwise(engine_of(*this, runtime), kind_, input.numel()); });
+    const ops::Target target = target_of(*this, input, runtime);
+    return run_kernel(*this, [&] { return ops::make_eltwise(target, kind_, input.shape().numel()); });
   });
 }
-
-#if DT_WITH_CUDA
-ops::cuda::Eltwise& ActivationLayer::gpu_kernel(const core::NDArray& input) {
-  return gpu_kernels_.get(
-      input.context(), input.shape(),
-      [&] {
-        return run_kernel(*this,
-                          [&] { return ops::cuda::Eltwise(input.context(), kind_, input.shape().numel(), input.dtype()); });
-      },
-      input.dtype());
-}
-#endif
 
 void ActivationLayer::forward(const ForwardArgs& args) {
   check_forward(*this, args, 0);
   const core::NDArray& x = *args.inputs[0];
-#if DT_WITH_CUDA
-  if (on_gpu(x)) {
-    ops::cuda::Eltwise& k = gpu_kernel(x);
-    run_kernel(*this, [&] { k.forward(x.data(), args.output->data()); });
-    return;
-  }
-#endif
-  ops::cpu::Eltwise& k = kernel(x.shape(), args.runtime);
-  run_kernel(*this, [&] { k.forward(x.data_as<float>(), args.output->data_as<float>()); });
+  ops::Eltwise& k = kernel(x, args.runtime);
+  run_kernel(*this, [&] { k.forward(x.data(), args.output->data()); });
 }
 
 void ActivationLayer::backward(const BackwardArgs& args) {
@@ -107,20 +89,8 @@ void ActivationLayer::backward(const BackwardArgs& args) {
                       describe(*this) + ": backward needs the forward output, of the output gradient's shape");
   }
   check_float_on(*this, *args.output, "output", *args.inputs[0]->context(), args.inputs[0]->dtype());
-#if DT_WITH_CUDA
-  if (on_gpu(*args.inputs[0])) {
-    ops::cuda::Eltwise& k = gpu_kernel(*args.inputs[0]);
-    run_kernel(*this, [&] {
-      k.backward(args.output->data(), args.output_grad->data(), args.input_grads[0]->data());
-    });
-    return;
-  }
-#endif
-  ops::cpu::Eltwise& k = kernel(args.inputs[0]->shape(), args.runtime);
-  run_kernel(*this, [&] {
-    k.backward(args.output->data_as<float>(), args.output_grad->data_as<float>(),
-               args.input_grads[0]->data_as<float>());
-  });
+  ops::Eltwise& k = kernel(*args.inputs[0], args.runtime);
+  run_kernel(*this, [&] { k.backward(args.output->data(), args.output_grad->data(), args.input_grads[0]->data()); });
 }
 
 nlohmann::json ActivationLayer::attributes() const {

@@ -5,10 +5,7 @@
 
 #include "nn/layer.h"
 #include "nn/layers/layer_support.h"
-#include "ops/cpu/eltwise.h"
-#if DT_WITH_CUDA
-#include "ops/cuda/eltwise.h"
-#endif
+#include "ops/eltwise.h"
 
 namespace dt::nn::layers {
 
@@ -17,7 +14,7 @@ class ActivationLayer : public Layer {
   // type: the JSON type this layer was made as, kept so that a description
   // written back says "ReLU" where it said "ReLU". Must be a string literal
   // or otherwise outlive the layer.
-  ActivationLayer(std::string name, ops::cpu::Activation kind, const char* type);
+  ActivationLayer(std::string name, ops::Activation kind, const char* type);
 
   static std::unique_ptr<Layer> create_relu(const std::string& name, const nlohmann::json& attributes);
   static std::unique_ptr<Layer> create_sigmoid(const std::string& name, const nlohmann::json& attributes);
@@ -32,15 +29,11 @@ class ActivationLayer : public Layer {
   nlohmann::json attributes() const override;
 
  private:
-  ops::cpu::Eltwise& kernel(const core::Shape& input, const LayerRuntime* runtime);
+  ops::Eltwise& kernel(const core::NDArray& input, const LayerRuntime* runtime);
 
-  ops::cpu::Activation kind_;
+  ops::Activation kind_;
   const char* type_;
-  ShapeCache<ops::cpu::Eltwise> kernels_;
-#if DT_WITH_CUDA
-  ops::cuda::Eltwise& gpu_kernel(const core::NDArray& input);
-  GpuShapeCache<ops::cuda::Eltwise> gpu_kernels_;
-#endif
+  KernelCache<ops::Eltwise> kernels_;
 };
 
 }  // namespace dt::nn::layers

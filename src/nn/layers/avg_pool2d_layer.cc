@@ -16,55 +16,26 @@ std::unique_ptr<Layer> AvgPool2DLayer::create(const std::string& name, const nlo
   return std::make_unique<AvgPool2DLayer>(name, window, count_include_pad);
 }
 
-ops::cpu::AvgPool2D& AvgPool2DLayer::kernel(const core::Shape& input, const LayerRuntime* runtime) {
+ops::AvgPool2D& AvgPool2DLayer::kernel(const core::NDArray& input, const LayerRuntime* runtime) {
   return kernels_.get(input, [&] {
-    const ops::cpu::Pool2DParams p = params_for(input);
-    return run_kernel(*this,
-                      [&] { return ops::cpu::AvgPool2D(engine_of(*this, runtime), p, count_include_pad_); });
+    const ops::Pool2DParams p = params_for(input.shape());
+    const ops::Target target = target_of(*this, input, runtime);
+    return run_kernel(*this, [&] { return ops::make_avg_pool2d(target, p, count_include_pad_); });
   });
 }
-
-#if DT_WITH_CUDA
-ops::cuda::AvgPool2D& AvgPool2DLayer::gpu_kernel(const core::NDArray& input) {
-  return gpu_kernels_.get(
-      input.context(), input.shape(),
-      [&] {
-        const ops::cpu::Pool2DParams p = params_for(input.shape());
-        return run_kernel(*this,
-                          [&] { return ops::cuda::AvgPool2D(input.context(), p, count_include_pad_, input.dtype()); });
-      },
-      input.dtype());
-}
-#endif
 
 void AvgPool2DLayer::forward(const ForwardArgs& args) {
   check_forward(*this, args, 0);
   const core::NDArray& x = *args.inputs[0];
-#if DT_WITH_CUDA
-  if (on_gpu(x)) {
-    ops::cuda::AvgPool2D& k = gpu_kernel(x);
-    run_kernel(*this, [&] { k.forward(x.data(), args.output->data()); });
-    return;
-  }
-#endif
-  ops::cpu::AvgPool2D& k = kernel(x.shape(), args.runtime);
-  run_kernel(*this, [&] { k.forward(x.data_as<float>(), args.output->data_as<float>()); });
+  ops::AvgPool2D& k = kernel(x, args.runtime);
+  run_kernel(*this, [&] { k.forward(x.data(), args.output->data()); });
 }
 
 void AvgPool2DLayer::backward(const BackwardArgs& args) {
   check_backward(*this, args, 0);
   if (args.input_grads[0] == nullptr) return;
-#if DT_WITH_CUDA
-  if (on_gpu(*args.inputs[0])) {
-    ops::cuda::AvgPool2D& k = gpu_kernel(*args.inputs[0]);
-    run_kernel(*this, [&] { k.backward(args.output_grad->data(), args.input_grads[0]->data()); });
-    return;
-  }
-#endif
-  ops::cpu::AvgPool2D& k = kernel(args.inputs[0]->shape(), args.runtime);
-  run_kernel(*this, [&] {
-    k.backward(args.output_grad->data_as<float>(), args.input_grads[0]->data_as<float>());
-  });
+  ops::AvgPool2D& k = kernel(*args.inputs[0], args.runtime);
+  run_kernel(*this, [&] { k.backward(args.output_grad->data(), args.input_grads[0]->data()); });
 }
 
 nlohmann::json AvgPool2DLayer::attributes() const {

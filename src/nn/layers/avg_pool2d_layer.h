@@ -17,14 +17,10 @@ class AvgPool2DLayer : public Pool2DLayer {
   nlohmann::json attributes() const override;
 
  private:
-  ops::cpu::AvgPool2D& kernel(const core::Shape& input, const LayerRuntime* runtime);
+  ops::AvgPool2D& kernel(const core::NDArray& input, const LayerRuntime* runtime);
 
   bool count_include_pad_;
-  ShapeCache<ops::cpu::AvgPool2D> kernels_;
-#if DT_WITH_CUDA
-  ops::cuda::AvgPool2D& gpu_kernel(const core::NDArray& input);
-  GpuShapeCache<ops::cuda::AvgPool2D> gpu_kernels_;
-#endif
+  KernelCache<ops::AvgPool2D> kernels_;
 };
 
 }  // namespace dt::nn::layers

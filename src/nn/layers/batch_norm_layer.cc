@@ -32,12 +32,12 @@ std::unique_ptr<Layer> BatchNormLayer::create(const std::string& name, const nlo
   return std::make_unique<BatchNormLayer>(name, o);
 }
 
-ops::cpu::BatchNormParams BatchNormLayer::params_for(const core::Shape& x) const {
+ops::BatchNormParams BatchNormLayer::params_for(const core::Shape& x) const {
   const std::string rule =
       "(N, C, ...)" + (options_.in_channels != 0 ? " with C=" + std::to_string(options_.in_channels) : "");
   if (x.ndim() < 2 || x.numel() == 0) throw_shape_error(*this, "a non-empty " + rule, x);
   if (options_.in_channels != 0 && x[1] != options_.in_channels) throw_shape_error(*this, rule, x);
-  ops::cpu::BatchNormParams p;
+  ops::BatchNormParams p;
   p.N = x[0];
   p.C = x[1];
   // The trailing dims are one spatial extent to the kernel: the same bytes.
@@ -61,125 +61,68 @@ std::vector<ParamSpec> BatchNormLayer::param_specs(const std::vector<core::Shape
           {"running_var", c, Initializer{Initializer::Kind::kOnes}, true}};
 }
 
-ops::cpu::BatchNorm& BatchNormLayer::kernel(const core::Shape& input, const LayerRuntime* runtime) {
+ops::BatchNorm& BatchNormLayer::kernel(const core::NDArray& input, const LayerRuntime* runtime) {
   return kernels_.get(input, [&] {
-    const ops::cpu::BatchNormParams p = params_for(input);
-    return run_kernel(*this, [&] { return ops::cpu::BatchNorm(engine_of(*this, runtime), p); });
+    const ops::BatchNormParams p = params_for(input.shape());
+    const ops::Target target = target_of(*this, input, runtime);
+    return run_kernel(*this, [&] { return ops::make_batch_norm(target, p); });
   });
 }
 
 void BatchNormLayer::forward(const ForwardArgs& args) {
   check_forward(*this, args, 4);
   const core::NDArray& x = *args.inputs[0];
-  const bool gpu = on_gpu(x);
   const float* gamma = args.params[0]->value.data_as<float>();
   const float* beta = args.params[1]->value.data_as<float>();
   float* running_mean = args.params[2]->value.data_as<float>();
   float* running_var = args.params[3]->value.data_as<float>();
-  const KernelData y(*args.output);
-  // The same steps on either device; only the kernel and where the batch
-  // statistics are kept for backward differ.
-  const auto run = [&](auto& k) {
-    if (!args.train) {
-      run_kernel(*this, [&] { k.forward_inference(KernelData(x), gamma, beta, running_mean, running_var, y); });
-      return;
-    }
-    have_saved_ = false;  // stays false if the kernel throws half-way
-    const auto [saved_mean, saved_var] = saved_statistics(x);
-    run_kernel(*this, [&, saved_mean = saved_mean, saved_var = saved_var] {
-      k.forward_training(KernelData(x), gamma, beta, y, saved_mean, saved_var, running_mean, running_var);
-    });
-    saved_shape_ = x.shape();
-    saved_on_gpu_ = gpu;
-    have_saved_ = true;
-  };
-#if DT_WITH_CUDA
-  if (gpu) {
-    run(gpu_kernels_.get(
-        x.context(), x.shape(),
-        [&] {
-          const ops::cpu::BatchNormParams p = params_for(x.shape());
-          return run_kernel(*this, [&] { return ops::cuda::BatchNorm(x.context(), p, x.dtype()); });
-        },
-        x.dtype()));
+  void* y = args.output->data();
+  ops::BatchNorm& k = kernel(x, args.runtime);
+  if (!args.train) {
+    run_kernel(*this, [&] { k.forward_inference(x.data(), gamma, beta, running_mean, running_var, y); });
     return;
   }
-#endif
-  run(kernel(x.shape(), args.runtime));
+  have_saved_ = false;  // stays false if the kernel throws half-way
+  const auto [saved_mean, saved_var] = saved_statistics(x);
+  run_kernel(*this, [&, saved_mean = saved_mean, saved_var = saved_var] {
+    k.forward_training(x.data(), gamma, beta, y, saved_mean, saved_var, running_mean, running_var);
+  });
+  saved_shape_ = x.shape();
+  saved_on_gpu_ = on_gpu(x);
+  have_saved_ = true;
 }
 
 std::pair<float*, float*> BatchNormLayer::saved_statistics(const core::NDArray& x) {
-  const int64_t channels = x.shape()[1];
-#if DT_WITH_CUDA
-  if (on_gpu(x)) {
-    const core::Shape shape({channels});
-    if (!gpu_saved_mean_.defined() || gpu_saved_mean_.shape() != shape || gpu_saved_mean_.context() != x.context()) {
-      gpu_saved_mean_ = core::NDArray::empty(x.context(), core::DType::kFloat32, shape);
-      gpu_saved_var_ = core::NDArray::empty(x.context(), core::DType::kFloat32, shape);
-    }
-    return {gpu_saved_mean_.data_as<float>(), gpu_saved_var_.data_as<float>()};
+  const core::Shape shape({x.shape()[1]});
+  if (!saved_mean_.defined() || saved_mean_.shape() != shape || saved_mean_.context() != x.context()) {
+    saved_mean_ = core::NDArray::empty(x.context(), core::DType::kFloat32, shape);
+    saved_var_ = core::NDArray::empty(x.context(), core::DType::kFloat32, shape);
   }
-#endif
-  saved_mean_.resize(static_cast<size_t>(channels));
-  saved_var_.resize(static_cast<size_t>(channels));
-  return {saved_mean_.data(), saved_var_.data()};
+  return {saved_mean_.data_as<float>(), saved_var_.data_as<float>()};
 }
 
 void BatchNormLayer::backward(const BackwardArgs& args) {
   check_backward(*this, args, 4);
   const core::NDArray& x = *args.inputs[0];
-  if (!have_saved_ || saved_shape_ != x.shape() || saved_on_gpu_ != on_gpu(x)) {
+  const bool gpu = on_gpu(x);
+  if (!have_saved_ || saved_shape_ != x.shape() || saved_on_gpu_ != gpu) {
     throw Error(ErrorCode::kBadState, describe(*this) + ": backward needs a training forward on input " +
                                           x.shape().to_string() + " first");
   }
-#if DT_WITH_CUDA
-  if (saved_on_gpu_) {
-    backward_gpu(args);
-    return;
-  }
-#endif
   Parameter& gamma = *args.params[0];
   Parameter& beta = *args.params[1];
   const bool want_params = gamma.grad_req != GradReq::kNull || beta.grad_req != GradReq::kNull;
   if (args.input_grads[0] == nullptr && !want_params) return;
-  ops::cpu::BatchNorm& k = kernel(x.shape(), args.runtime);
-  float* dx = nullptr;
-  if (args.input_grads[0] != nullptr) {
-    dx = args.input_grads[0]->data_as<float>();
-  } else {
-    scratch_dx_.resize(x.size());
-    dx = scratch_dx_.data();
-  }
-  auto compute = [&](KernelData dgamma, KernelData dbeta) {
-    k.backward(x.data_as<float>(), args.output_grad->data_as<float>(), gamma.value.data_as<float>(),
-               saved_mean_.data(), saved_var_.data(), dx, dgamma, dbeta);
-  };
-  run_kernel(*this, [&] {
-    if (want_params) {
-      fused_param_grads(gamma, &beta, compute);
-    } else {
-      scratch_dgamma_.resize(gamma.value.size());
-      scratch_dbeta_.resize(beta.value.size());
-      compute(KernelData(scratch_dgamma_.data(), core::DType::kFloat32),
-              KernelData(scratch_dbeta_.data(), core::DType::kFloat32));
-    }
-  });
-}
-
-#if DT_WITH_CUDA
-void BatchNormLayer::backward_gpu(const BackwardArgs& args) {
-  const core::NDArray& x = *args.inputs[0];
-  Parameter& gamma = *args.params[0];
-  Parameter& beta = *args.params[1];
-  const bool want_params = gamma.grad_req != GradReq::kNull || beta.grad_req != GradReq::kNull;
-  if (args.input_grads[0] == nullptr && !want_params) return;
-  ops::cuda::BatchNorm* k = gpu_kernels_.find(x.context(), x.shape(), x.dtype());
+  // A GPU kernel is bound to the context and dtype of its forward, which
+  // must be this call's; a CPU kernel may be rebuilt (the statistics are
+  // kept here, not in it).
+  ops::BatchNorm* k = gpu ? kernels_.find(x) : &kernel(x, args.runtime);
   if (k == nullptr) {
     throw Error(ErrorCode::kBadState,
                 describe(*this) + ": backward needs a training forward on " + x.context()->to_string() + " first");
   }
   // The kernel writes dx, dgamma and dbeta together; those not wanted go to
-  // scratch arrays on the same GPU.
+  // scratch arrays on the same device.
   core::NDArray scratch_dx, scratch_dgamma, scratch_dbeta;
   void* dx = nullptr;
   if (args.input_grads[0] != nullptr) {
@@ -189,8 +132,8 @@ void BatchNormLayer::backward_gpu(const BackwardArgs& args) {
     dx = scratch_dx.data();
   }
   auto compute = [&](KernelData dgamma, KernelData dbeta) {
-    k->backward(x.data(), args.output_grad->data(), gamma.value.data_as<float>(), gpu_saved_mean_.data_as<float>(),
-                gpu_saved_var_.data_as<float>(), dx, dgamma, dbeta);
+    k->backward(x.data(), args.output_grad->data(), gamma.value.data_as<float>(), saved_mean_.data_as<float>(),
+                saved_var_.data_as<float>(), dx, dgamma, dbeta);
   };
   run_kernel(*this, [&] {
     if (want_params) {
@@ -202,7 +145,6 @@ void BatchNormLayer::backward_gpu(const BackwardArgs& args) {
     }
   });
 }
-#endif
 
 nlohmann::json BatchNormLayer::attributes() const {
   nlohmann::json a = {{"momentum", options_.momentum}, {"epsilon", options_.epsilon}};

@@ -14,10 +14,7 @@
 
 #include "nn/layer.h"
 #include "nn/layers/layer_support.h"
-#include "ops/cpu/batch_norm.h"
-#if DT_WITH_CUDA
-#include "ops/cuda/batch_norm.h"
-#endif
+#include "ops/batch_norm.h"
 
 namespace dt::nn::layers {
 
@@ -40,27 +37,19 @@ class BatchNormLayer : public Layer {
   nlohmann::json attributes() const override;
 
  private:
-  ops::cpu::BatchNormParams params_for(const core::Shape& input) const;
-  ops::cpu::BatchNorm& kernel(const core::Shape& input, const LayerRuntime* runtime);
+  ops::BatchNormParams params_for(const core::Shape& input) const;
+  ops::BatchNorm& kernel(const core::NDArray& input, const LayerRuntime* runtime);
 
   Options options_;
-  ShapeCache<ops::cpu::BatchNorm> kernels_;
-  // Batch statistics of the latest training forward, for backward.
+  KernelCache<ops::BatchNorm> kernels_;
+  // Batch statistics of the latest training forward, for backward: float32
+  // arrays of C on the input's device.
   core::Shape saved_shape_;
   bool have_saved_ = false;
-  bool saved_on_gpu_ = false;  // which of the two sets below holds them
-  std::vector<float> saved_mean_, saved_var_;
-  // Where a training forward on x keeps the batch mean and variance for
-  // backward: the host vectors, or arrays on x's GPU.
+  bool saved_on_gpu_ = false;
+  core::NDArray saved_mean_, saved_var_;
+  // Where a training forward on x keeps the batch mean and variance.
   std::pair<float*, float*> saved_statistics(const core::NDArray& x);
-  // Where unwanted gradients go: the kernel computes dx, dgamma and dbeta
-  // in one call.
-  std::vector<float> scratch_dx_, scratch_dgamma_, scratch_dbeta_;
-#if DT_WITH_CUDA
-  void backward_gpu(const BackwardArgs& args);
-  GpuShapeCache<ops::cuda::BatchNorm> gpu_kernels_;
-  core::NDArray gpu_saved_mean_, gpu_saved_var_;  // on the input's GPU
-#endif
 };
 
 }  // namespace dt::nn::layers

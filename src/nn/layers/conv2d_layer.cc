@@ -42,7 +42,7 @@ std::unique_ptr<Layer> Conv2DLayer::create(const std::string& name, const nlohma
   return std::make_unique<Conv2DLayer>(name, o);
 }
 
-ops::cpu::Conv2DParams Conv2DLayer::params_for(const core::Shape& x) const {
+ops::Conv2DParams Conv2DLayer::params_for(const core::Shape& x) const {
   const Options& o = options_;
   const std::string c_rule =
       o.in_channels != 0 ? "C=" + std::to_string(o.in_channels)
@@ -52,7 +52,7 @@ ops::cpu::Conv2DParams Conv2DLayer::params_for(const core::Shape& x) const {
   if ((o.in_channels != 0 && x[1] != o.in_channels) || x[1] % o.groups != 0) {
     throw_shape_error(*this, "(N, C, H, W) with " + c_rule, x);
   }
-  ops::cpu::Conv2DParams p;
+  ops::Conv2DParams p;
   p.N = x[0];
   p.C = x[1];
   p.H = x[2];
@@ -80,61 +80,37 @@ ops::cpu::Conv2DParams Conv2DLayer::params_for(const core::Shape& x) const {
 }
 
 core::Shape Conv2DLayer::output_shape(const std::vector<core::Shape>& inputs) const {
-  const ops::cpu::Conv2DParams p = params_for(inputs.at(0));
+  const ops::Conv2DParams p = params_for(inputs.at(0));
   return core::Shape({p.N, p.K, p.out_h(), p.out_w()});
 }
 
 std::vector<ParamSpec> Conv2DLayer::param_specs(const std::vector<core::Shape>& inputs) const {
-  const ops::cpu::Conv2DParams p = params_for(inputs.at(0));
+  const ops::Conv2DParams p = params_for(inputs.at(0));
   std::vector<ParamSpec> specs{
       {"weight", core::Shape({p.K, p.C / p.groups, p.R, p.S}), options_.weight_init, false, true}};
   if (options_.use_bias) specs.push_back({"bias", core::Shape({p.K}), options_.bias_init});
   return specs;
 }
 
-ops::cpu::Conv2D& Conv2DLayer::kernel(const core::Shape& input, const LayerRuntime* runtime) {
+ops::Conv2D& Conv2DLayer::kernel(const core::NDArray& input, const LayerRuntime* runtime) {
+  if (on_gpu(input) && !ops::gpu_conv2d_available()) {
+    throw_no_gpu_kernel(*this, "in this build: GPU convolution needs cuDNN");
+  }
   return kernels_.get(input, [&] {
-    const ops::cpu::Conv2DParams p = params_for(input);
-    return run_kernel(*this, [&] { return ops::cpu::Conv2D(engine_of(*this, runtime), p); });
+    const ops::Conv2DParams p = params_for(input.shape());
+    const ops::Target target = target_of(*this, input, runtime);
+    return run_kernel(*this, [&] { return ops::make_conv2d(target, p); });
   });
 }
 
-#if DT_WITH_CUDNN
-ops::cuda::Conv2D& Conv2DLayer::gpu_kernel(const core::NDArray& input) {
-  return gpu_kernels_.get(
-      input.context(), input.shape(),
-      [&] {
-        const ops::cpu::Conv2DParams p = params_for(input.shape());
-        return run_kernel(*this, [&] { return ops::cuda::Conv2D(input.context(), p, input.dtype()); });
-      },
-      input.dtype());
-}
-#endif
-
 void Conv2DLayer::forward(const ForwardArgs& args) {
   check_forward(*this, args, options_.use_bias ? 2 : 1);
-  if (on_gpu(*args.inputs[0])) {
-#if DT_WITH_CUDNN
-    weighted_forward(*this, gpu_kernel(*args.inputs[0]), args, options_.use_bias);
-    return;
-#else
-    throw_no_gpu_kernel(*this, "in this build: GPU convolution needs cuDNN");
-#endif
-  }
-  weighted_forward(*this, kernel(args.inputs[0]->shape(), args.runtime), args, options_.use_bias);
+  weighted_forward(*this, kernel(*args.inputs[0], args.runtime), args, options_.use_bias);
 }
 
 void Conv2DLayer::backward(const BackwardArgs& args) {
   check_backward(*this, args, options_.use_bias ? 2 : 1);
-  if (on_gpu(*args.inputs[0])) {
-#if DT_WITH_CUDNN
-    weighted_backward(*this, gpu_kernel(*args.inputs[0]), args, options_.use_bias);
-    return;
-#else
-    throw_no_gpu_kernel(*this, "in this build: GPU convolution needs cuDNN");
-#endif
-  }
-  weighted_backward(*this, kernel(args.inputs[0]->shape(), args.runtime), args, options_.use_bias);
+  weighted_backward(*this, kernel(*args.inputs[0], args.runtime), args, options_.use_bias);
 }
 
 nlohmann::json Conv2DLayer::attributes() const {

@@ -4,10 +4,7 @@
 
 #include "nn/layer.h"
 #include "nn/layers/layer_support.h"
-#include "ops/cpu/conv2d.h"
-#if DT_WITH_CUDNN
-#include "ops/cuda/conv2d.h"
-#endif
+#include "ops/conv2d.h"
 
 namespace dt::nn::layers {
 
@@ -44,15 +41,12 @@ class Conv2DLayer : public Layer {
 
  private:
   // The kernel's parameters for an input, after checking it.
-  ops::cpu::Conv2DParams params_for(const core::Shape& input) const;
-  ops::cpu::Conv2D& kernel(const core::Shape& input, const LayerRuntime* runtime);
+  ops::Conv2DParams params_for(const core::Shape& input) const;
+  // Error(kNotSupported) on a GPU in a build without cuDNN.
+  ops::Conv2D& kernel(const core::NDArray& input, const LayerRuntime* runtime);
 
   Options options_;
-  ShapeCache<ops::cpu::Conv2D> kernels_;
-#if DT_WITH_CUDNN
-  ops::cuda::Conv2D& gpu_kernel(const core::NDArray& input);
-  GpuShapeCache<ops::cuda::Conv2D> gpu_kernels_;
-#endif
+  KernelCache<ops::Conv2D> kernels_;
 };
 
 }  // namespace dt::nn::layers

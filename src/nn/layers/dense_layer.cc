@@ -61,55 +61,27 @@ std::vector<ParamSpec> DenseLayer::param_specs(const std::vector<core::Shape>& i
   return specs;
 }
 
-ops::cpu::InnerProduct& DenseLayer::kernel(const core::Shape& input, const LayerRuntime* runtime) {
+ops::InnerProduct& DenseLayer::kernel(const core::NDArray& input, const LayerRuntime* runtime) {
   return kernels_.get(input, [&] {
-    const auto [rows, in] = matrix_of(input);
-    ops::cpu::InnerProductParams p;
+    const auto [rows, in] = matrix_of(input.shape());
+    ops::InnerProductParams p;
     p.N = rows;
     p.in = in;
     p.out = options_.units;
     p.has_bias = options_.use_bias;
-    return run_kernel(*this, [&] { return ops::cpu::InnerProduct(engine_of(*this, runtime), p); });
+    const ops::Target target = target_of(*this, input, runtime);
+    return run_kernel(*this, [&] { return ops::make_inner_product(target, p); });
   });
 }
 
-#if DT_WITH_CUDA
-ops::cuda::InnerProduct& DenseLayer::gpu_kernel(const core::NDArray& input) {
-  return gpu_kernels_.get(
-      input.context(), input.shape(),
-      [&] {
-        const auto [rows, in] = matrix_of(input.shape());
-        ops::cpu::InnerProductParams p;
-        p.N = rows;
-        p.in = in;
-        p.out = options_.units;
-        p.has_bias = options_.use_bias;
-        return run_kernel(*this, [&] { return ops::cuda::InnerProduct(input.context(), p, input.dtype()); });
-      },
-      input.dtype());
-}
-#endif
-
 void DenseLayer::forward(const ForwardArgs& args) {
   check_forward(*this, args, options_.use_bias ? 2 : 1);
-#if DT_WITH_CUDA
-  if (on_gpu(*args.inputs[0])) {
-    weighted_forward(*this, gpu_kernel(*args.inputs[0]), args, options_.use_bias);
-    return;
-  }
-#endif
-  weighted_forward(*this, kernel(args.inputs[0]->shape(), args.runtime), args, options_.use_bias);
+  weighted_forward(*this, kernel(*args.inputs[0], args.runtime), args, options_.use_bias);
 }
 
 void DenseLayer::backward(const BackwardArgs& args) {
   check_backward(*this, args, options_.use_bias ? 2 : 1);
-#if DT_WITH_CUDA
-  if (on_gpu(*args.inputs[0])) {
-    weighted_backward(*this, gpu_kernel(*args.inputs[0]), args, options_.use_bias);
-    return;
-  }
-#endif
-  weighted_backward(*this, kernel(args.inputs[0]->shape(), args.runtime), args, options_.use_bias);
+  weighted_backward(*this, kernel(*args.inputs[0], args.runtime), args, options_.use_bias);
 }
 
 nlohmann::json DenseLayer::attributes() const {

@@ -6,10 +6,7 @@
 
 #include "nn/layer.h"
 #include "nn/layers/layer_support.h"
-#include "ops/cpu/inner_product.h"
-#if DT_WITH_CUDA
-#include "ops/cuda/inner_product.h"
-#endif
+#include "ops/inner_product.h"
 
 namespace dt::nn::layers {
 
@@ -40,14 +37,10 @@ class DenseLayer : public Layer {
  private:
   // (rows, in) as the inner product sees the input.
   std::pair<int64_t, int64_t> matrix_of(const core::Shape& input) const;
-  ops::cpu::InnerProduct& kernel(const core::Shape& input, const LayerRuntime* runtime);
+  ops::InnerProduct& kernel(const core::NDArray& input, const LayerRuntime* runtime);
 
   Options options_;
-  ShapeCache<ops::cpu::InnerProduct> kernels_;
-#if DT_WITH_CUDA
-  ops::cuda::InnerProduct& gpu_kernel(const core::NDArray& input);
-  GpuShapeCache<ops::cuda::InnerProduct> gpu_kernels_;
-#endif
+  KernelCache<ops::InnerProduct> kernels_;
 };
 
 }  // namespace dt::nn::layers

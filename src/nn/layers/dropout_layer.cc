@@ -1,11 +1,8 @@
 #include "nn/layers/dropout_layer.h"
 
 #include "nn/layers/seeded_hash.h"
+#include "ops/dropout.h"
 #include "ops/dropout_mask.h"
-
-#if DT_WITH_CUDA
-#include "ops/cuda/dropout.h"
-#endif
 
 namespace dt::nn::layers {
 
@@ -67,24 +64,9 @@ void DropoutLayer::forward(const ForwardArgs& args) {
   }
   const uint64_t key = mask_key(args.runtime->seed, name(), args.runtime->step);
   ensure_mask(mask_, x);
-  const size_t n = x.size();
-#if DT_WITH_CUDA
-  if (on_gpu(x)) {
-    run_kernel(*this, [&] {
-      ops::cuda::dropout_forward(*x.context(), x.dtype(), x.data(), y.data(), mask_.data_as<uint8_t>(), n, key,
-                                 rate_);
-    });
-    return;
-  }
-#endif
-  const float* in = x.data_as<float>();
-  float* out = y.data_as<float>();
-  uint8_t* mask = mask_.data_as<uint8_t>();
-  const float scale = static_cast<float>(1.0 / (1.0 - rate_));
-  for (size_t i = 0; i < n; ++i) {
-    mask[i] = keeps(key, i, rate_) ? 1 : 0;
-    out[i] = mask[i] ? in[i] * scale : 0.0f;
-  }
+  run_kernel(*this, [&] {
+    ops::dropout_forward(*x.context(), x.dtype(), x.data(), y.data(), mask_.data_as<uint8_t>(), x.size(), key, rate_);
+  });
 }
 
 void DropoutLayer::backward(const BackwardArgs& args) {
@@ -101,21 +83,9 @@ void DropoutLayer::backward(const BackwardArgs& args) {
     if (dx.data() != dy.data()) dx.copy_from(dy);
     return;
   }
-  const size_t n = x.size();
-#if DT_WITH_CUDA
-  if (on_gpu(x)) {
-    run_kernel(*this, [&] {
-      ops::cuda::dropout_backward(*x.context(), dy.dtype(), dy.data(), dx.data(), mask_.data_as<uint8_t>(), n,
-                                  rate_);
-    });
-    return;
-  }
-#endif
-  const float* g = dy.data_as<float>();
-  float* out = dx.data_as<float>();
-  const uint8_t* mask = mask_.data_as<uint8_t>();
-  const float scale = static_cast<float>(1.0 / (1.0 - rate_));
-  for (size_t i = 0; i < n; ++i) out[i] = mask[i] ? g[i] * scale : 0.0f;
+  run_kernel(*this, [&] {
+    ops::dropout_backward(*x.context(), dy.dtype(), dy.data(), dx.data(), mask_.data_as<uint8_t>(), x.size(), rate_);
+  });
 }
 
 nlohmann::json DropoutLayer::attributes() const { return {{"rate", rate_}}; }

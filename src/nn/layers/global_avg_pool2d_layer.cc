@@ -1,17 +1,17 @@
 #include "nn/layers/global_avg_pool2d_layer.h"
 
-#include "ops/cpu/pooling.h"
-#if DT_WITH_CUDA
-#include "ops/cuda/pooling.h"
-#endif
+#include "ops/pooling.h"
 
 namespace dt::nn::layers {
 namespace {
 
 // The kernel is a few integers and a loop: building one per call costs
 // nothing, so there is no cache.
-ops::cpu::GlobalAvgPool2D kernel_for(const ops::cpu::CpuEngine& engine, const core::Shape& x) {
-  return ops::cpu::GlobalAvgPool2D(engine, x[0], x[1], x[2], x[3]);
+std::unique_ptr<ops::GlobalAvgPool2D> kernel_for(const Layer& layer, const core::NDArray& x,
+                                                 const LayerRuntime* runtime) {
+  const ops::Target target = target_of(layer, x, runtime);
+  const core::Shape& s = x.shape();
+  return ops::make_global_avg_pool2d(target, s[0], s[1], s[2], s[3]);
 }
 
 }  // namespace
@@ -30,34 +30,14 @@ core::Shape GlobalAvgPool2DLayer::output_shape(const std::vector<core::Shape>& i
 void GlobalAvgPool2DLayer::forward(const ForwardArgs& args) {
   check_forward(*this, args, 0);
   const core::NDArray& x = *args.inputs[0];
-#if DT_WITH_CUDA
-  if (on_gpu(x)) {
-    run_kernel(*this, [&] {
-      ops::cuda::GlobalAvgPool2D(x.context(), x.shape()[0], x.shape()[1], x.shape()[2], x.shape()[3], x.dtype())
-          .forward(x.data(), args.output->data());
-    });
-    return;
-  }
-#endif
-  run_kernel(*this, [&] { kernel_for(engine_of(*this, args.runtime), x.shape()).forward(x.data_as<float>(), args.output->data_as<float>()); });
+  run_kernel(*this, [&] { kernel_for(*this, x, args.runtime)->forward(x.data(), args.output->data()); });
 }
 
 void GlobalAvgPool2DLayer::backward(const BackwardArgs& args) {
   check_backward(*this, args, 0);
   if (args.input_grads[0] == nullptr) return;
-#if DT_WITH_CUDA
-  if (on_gpu(*args.inputs[0])) {
-    const core::NDArray& x = *args.inputs[0];
-    run_kernel(*this, [&] {
-      ops::cuda::GlobalAvgPool2D(x.context(), x.shape()[0], x.shape()[1], x.shape()[2], x.shape()[3], x.dtype())
-          .backward(args.output_grad->data(), args.input_grads[0]->data());
-    });
-    return;
-  }
-#endif
   run_kernel(*this, [&] {
-    kernel_for(engine_of(*this, args.runtime), args.inputs[0]->shape())
-        .backward(args.output_grad->data_as<float>(), args.input_grads[0]->data_as<float>());
+    kernel_for(*this, *args.inputs[0], args.runtime)->backward(args.output_grad->data(), args.input_grads[0]->data());
   });
 }
 

@@ -161,6 +161,14 @@ const ops::cpu::CpuEngine& engine_of(const Layer& layer, const LayerRuntime* run
   return *runtime->engine;
 }
 
+ops::Target target_of(const Layer& layer, const core::NDArray& input, const LayerRuntime* runtime) {
+  ops::Target target;
+  target.context = input.context();
+  target.dtype = input.dtype();
+  if (!on_gpu(input)) target.engine = &engine_of(layer, runtime);
+  return target;
+}
+
 void fused_param_grads(Parameter& a, Parameter* b,
                        const std::function<void(KernelData da, KernelData db)>& compute) {
   const bool want_a = a.grad_req != GradReq::kNull;

@@ -1,10 +1,11 @@
 // What every layer implementation shares: argument checks that name the
 // layer, attribute parsing that rejects what it does not know, a small
-// per-shape kernel cache (and its GPU variant), the choice between CPU and
-// GPU kernels, and the translation of kernel exceptions into the library's
-// Error.
+// kernel cache per (device, dtype, input shape), the ops::Target a call's
+// kernels are made for, and the translation of kernel exceptions into the
+// library's Error.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -20,6 +21,7 @@
 #include "core/ndarray.h"
 #include "core/shape.h"
 #include "nn/layer.h"
+#include "ops/target.h"
 
 namespace dt::nn::layers {
 
@@ -65,6 +67,10 @@ bool on_gpu(const core::NDArray& first_input);
 // The CPU engine from the runtime; Error(kBadState) when Net did not set one.
 const ops::cpu::CpuEngine& engine_of(const Layer& layer, const LayerRuntime* runtime);
 
+// Where the kernels for `input` run: its context and dtype, and on the CPU
+// the runtime's engine (engine_of's Error when there is none).
+ops::Target target_of(const Layer& layer, const core::NDArray& input, const LayerRuntime* runtime);
+
 // Runs fn, turning the kernels' std::invalid_argument into
 // Error(kInvalidArgument), std::logic_error into Error(kBadState) and other
 // std::exception (oneDNN's dnnl::error) into Error(kInternal), each prefixed
@@ -80,67 +86,43 @@ decltype(auto) run_kernel(const Layer& layer, F&& fn);
 void fused_param_grads(Parameter& a, Parameter* b,
                        const std::function<void(KernelData da, KernelData db)>& compute);
 
-// Kernels built for one input shape, looked up by that shape. A net sees a
-// handful of shapes (the full batch, the epoch's last, evaluation batches),
-// so a short list beats a map; the oldest entry goes when it is full so that
-// a stream of varying shapes cannot grow it without bound.
+// Kernels built for one input, looked up by its device, dtype and shape.
+// A net sees a handful of shapes (the full batch, the epoch's last,
+// evaluation batches), so a short list beats a map; the oldest entry of a
+// device goes when it holds kCapacity, so that a stream of varying shapes
+// cannot grow it without bound. GPU kernels are bound to the context they
+// were built on (stream, handles, memory) and to their dtype: a call on
+// another GPU context or with another dtype drops those of the previous one
+// (a net keeps one of each), while the CPU kernels stay. Each GPU kernel
+// holds its context, so a context pointer kept here cannot be reused by
+// another context while its entries live.
 template <typename Kernel>
-class ShapeCache {
+class KernelCache {
  public:
   static constexpr size_t kCapacity = 4;
 
+  // The kernel for input, built by make() (a std::unique_ptr<Kernel>) the
+  // first time.
   template <typename Make>
-  Kernel& get(const core::Shape& shape, Make&& make) {
-    for (auto& entry : entries_) {
-      if (entry.first == shape) return *entry.second;
-    }
-    if (entries_.size() == kCapacity) entries_.erase(entries_.begin());
-    entries_.emplace_back(shape, std::make_unique<Kernel>(make()));
-    return *entries_.back().second;
-  }
+  Kernel& get(const core::NDArray& input, Make&& make);
 
-  // The kernel for `shape` if one was built, else nullptr (MaxPool2D's
+  // The kernel for input if one was built, else nullptr (MaxPool2D's
   // backward needs the very object whose forward recorded the argmax).
-  Kernel* find(const core::Shape& shape) {
-    for (auto& entry : entries_) {
-      if (entry.first == shape) return entry.second.get();
-    }
-    return nullptr;
-  }
+  Kernel* find(const core::NDArray& input);
 
  private:
-  std::vector<std::pair<core::Shape, std::unique_ptr<Kernel>>> entries_;
-};
+  struct Entry {
+    const core::Context* gpu;  // nullptr for every CPU context: CPU kernels are not bound to one
+    core::DType dtype;
+    core::Shape shape;
+    std::unique_ptr<Kernel> kernel;
+  };
 
-// ShapeCache for GPU kernels, which are bound to the context they were built
-// on (stream, handles, memory) and to the dtype of their activations: a call
-// on another context or with another dtype drops the kernels of the previous
-// one (a net keeps one of each). Each kernel holds its context, so the
-// pointer kept here cannot be reused by another context while the cache is
-// not empty.
-template <typename Kernel>
-class GpuShapeCache {
- public:
-  template <typename Make>
-  Kernel& get(const std::shared_ptr<core::Context>& ctx, const core::Shape& shape, Make&& make,
-              core::DType dtype = core::DType::kFloat32) {
-    if (ctx.get() != ctx_ || dtype != dtype_) {
-      kernels_ = ShapeCache<Kernel>();
-      ctx_ = ctx.get();
-      dtype_ = dtype;
-    }
-    return kernels_.get(shape, std::forward<Make>(make));
+  static const core::Context* gpu_of(const core::NDArray& input) {
+    return input.context()->is_cpu() ? nullptr : input.context().get();
   }
 
-  Kernel* find(const std::shared_ptr<core::Context>& ctx, const core::Shape& shape,
-               core::DType dtype = core::DType::kFloat32) {
-    return ctx.get() == ctx_ && dtype == dtype_ ? kernels_.find(shape) : nullptr;
-  }
-
- private:
-  const core::Context* ctx_ = nullptr;
-  core::DType dtype_ = core::DType::kFloat32;
-  ShapeCache<Kernel> kernels_;
+  std::vector<Entry> entries_;
 };
 
 // Reads a layer's JSON attributes, remembering which keys it consumed, so
@@ -191,6 +173,36 @@ template <typename Kernel>
 void weighted_backward(const Layer& layer, Kernel& kernel, const BackwardArgs& args, bool use_bias);
 
 // ---- implementation of the templates ---------------------------------------
+
+template <typename Kernel>
+template <typename Make>
+Kernel& KernelCache<Kernel>::get(const core::NDArray& input, Make&& make) {
+  if (Kernel* kernel = find(input)) return *kernel;
+  const core::Context* gpu = gpu_of(input);
+  std::unique_ptr<Kernel> kernel = make();
+  if (gpu != nullptr) {
+    entries_.erase(std::remove_if(entries_.begin(), entries_.end(),
+                                  [&](const Entry& e) {
+                                    return e.gpu != nullptr && (e.gpu != gpu || e.dtype != input.dtype());
+                                  }),
+                   entries_.end());
+  }
+  const auto same_device = [&](const Entry& e) { return e.gpu == gpu; };
+  if (static_cast<size_t>(std::count_if(entries_.begin(), entries_.end(), same_device)) == kCapacity) {
+    entries_.erase(std::find_if(entries_.begin(), entries_.end(), same_device));
+  }
+  entries_.push_back(Entry{gpu, input.dtype(), input.shape(), std::move(kernel)});
+  return *entries_.back().kernel;
+}
+
+template <typename Kernel>
+Kernel* KernelCache<Kernel>::find(const core::NDArray& input) {
+  const core::Context* gpu = gpu_of(input);
+  for (Entry& e : entries_) {
+    if (e.gpu == gpu && e.dtype == input.dtype() && e.shape == input.shape()) return e.kernel.get();
+  }
+  return nullptr;
+}
 
 template <typename F>
 decltype(auto) run_kernel(const Layer& layer, F&& fn) {

@@ -17,40 +17,23 @@ std::unique_ptr<Layer> MaxPool2DLayer::create(const std::string& name, const nlo
 void MaxPool2DLayer::forward(const ForwardArgs& args) {
   check_forward(*this, args, 0);
   const core::NDArray& x = *args.inputs[0];
-  // The same steps on either device; only the kernel differs.
-  const auto run = [&](auto& k, bool gpu) {
-    argmax_current_ = false;
-    run_kernel(*this, [&] {
-      // Only a training forward records the argmax that backward routes through.
-      if (args.train) {
-        k.forward_training(KernelData(x), KernelData(*args.output));
-      } else {
-        k.forward_inference(KernelData(x), KernelData(*args.output));
-      }
-    });
-    argmax_current_ = args.train;
-    argmax_on_gpu_ = gpu;
-    argmax_shape_ = x.shape();
-  };
-#if DT_WITH_CUDA
-  if (on_gpu(x)) {
-    run(gpu_kernels_.get(
-            x.context(), x.shape(),
-            [&] {
-              const ops::cpu::Pool2DParams p = params_for(x.shape());
-              return run_kernel(*this, [&] { return ops::cuda::MaxPool2D(x.context(), p, x.dtype()); });
-            },
-            x.dtype()),
-        true);
-    return;
-  }
-#endif
-  run(kernels_.get(x.shape(),
-                   [&] {
-                     const ops::cpu::Pool2DParams p = params_for(x.shape());
-                     return run_kernel(*this, [&] { return ops::cpu::MaxPool2D(engine_of(*this, args.runtime), p); });
-                   }),
-      false);
+  ops::MaxPool2D& k = kernels_.get(x, [&] {
+    const ops::Pool2DParams p = params_for(x.shape());
+    const ops::Target target = target_of(*this, x, args.runtime);
+    return run_kernel(*this, [&] { return ops::make_max_pool2d(target, p); });
+  });
+  argmax_current_ = false;
+  run_kernel(*this, [&] {
+    // Only a training forward records the argmax that backward routes through.
+    if (args.train) {
+      k.forward_training(x.data(), args.output->data());
+    } else {
+      k.forward_inference(x.data(), args.output->data());
+    }
+  });
+  argmax_current_ = args.train;
+  argmax_on_gpu_ = on_gpu(x);
+  argmax_shape_ = x.shape();
 }
 
 void MaxPool2DLayer::backward(const BackwardArgs& args) {
@@ -62,26 +45,13 @@ void MaxPool2DLayer::backward(const BackwardArgs& args) {
     throw core::Error(core::ErrorCode::kBadState, describe(*this) + ": backward needs a training forward on input " +
                                                       x.shape().to_string() + " first");
   }
-#if DT_WITH_CUDA
-  if (gpu) {
-    ops::cuda::MaxPool2D* k = gpu_kernels_.find(x.context(), x.shape(), x.dtype());
-    if (k == nullptr) {
-      throw core::Error(core::ErrorCode::kBadState,
-                        describe(*this) + ": backward needs a training forward on " + x.context()->to_string() + " first");
-    }
-    run_kernel(*this, [&] { k->backward(args.output_grad->data(), args.input_grads[0]->data()); });
-    return;
-  }
-#endif
-  ops::cpu::MaxPool2D* k = kernels_.find(x.shape());
+  ops::MaxPool2D* k = kernels_.find(x);
   if (k == nullptr) {
-    throw core::Error(core::ErrorCode::kBadState,
-                      describe(*this) + ": backward needs a training forward on input " + x.shape().to_string() +
-                          " first");
+    const std::string where = gpu ? x.context()->to_string() : "input " + x.shape().to_string();
+    throw core::Error(core::ErrorCode::kBadState, describe(*this) + ": backward needs a training forward on " +
+                                                      where + " first");
   }
-  run_kernel(*this, [&] {
-    k->backward(args.output_grad->data_as<float>(), args.input_grads[0]->data_as<float>());
-  });
+  run_kernel(*this, [&] { k->backward(args.output_grad->data(), args.input_grads[0]->data()); });
 }
 
 }  // namespace dt::nn::layers

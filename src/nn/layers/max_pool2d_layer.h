@@ -15,13 +15,10 @@ class MaxPool2DLayer : public Pool2DLayer {
   void backward(const BackwardArgs& args) override;
 
  private:
-  ShapeCache<ops::cpu::MaxPool2D> kernels_;
-#if DT_WITH_CUDA
-  GpuShapeCache<ops::cuda::MaxPool2D> gpu_kernels_;
-#endif
+  KernelCache<ops::MaxPool2D> kernels_;
   // Whether the latest forward recorded an argmax: after an inference
-  // forward the kernel still holds an older batch's. And on which side:
-  // the CPU and GPU kernels each keep their own.
+  // forward the kernel still holds an older batch's. And on which device:
+  // each kernel keeps its own.
   bool argmax_current_ = false;
   bool argmax_on_gpu_ = false;
   core::Shape argmax_shape_;

@@ -26,9 +26,9 @@ Pool2DLayer::Window Pool2DLayer::read_window(AttributeReader& reader) {
   return w;
 }
 
-ops::cpu::Pool2DParams Pool2DLayer::params_for(const core::Shape& x) const {
+ops::Pool2DParams Pool2DLayer::params_for(const core::Shape& x) const {
   if (x.ndim() != 4 || x.numel() == 0) throw_shape_error(*this, "a non-empty (N, C, H, W)", x);
-  ops::cpu::Pool2DParams p;
+  ops::Pool2DParams p;
   p.N = x[0];
   p.C = x[1];
   p.H = x[2];
@@ -50,7 +50,7 @@ ops::cpu::Pool2DParams Pool2DLayer::params_for(const core::Shape& x) const {
 }
 
 core::Shape Pool2DLayer::output_shape(const std::vector<core::Shape>& inputs) const {
-  const ops::cpu::Pool2DParams p = params_for(inputs.at(0));
+  const ops::Pool2DParams p = params_for(inputs.at(0));
   return core::Shape({p.N, p.C, p.out_h(), p.out_w()});
 }
 

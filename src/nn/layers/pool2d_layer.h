@@ -6,10 +6,7 @@
 
 #include "nn/layer.h"
 #include "nn/layers/layer_support.h"
-#include "ops/cpu/pooling.h"
-#if DT_WITH_CUDA
-#include "ops/cuda/pooling.h"
-#endif
+#include "ops/pooling.h"
 
 namespace dt::nn::layers {
 
@@ -33,7 +30,7 @@ class Pool2DLayer : public Layer {
   // calls reader.finish().
   static Window read_window(AttributeReader& reader);
 
-  ops::cpu::Pool2DParams params_for(const core::Shape& input) const;
+  ops::Pool2DParams params_for(const core::Shape& input) const;
 
  private:
   Window window_;

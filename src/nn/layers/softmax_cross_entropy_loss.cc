@@ -38,9 +38,9 @@ void require_on(const core::NDArray& array, const char* what, const core::NDArra
 SoftmaxCrossEntropyLoss::SoftmaxCrossEntropyLoss(const std::string& reduction)
     : reduction_name_(reduction) {
   if (reduction == "mean") {
-    reduction_ = ops::cpu::Reduction::kMean;
+    reduction_ = ops::Reduction::kMean;
   } else if (reduction == "sum") {
-    reduction_ = ops::cpu::Reduction::kSum;
+    reduction_ = ops::Reduction::kSum;
   } else {
     throw Error(ErrorCode::kInvalidArgument,
                 std::string(kWho) + "reduction must be \"mean\" or \"sum\", got \"" + reduction + "\"");
@@ -80,26 +80,20 @@ double SoftmaxCrossEntropyLoss::forward_backward(const core::NDArray& logits, co
                                                  " must have the logits' shape " + s.to_string());
     }
   }
-  // The same steps on either device; only the kernel differs.
-  const auto run = [&](auto& k) {
-    float loss = 0.0f;
-    try {
-      loss = labels.dtype() == core::DType::kInt32 ? k.forward(logits.data_as<float>(), labels.data_as<int32_t>())
-                                                   : k.forward(logits.data_as<float>(), labels.data_as<int64_t>());
-    } catch (const std::invalid_argument& e) {
-      throw Error(ErrorCode::kInvalidArgument, std::string(kWho) + e.what());
-    }
-    if (dlogits != nullptr) k.backward(dlogits->data_as<float>(), gradient_scale);
-    return loss;
-  };
-#if DT_WITH_CUDA
-  if (!logits.context()->is_cpu()) {
-    return run(gpu_kernels_.get(logits.context(), s, [&] {
-      return ops::cuda::SoftmaxCrossEntropy(logits.context(), s[0], s[1], reduction_);
-    }));
+  ops::SoftmaxCrossEntropy& k = kernels_.get(logits, [&] {
+    ops::Target target;
+    target.context = logits.context();
+    return ops::make_softmax_cross_entropy(target, s[0], s[1], reduction_);
+  });
+  float loss = 0.0f;
+  try {
+    loss = labels.dtype() == core::DType::kInt32 ? k.forward(logits.data_as<float>(), labels.data_as<int32_t>())
+                                                 : k.forward(logits.data_as<float>(), labels.data_as<int64_t>());
+  } catch (const std::invalid_argument& e) {
+    throw Error(ErrorCode::kInvalidArgument, std::string(kWho) + e.what());
   }
-#endif
-  return run(kernels_.get(s, [&] { return ops::cpu::SoftmaxCrossEntropy(s[0], s[1], reduction_); }));
+  if (dlogits != nullptr) k.backward(dlogits->data_as<float>(), gradient_scale);
+  return loss;
 }
 
 }  // namespace dt::nn::layers

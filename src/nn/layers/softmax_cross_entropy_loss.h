@@ -9,10 +9,7 @@
 
 #include "core/ndarray.h"
 #include "nn/layers/layer_support.h"
-#include "ops/cpu/softmax_cross_entropy.h"
-#if DT_WITH_CUDA
-#include "ops/cuda/softmax_cross_entropy.h"
-#endif
+#include "ops/softmax_cross_entropy.h"
 
 namespace dt::nn::layers {
 
@@ -36,11 +33,8 @@ class SoftmaxCrossEntropyLoss {
 
  private:
   std::string reduction_name_;
-  ops::cpu::Reduction reduction_;
-  ShapeCache<ops::cpu::SoftmaxCrossEntropy> kernels_;
-#if DT_WITH_CUDA
-  GpuShapeCache<ops::cuda::SoftmaxCrossEntropy> gpu_kernels_;
-#endif
+  ops::Reduction reduction_;
+  KernelCache<ops::SoftmaxCrossEntropy> kernels_;
 };
 
 }  // namespace dt::nn::layers

@@ -33,7 +33,7 @@ const BatchNormParams& validated(const BatchNormParams& p) {
 
 // Wraps caller pointers without copying; oneDNN's handle API is not
 // const-correct but only reads inputs.
-void bind(memory& m, const float* data) { m.set_data_handle(const_cast<float*>(data)); }
+void bind(memory& m, const void* data) { m.set_data_handle(const_cast<void*>(data)); }
 
 }  // namespace
 
@@ -88,7 +88,7 @@ BatchNorm& BatchNorm::operator=(BatchNorm&&) noexcept = default;
 
 const BatchNormParams& BatchNorm::params() const { return impl_->p; }
 
-void BatchNorm::forward_training(const float* x, const float* gamma, const float* beta, float* y,
+void BatchNorm::forward_training(const void* x, const float* gamma, const float* beta, void* y,
                                  float* saved_mean, float* saved_var, float* running_mean,
                                  float* running_var) {
   Impl& m = *impl_;
@@ -122,8 +122,8 @@ void BatchNorm::forward_training(const float* x, const float* gamma, const float
   }
 }
 
-void BatchNorm::forward_inference(const float* x, const float* gamma, const float* beta,
-                                  const float* running_mean, const float* running_var, float* y) {
+void BatchNorm::forward_inference(const void* x, const float* gamma, const float* beta,
+                                  const float* running_mean, const float* running_var, void* y) {
   Impl& m = *impl_;
   for (auto [ptr, name] : {std::pair<const void*, const char*>{x, "x"}, {gamma, "gamma"},
                            {beta, "beta"}, {running_mean, "running_mean"},
@@ -146,8 +146,8 @@ void BatchNorm::forward_inference(const float* x, const float* gamma, const floa
   m.stream.wait();
 }
 
-void BatchNorm::backward(const float* x, const float* dy, const float* gamma,
-                         const float* saved_mean, const float* saved_var, float* dx,
+void BatchNorm::backward(const void* x, const void* dy, const float* gamma,
+                         const float* saved_mean, const float* saved_var, void* dx,
                          float* dgamma, float* dbeta) {
   Impl& m = *impl_;
   for (auto [ptr, name] : {std::pair<const void*, const char*>{x, "x"}, {dy, "dy"},

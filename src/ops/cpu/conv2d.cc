@@ -15,40 +15,11 @@ using tag = memory::format_tag;
 using Dir = LayoutBridge::Direction;
 constexpr auto f32 = memory::data_type::f32;
 
-int64_t out_extent(int64_t in, int64_t kernel, int64_t stride, int64_t pad, int64_t dilation) {
-  const int64_t span = dilation * (kernel - 1) + 1;
-  return (in + 2 * pad - span) / stride + 1;
-}
-
-void require(bool ok, const std::string& what) {
-  if (!ok) throw std::invalid_argument("Conv2D: " + what);
-}
-
 void require_ptr(const void* ptr, const char* name) {
   if (ptr == nullptr) throw std::invalid_argument(std::string("Conv2D: ") + name + " is null");
 }
 
 }  // namespace
-
-int64_t Conv2DParams::out_h() const { return out_extent(H, R, stride_h, pad_h, dilation_h); }
-int64_t Conv2DParams::out_w() const { return out_extent(W, S, stride_w, pad_w, dilation_w); }
-
-void Conv2DParams::validate() const {
-  const Conv2DParams& p = *this;
-  require(p.N > 0 && p.C > 0 && p.H > 0 && p.W > 0, "N, C, H, W must be positive");
-  require(p.K > 0, "K (output channels) must be positive");
-  require(p.R > 0 && p.S > 0, "kernel R, S must be positive");
-  require(p.stride_h > 0 && p.stride_w > 0, "strides must be positive");
-  require(p.pad_h >= 0 && p.pad_w >= 0, "padding must be non-negative");
-  require(p.dilation_h > 0 && p.dilation_w > 0, "dilation must be positive (1 = dense)");
-  require(p.groups > 0, "groups must be positive");
-  require(p.C % p.groups == 0 && p.K % p.groups == 0,
-          "C (" + std::to_string(p.C) + ") and K (" + std::to_string(p.K) +
-              ") must be divisible by groups (" + std::to_string(p.groups) + ")");
-  require(p.out_h() > 0 && p.out_w() > 0,
-          "dilated kernel is larger than the padded input (" + std::to_string(p.H) + "x" +
-              std::to_string(p.W) + ")");
-}
 
 struct Conv2D::Impl {
   Conv2DParams p;
@@ -159,7 +130,7 @@ Conv2D& Conv2D::operator=(Conv2D&&) noexcept = default;
 
 const Conv2DParams& Conv2D::params() const { return impl_->p; }
 
-void Conv2D::forward(const float* x, const float* w, const float* b, float* y) {
+void Conv2D::forward(const void* x, const void* w, const float* b, void* y) {
   Impl& m = *impl_;
   require_ptr(x, "x");
   require_ptr(w, "w");
@@ -180,7 +151,7 @@ void Conv2D::forward(const float* x, const float* w, const float* b, float* y) {
   m.stream.wait();
 }
 
-void Conv2D::backward_data(const float* dy, const float* w, float* dx) {
+void Conv2D::backward_data(const void* dy, const void* w, void* dx) {
   Impl& m = *impl_;
   require_ptr(dy, "dy");
   require_ptr(w, "w");
@@ -193,7 +164,7 @@ void Conv2D::backward_data(const float* dy, const float* w, float* dx) {
   m.stream.wait();
 }
 
-void Conv2D::backward_weights(const float* x, const float* dy, float* dw, float* db) {
+void Conv2D::backward_weights(const void* x, const void* dy, void* dw, float* db) {
   Impl& m = *impl_;
   require_ptr(x, "x");
   require_ptr(dy, "dy");

@@ -69,11 +69,11 @@ Eltwise& Eltwise::operator=(Eltwise&&) noexcept = default;
 Activation Eltwise::kind() const { return impl_->kind; }
 int64_t Eltwise::count() const { return impl_->count; }
 
-void Eltwise::forward(const float* x, float* y) {
+void Eltwise::forward(const void* x, void* y) {
   Impl& m = *impl_;
   require_ptr(x, "x");
   require_ptr(y, "y");
-  m.src.set_data_handle(const_cast<float*>(x));
+  m.src.set_data_handle(const_cast<void*>(x));
   m.dst.set_data_handle(y);
   m.fwd.execute(m.stream, {{DNNL_ARG_SRC, m.src},
                            {DNNL_ARG_DST, m.dst},
@@ -81,13 +81,13 @@ void Eltwise::forward(const float* x, float* y) {
   m.stream.wait();
 }
 
-void Eltwise::backward(const float* y, const float* dy, float* dx) {
+void Eltwise::backward(const void* y, const void* dy, void* dx) {
   Impl& m = *impl_;
   require_ptr(y, "y");
   require_ptr(dy, "dy");
   require_ptr(dx, "dx");
-  m.dst.set_data_handle(const_cast<float*>(y));
-  m.diff_dst.set_data_handle(const_cast<float*>(dy));
+  m.dst.set_data_handle(const_cast<void*>(y));
+  m.diff_dst.set_data_handle(const_cast<void*>(dy));
   m.diff_src.set_data_handle(dx);
   m.bwd.execute(m.stream, {{DNNL_ARG_DST, m.dst},
                            {DNNL_ARG_DIFF_DST, m.diff_dst},

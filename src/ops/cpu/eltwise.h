@@ -4,28 +4,24 @@
 #include <memory>
 
 #include "ops/cpu/cpu_engine.h"
+#include "ops/eltwise.h"
 
 namespace dt::ops::cpu {
 
-enum class Activation { kRelu, kSigmoid, kTanh };
-
-// Element-wise activation over `count` contiguous floats. backward() takes
-// the forward output y rather than x: all three derivatives are cheap in y
-// (relu: y > 0, sigmoid: y(1-y), tanh: 1-y^2), and it lets forward run in
-// place (x == y). dx may alias dy. Outputs are overwritten. Not thread-safe.
-// A moved-from object may only be destroyed or assigned to.
-class Eltwise {
+// ops::Eltwise on oneDNN over `count` contiguous floats. A moved-from object
+// may only be destroyed or assigned to.
+class Eltwise final : public ops::Eltwise {
  public:
   Eltwise(const CpuEngine& engine, Activation kind, int64_t count);
-  ~Eltwise();
+  ~Eltwise() override;
   Eltwise(Eltwise&&) noexcept;
   Eltwise& operator=(Eltwise&&) noexcept;
 
   Activation kind() const;
   int64_t count() const;
 
-  void forward(const float* x, float* y);
-  void backward(const float* y, const float* dy, float* dx);
+  void forward(const void* x, void* y) override;
+  void backward(const void* y, const void* dy, void* dx) override;
 
  private:
   struct Impl;

@@ -88,13 +88,13 @@ InnerProduct& InnerProduct::operator=(InnerProduct&&) noexcept = default;
 
 const InnerProductParams& InnerProduct::params() const { return impl_->p; }
 
-void InnerProduct::forward(const float* x, const float* w, const float* b, float* y) {
+void InnerProduct::forward(const void* x, const void* w, const float* b, void* y) {
   Impl& m = *impl_;
   require_ptr(x, "x");
   require_ptr(w, "w");
   require_ptr(y, "y");
-  m.x.set_data_handle(const_cast<float*>(x));
-  m.w.set_data_handle(const_cast<float*>(w));
+  m.x.set_data_handle(const_cast<void*>(x));
+  m.w.set_data_handle(const_cast<void*>(w));
   m.y.set_data_handle(y);
   std::unordered_map<int, memory> args{{DNNL_ARG_SRC, m.x},
                                        {DNNL_ARG_WEIGHTS, m.w},
@@ -109,13 +109,13 @@ void InnerProduct::forward(const float* x, const float* w, const float* b, float
   m.stream.wait();
 }
 
-void InnerProduct::backward_data(const float* dy, const float* w, float* dx) {
+void InnerProduct::backward_data(const void* dy, const void* w, void* dx) {
   Impl& m = *impl_;
   require_ptr(dy, "dy");
   require_ptr(w, "w");
   require_ptr(dx, "dx");
-  m.dy.set_data_handle(const_cast<float*>(dy));
-  m.w.set_data_handle(const_cast<float*>(w));
+  m.dy.set_data_handle(const_cast<void*>(dy));
+  m.w.set_data_handle(const_cast<void*>(w));
   m.dx.set_data_handle(dx);
   m.bwd_data.execute(m.stream, {{DNNL_ARG_DIFF_DST, m.dy},
                                 {DNNL_ARG_WEIGHTS, m.w},
@@ -124,13 +124,13 @@ void InnerProduct::backward_data(const float* dy, const float* w, float* dx) {
   m.stream.wait();
 }
 
-void InnerProduct::backward_weights(const float* x, const float* dy, float* dw, float* db) {
+void InnerProduct::backward_weights(const void* x, const void* dy, void* dw, float* db) {
   Impl& m = *impl_;
   require_ptr(x, "x");
   require_ptr(dy, "dy");
   require_ptr(dw, "dw");
-  m.x.set_data_handle(const_cast<float*>(x));
-  m.dy.set_data_handle(const_cast<float*>(dy));
+  m.x.set_data_handle(const_cast<void*>(x));
+  m.dy.set_data_handle(const_cast<void*>(dy));
   m.dw.set_data_handle(dw);
   std::unordered_map<int, memory> args{{DNNL_ARG_SRC, m.x},
                                        {DNNL_ARG_DIFF_DST, m.dy},

@@ -4,35 +4,24 @@
 #include <memory>
 
 #include "ops/cpu/cpu_engine.h"
+#include "ops/inner_product.h"
 
 namespace dt::ops::cpu {
 
-// Shape of a fully connected layer: y (N, out) = x (N, in) W^T + b with
-// W stored (out, in) as in PyTorch and MXNet.
-struct InnerProductParams {
-  int64_t N = 0;
-  int64_t in = 0;
-  int64_t out = 0;
-  bool has_bias = true;
-};
-
-// Dense layer for one fixed shape. Pointers are plain row-major; outputs are
-// overwritten. Not thread-safe. A moved-from object may only be destroyed
-// or assigned to.
-class InnerProduct {
+// ops::InnerProduct on oneDNN, float32 throughout. A moved-from object may
+// only be destroyed or assigned to.
+class InnerProduct final : public ops::InnerProduct {
  public:
   InnerProduct(const CpuEngine& engine, const InnerProductParams& params);
-  ~InnerProduct();
   InnerProduct(InnerProduct&&) noexcept;
   InnerProduct& operator=(InnerProduct&&) noexcept;
+  ~InnerProduct() override;
 
   const InnerProductParams& params() const;
 
-  // b is ignored without bias.
-  void forward(const float* x, const float* w, const float* b, float* y);
-  void backward_data(const float* dy, const float* w, float* dx);
-  // db is ignored without bias.
-  void backward_weights(const float* x, const float* dy, float* dw, float* db);
+  void forward(const void* x, const void* w, const float* b, void* y) override;
+  void backward_data(const void* dy, const void* w, void* dx) override;
+  void backward_weights(const void* x, const void* dy, void* dw, float* db) override;
 
  private:
   struct Impl;

@@ -11,15 +11,15 @@ LayoutBridge::LayoutBridge(const dnnl::engine& engine, const dnnl::memory::desc&
                                             : dnnl::reorder(internal_, user_);
 }
 
-const dnnl::memory& LayoutBridge::input(const float* data, const dnnl::stream& stream) {
+const dnnl::memory& LayoutBridge::input(const void* data, const dnnl::stream& stream) {
   // oneDNN's handle API is not const-correct; a reorder source is only read.
-  user_.set_data_handle(const_cast<float*>(data));
+  user_.set_data_handle(const_cast<void*>(data));
   if (!reorders_) return user_;
   reorder_.execute(stream, user_, internal_);
   return internal_;
 }
 
-const dnnl::memory& LayoutBridge::output(float* data) {
+const dnnl::memory& LayoutBridge::output(void* data) {
   user_.set_data_handle(data);
   return reorders_ ? internal_ : user_;
 }

@@ -20,11 +20,11 @@ class LayoutBridge {
   bool reorders() const { return reorders_; }
 
   // kInput: memory in the primitive's layout holding the contents of `data`.
-  const dnnl::memory& input(const float* data, const dnnl::stream& stream);
+  const dnnl::memory& input(const void* data, const dnnl::stream& stream);
 
   // kOutput: memory for the primitive to write; commit() then moves what it
   // wrote into `data`.
-  const dnnl::memory& output(float* data);
+  const dnnl::memory& output(void* data);
   void commit(const dnnl::stream& stream);
 
  private:

@@ -73,8 +73,8 @@ struct AvgPoolPrimitives {
     scratch.allocate(engine);
   }
 
-  void run_forward(const float* x, float* y) {
-    src.set_data_handle(const_cast<float*>(x));
+  void run_forward(const void* x, void* y) {
+    src.set_data_handle(const_cast<void*>(x));
     dst.set_data_handle(y);
     forward.execute(stream, {{DNNL_ARG_SRC, src},
                              {DNNL_ARG_DST, dst},
@@ -82,8 +82,8 @@ struct AvgPoolPrimitives {
     stream.wait();
   }
 
-  void run_backward(const float* dy, float* dx) {
-    diff_dst.set_data_handle(const_cast<float*>(dy));
+  void run_backward(const void* dy, void* dx) {
+    diff_dst.set_data_handle(const_cast<void*>(dy));
     diff_src.set_data_handle(dx);
     backward.execute(stream, {{DNNL_ARG_DIFF_DST, diff_dst},
                               {DNNL_ARG_DIFF_SRC, diff_src},
@@ -93,9 +93,6 @@ struct AvgPoolPrimitives {
 };
 
 }  // namespace
-
-int64_t Pool2DParams::out_h() const { return (H + 2 * pad_h - kernel_h) / stride_h + 1; }
-int64_t Pool2DParams::out_w() const { return (W + 2 * pad_w - kernel_w) / stride_w + 1; }
 
 // Max pooling is plain loops over NCHW: oneDNN 2.6 only has its reference
 // kernel for plain layouts, and the blocked jit kernel plus the reorders to
@@ -186,26 +183,26 @@ MaxPool2D& MaxPool2D::operator=(MaxPool2D&&) noexcept = default;
 
 const Pool2DParams& MaxPool2D::params() const { return impl_->p; }
 
-void MaxPool2D::forward_training(const float* x, float* y) {
+void MaxPool2D::forward_training(const void* x, void* y) {
   require_ptr(x, "MaxPool2D", "x");
   require_ptr(y, "MaxPool2D", "y");
-  impl_->forward<true>(x, y);
+  impl_->forward<true>(static_cast<const float*>(x), static_cast<float*>(y));
   impl_->have_argmax = true;
 }
 
-void MaxPool2D::forward_inference(const float* x, float* y) {
+void MaxPool2D::forward_inference(const void* x, void* y) {
   require_ptr(x, "MaxPool2D", "x");
   require_ptr(y, "MaxPool2D", "y");
-  impl_->forward<false>(x, y);
+  impl_->forward<false>(static_cast<const float*>(x), static_cast<float*>(y));
 }
 
-void MaxPool2D::backward(const float* dy, float* dx) {
+void MaxPool2D::backward(const void* dy, void* dx) {
   if (!impl_->have_argmax) {
     throw std::logic_error("MaxPool2D: backward before any forward_training");
   }
   require_ptr(dy, "MaxPool2D", "dy");
   require_ptr(dx, "MaxPool2D", "dx");
-  impl_->backward(dy, dx);
+  impl_->backward(static_cast<const float*>(dy), static_cast<float*>(dx));
 }
 
 struct AvgPool2D::Impl {
@@ -231,13 +228,13 @@ AvgPool2D& AvgPool2D::operator=(AvgPool2D&&) noexcept = default;
 
 const Pool2DParams& AvgPool2D::params() const { return impl_->p; }
 
-void AvgPool2D::forward(const float* x, float* y) {
+void AvgPool2D::forward(const void* x, void* y) {
   require_ptr(x, "AvgPool2D", "x");
   require_ptr(y, "AvgPool2D", "y");
   impl_->prims.run_forward(x, y);
 }
 
-void AvgPool2D::backward(const float* dy, float* dx) {
+void AvgPool2D::backward(const void* dy, void* dx) {
   require_ptr(dy, "AvgPool2D", "dy");
   require_ptr(dx, "AvgPool2D", "dx");
   impl_->prims.run_backward(dy, dx);
@@ -249,7 +246,9 @@ GlobalAvgPool2D::GlobalAvgPool2D(const CpuEngine& engine, int64_t N, int64_t C, 
   require(N > 0 && C > 0 && H > 0 && W > 0, "GlobalAvgPool2D", "N, C, H, W must be positive");
 }
 
-void GlobalAvgPool2D::forward(const float* x, float* y) const {
+void GlobalAvgPool2D::forward(const void* x_data, void* y_data) const {
+  const float* x = static_cast<const float*>(x_data);
+  float* y = static_cast<float*>(y_data);
   require_ptr(x, "GlobalAvgPool2D", "x");
   require_ptr(y, "GlobalAvgPool2D", "y");
   const float scale = 1.0f / static_cast<float>(plane_);
@@ -262,7 +261,9 @@ void GlobalAvgPool2D::forward(const float* x, float* y) const {
   }
 }
 
-void GlobalAvgPool2D::backward(const float* dy, float* dx) const {
+void GlobalAvgPool2D::backward(const void* dy_data, void* dx_data) const {
+  const float* dy = static_cast<const float*>(dy_data);
+  float* dx = static_cast<float*>(dx_data);
   require_ptr(dy, "GlobalAvgPool2D", "dy");
   require_ptr(dx, "GlobalAvgPool2D", "dx");
   const float scale = 1.0f / static_cast<float>(plane_);

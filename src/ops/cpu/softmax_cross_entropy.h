@@ -3,27 +3,25 @@
 #include <cstdint>
 #include <vector>
 
+#include "ops/softmax_cross_entropy.h"
+
 namespace dt::ops::cpu {
 
-enum class Reduction { kMean, kSum };
-
-// Fused log-softmax + negative log-likelihood over (N, classes) logits with
-// integer class labels. forward() keeps the softmax probabilities and the
-// labels, so backward() needs neither again. Stable for any finite logits:
-// each row is shifted by its maximum before exponentiation. Plain loops: at
-// (64, 10) the work is below oneDNN's per-call cost. Not thread-safe.
-class SoftmaxCrossEntropy {
+// ops::SoftmaxCrossEntropy on the CPU. Stable for any finite logits: each
+// row is shifted by its maximum before exponentiation. Plain loops: at
+// (64, 10) the work is below oneDNN's per-call cost.
+class SoftmaxCrossEntropy final : public ops::SoftmaxCrossEntropy {
  public:
   SoftmaxCrossEntropy(int64_t N, int64_t classes, Reduction reduction = Reduction::kMean);
 
   // Returns the loss (mean or sum over the batch). A label outside
   // [0, classes) is std::invalid_argument.
-  float forward(const float* logits, const int32_t* labels);
-  float forward(const float* logits, const int64_t* labels);
+  float forward(const float* logits, const int32_t* labels) override;
+  float forward(const float* logits, const int64_t* labels) override;
 
   // dlogits = dloss * (softmax - onehot), divided by N for kMean; requires a
   // preceding forward (std::logic_error otherwise).
-  void backward(float* dlogits, float dloss = 1.0f) const;
+  void backward(float* dlogits, float dloss = 1.0f) const override;
 
   // Softmax of the latest forward, N x classes.
   const std::vector<float>& probabilities() const { return prob_; }

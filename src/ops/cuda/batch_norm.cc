@@ -25,7 +25,7 @@ void require_ptrs(std::initializer_list<std::pair<const void*, const char*>> ptr
 
 }  // namespace
 
-BatchNorm::BatchNorm(std::shared_ptr<core::Context> ctx, const cpu::BatchNormParams& params, core::DType dtype)
+BatchNorm::BatchNorm(std::shared_ptr<core::Context> ctx, const BatchNormParams& params, core::DType dtype)
     : ctx_(std::move(ctx)), p_(params), dtype_(dtype) {
   require(p_.N > 0 && p_.C > 0 && p_.H > 0 && p_.W > 0, "N, C, H, W must be positive");
   require(std::isfinite(p_.eps) && p_.eps > 0.0f, "eps must be positive");

@@ -14,29 +14,29 @@
 
 #include "core/context.h"
 #include "core/dtype.h"
-#include "ops/cpu/batch_norm.h"
+#include "ops/batch_norm.h"
 
 namespace dt::ops::cuda {
 
-class BatchNorm {
+class BatchNorm final : public ops::BatchNorm {
  public:
   // Validates as the CPU kernel does (std::invalid_argument).
-  BatchNorm(std::shared_ptr<core::Context> ctx, const cpu::BatchNormParams& params,
+  BatchNorm(std::shared_ptr<core::Context> ctx, const BatchNormParams& params,
             core::DType dtype = core::DType::kFloat32);
 
-  const cpu::BatchNormParams& params() const { return p_; }
+  const BatchNormParams& params() const { return p_; }
   core::DType dtype() const { return dtype_; }
 
   void forward_training(const void* x, const float* gamma, const float* beta, void* y, float* saved_mean,
-                        float* saved_var, float* running_mean, float* running_var);
+                        float* saved_var, float* running_mean, float* running_var) override;
   void forward_inference(const void* x, const float* gamma, const float* beta, const float* running_mean,
-                         const float* running_var, void* y);
+                         const float* running_var, void* y) override;
   void backward(const void* x, const void* dy, const float* gamma, const float* saved_mean,
-                const float* saved_var, void* dx, float* dgamma, float* dbeta);
+                const float* saved_var, void* dx, float* dgamma, float* dbeta) override;
 
  private:
   std::shared_ptr<core::Context> ctx_;
-  cpu::BatchNormParams p_;
+  BatchNormParams p_;
   core::DType dtype_;
 };
 

@@ -25,7 +25,7 @@ void require_ptr(const void* ptr, const char* name) {
 }
 
 // The CPU kernel's checks, plus what cuDNN's int dimensions need.
-void validate(const cpu::Conv2DParams& p) {
+void validate(const Conv2DParams& p) {
   p.validate();
   for (int64_t v : {p.N, p.C, p.H, p.W, p.K, p.R, p.S, p.stride_h, p.stride_w, p.pad_h, p.pad_w, p.dilation_h,
                     p.dilation_w}) {
@@ -71,7 +71,7 @@ cudnnDataType_t cudnn_type(core::DType dtype) {
 struct Conv2D::Impl {
   std::shared_ptr<core::Context> ctx;
   core::cuda::GpuContext& gpu;
-  cpu::Conv2DParams p;
+  Conv2DParams p;
   core::DType dtype;
   TensorDescriptor x_desc, y_desc;
   FilterDescriptor w_desc;
@@ -81,12 +81,12 @@ struct Conv2D::Impl {
   cudnnConvolutionBwdFilterAlgo_t bwd_filter_algo{};
   size_t fwd_workspace = 0, bwd_data_workspace = 0, bwd_filter_workspace = 0;
 
-  static const cpu::Conv2DParams& checked(const cpu::Conv2DParams& params) {
+  static const Conv2DParams& checked(const Conv2DParams& params) {
     validate(params);
     return params;
   }
 
-  Impl(std::shared_ptr<core::Context> context, const cpu::Conv2DParams& params, core::DType data_type)
+  Impl(std::shared_ptr<core::Context> context, const Conv2DParams& params, core::DType data_type)
       : ctx(std::move(context)), gpu(core::cuda::gpu_context_of(*ctx)), p(checked(params)), dtype(data_type) {
     const cudnnDataType_t data = cudnn_type(dtype);
     const bool low_precision = dtype != core::DType::kFloat32;
@@ -146,13 +146,13 @@ struct Conv2D::Impl {
   }
 };
 
-Conv2D::Conv2D(std::shared_ptr<core::Context> ctx, const cpu::Conv2DParams& params, core::DType dtype)
+Conv2D::Conv2D(std::shared_ptr<core::Context> ctx, const Conv2DParams& params, core::DType dtype)
     : impl_(std::make_unique<Impl>(std::move(ctx), params, dtype)) {}
 Conv2D::~Conv2D() = default;
 Conv2D::Conv2D(Conv2D&&) noexcept = default;
 Conv2D& Conv2D::operator=(Conv2D&&) noexcept = default;
 
-const cpu::Conv2DParams& Conv2D::params() const { return impl_->p; }
+const Conv2DParams& Conv2D::params() const { return impl_->p; }
 core::DType Conv2D::dtype() const { return impl_->dtype; }
 
 void Conv2D::forward(const void* x, const void* w, const float* b, void* y) {

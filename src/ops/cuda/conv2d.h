@@ -13,26 +13,26 @@
 
 #include "core/context.h"
 #include "core/dtype.h"
-#include "ops/cpu/conv2d.h"
+#include "ops/conv2d.h"
 
 namespace dt::ops::cuda {
 
-class Conv2D {
+class Conv2D final : public ops::Conv2D {
  public:
   // Validates as the CPU kernel does (std::invalid_argument); dtype is that
   // of x, w, y and their gradients: float32, float16 or bfloat16.
-  Conv2D(std::shared_ptr<core::Context> ctx, const cpu::Conv2DParams& params,
+  Conv2D(std::shared_ptr<core::Context> ctx, const Conv2DParams& params,
          core::DType dtype = core::DType::kFloat32);
-  ~Conv2D();
+  ~Conv2D() override;
   Conv2D(Conv2D&&) noexcept;
   Conv2D& operator=(Conv2D&&) noexcept;
 
-  const cpu::Conv2DParams& params() const;
+  const Conv2DParams& params() const;
   core::DType dtype() const;
 
-  void forward(const void* x, const void* w, const float* b, void* y);
-  void backward_data(const void* dy, const void* w, void* dx);
-  void backward_weights(const void* x, const void* dy, void* dw, float* db);
+  void forward(const void* x, const void* w, const float* b, void* y) override;
+  void backward_data(const void* dy, const void* w, void* dx) override;
+  void backward_weights(const void* x, const void* dy, void* dw, float* db) override;
 
  private:
   struct Impl;

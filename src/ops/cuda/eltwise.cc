@@ -11,11 +11,11 @@ namespace dt::ops::cuda {
 
 namespace {
 
-kernels::ActivationKind kernel_kind(cpu::Activation kind) {
+kernels::ActivationKind kernel_kind(Activation kind) {
   switch (kind) {
-    case cpu::Activation::kRelu: return kernels::ActivationKind::kRelu;
-    case cpu::Activation::kSigmoid: return kernels::ActivationKind::kSigmoid;
-    case cpu::Activation::kTanh: return kernels::ActivationKind::kTanh;
+    case Activation::kRelu: return kernels::ActivationKind::kRelu;
+    case Activation::kSigmoid: return kernels::ActivationKind::kSigmoid;
+    case Activation::kTanh: return kernels::ActivationKind::kTanh;
   }
   throw std::invalid_argument("Eltwise: unknown activation kind");
 }
@@ -26,7 +26,7 @@ void require_ptr(const void* ptr, const char* name) {
 
 }  // namespace
 
-Eltwise::Eltwise(std::shared_ptr<core::Context> ctx, cpu::Activation kind, int64_t count, core::DType dtype)
+Eltwise::Eltwise(std::shared_ptr<core::Context> ctx, Activation kind, int64_t count, core::DType dtype)
     : ctx_(std::move(ctx)), kind_(kind), count_(count), dtype_(dtype) {
   if (count <= 0) throw std::invalid_argument("Eltwise: count must be positive");
   kernel_kind(kind);

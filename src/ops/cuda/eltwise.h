@@ -13,26 +13,26 @@
 
 #include "core/context.h"
 #include "core/dtype.h"
-#include "ops/cpu/eltwise.h"
+#include "ops/eltwise.h"
 
 namespace dt::ops::cuda {
 
-class Eltwise {
+class Eltwise final : public ops::Eltwise {
  public:
   // count must be positive (std::invalid_argument).
-  Eltwise(std::shared_ptr<core::Context> ctx, cpu::Activation kind, int64_t count,
+  Eltwise(std::shared_ptr<core::Context> ctx, Activation kind, int64_t count,
           core::DType dtype = core::DType::kFloat32);
 
-  cpu::Activation kind() const { return kind_; }
+  Activation kind() const { return kind_; }
   int64_t count() const { return count_; }
   core::DType dtype() const { return dtype_; }
 
-  void forward(const void* x, void* y);
-  void backward(const void* y, const void* dy, void* dx);
+  void forward(const void* x, void* y) override;
+  void backward(const void* y, const void* dy, void* dx) override;
 
  private:
   std::shared_ptr<core::Context> ctx_;
-  cpu::Activation kind_;
+  Activation kind_;
   int64_t count_;
   core::DType dtype_;
 };

@@ -36,7 +36,7 @@ cudaDataType_t cuda_type(core::DType dtype) {
 
 }  // namespace
 
-InnerProduct::InnerProduct(std::shared_ptr<core::Context> ctx, const cpu::InnerProductParams& params,
+InnerProduct::InnerProduct(std::shared_ptr<core::Context> ctx, const InnerProductParams& params,
                            core::DType dtype)
     : ctx_(std::move(ctx)), p_(params), dtype_(dtype) {
   cuda_type(dtype_);

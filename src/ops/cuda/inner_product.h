@@ -12,23 +12,23 @@
 
 #include "core/context.h"
 #include "core/dtype.h"
-#include "ops/cpu/inner_product.h"
+#include "ops/inner_product.h"
 
 namespace dt::ops::cuda {
 
-class InnerProduct {
+class InnerProduct final : public ops::InnerProduct {
  public:
   // Validates as the CPU kernel does (std::invalid_argument); dtype is that
   // of x, w, y and their gradients: float32, float16 or bfloat16.
-  InnerProduct(std::shared_ptr<core::Context> ctx, const cpu::InnerProductParams& params,
+  InnerProduct(std::shared_ptr<core::Context> ctx, const InnerProductParams& params,
                core::DType dtype = core::DType::kFloat32);
 
-  const cpu::InnerProductParams& params() const { return p_; }
+  const InnerProductParams& params() const { return p_; }
   core::DType dtype() const { return dtype_; }
 
-  void forward(const void* x, const void* w, const float* b, void* y);
-  void backward_data(const void* dy, const void* w, void* dx);
-  void backward_weights(const void* x, const void* dy, void* dw, float* db);
+  void forward(const void* x, const void* w, const float* b, void* y) override;
+  void backward_data(const void* dy, const void* w, void* dx) override;
+  void backward_weights(const void* x, const void* dy, void* dw, float* db) override;
 
  private:
   // C (m x n) = op(A) op(B), column-major, in the kernel's dtype.
@@ -36,7 +36,7 @@ class InnerProduct {
             const void* b, int64_t ldb, void* c, int64_t ldc);
 
   std::shared_ptr<core::Context> ctx_;
-  cpu::InnerProductParams p_;
+  InnerProductParams p_;
   core::DType dtype_;
 };
 

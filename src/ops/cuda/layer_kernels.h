@@ -1,8 +1,8 @@
 // The own CUDA kernels behind the GPU layer ops (ops/cuda/{pooling,
 // batch_norm,eltwise,softmax_cross_entropy,conv2d,inner_product}.h). Plain
-// pointers and sizes only, so that nvcc never has to parse the oneDNN headers
-// the ops' parameter structs come with. Each launcher queues its kernels on
-// `stream` and returns at once; arguments are already checked by the op.
+// pointers and sizes only, so that nvcc never has to parse the ops' C++
+// interfaces (ops/*.h). Each launcher queues its kernels on `stream` and
+// returns at once; arguments are already checked by the op.
 // Arrays are NCHW-contiguous. Activations and their gradients (void*) are of
 // `dtype`: float32, float16 or bfloat16 (a mixed-precision net's compute
 // dtype), read as float, computed and accumulated in float, stored rounded

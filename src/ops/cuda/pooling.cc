@@ -20,7 +20,7 @@ void require_ptr(const void* ptr, const char* kernel, const char* name) {
   require(ptr != nullptr, kernel, std::string(name) + " is null");
 }
 
-void validate(const cpu::Pool2DParams& p, const char* kernel) {
+void validate(const Pool2DParams& p, const char* kernel) {
   require(p.N > 0 && p.C > 0 && p.H > 0 && p.W > 0, kernel, "N, C, H, W must be positive");
   require(p.kernel_h > 0 && p.kernel_w > 0, kernel, "kernel must be positive");
   require(p.stride_h > 0 && p.stride_w > 0, kernel, "strides must be positive");
@@ -30,7 +30,7 @@ void validate(const cpu::Pool2DParams& p, const char* kernel) {
   require(p.H * p.W <= INT32_MAX, kernel, "H * W must fit in 32 bits");
 }
 
-kernels::PoolShape shape_of(const cpu::Pool2DParams& p) {
+kernels::PoolShape shape_of(const Pool2DParams& p) {
   kernels::PoolShape s;
   s.planes = p.N * p.C;
   s.H = p.H;
@@ -46,14 +46,14 @@ kernels::PoolShape shape_of(const cpu::Pool2DParams& p) {
   return s;
 }
 
-const cpu::Pool2DParams& checked(const cpu::Pool2DParams& p, const char* kernel) {
+const Pool2DParams& checked(const Pool2DParams& p, const char* kernel) {
   validate(p, kernel);
   return p;
 }
 
 }  // namespace
 
-MaxPool2D::MaxPool2D(std::shared_ptr<core::Context> ctx, const cpu::Pool2DParams& params, core::DType dtype)
+MaxPool2D::MaxPool2D(std::shared_ptr<core::Context> ctx, const Pool2DParams& params, core::DType dtype)
     : ctx_(std::move(ctx)), p_(checked(params, "MaxPool2D")), dtype_(dtype) {
   core::cuda::gpu_context_of(*ctx_);
   argmax_ = DeviceBuffer(ctx_, static_cast<size_t>(p_.N * p_.C * p_.out_h() * p_.out_w()) * sizeof(int32_t));
@@ -85,7 +85,7 @@ void MaxPool2D::backward(const void* dy, void* dx) {
   kernels::max_pool_backward(gpu.stream(), dtype_, shape_of(p_), dy, argmax_.as<int32_t>(), dx);
 }
 
-AvgPool2D::AvgPool2D(std::shared_ptr<core::Context> ctx, const cpu::Pool2DParams& params, bool count_include_pad,
+AvgPool2D::AvgPool2D(std::shared_ptr<core::Context> ctx, const Pool2DParams& params, bool count_include_pad,
                      core::DType dtype)
     : ctx_(std::move(ctx)), p_(checked(params, "AvgPool2D")), count_include_pad_(count_include_pad), dtype_(dtype) {
   core::cuda::gpu_context_of(*ctx_);

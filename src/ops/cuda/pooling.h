@@ -12,54 +12,54 @@
 
 #include "core/context.h"
 #include "core/dtype.h"
-#include "ops/cpu/pooling.h"
+#include "ops/pooling.h"
 #include "ops/cuda/device_buffer.h"
 
 namespace dt::ops::cuda {
 
-class MaxPool2D {
+class MaxPool2D final : public ops::MaxPool2D {
  public:
   // Validates as the CPU kernel does (std::invalid_argument).
-  MaxPool2D(std::shared_ptr<core::Context> ctx, const cpu::Pool2DParams& params,
+  MaxPool2D(std::shared_ptr<core::Context> ctx, const Pool2DParams& params,
             core::DType dtype = core::DType::kFloat32);
 
-  const cpu::Pool2DParams& params() const { return p_; }
-  void forward_training(const void* x, void* y);
-  void forward_inference(const void* x, void* y);
+  const Pool2DParams& params() const { return p_; }
+  void forward_training(const void* x, void* y) override;
+  void forward_inference(const void* x, void* y) override;
   // std::logic_error before any forward_training.
-  void backward(const void* dy, void* dx);
+  void backward(const void* dy, void* dx) override;
 
  private:
   std::shared_ptr<core::Context> ctx_;
-  cpu::Pool2DParams p_;
+  Pool2DParams p_;
   core::DType dtype_;
   DeviceBuffer argmax_;  // int32 per output: offset of its maximum in the input plane
   bool have_argmax_ = false;
 };
 
-class AvgPool2D {
+class AvgPool2D final : public ops::AvgPool2D {
  public:
-  AvgPool2D(std::shared_ptr<core::Context> ctx, const cpu::Pool2DParams& params, bool count_include_pad,
+  AvgPool2D(std::shared_ptr<core::Context> ctx, const Pool2DParams& params, bool count_include_pad,
             core::DType dtype = core::DType::kFloat32);
 
-  const cpu::Pool2DParams& params() const { return p_; }
-  void forward(const void* x, void* y);
-  void backward(const void* dy, void* dx);
+  const Pool2DParams& params() const { return p_; }
+  void forward(const void* x, void* y) override;
+  void backward(const void* dy, void* dx) override;
 
  private:
   std::shared_ptr<core::Context> ctx_;
-  cpu::Pool2DParams p_;
+  Pool2DParams p_;
   bool count_include_pad_;
   core::DType dtype_;
 };
 
-class GlobalAvgPool2D {
+class GlobalAvgPool2D final : public ops::GlobalAvgPool2D {
  public:
   GlobalAvgPool2D(std::shared_ptr<core::Context> ctx, int64_t N, int64_t C, int64_t H, int64_t W,
                   core::DType dtype = core::DType::kFloat32);
 
-  void forward(const void* x, void* y) const;
-  void backward(const void* dy, void* dx) const;
+  void forward(const void* x, void* y) const override;
+  void backward(const void* dy, void* dx) const override;
 
  private:
   std::shared_ptr<core::Context> ctx_;

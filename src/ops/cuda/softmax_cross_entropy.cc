@@ -14,11 +14,11 @@
 namespace dt::ops::cuda {
 
 SoftmaxCrossEntropy::SoftmaxCrossEntropy(std::shared_ptr<core::Context> ctx, int64_t N, int64_t classes,
-                                         cpu::Reduction reduction)
+                                         Reduction reduction)
     : ctx_(std::move(ctx)), n_(N), classes_(classes), reduction_(reduction) {
   if (N <= 0 || classes <= 0) throw std::invalid_argument("SoftmaxCrossEntropy: N and classes must be positive");
   if (N > INT_MAX) throw std::invalid_argument("SoftmaxCrossEntropy: N must fit the grid's int");
-  if (reduction != cpu::Reduction::kMean && reduction != cpu::Reduction::kSum) {
+  if (reduction != Reduction::kMean && reduction != Reduction::kSum) {
     throw std::invalid_argument("SoftmaxCrossEntropy: unknown reduction");
   }
   core::cuda::gpu_context_of(*ctx_);
@@ -57,7 +57,7 @@ float SoftmaxCrossEntropy::forward_impl(const float* logits, const Label* labels
                                 std::to_string(bad_row) + " is outside [0, " + std::to_string(classes_) + ")");
   }
   have_forward_ = true;
-  return static_cast<float>(reduction_ == cpu::Reduction::kMean ? total / static_cast<double>(n_) : total);
+  return static_cast<float>(reduction_ == Reduction::kMean ? total / static_cast<double>(n_) : total);
 }
 
 void SoftmaxCrossEntropy::backward(float* dlogits, float dloss) const {
@@ -65,7 +65,7 @@ void SoftmaxCrossEntropy::backward(float* dlogits, float dloss) const {
   if (dlogits == nullptr) throw std::invalid_argument("SoftmaxCrossEntropy: dlogits is null");
   core::cuda::GpuContext& gpu = core::cuda::gpu_context_of(*ctx_);
   core::cuda::DeviceGuard guard(gpu.device_id());
-  const float scale = reduction_ == cpu::Reduction::kMean ? dloss / static_cast<float>(n_) : dloss;
+  const float scale = reduction_ == Reduction::kMean ? dloss / static_cast<float>(n_) : dloss;
   kernels::softmax_cross_entropy_backward(gpu.stream(), prob_.as<float>(), labels_.as<int64_t>(), n_, classes_,
                                           scale, dlogits);
 }

@@ -12,6 +12,7 @@
 #include "nn/model_builders.h"
 #include "nn/net.h"
 #include "nn/net_description.h"
+#include "ops/cpu/cpu_engine.h"
 #include "ops/tensor_math.h"
 #include "net_test_util.h"
 
