@@ -56,22 +56,9 @@
 #include "core/ndarray.h"
 #include "core/safetensors.h"
 #include "optim/optimizer.h"
+#include "ps/transport/tensor_part.h"
 
 namespace dt::ps {
-
-// Identifies one stored part: a key's elements [begin, end).
-struct PartKey {
-  uint64_t key = 0;
-  int64_t begin = 0;
-  int64_t end = 0;
-};
-
-// What a slice says about the tensor it belongs to.
-struct PartInfo {
-  PartKey part;
-  core::DType dtype = core::DType::kFloat32;
-  core::Shape shape;  // the full tensor's shape
-};
 
 class ServerKeyStore {
  public:

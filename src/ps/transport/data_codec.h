@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "ps/roles/server_key_store.h"
 #include "ps/transport/frame.h"
 #include "ps/transport/message.h"
+#include "ps/transport/tensor_part.h"
 
 namespace dt::ps {
 
