@@ -2,12 +2,21 @@
 // bit for bit, hostile bytes, and error feedback's bookkeeping.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <random>
 #include <string>
 #include <vector>
 
+#include "core/dtype.h"
 #include "core/error.h"
 #include "error_code_of.h"
 #include "kvstore/compression/compression_mode.h"
+#include "kvstore/compression/gradient_codec.h"
 
 namespace dt::kvstore::compression {
 namespace {
@@ -15,7 +24,79 @@ namespace {
 using core::ErrorCode;
 using test_support::code_of;
 
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
 CompressionConfig config(const std::string& text) { return CompressionConfig::parse(text); }
+
+std::vector<uint8_t> encode(const GradientCodec& codec, const std::vector<float>& g) {
+  std::vector<uint8_t> out(codec.max_encoded_size(g.size()));
+  out.resize(codec.encode(g.data(), g.size(), out.data(), out.size()));
+  return out;
+}
+
+// Decodes into -0.0f, the one float x with x + y == y bit for bit for every
+// y (+0 would turn a decoded -0 into +0), so the result is the decoded values.
+std::vector<float> decode(const GradientCodec& codec, const std::vector<uint8_t>& bytes, size_t n) {
+  std::vector<float> out(n, -0.0f);
+  codec.decode_add(bytes.data(), bytes.size(), out.data(), n);
+  return out;
+}
+
+uint32_t bits_of(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  return bits;
+}
+
+// Bit-for-bit equality, so that -0 and +0 differ.
+void expect_same_floats(const std::vector<float>& expected, const std::vector<float>& actual) {
+  ASSERT_EQ(expected.size(), actual.size());
+  for (size_t i = 0; i < expected.size(); ++i) {
+    EXPECT_EQ(bits_of(expected[i]), bits_of(actual[i])) << "element " << i << ": " << expected[i] << " vs " << actual[i];
+  }
+}
+
+std::vector<uint8_t> pairs(const std::vector<std::pair<uint32_t, float>>& entries) {
+  std::vector<uint8_t> out(8 * entries.size());
+  for (size_t p = 0; p < entries.size(); ++p) {
+    std::memcpy(out.data() + 8 * p, &entries[p].first, 4);
+    std::memcpy(out.data() + 8 * p + 4, &entries[p].second, 4);
+  }
+  return out;
+}
+
+// The formats as the header describes them, one value at a time, to check
+// the vectorised encoders against.
+std::vector<uint8_t> reference_2bit(const std::vector<float>& g, float t) {
+  std::vector<uint8_t> out(4 * ((g.size() + 15) / 16), 0);
+  for (size_t i = 0; i < g.size(); ++i) {
+    const unsigned code = g[i] >= t ? 3u : g[i] <= -t ? 2u : 0u;
+    out[i / 4] = static_cast<uint8_t>(out[i / 4] | (code << (6 - 2 * (i % 4))));
+  }
+  return out;
+}
+
+std::vector<uint8_t> reference_1bit(const std::vector<float>& g) {
+  std::vector<uint8_t> out(4 * ((g.size() + 31) / 32), 0);
+  for (size_t i = 0; i < g.size(); ++i) {
+    if (g[i] > 0) out[i / 8] = static_cast<uint8_t>(out[i / 8] | (0x80u >> (i % 8)));
+  }
+  return out;
+}
+
+std::vector<float> random_values(size_t n, uint32_t seed, float scale) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-scale, scale);
+  std::vector<float> out(n);
+  for (float& v : out) v = dist(rng);
+  return out;
+}
+
+const char* const kLossyModes[] = {"fp16",        "bf16",           "2bit:threshold=0.5", "1bit:threshold=0.25",
+                                   "topk:fraction=0.25", "threshold:threshold=0.75"};
+const char* const kAllModes[] = {"none",  "fp16", "bf16", "2bit:threshold=0.5", "1bit:threshold=0.25", "topk:fraction=0.25",
+                                 "threshold:threshold=0.75"};
 
 // --- config -------------------------------------------------------------------
 
@@ -100,7 +181,308 @@ TEST(CompressionConfig, ValidateChecksHandBuiltConfigs) {
   EXPECT_EQ(code_of([&] { c.validate(); }), ErrorCode::kInvalidArgument);
   c = CompressionConfig{static_cast<CompressionMode>(99), 0.0, false};
   EXPECT_EQ(code_of([&] { c.validate(); }), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(code_of([&] { GradientCodec codec(c); }), ErrorCode::kInvalidArgument);
   EXPECT_EQ(code_of([&] { CompressionConfig::defaults(CompressionMode::kTopK); }), ErrorCode::kInvalidArgument);
+  c = CompressionConfig{CompressionMode::k2Bit, std::nan(""), true};
+  EXPECT_EQ(code_of([&] { GradientCodec codec(c); }), ErrorCode::kInvalidArgument);
+}
+
+// --- dense formats ----------------------------------------------------------------
+
+TEST(CompressionCodecNone, RoundTripsBitForBit) {
+  const GradientCodec codec(config("none"));
+  const std::vector<float> g = {1.5f, -0.0f, 0.0f, -3.25e-40f, 3.4e38f, -7.0f, 0.1f};
+  const auto bytes = encode(codec, g);
+  EXPECT_EQ(bytes.size(), 4 * g.size());
+  expect_same_floats(g, decode(codec, bytes, g.size()));
+}
+
+TEST(CompressionCodecFp16, RoundsToNearestEvenAndRoundTripsRepresentableValues) {
+  const GradientCodec codec(config("fp16"));
+  // Representable in binary16: round-trip exactly, signs of zero included.
+  const std::vector<float> exact = {0.0f, -0.0f, 1.0f, -2.5f, 65504.0f, -65504.0f, 6.103515625e-05f,
+                                    5.9604644775390625e-08f, -0.333251953125f};
+  const auto bytes = encode(codec, exact);
+  ASSERT_EQ(bytes.size(), 2 * exact.size());
+  expect_same_floats(exact, decode(codec, bytes, exact.size()));
+  for (size_t i = 0; i < exact.size(); ++i) {
+    uint16_t h;
+    std::memcpy(&h, bytes.data() + 2 * i, 2);
+    EXPECT_EQ(h, core::float_to_half(exact[i]));
+  }
+  // Ties go to the even neighbour; 65519 is the largest value that does not round to Inf.
+  const std::vector<float> ties = {1.0f + 0x1p-11f, 1.0f + 3 * 0x1p-11f, -(1.0f + 0x1p-11f), 65519.0f, 0x1p-25f,
+                                   3 * 0x1p-25f};
+  expect_same_floats({1.0f, 1.0f + 0x1p-9f, -1.0f, 65504.0f, 0.0f, 0x1p-23f}, decode(codec, encode(codec, ties), 6));
+}
+
+TEST(CompressionCodecFp16, ValuesBeyondItsRangeAreRejectedByIndex) {
+  const GradientCodec codec(config("fp16"));
+  std::string message;
+  std::vector<float> g(9, 1.0f);
+  g[3] = 65520.0f;
+  EXPECT_EQ(code_of([&] { encode(codec, g); }, &message), ErrorCode::kInvalidArgument);
+  EXPECT_NE(message.find("element 3"), std::string::npos) << message;
+  EXPECT_NE(message.find("fp16"), std::string::npos) << message;
+  g[3] = -1e30f;
+  EXPECT_EQ(code_of([&] { encode(codec, g); }, &message), ErrorCode::kInvalidArgument);
+  EXPECT_NE(message.find("element 3"), std::string::npos) << message;
+}
+
+TEST(CompressionCodecBf16, RoundsToNearestEvenAndRoundTripsRepresentableValues) {
+  const GradientCodec codec(config("bf16"));
+  const std::vector<float> exact = {0.0f, -0.0f, 1.0f, -2.5f, 0x1.fep127f, 0x1p-133f, -0.33203125f};
+  const auto bytes = encode(codec, exact);
+  ASSERT_EQ(bytes.size(), 2 * exact.size());
+  expect_same_floats(exact, decode(codec, bytes, exact.size()));
+  const std::vector<float> ties = {1.0f + 0x1p-8f, 1.0f + 3 * 0x1p-8f, -(1.0f + 0x1p-8f), 1.0f + 0x1p-8f + 0x1p-20f};
+  expect_same_floats({1.0f, 1.0f + 0x1p-6f, -1.0f, 1.0f + 0x1p-7f}, decode(codec, encode(codec, ties), 4));
+  // The largest float rounds past bf16's largest finite value.
+  std::string message;
+  EXPECT_EQ(code_of([&] { encode(codec, {1.0f, std::numeric_limits<float>::max()}); }, &message),
+            ErrorCode::kInvalidArgument);
+  EXPECT_NE(message.find("element 1"), std::string::npos) << message;
+}
+
+TEST(CompressionCodec2Bit, EncodesMxnetLayoutWithTiesAtTheThreshold) {
+  const GradientCodec codec(config("2bit:threshold=0.5"));
+  // 18 values: one full word (the vectorised path) and two values in a
+  // second (the scalar tail), ties at +-threshold in both.
+  const std::vector<float> g = {0.5f,  -0.5f, 0.49999997f, -0.0f,  // byte 0: 11 10 00 00
+                                3.0f,  -7.0f, 0.0f,        0.5f,   // byte 1: 11 10 00 11
+                                -0.5f, 0.25f, -0.25f,      1e-30f, // byte 2: 10 00 00 00
+                                0.0f,  0.0f,  0.0f,        -1.0f,  // byte 3: 00 00 00 10
+                                0.5f,  -0.5f};                     // byte 4: 11 10 00 00
+  const auto bytes = encode(codec, g);
+  EXPECT_EQ(codec.max_encoded_size(g.size()), 8u);
+  EXPECT_EQ(bytes, (std::vector<uint8_t>{0xE0, 0xE3, 0x80, 0x02, 0xE0, 0x00, 0x00, 0x00}));
+  expect_same_floats({0.5f, -0.5f, 0.0f, 0.0f, 0.5f, -0.5f, 0.0f, 0.5f, -0.5f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f,
+                      -0.5f, 0.5f, -0.5f},
+                     decode(codec, bytes, g.size()));
+}
+
+TEST(CompressionCodec2Bit, MatchesTheReferenceAtEveryLength) {
+  const GradientCodec codec(config("2bit:threshold=0.3"));
+  for (size_t n : {0, 1, 3, 15, 16, 17, 31, 32, 33, 1000, 1021}) {
+    const auto g = random_values(n, static_cast<uint32_t>(n), 1.0f);
+    const auto bytes = encode(codec, g);
+    EXPECT_EQ(bytes, reference_2bit(g, 0.3f)) << n;
+    EXPECT_EQ(bytes.size(), codec.max_encoded_size(n));
+    const auto decoded = decode(codec, bytes, n);
+    for (size_t i = 0; i < n; ++i) {
+      EXPECT_EQ(decoded[i], g[i] >= 0.3f ? 0.3f : g[i] <= -0.3f ? -0.3f : 0.0f) << n << " " << i;
+    }
+  }
+}
+
+TEST(CompressionCodec1Bit, SignDecidesAndZeroGoesNegative) {
+  const GradientCodec codec(config("1bit:threshold=0.25"));
+  const std::vector<float> g = {1.0f, -1.0f, 0.0f, -0.0f, 1e-30f, -1e-30f, 5.0f, -5.0f,  // 1000 1010
+                                0.25f, 0.25f, 0.25f, 0.25f, 0.0f, 0.0f, 0.0f, 0.0f,      // 1111 0000
+                                0.0f};                                                   // 17th: 0
+  const auto bytes = encode(codec, g);
+  EXPECT_EQ(codec.max_encoded_size(g.size()), 4u);
+  EXPECT_EQ(bytes, (std::vector<uint8_t>{0x8A, 0xF0, 0x00, 0x00}));
+  std::vector<float> expected;
+  for (float v : g) expected.push_back(v > 0 ? 0.25f : -0.25f);
+  expect_same_floats(expected, decode(codec, bytes, g.size()));
+}
+
+TEST(CompressionCodec1Bit, MatchesTheReferenceAtEveryLength) {
+  const GradientCodec codec(config("1bit:threshold=0.25"));
+  for (size_t n : {0, 1, 7, 31, 32, 33, 63, 64, 65, 1000, 1021}) {
+    auto g = random_values(n, static_cast<uint32_t>(n) + 7, 1.0f);
+    for (size_t i = 0; i < n; i += 5) g[i] = (i % 2) ? 0.0f : -0.0f;
+    const auto bytes = encode(codec, g);
+    EXPECT_EQ(bytes, reference_1bit(g)) << n;
+    EXPECT_EQ(bytes.size(), codec.max_encoded_size(n));
+    const auto decoded = decode(codec, bytes, n);
+    for (size_t i = 0; i < n; ++i) EXPECT_EQ(decoded[i], g[i] > 0 ? 0.25f : -0.25f) << n << " " << i;
+  }
+}
+
+// --- sparse formats -------------------------------------------------------------------
+
+TEST(CompressionCodecTopK, CountIsCeilOfFractionAtLeastOne) {
+  EXPECT_EQ(GradientCodec::topk_count(0.25, 0), 0u);
+  EXPECT_EQ(GradientCodec::topk_count(0.001, 5), 1u);
+  EXPECT_EQ(GradientCodec::topk_count(0.1, 10), 1u);
+  EXPECT_EQ(GradientCodec::topk_count(0.1, 11), 2u);
+  EXPECT_EQ(GradientCodec::topk_count(0.5, 7), 4u);
+  EXPECT_EQ(GradientCodec::topk_count(1.0, 7), 7u);
+  EXPECT_EQ(GradientCodec(config("topk:fraction=0.5")).max_encoded_size(7), 32u);
+}
+
+TEST(CompressionCodecTopK, KeepsTheLargestMagnitudesTiesToTheLowerIndex) {
+  const GradientCodec codec(config("topk:fraction=0.25"));
+  const std::vector<float> g = {1.0f, -3.0f, 0.0f, 2.0f, 3.0f, -0.0f, -3.0f, 1.0f};  // k = 2
+  EXPECT_EQ(encode(codec, g), pairs({{1, -3.0f}, {4, 3.0f}}));
+  expect_same_floats({-0.0f, -3.0f, -0.0f, -0.0f, 3.0f, -0.0f, -0.0f, -0.0f}, decode(codec, encode(codec, g), 8));
+
+  // All magnitudes equal: the lowest indices, whatever the signs.
+  std::vector<float> same(100);
+  for (size_t i = 0; i < same.size(); ++i) same[i] = (i * 7 % 3) ? 1.5f : -1.5f;
+  const GradientCodec tenth(config("topk:fraction=0.1"));
+  std::vector<std::pair<uint32_t, float>> expected;
+  for (uint32_t i = 0; i < 10; ++i) expected.emplace_back(i, same[i]);
+  EXPECT_EQ(encode(tenth, same), pairs(expected));
+
+  // A larger random case with many ties: the k-th magnitude's copies go lowest-index first,
+  // and running it again gives the same bytes.
+  std::vector<float> g2(1001);
+  std::mt19937 rng(3);
+  for (float& v : g2) v = static_cast<float>(static_cast<int>(rng() % 9) - 4) * 0.5f;
+  const auto first = encode(tenth, g2);
+  EXPECT_EQ(encode(tenth, g2), first);
+  ASSERT_EQ(first.size(), 8u * 101);
+  std::vector<float> magnitudes;
+  for (float v : g2) magnitudes.push_back(std::fabs(v));
+  std::vector<float> sorted = magnitudes;
+  std::sort(sorted.begin(), sorted.end(), std::greater<float>());
+  const float kth = sorted[100];
+  size_t above = 0;
+  for (float m : magnitudes) above += m > kth;
+  std::vector<std::pair<uint32_t, float>> want;
+  size_t ties = 101 - above;
+  for (uint32_t i = 0; i < g2.size(); ++i) {
+    if (magnitudes[i] > kth || (magnitudes[i] == kth && ties > 0)) {
+      if (magnitudes[i] == kth) --ties;
+      want.emplace_back(i, g2[i]);
+    }
+  }
+  EXPECT_EQ(first, pairs(want));
+}
+
+TEST(CompressionCodecTopK, EmptyAndWholeTensors) {
+  const GradientCodec all(config("topk:fraction=1"));
+  EXPECT_TRUE(encode(all, {}).empty());
+  decode(all, {}, 0);
+  const std::vector<float> g = {-0.0f, 2.0f, -1.0f};
+  EXPECT_EQ(encode(all, g), pairs({{0, -0.0f}, {1, 2.0f}, {2, -1.0f}}));
+  expect_same_floats(g, decode(all, encode(all, g), 3));
+}
+
+TEST(CompressionCodecThreshold, SendsEveryValueAtOrAboveTheThreshold) {
+  const GradientCodec codec(config("threshold:threshold=0.5"));
+  const std::vector<float> g = {0.5f, -0.5f, 0.49999997f, -0.0f, 2.0f, 0.0f, -0.49999997f};
+  EXPECT_EQ(codec.max_encoded_size(g.size()), 56u);
+  EXPECT_EQ(encode(codec, g), pairs({{0, 0.5f}, {1, -0.5f}, {4, 2.0f}}));
+  expect_same_floats({0.5f, -0.5f, -0.0f, -0.0f, 2.0f, -0.0f, -0.0f}, decode(codec, encode(codec, g), g.size()));
+  EXPECT_TRUE(encode(codec, {0.1f, -0.2f}).empty());
+  EXPECT_TRUE(encode(codec, {}).empty());
+}
+
+// --- what every mode shares ------------------------------------------------------------
+
+TEST(CompressionCodecAll, DecodeAddsIntoTheDestination) {
+  for (const char* text : kAllModes) {
+    const GradientCodec codec(config(text));
+    const auto g = random_values(37, 11, 2.0f);
+    const auto bytes = encode(codec, g);
+    const auto alone = decode(codec, bytes, g.size());
+    std::vector<float> dst(g.size());
+    for (size_t i = 0; i < dst.size(); ++i) dst[i] = static_cast<float>(i);
+    codec.decode_add(bytes.data(), bytes.size(), dst.data(), dst.size());
+    for (size_t i = 0; i < dst.size(); ++i) EXPECT_EQ(dst[i], static_cast<float>(i) + alone[i]) << text << " " << i;
+  }
+}
+
+TEST(CompressionCodecAll, NonFiniteInputIsRejectedNamingTheIndex) {
+  for (const char* text : kAllModes) {
+    const GradientCodec codec(config(text));
+    for (size_t bad_index : {size_t{5}, size_t{37}}) {  // in the vectorised words, and in the tail
+      for (float bad : {kNaN, kInf, -kInf}) {
+        auto g = random_values(40, 5, 1.0f);
+        g[bad_index] = bad;
+        std::string message;
+        EXPECT_EQ(code_of([&] { encode(codec, g); }, &message), ErrorCode::kInvalidArgument) << text;
+        EXPECT_NE(message.find("element " + std::to_string(bad_index)), std::string::npos) << text << ": " << message;
+      }
+    }
+  }
+}
+
+TEST(CompressionCodecAll, TooSmallAnOutputBufferIsRejected) {
+  for (const char* text : kAllModes) {
+    const GradientCodec codec(config(text));
+    const std::vector<float> g(20, 1.0f);
+    std::vector<uint8_t> out(codec.max_encoded_size(g.size()) - 1);
+    EXPECT_EQ(code_of([&] { codec.encode(g.data(), g.size(), out.data(), out.size()); }),
+              ErrorCode::kInvalidArgument)
+        << text;
+  }
+}
+
+TEST(CompressionCodecAll, WrongLengthsAreProtocolErrors) {
+  for (const char* text : kAllModes) {
+    const GradientCodec codec(config(text));
+    const size_t n = 20;
+    const auto bytes = encode(codec, std::vector<float>(n, 1.0f));
+    std::vector<float> dst(n, 7.0f);
+    for (long delta : {-1L, 1L, 8L}) {
+      std::vector<uint8_t> wrong = bytes;
+      wrong.resize(static_cast<size_t>(static_cast<long>(bytes.size()) + delta), 0);
+      EXPECT_EQ(code_of([&] { codec.decode_add(wrong.data(), wrong.size(), dst.data(), n); }), ErrorCode::kProtocol)
+          << text << " " << delta;
+    }
+    EXPECT_EQ(dst, std::vector<float>(n, 7.0f)) << text;
+    // The same bytes read for another element count (threshold's pairs are
+    // as valid for more elements, so only its own lengths are checked).
+    if (codec.config().mode == CompressionMode::kThreshold) continue;
+    std::vector<float> longer(n + 40, 7.0f);
+    EXPECT_EQ(code_of([&] { codec.decode_add(bytes.data(), bytes.size(), longer.data(), n + 40); }),
+              ErrorCode::kProtocol)
+        << text;
+  }
+}
+
+TEST(CompressionCodecAll, MalformedContentIsAProtocolErrorAndLeavesTheDestination) {
+  struct Case {
+    const char* config;
+    size_t n;
+    std::vector<uint8_t> bytes;
+    const char* why;
+  };
+  const uint16_t half_nan = 0x7e00, half_inf = 0xfc00, bf16_inf = 0x7f80;
+  auto u16 = [](std::vector<uint16_t> values) {
+    std::vector<uint8_t> out(2 * values.size());
+    std::memcpy(out.data(), values.data(), out.size());
+    return out;
+  };
+  std::vector<uint8_t> none_nan(8, 0);
+  std::memcpy(none_nan.data() + 4, &kNaN, 4);
+  const Case cases[] = {
+      {"none", 2, none_nan, "NaN"},
+      {"fp16", 3, u16({0x3c00, half_nan, 0}), "NaN"},
+      {"fp16", 3, u16({0x3c00, 0, half_inf}), "-Inf"},
+      {"bf16", 2, u16({bf16_inf, 0}), "Inf"},
+      {"2bit", 16, {0x40, 0, 0, 0}, "code 01"},
+      {"2bit", 16, {0, 0, 0, 0x01}, "code 01 in the last value"},
+      {"2bit", 5, {0, 0x30, 0, 0}, "padding value 5"},
+      {"2bit", 5, {0, 0, 0, 0x80}, "padding value 12"},
+      {"1bit", 9, {0, 0x40, 0, 0}, "padding bit of value 9"},
+      {"1bit", 31, {0, 0, 0, 0x01}, "padding bit of value 31"},
+      {"topk:fraction=0.5", 4, pairs({{1, 1.0f}, {4, 1.0f}}), "index out of range"},
+      {"topk:fraction=0.5", 4, pairs({{2, 1.0f}, {1, 1.0f}}), "descending"},
+      {"topk:fraction=0.5", 4, pairs({{1, 1.0f}, {1, 1.0f}}), "repeated"},
+      {"topk:fraction=0.5", 4, pairs({{0, 1.0f}, {1, kInf}}), "Inf"},
+      {"topk:fraction=0.5", 4, pairs({{0, 1.0f}}), "too few pairs"},
+      {"threshold:threshold=0.5", 4, pairs({{0, 1.0f}, {1, 0.25f}}), "below the threshold"},
+      {"threshold:threshold=0.5", 4, pairs({{0, 1.0f}, {1, -kNaN}}), "NaN"},
+      {"threshold:threshold=0.5", 4, pairs({{3, 1.0f}, {0, 1.0f}}), "descending"},
+      {"threshold:threshold=0.5", 2, pairs({{0, 1.0f}, {1, 1.0f}, {1, 1.0f}}), "more pairs than elements"},
+      {"threshold:threshold=0.5", 4, pairs({{0xffffffffu, 1.0f}}), "index out of range"},
+  };
+  for (const Case& c : cases) {
+    const GradientCodec codec(config(c.config));
+    std::vector<float> dst(c.n, 7.0f);
+    std::string message;
+    EXPECT_EQ(code_of([&] { codec.decode_add(c.bytes.data(), c.bytes.size(), dst.data(), c.n); }, &message),
+              ErrorCode::kProtocol)
+        << c.config << ": " << c.why;
+    EXPECT_NE(message.find("malformed"), std::string::npos) << message;
+    EXPECT_EQ(dst, std::vector<float>(c.n, 7.0f)) << c.config << ": " << c.why;
+  }
 }
 
 }  // namespace
