@@ -259,27 +259,65 @@ void check_index_range(size_t n, const char* mode) {
   }
 }
 
+// The magnitude of a finite float as an integer that orders the same way.
+uint32_t magnitude_bits(float value) { return bits_of(value) & 0x7fffffffu; }
+
+// The k-th largest of the magnitude bits (1 <= k <= n), by a radix step on
+// the top 11 bits (exponent and three mantissa bits; four sub-histograms so
+// that runs of one bucket do not serialise on one counter) and a selection
+// among that bucket's elements alone. Also returns how many magnitudes are
+// strictly larger.
+std::pair<uint32_t, size_t> kth_largest_magnitude(const float* g, size_t n, size_t k) {
+  constexpr size_t kBuckets = size_t{1} << 11;
+  constexpr int kShift = 20;  // magnitudes are below 2^31
+  std::vector<uint32_t> histograms(4 * kBuckets, 0);
+  uint32_t* h = histograms.data();
+  size_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    ++h[0 * kBuckets + (magnitude_bits(g[i]) >> kShift)];
+    ++h[1 * kBuckets + (magnitude_bits(g[i + 1]) >> kShift)];
+    ++h[2 * kBuckets + (magnitude_bits(g[i + 2]) >> kShift)];
+    ++h[3 * kBuckets + (magnitude_bits(g[i + 3]) >> kShift)];
+  }
+  for (; i < n; ++i) ++h[magnitude_bits(g[i]) >> kShift];
+  size_t above = 0;
+  size_t bucket = kBuckets;
+  size_t in_bucket = 0;
+  while (bucket > 0) {
+    --bucket;
+    in_bucket = size_t{h[bucket]} + h[kBuckets + bucket] + h[2 * kBuckets + bucket] + h[3 * kBuckets + bucket];
+    if (above + in_bucket >= k) break;
+    above += in_bucket;
+  }
+  std::vector<uint32_t> candidates;
+  candidates.reserve(in_bucket);
+  for (i = 0; i < n; ++i) {
+    const uint32_t m = magnitude_bits(g[i]);
+    if ((m >> kShift) == bucket) candidates.push_back(m);
+  }
+  const size_t rank = k - above - 1;  // 0-based among the bucket's, largest first
+  std::nth_element(candidates.begin(), candidates.begin() + static_cast<std::ptrdiff_t>(rank), candidates.end(),
+                   std::greater<uint32_t>());
+  const uint32_t kth = candidates[rank];
+  for (uint32_t m : candidates) above += m > kth;
+  return {kth, above};
+}
+
 size_t encode_topk(const float* g, size_t n, double fraction, uint8_t* out) {
   check_index_range(n, "topk");
   check_finite(g, n, "topk");
   const size_t k = GradientCodec::topk_count(fraction, n);
   if (k == 0) return 0;
-  // The k-th largest magnitude; every larger one goes, and of those equal to
-  // it the lowest indices, so the choice is one total order's and never
+  // Every magnitude above the k-th largest goes, and of those equal to it
+  // the lowest indices, so the choice is one total order's and never
   // depends on the selection algorithm.
-  std::vector<float> magnitudes(n);
-  for (size_t i = 0; i < n; ++i) magnitudes[i] = std::fabs(g[i]);
-  std::nth_element(magnitudes.begin(), magnitudes.begin() + static_cast<std::ptrdiff_t>(k - 1), magnitudes.end(),
-                   std::greater<float>());
-  const float kth = magnitudes[k - 1];
-  size_t above = 0;
-  for (size_t i = 0; i < n; ++i) above += std::fabs(g[i]) > kth;
+  const auto [kth, above] = kth_largest_magnitude(g, n, k);
   size_t ties_left = k - above;
   size_t written = 0;
   for (size_t i = 0; i < n; ++i) {
-    const float magnitude = std::fabs(g[i]);
-    if (magnitude > kth || (magnitude == kth && ties_left > 0)) {
-      if (magnitude == kth) --ties_left;
+    const uint32_t m = magnitude_bits(g[i]);
+    if (m > kth || (m == kth && ties_left > 0)) {
+      if (m == kth) --ties_left;
       store_pair(out + kPairBytes * written++, static_cast<uint32_t>(i), g[i]);
     }
   }
