@@ -10,6 +10,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/dtype.h"
@@ -605,6 +606,32 @@ TEST(CompressionErrorFeedback, PartsAreIndependentAndKeepTheirSize) {
   feedback.clear();
   EXPECT_EQ(feedback.num_parts(), 0u);
   EXPECT_EQ(feedback.residual(7, 0), nullptr);
+}
+
+TEST(CompressionErrorFeedback, PartsMayBeWorkedOnFromSeveralThreads) {
+  // A store encodes the parts of one push on several threads: each thread
+  // adds its own parts while the others use theirs.
+  const GradientCodec codec(config("2bit:threshold=1"));
+  ErrorFeedback feedback;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int64_t part = 0; part < 50; ++part) {
+        for (int step = 0; step < 3; ++step) {
+          std::vector<float> g(16, 0.75f);
+          feedback.compensate(static_cast<uint64_t>(t), part * 16, g.data(), g.size());
+          const auto bytes = encode(codec, g);
+          feedback.update(static_cast<uint64_t>(t), part * 16, g.data(), g.size(), codec, bytes.data(), bytes.size());
+        }
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(feedback.num_parts(), 200u);
+  // 0.75 kept, then 1.5 -> 1 sent and 0.5 kept, then 1.25 -> 1 sent and 0.25 kept.
+  for (uint64_t t = 0; t < 4; ++t) {
+    for (int64_t part = 0; part < 50; ++part) EXPECT_EQ(*feedback.residual(t, part * 16), std::vector<float>(16, 0.25f));
+  }
 }
 
 TEST(CompressionErrorFeedback, BytesThatDoNotDecodeRestartTheResidual) {
