@@ -1,0 +1,75 @@
+// Which gradient compression a distributed store applies to what workers
+// send, and its one numeric parameter. Every worker and server of a job must
+// agree on it: to_string() is canonical, so comparing the strings of two
+// configs compares the configs, and parse(to_string()) gives the same config.
+//
+// Grammar of the text form (no spaces; names are lower case):
+//   config := mode [ ":" field { "," field } ]
+//   mode   := "none" | "fp16" | "bf16" | "2bit" | "1bit" | "topk" | "threshold"
+//   field  := "threshold=" number      (2bit, 1bit, threshold)
+//           | "fraction=" number       (topk)
+//           | "error_feedback=" ("on" | "off")   (every mode but none)
+//   number := a decimal or exponent float as std::from_chars reads it
+//             (locale-independent; "inf", "nan" and hex are rejected)
+// Examples: "2bit", "2bit:threshold=0.5", "topk:fraction=0.01,error_feedback=off".
+// Each field may appear once. Defaults: 2bit and 1bit threshold 0.5 (MXNet's
+// 2bit default); threshold and topk have no default value and must name it;
+// error_feedback is on for every lossy mode (all but none).
+#pragma once
+
+#include <string>
+
+namespace dt::kvstore::compression {
+
+enum class CompressionMode : int {
+  kNone = 0,
+  kFp16 = 1,
+  kBf16 = 2,
+  k2Bit = 3,
+  k1Bit = 4,
+  kTopK = 5,
+  kThreshold = 6,
+};
+
+// The spelling of the grammar above ("none", "fp16", ..., "threshold").
+const char* mode_name(CompressionMode mode);
+// True for every mode but kNone: what is decoded can differ from what was encoded.
+bool is_lossy(CompressionMode mode);
+// kThreshold / k2Bit / k1Bit take a threshold, kTopK a fraction, the rest nothing.
+bool takes_threshold(CompressionMode mode);
+bool takes_fraction(CompressionMode mode);
+
+struct CompressionConfig {
+  CompressionMode mode = CompressionMode::kNone;
+  // The threshold (2bit, 1bit, threshold: > 0 and finite as a float) or the
+  // fraction of elements sent (topk: in (0, 1]); 0 for the other modes.
+  // A double so that topk's k = ceil(fraction * n) is not skewed by float
+  // rounding (0.1f * 10 is just above 1); codecs compare against
+  // static_cast<float>(threshold_or_fraction).
+  double threshold_or_fraction = 0;
+  // Keep what was not sent and add it to the next gradient (error_feedback.h).
+  bool error_feedback = false;
+
+  // The config for mode with its default value and error feedback on when
+  // lossy; Error(kInvalidArgument) for threshold and topk, which have no
+  // default value.
+  static CompressionConfig defaults(CompressionMode mode);
+  // Parses the grammar above and validates; Error(kInvalidArgument) naming
+  // the field (or the mode) and the offending text.
+  static CompressionConfig parse(const std::string& text);
+
+  // Error(kInvalidArgument) naming the field when a value is out of range or
+  // given to a mode that takes none (error feedback with mode none included).
+  void validate() const;
+  // Canonical text: every field the mode takes, in grammar order, numbers in
+  // the shortest form that reads back to the same double.
+  std::string to_string() const;
+
+  bool operator==(const CompressionConfig& other) const {
+    return mode == other.mode && threshold_or_fraction == other.threshold_or_fraction &&
+           error_feedback == other.error_feedback;
+  }
+  bool operator!=(const CompressionConfig& other) const { return !(*this == other); }
+};
+
+}  // namespace dt::kvstore::compression

@@ -1,0 +1,65 @@
+// Error feedback (MXNet's residual, the "memory" of 1-bit SGD and top-k
+// sparsification): what a lossy codec did not send this step is added to the
+// next step's gradient, so nothing is dropped, only delayed. One object per
+// worker per store; residuals are keyed by (key, begin), begin being the
+// part's first element in the key's flattened tensor, so a store that splits
+// a key into parts (ps::KeyPlacement) compresses and compensates each part on
+// its own.
+//
+// Per step and part, the store does:
+//   copy the gradient part into its send buffer c
+//   feedback.compensate(key, begin, c, n)       c += residual
+//   codec.encode(c, n, message, ...)
+//   feedback.update(key, begin, c, n, codec, message, size)
+//                                               residual = c - decoded(message)
+// so that over any number of steps, for every element,
+//   sum of the gradients == sum of what was decoded + the residual,
+// up to the rounding of the float additions (exactly, when they are exact).
+//
+// Threads: calls for different parts may run concurrently (the table of
+// parts is locked; a part's residual is not); calls for one part must not.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include "kvstore/compression/gradient_codec.h"
+
+namespace dt::kvstore::compression {
+
+class ErrorFeedback {
+ public:
+  // values[0, n) += the residual of part (key, begin); a part seen for the
+  // first time starts with a zero residual of n elements. Error(kShapeMismatch)
+  // when the part was seen with another n.
+  void compensate(uint64_t key, int64_t begin, float* values, size_t n);
+
+  // residual of (key, begin) = compensated - what encoded[0, size) decodes
+  // to under codec: compensated is the buffer compensate() filled and
+  // encode() read. Error(kShapeMismatch) as compensate(). A decoding error
+  // (bytes that are not what encode() wrote) propagates and restarts the
+  // part's residual from zero, a defined state rather than a half-written one.
+  void update(uint64_t key, int64_t begin, const float* compensated, size_t n, const GradientCodec& codec,
+              const uint8_t* encoded, size_t size);
+
+  // The residual of a part, nullptr when the part has not been seen; valid
+  // until clear(). For checkpoints and tests.
+  const std::vector<float>* residual(uint64_t key, int64_t begin) const;
+  size_t num_parts() const;
+  // Forgets every residual (a new training run, or compression switched off).
+  void clear();
+
+ private:
+  std::vector<float>& part(uint64_t key, int64_t begin, size_t n);
+
+  mutable std::mutex mutex_;
+  // unique_ptr: a part's vector stays where it is while other parts are added.
+  std::map<std::pair<uint64_t, int64_t>, std::unique_ptr<std::vector<float>>> parts_;
+};
+
+}  // namespace dt::kvstore::compression
