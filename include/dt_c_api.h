@@ -537,9 +537,13 @@ typedef struct dt_kvstore dt_kvstore;
  * the workers; DT_ALLREDUCE_DTYPE=float16 all-reduces float32 values as
  * float16, DT_ALLREDUCE_DEVICE picks the GPU). A GPU type without a GPU is
  * DT_ERR_NO_DEVICE, a type not built in is DT_ERR_NOT_SUPPORTED, each
- * naming the type to use instead. Semantics as MXNet's KVStore: values
- * pushed under one key in one call are summed; pull copies a key's value
- * into every output listed under it. */
+ * naming the type to use instead. Names are case-insensitive and MXNet's
+ * are accepted: "dist" (dist_sync), "dist_device_sync", "dist_device_async",
+ * "local_update_cpu", "local_allreduce_cpu" (local), "local_allreduce_device"
+ * (device); dt_kvstore_type reports the canonical name. An unknown name is
+ * DT_ERR_INVALID_ARGUMENT listing the known ones. Semantics as MXNet's
+ * KVStore: values pushed under one key in one call are summed; pull copies
+ * a key's value into every output listed under it. */
 DT_API dt_status dt_kvstore_create(dt_kvstore **out, const char *type);
 DT_API void dt_kvstore_free(dt_kvstore *kv);
 /* Static text, valid as long as the store. */

@@ -148,7 +148,12 @@ int main(int argc, char **argv) {
     CHECK(dt_kvstore_rank(&rank, kv));
     CHECK(dt_kvstore_num_workers(&num_workers, kv));
   }
-  lr = strcmp(a.kvstore, "dist_sync") == 0 ? a.lr / num_workers : a.lr;
+  {
+    /* The canonical name: --kvstore takes MXNet's names too ("dist"). */
+    const char *type = "none";
+    if (kv != NULL) CHECK(dt_kvstore_type(&type, kv));
+    lr = strcmp(type, "dist_sync") == 0 ? a.lr / num_workers : a.lr;
+  }
   CHECK(dt_optimizer_create(&opt, "sgd"));
   CHECK(dt_optimizer_set_double(opt, "learning_rate", lr));
   CHECK(dt_optimizer_set_double(opt, "momentum", a.momentum));

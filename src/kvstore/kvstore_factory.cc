@@ -1,6 +1,8 @@
 #include "kvstore/kvstore_factory.h"
 
+#include <cctype>
 #include <cstdlib>
+#include <map>
 
 #include "core/context.h"
 #include "core/error.h"
@@ -44,8 +46,37 @@ AllreduceOptions allreduce_options_from_env() {
 }  // namespace
 #endif
 
-std::unique_ptr<KVStore> create_kvstore(const std::string& type, const ps::PsOptions& options,
+std::string canonical_kvstore_type(const std::string& name) {
+  std::string lower = name;
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  // MXNet's own aliases, then the parts MXNet's KVStore::Create looks for.
+  static const std::map<std::string, std::string> kAliases = {
+      {"local", "local"},
+      {"local_update_cpu", "local"},
+      {"local_allreduce_cpu", "local"},
+      {"device", "device"},
+      {"local_allreduce_device", "device"},
+      {"nccl", "nccl"},
+      {"dist", "dist_sync"},
+      {"dist_sync", "dist_sync"},
+      {"dist_async", "dist_async"},
+      {"dist_sync_device", "dist_sync_device"},
+      {"dist_device_sync", "dist_sync_device"},
+      {"dist_async_device", "dist_async_device"},
+      {"dist_device_async", "dist_async_device"},
+      {"dist_device", "dist_sync_device"},
+      {"dist_nccl", "dist_nccl"},
+  };
+  auto it = kAliases.find(lower);
+  if (it != kAliases.end()) return it->second;
+  std::string known;
+  for (const auto& [alias, type] : kAliases) known += (known.empty() ? "" : ", ") + alias;
+  throw Error(ErrorCode::kInvalidArgument, "unknown kvstore type '" + name + "'; known (case-insensitive): " + known);
+}
+
+std::unique_ptr<KVStore> create_kvstore(const std::string& name, const ps::PsOptions& options,
                                         const ps::JobOverrides& layout) {
+  const std::string type = canonical_kvstore_type(name);
   const bool on_device = type == "dist_sync_device" || type == "dist_async_device";
   if (type == "dist_sync" || type == "dist_async" || on_device) {
     // The GPU first: a worker without one must fail before the job counts on it.
@@ -70,10 +101,7 @@ std::unique_ptr<KVStore> create_kvstore(const std::string& type, const ps::PsOpt
   }
   if (type == "local") return std::make_unique<LocalKVStore>(LocalKVStore::Reduce::kOnCpu);
   if (type == "device") return std::make_unique<LocalKVStore>(LocalKVStore::Reduce::kOnGpu);
-  if (type == "nccl") return std::make_unique<LocalKVStore>(LocalKVStore::Reduce::kNccl);
-  throw Error(ErrorCode::kInvalidArgument, "unknown kvstore type '" + type +
-                                               "'; known: local, device, nccl, dist_sync, dist_async, "
-                                               "dist_sync_device, dist_async_device, dist_nccl");
+  return std::make_unique<LocalKVStore>(LocalKVStore::Reduce::kNccl);  // "nccl"
 }
 
 }  // namespace dt::kvstore

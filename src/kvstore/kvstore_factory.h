@@ -24,10 +24,17 @@
 
 namespace dt::kvstore {
 
-// options: the parameter server's deadlines and bounds, validated by the
-// distributed types and ignored by the others. layout: explicit job layout
-// fields, each winning over the environment.
-std::unique_ptr<KVStore> create_kvstore(const std::string& type, const ps::PsOptions& options = {},
+// The type a name stands for, with MXNet's names and case-insensitive as
+// mx.kv.create: "dist" is dist_sync, "dist_device_sync" dist_sync_device,
+// "local_allreduce_device" device, "local_update_cpu" local, ... An unknown
+// name is Error(kInvalidArgument) listing every known one.
+std::string canonical_kvstore_type(const std::string& name);
+
+// name: any name canonical_kvstore_type knows; the store's type() is the
+// canonical one. options: the parameter server's deadlines and bounds,
+// validated by the distributed types and ignored by the others. layout:
+// explicit job layout fields, each winning over the environment.
+std::unique_ptr<KVStore> create_kvstore(const std::string& name, const ps::PsOptions& options = {},
                                         const ps::JobOverrides& layout = {});
 
 }  // namespace dt::kvstore

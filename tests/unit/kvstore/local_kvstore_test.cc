@@ -101,6 +101,17 @@ TEST_F(LocalKVStoreTest, ClearErrorsForBadUse) {
   EXPECT_EQ(values(out), (std::vector<float>{0}));
 }
 
+TEST(KVStoreFactoryTest, MxnetNamesCaseInsensitive) {
+  EXPECT_EQ(canonical_kvstore_type("dist"), "dist_sync");
+  EXPECT_EQ(canonical_kvstore_type("Dist_Sync"), "dist_sync");
+  EXPECT_EQ(canonical_kvstore_type("dist_device_sync"), "dist_sync_device");
+  EXPECT_EQ(canonical_kvstore_type("DIST_ASYNC_DEVICE"), "dist_async_device");
+  EXPECT_EQ(canonical_kvstore_type("dist_device_async"), "dist_async_device");
+  EXPECT_EQ(canonical_kvstore_type("local_allreduce_device"), "device");
+  EXPECT_EQ(canonical_kvstore_type("local_update_cpu"), "local");
+  EXPECT_EQ(create_kvstore("LOCAL")->type(), "local");
+}
+
 TEST(KVStoreFactoryTest, TypesAndErrors) {
   EXPECT_EQ(create_kvstore("local")->type(), "local");
   try {
@@ -108,6 +119,7 @@ TEST(KVStoreFactoryTest, TypesAndErrors) {
     FAIL();
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("dist_device_sync"), std::string::npos) << e.what();
   }
   if (core::gpu_count() == 0) {
     try {
