@@ -77,6 +77,7 @@ Trainer::Trainer(std::shared_ptr<nn::Net> net, optim::OptimizerConfig optimizer,
   update_on_kvstore_ =
       kv_ && options.update_on_kvstore != 0 && (options.update_on_kvstore == 1 || kv_->accepts_optimizer());
   update_on_kvstore_auto_ = options.update_on_kvstore == -1;
+  refuse_async_updates_on_workers();
   int overlap = options.overlap_communication;
   if (overlap < -1 || overlap > 1) throw Error(ErrorCode::kInvalidArgument, "overlap_communication must be -1, 0 or 1");
   if (overlap == -1) {
@@ -100,6 +101,18 @@ Trainer::Trainer(std::shared_ptr<nn::Net> net, optim::OptimizerConfig optimizer,
 }
 
 Trainer::~Trainer() = default;
+
+void Trainer::refuse_async_updates_on_workers() const {
+  // Gluon's rule: workers that each apply their own gradients to weights
+  // pulled at different moments drift apart; only the servers can apply
+  // asynchronous pushes to one model.
+  if (kv_ && !update_on_kvstore_ && kv_->type().find("async") != std::string::npos) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "trainer: kvstore '" + kv_->type() + "' needs the update on the servers (update_on_kvstore = 1 or "
+                "-1, and no dynamic loss scaling); as MXNet says, \"Please set update_on_kvstore=True when "
+                "training in async mode.\"");
+  }
+}
 
 std::vector<kvstore::Key> Trainer::keys_for_all_replicas() const {
   std::vector<kvstore::Key> keys;
@@ -163,6 +176,7 @@ void Trainer::prepare_precision() {
     // Loss scaling skips overflowed steps, which only the workers can: the
     // default store update moves to them, as for stores that run no optimizer.
     update_on_kvstore_ = false;
+    refuse_async_updates_on_workers();
     for (size_t r = 0; r < replicas_.size(); ++r) local_optimizers_.push_back(optim::Optimizer::create(config_));
     // A checkpoint's optimizer state was kept for the store.
     for (auto& optimizer : local_optimizers_) optimizer->load_state(pending_kv_state_, kOptimizerPrefix);

@@ -136,6 +136,9 @@ class Trainer {
   // With loss scaling: whether the reduced gradients are finite, recorded
   // in every replica's scaler; true (apply the update) without.
   bool gradients_usable();
+  // Error(kInvalidArgument) for an asynchronous store with the update on
+  // the workers (Gluon refuses it too).
+  void refuse_async_updates_on_workers() const;
   // The worker-side update after the store reduced the gradients.
   void update_replicas(double rescale);
   // Overlapped steps: one parameter's exchange, issued during backward; and

@@ -271,6 +271,26 @@ TEST(PsDataInproc, AsyncPushesAreAllApplied) {
   for (const auto& outcome : job.outcomes()) EXPECT_EQ(outcome, "");
 }
 
+TEST(PsDataInproc, AsyncTrainingRefusesUpdatesOnTheWorkers) {
+  InprocJob job("async-rule", 1, 1);
+  {
+    std::shared_ptr<kvstore::KVStore> kv(job.worker("dist_async", 0));
+    train::TrainerOptions options;
+    options.update_on_kvstore = 0;
+    try {
+      train::Trainer trainer(lenet(), sgd(0.05), kv, options);
+      FAIL() << "dist_async with the update on the workers was accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+      EXPECT_NE(std::string(e.what()).find("async mode"), std::string::npos) << e.what();
+    }
+    // The default puts the update on the servers.
+    train::Trainer trainer(lenet(), sgd(0.05), kv);
+    EXPECT_TRUE(trainer.update_on_kvstore());
+  }
+  for (const auto& outcome : job.outcomes()) EXPECT_EQ(outcome, "");
+}
+
 TEST(PsDataInproc, WorkerLeavingMidRoundFailsTheOtherWithPeerLost) {
   InprocJob job("lost", 1, 2);
   std::promise<void> initialized;
