@@ -1,5 +1,5 @@
 // codec_bench: single-core throughput of the gradient codecs
-// (kvstore/compression/gradient_codec.h), encode and decode, for every mode
+// (ps/compression/gradient_codec.h), encode and decode, for every mode
 // at 1 MiB and 64 MiB of float32 gradient. One JSON line per measurement:
 //   {"op":"encode","mode":"2bit:threshold=0.5,error_feedback=on","bytes":1048576,
 //    "encoded_bytes":65536,"gbps":...,"median_us":...,"reps":...}
@@ -24,13 +24,13 @@
 #include <vector>
 
 #include "core/error.h"
-#include "kvstore/compression/gradient_codec.h"
+#include "ps/compression/gradient_codec.h"
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using dt::kvstore::compression::CompressionConfig;
-using dt::kvstore::compression::GradientCodec;
+using dt::ps::compression::CompressionConfig;
+using dt::ps::compression::GradientCodec;
 
 const char* const kDefaultModes[] = {"none", "fp16", "bf16", "2bit:threshold=0.5", "1bit:threshold=0.5",
                                      "topk:fraction=0.01", "threshold:threshold=0.99"};

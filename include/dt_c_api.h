@@ -602,6 +602,25 @@ DT_API dt_status dt_kvstore_pushpull_str(dt_kvstore *kv,
  * other workers they change only the local record. */
 DT_API dt_status dt_kvstore_set_optimizer(dt_kvstore *kv,
                                           const dt_optimizer *opt);
+/* MXNet's kv.set_gradient_compression, as text:
+ *   mode[:field=value{,field=value}]
+ * mode: "none", "fp16", "bf16", "2bit", "1bit" (field threshold, default
+ * 0.5), "topk" (field fraction in (0, 1], required), "threshold" (field
+ * threshold, required); field error_feedback=on|off (on by default for
+ * every lossy mode: what was not sent is added to the next push of the same
+ * key part, per worker). E.g. "2bit:threshold=0.5", "topk:fraction=0.01".
+ * From then on the float32 values this worker pushes travel encoded (2bit:
+ * 16 values per 32-bit word; topk and threshold: (index, value) pairs) and
+ * the servers decode them before summing, in worker-rank order as always;
+ * pulls travel in full, so weights pulled from servers that run the
+ * optimizer are never lossy. Call it on every worker with the same text,
+ * before the first push: another worker's different text, or a call after a
+ * push, is refused (DT_ERR_INVALID_ARGUMENT / DT_ERR_BAD_STATE naming both).
+ * The parameter-server types only ("dist_sync", "dist_async", their
+ * "_device" forms); the others are DT_ERR_NOT_SUPPORTED. A malformed text
+ * is DT_ERR_INVALID_ARGUMENT naming the field. */
+DT_API dt_status dt_kvstore_set_gradient_compression(dt_kvstore *kv,
+                                                     const char *spec);
 /* Returns when every worker has reached the barrier. */
 DT_API dt_status dt_kvstore_barrier(dt_kvstore *kv);
 

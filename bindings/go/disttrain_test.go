@@ -171,6 +171,7 @@ func TestErrorsCarryTheirStatus(t *testing.T) {
 	defer kv.Close()
 	wantStatus(t, "pull of a key never initialised", kv.Pull([]uint64{99}, []*NDArray{a}, 0), StatusNotFound)
 	wantStatus(t, "3 keys and 1 value", kv.Push([]uint64{1, 2, 3}, []*NDArray{a}, 0), StatusInvalidArgument)
+	wantStatus(t, "compression on a local store", kv.SetGradientCompression("2bit"), StatusNotSupported)
 
 	_, err = NewNet(ctx, "nope", "")
 	wantStatus(t, `net builder "nope"`, err, StatusInvalidArgument)

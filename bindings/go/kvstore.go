@@ -352,6 +352,21 @@ func (kv *KVStore) SetOptimizer(opt *Optimizer) error {
 	return check(capi.Dt_kvstore_set_optimizer(p, op))
 }
 
+// SetGradientCompression is MXNet's set_gradient_compression, as text:
+// "2bit:threshold=0.5", "fp16", "topk:fraction=0.01", ... (see
+// dt_kvstore_set_gradient_compression). Pushed float32 values travel
+// compressed from now on, with error feedback unless "error_feedback=off";
+// pulls stay exact. Every worker, the same text, before the first push;
+// StatusNotSupported for stores that send nothing between processes.
+func (kv *KVStore) SetGradientCompression(spec string) error {
+	p, err := kv.handle().acquire("KVStore.SetGradientCompression", "KVStore")
+	if err != nil {
+		return err
+	}
+	defer kv.h.release()
+	return check(capi.Dt_kvstore_set_gradient_compression(p, spec))
+}
+
 // Barrier returns when every worker has reached it (or RequestTimeout
 // passed: StatusTimedOut).
 func (kv *KVStore) Barrier() error {

@@ -119,6 +119,7 @@
 %rename("%s") dt_kvstore_pull_str;
 %rename("%s") dt_kvstore_pushpull_str;
 %rename("%s") dt_kvstore_set_optimizer;
+%rename("%s") dt_kvstore_set_gradient_compression;
 %rename("%s") dt_kvstore_barrier;
 %rename("%s") dt_data_loader_options_init;
 %rename("%s") dt_data_loader_create;

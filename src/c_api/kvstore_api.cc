@@ -207,6 +207,14 @@ dt_status dt_kvstore_set_optimizer(dt_kvstore* kv, const dt_optimizer* opt) {
   });
 }
 
+dt_status dt_kvstore_set_gradient_compression(dt_kvstore* kv, const char* spec) {
+  return guarded(__func__, [&] {
+    auto& store = *handle(kv, "kv").impl;
+    arg(spec, "spec");
+    store.set_gradient_compression(spec);
+  });
+}
+
 dt_status dt_kvstore_barrier(dt_kvstore* kv) {
   return guarded(__func__, [&] { handle(kv, "kv").impl->barrier(); });
 }

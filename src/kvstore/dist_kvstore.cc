@@ -249,6 +249,7 @@ std::shared_ptr<Completion> DistKVStore::issue(DataOp op, const std::vector<Key>
     KeyMeta& m = keys_.at(group.key);
     const uint8_t* src = nullptr;
     if (op != DataOp::Pull) {
+      pushed_ = true;
       src = merge_->push_source(m.buffers, values, group.positions);
       if (sync_) ++m.pushes;
     }
@@ -331,6 +332,17 @@ void DistKVStore::set_rescale_grad(double rescale) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!has_optimizer_) throw Error(ErrorCode::kBadState, "set_rescale_grad: the kvstore has no optimizer");
   if (member_->rank() == 0) broadcast_command(DataOp::SetRescaleGrad, {}, rescale);
+}
+
+void DistKVStore::set_gradient_compression(const std::string& spec) {
+  const ps::compression::CompressionConfig config = ps::compression::CompressionConfig::parse(spec);
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (pushed_) {
+    throw Error(ErrorCode::kBadState, "set_gradient_compression: this store has pushed already; set it before "
+                                      "the first push, on every worker");
+  }
+  broadcast_command(DataOp::SetGradientCompression, config.to_string(), 0);
+  scheduler_->set_compression(config);
 }
 
 void DistKVStore::barrier() {

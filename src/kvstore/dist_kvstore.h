@@ -83,6 +83,10 @@ class DistKVStore final : public KVStore {
   void set_learning_rate(double lr) override;
   void set_rescale_grad(double rescale) override;
   void barrier() override;
+  // Tells the servers (who refuse a different one from another worker) and
+  // compresses this worker's float32 pushes from now on; pulls stay exact.
+  // Error(kBadState) after this store's first push.
+  void set_gradient_compression(const std::string& spec) override;
   core::NamedArrays optimizer_state(const std::string& prefix) const override;
   void load_optimizer_state(const core::NamedArrays& arrays, const std::string& prefix) override;
 
@@ -138,6 +142,7 @@ class DistKVStore final : public KVStore {
   mutable std::mutex mutex_;  // one call at a time: rounds and staging are per key
   std::map<Key, KeyMeta> keys_;
   bool has_optimizer_ = false;
+  bool pushed_ = false;  // compression is fixed from the first push on
 };
 
 }  // namespace dt::kvstore

@@ -15,6 +15,12 @@ void KVStore::pushpull(const std::vector<Key>& keys, const std::vector<core::NDA
   pull(keys, outs, priority);
 }
 
+void KVStore::set_gradient_compression(const std::string& spec) {
+  throw Error(ErrorCode::kNotSupported, "set_gradient_compression('" + spec + "'): kvstore '" + type() +
+                                            "' sends nothing between processes to compress; the parameter-server "
+                                            "types (dist_sync, dist_async and their _device forms) compress");
+}
+
 namespace {
 
 std::shared_ptr<Completion> finished() {

@@ -86,6 +86,11 @@ class KVStore {
   virtual void set_rescale_grad(double rescale) = 0;
   // Waits until every worker reaches the barrier; a no-op with one worker.
   virtual void barrier() {}
+  // MXNet's set_gradient_compression: what pushes send is compressed from
+  // now on (spec: ps/compression/compression_mode.h's grammar, e.g.
+  // "2bit:threshold=0.5"). Before the first push; the same on every worker.
+  // Error(kNotSupported) for the stores that do not compress.
+  virtual void set_gradient_compression(const std::string& spec);
 
   // The store's optimizer state (momenta, moments, step counts) for
   // checkpoints, names starting with prefix; empty without an optimizer.

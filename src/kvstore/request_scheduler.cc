@@ -194,29 +194,70 @@ std::vector<RequestScheduler::Unit> RequestScheduler::take_batch(Lane& lane) {
   return units;
 }
 
+std::vector<uint8_t> RequestScheduler::compress(const Part& part, const ps::compression::GradientCodec& codec,
+                                                ps::compression::ErrorFeedback* feedback) {
+  const size_t n = static_cast<size_t>(part.range.end - part.range.begin);
+  std::vector<float> values(n);
+  std::memcpy(values.data(), part.src + static_cast<size_t>(part.range.begin) * sizeof(float), n * sizeof(float));
+  if (feedback) feedback->compensate(part.key, part.range.begin, values.data(), n);
+  std::vector<uint8_t> bytes(codec.max_encoded_size(n));
+  bytes.resize(codec.encode(values.data(), n, bytes.data(), bytes.size()));
+  if (feedback) feedback->update(part.key, part.range.begin, values.data(), n, codec, bytes.data(), bytes.size());
+  return bytes;
+}
+
+void RequestScheduler::set_compression(const ps::compression::CompressionConfig& config) {
+  config.validate();
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (config.mode == ps::compression::CompressionMode::kNone) {
+    codec_.reset();
+    feedback_.reset();
+    return;
+  }
+  codec_ = std::make_shared<const ps::compression::GradientCodec>(config);
+  feedback_ = config.error_feedback ? std::make_shared<ps::compression::ErrorFeedback>() : nullptr;
+}
+
 void RequestScheduler::send_batch(int lane, std::vector<Unit> units) {
   const int server = lane / 2;
   const DataOp op = units.front().op;
-  std::vector<ps::SliceSpec> specs;
-  specs.reserve(units.size());
-  for (const Unit& unit : units) {
-    const Part& part = unit.part;
-    ps::PartInfo info{ps::PartKey{part.key, part.range.begin, part.range.end}, part.dtype, *part.shape};
-    specs.push_back(ps::SliceSpec{info, part.round, part.src ? ps::part_bytes(info) : 0});
+  std::shared_ptr<const ps::compression::GradientCodec> codec;
+  std::shared_ptr<ps::compression::ErrorFeedback> feedback;
+  if (op == DataOp::Push || op == DataOp::PushPull) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    codec = codec_;
+    feedback = feedback_;
   }
   std::optional<ps::EncodedData> encoded;
   std::optional<Error> error;
   try {
+    std::shared_lock<std::shared_mutex> memory(memory_mutex_);
+    if (memory_released_) throw Error(ErrorCode::kClosed, "the request was abandoned before it was sent");
+    std::vector<ps::SliceSpec> specs;
+    specs.reserve(units.size());
+    // Compressed parts' bytes, encoded first: their sizes go into the message.
+    std::vector<std::vector<uint8_t>> compressed(units.size());
+    for (size_t j = 0; j < units.size(); ++j) {
+      const Part& part = units[j].part;
+      ps::PartInfo info{ps::PartKey{part.key, part.range.begin, part.range.end}, part.dtype, *part.shape};
+      ps::SliceSpec spec{info, part.round, part.src ? ps::part_bytes(info) : 0};
+      if (codec && part.src && part.dtype == core::DType::kFloat32) {
+        compressed[j] = compress(part, *codec, feedback.get());
+        spec.data_bytes = compressed[j].size();
+        spec.encoding = static_cast<uint8_t>(codec->config().mode);
+      }
+      specs.push_back(std::move(spec));
+    }
     // Servers know the two modes; a "_device" type differs only on the worker.
     encoded.emplace(ps::encode_data_request(op, worker_rank_, specs,
                                             op == DataOp::Init ? (sync_ ? "dist_sync" : "dist_async") : std::string()));
-    std::shared_lock<std::shared_mutex> memory(memory_mutex_);
-    if (memory_released_) throw Error(ErrorCode::kClosed, "the request was abandoned before it was sent");
     for (size_t j = 0; j < units.size(); ++j) {
       const Part& part = units[j].part;
-      if (part.src == nullptr) continue;
-      std::memcpy(encoded->slice_data[j], part.src + static_cast<size_t>(part.range.begin) * core::dtype_size(part.dtype),
-                  specs[j].data_bytes);
+      if (part.src == nullptr || specs[j].data_bytes == 0) continue;
+      const uint8_t* from = specs[j].encoding != 0
+                                ? compressed[j].data()
+                                : part.src + static_cast<size_t>(part.range.begin) * core::dtype_size(part.dtype);
+      std::memcpy(encoded->slice_data[j], from, specs[j].data_bytes);
     }
   } catch (const Error& e) {
     error = e;

@@ -40,6 +40,8 @@
 #include "core/shape.h"
 #include "kvstore/completion.h"
 #include "kvstore/kvstore.h"
+#include "ps/compression/error_feedback.h"
+#include "ps/compression/gradient_codec.h"
 #include "ps/key_placement.h"
 #include "ps/roles/worker_client.h"
 
@@ -98,6 +100,11 @@ class RequestScheduler {
   // must stay alive until the request finished.
   std::shared_ptr<Completion> submit(const Work& work, int priority, std::function<void()> on_success);
 
+  // From now on pushed float32 parts are encoded with config (with its
+  // error feedback, per part) and sent with their encoding; other dtypes,
+  // pulls and inits go as they are. Call before the first push.
+  void set_compression(const ps::compression::CompressionConfig& config);
+
   // Stops the communication thread; what is still queued fails with
   // kClosed. Messages in flight are answered by the link. Idempotent.
   void close();
@@ -138,6 +145,9 @@ class RequestScheduler {
   std::vector<std::shared_ptr<Request>> drop_queued();
   std::vector<Unit> take_batch(Lane& lane);
   void send_batch(int lane, std::vector<Unit> units);
+  // A pushed float32 part, error-compensated and encoded.
+  static std::vector<uint8_t> compress(const Part& part, const ps::compression::GradientCodec& codec,
+                                       ps::compression::ErrorFeedback* feedback);
   void on_reply(int lane, const std::vector<Unit>& units, std::optional<core::Error> error, const ps::Frame* reply);
   void finish_unit(const std::shared_ptr<Request>& request, const std::optional<core::Error>& error);
 
@@ -158,6 +168,11 @@ class RequestScheduler {
   // memory; abandon() takes it exclusively, so none does afterwards.
   std::shared_mutex memory_mutex_;
   bool memory_released_ = false;
+  // Guarded by mutex_; null without compression. A part's pushes never
+  // overlap (a key's request waits for its previous one), as ErrorFeedback
+  // requires.
+  std::shared_ptr<const ps::compression::GradientCodec> codec_;
+  std::shared_ptr<ps::compression::ErrorFeedback> feedback_;
   std::thread thread_;
 };
 

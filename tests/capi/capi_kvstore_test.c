@@ -96,11 +96,24 @@ static void test_create(void) {
   CHECK_STATUS(dt_kvstore_create(&kv, "bogus"), DT_ERR_INVALID_ARGUMENT);
   CHECK(last_error_has("bogus") && last_error_has("local"));
   CHECK_STATUS(dt_kvstore_create(&kv, ""), DT_ERR_INVALID_ARGUMENT);
-  CHECK_STATUS(dt_kvstore_create(&kv, "Local"), DT_ERR_INVALID_ARGUMENT);
   CHECK_STATUS(dt_kvstore_create(&kv, NULL), DT_ERR_INVALID_ARGUMENT);
   CHECK_STATUS(dt_kvstore_create(NULL, "local"), DT_ERR_INVALID_ARGUMENT);
   CHECK(kv == CAPI_SENTINEL(dt_kvstore));
   dt_kvstore_free(NULL);
+
+  /* MXNet's names, case-insensitive; the type reported is the canonical one. */
+  {
+    dt_kvstore *local = NULL;
+    const char *type = NULL;
+    CHECK_OK(dt_kvstore_create(&local, "Local_Update_CPU"));
+    CHECK_OK(dt_kvstore_type(&type, local));
+    CHECK(type != NULL && strcmp(type, "local") == 0);
+    /* Nothing leaves a local store: no compression. */
+    CHECK_STATUS(dt_kvstore_set_gradient_compression(local, "2bit"), DT_ERR_NOT_SUPPORTED);
+    CHECK_STATUS(dt_kvstore_set_gradient_compression(local, NULL), DT_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(dt_kvstore_set_gradient_compression(NULL, "2bit"), DT_ERR_INVALID_ARGUMENT);
+    dt_kvstore_free(local);
+  }
 }
 
 static void test_push_pull(void) {

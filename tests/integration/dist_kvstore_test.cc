@@ -26,7 +26,10 @@
 #include "kvstore/dist_kvstore.h"
 #include "kvstore/kvstore_factory.h"
 #include "kvstore/local_kvstore.h"
+#include "../error_code_of.h"
 #include "lenet_exactness.h"
+#include "ps/compression/error_feedback.h"
+#include "ps/compression/gradient_codec.h"
 #include "nn/model_builders.h"
 #include "nn/net.h"
 #include "ps/roles/scheduler.h"
@@ -51,6 +54,7 @@ using test::lenet;
 using test::sgd;
 using test::single_thread_cpu;
 using test::weights;
+using test_support::code_of;
 
 using test::inproc_job;
 
@@ -269,6 +273,102 @@ TEST(PsDataInproc, AsyncPushesAreAllApplied) {
   };
   on_two_workers(run, 30s);
   for (const auto& outcome : job.outcomes()) EXPECT_EQ(outcome, "");
+}
+
+// ---- gradient compression --------------------------------------------------
+
+// Worker w's gradient of a key in a round: values on both sides of the
+// thresholds the specs below use, different per worker, key and round.
+std::vector<float> gradient(int worker, uint64_t key, int round, size_t n) {
+  std::vector<float> g(n);
+  for (size_t i = 0; i < n; ++i) {
+    g[i] = std::sin(0.37f * float(i) + 1.3f * float(worker) + 0.71f * float(round) + float(key)) *
+           (1.0f + 0.01f * float(i % 7));
+  }
+  return g;
+}
+
+// What a 2-worker dist_sync job without optimizer must hold after `rounds`
+// compressed pushes of the whole key: per worker, the gradient plus its
+// residual encoded and decoded, summed in rank order.
+std::vector<float> simulated_sum(const std::string& spec, uint64_t key, int rounds, size_t n) {
+  const auto config = ps::compression::CompressionConfig::parse(spec);
+  const ps::compression::GradientCodec codec(config);
+  ps::compression::ErrorFeedback feedback[2];
+  std::vector<float> stored(n, 0.0f);
+  for (int round = 1; round <= rounds; ++round) {
+    std::vector<float> sum(n, 0.0f);
+    for (int w = 0; w < 2; ++w) {
+      std::vector<float> c = gradient(w, key, round, n);
+      if (config.error_feedback) feedback[w].compensate(key, 0, c.data(), n);
+      std::vector<uint8_t> bytes(codec.max_encoded_size(n));
+      bytes.resize(codec.encode(c.data(), n, bytes.data(), bytes.size()));
+      if (config.error_feedback) feedback[w].update(key, 0, c.data(), n, codec, bytes.data(), bytes.size());
+      std::vector<float> decoded(n, 0.0f);
+      codec.decode_add(bytes.data(), bytes.size(), decoded.data(), n);
+      // The server copies rank 0's value and adds rank 1's.
+      for (size_t i = 0; i < n; ++i) sum[i] = w == 0 ? decoded[i] : sum[i] + decoded[i];
+    }
+    stored = sum;
+  }
+  return stored;
+}
+
+TEST(PsDataInproc, CompressedPushesEqualTheSimulatedArithmeticForEveryMode) {
+  // Key 1 stays on one server; key 2 (12 KB > the 4 KB bound) is split in
+  // parts across both, each compressed with its own residual: elementwise
+  // modes give the same values as the whole key, topk (chosen per part) is
+  // checked on key 1 only.
+  constexpr size_t kSmall = 1000, kBig = 3000;
+  constexpr int kRounds = 3;
+  for (const std::string spec : {"fp16", "bf16", "2bit:threshold=0.5", "2bit:threshold=0.5,error_feedback=off",
+                                 "1bit:threshold=0.25", "threshold:threshold=0.8", "topk:fraction=0.05"}) {
+    SCOPED_TRACE(spec);
+    const bool elementwise = spec.rfind("topk", 0) != 0;
+    InprocJob job("compress-" + std::to_string(std::hash<std::string>()(spec)), 2, 2);
+    const auto [a, b] = on_two_workers([&](int rank) {
+      auto kv = job.worker("dist_sync", rank);
+      kv->init({1, 2}, {array(std::vector<float>(kSmall, 0.0f)), array(std::vector<float>(kBig, 0.0f))});
+      kv->set_gradient_compression(spec);
+      NDArray small = array(std::vector<float>(kSmall, 0.0f)), big = array(std::vector<float>(kBig, 0.0f));
+      for (int round = 1; round <= kRounds; ++round) {
+        kv->push({1, 2}, {array(gradient(rank, 1, round, kSmall)), array(gradient(rank, 2, round, kBig))}, 0);
+        kv->pull({1, 2}, {small, big}, 0);
+      }
+      return std::make_pair(values(small), values(big));
+    });
+    EXPECT_EQ(a.first, simulated_sum(spec, 1, kRounds, kSmall));
+    if (elementwise) EXPECT_EQ(a.second, simulated_sum(spec, 2, kRounds, kBig));
+    EXPECT_EQ(a, b) << "the workers pulled different values";
+    for (const auto& outcome : job.outcomes()) EXPECT_EQ(outcome, "");
+  }
+}
+
+TEST(PsDataInproc, CompressionMustBeTheSameOnEveryWorkerAndSetBeforePushing) {
+  InprocJob job("compress-rules", 1, 2);
+  const auto [a, b] = on_two_workers([&](int rank) {
+    auto kv = job.worker("dist_sync", rank);
+    kv->init({1}, {array({0, 0})});
+    // One of the two calls succeeds: no code_of here.
+    std::optional<ErrorCode> mismatch;
+    try {
+      kv->set_gradient_compression(rank == 0 ? "2bit:threshold=0.5" : "fp16");
+    } catch (const Error& e) {
+      mismatch = e.code();
+    }
+    kv->barrier();
+    kv->push({1}, {array({1, 1})}, 0);
+    const ErrorCode late = code_of([&] { kv->set_gradient_compression("fp16"); });
+    return std::make_pair(mismatch, late);
+  });
+  // Whichever worker came second was refused; setting after a push never works.
+  EXPECT_NE(a.first.has_value(), b.first.has_value()) << "exactly one worker must be refused";
+  EXPECT_EQ(a.first.value_or(b.first.value_or(ErrorCode::kInternal)), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(a.second, ErrorCode::kBadState);
+  EXPECT_EQ(b.second, ErrorCode::kBadState);
+  for (const auto& outcome : job.outcomes()) EXPECT_EQ(outcome, "");
+  EXPECT_EQ(code_of([] { kvstore::create_kvstore("local")->set_gradient_compression("2bit"); }),
+            ErrorCode::kNotSupported);
 }
 
 TEST(PsDataInproc, AsyncTrainingRefusesUpdatesOnTheWorkers) {

@@ -1,4 +1,4 @@
-#include "kvstore/compression/compression_mode.h"
+#include "ps/compression/compression_mode.h"
 
 #include <charconv>
 #include <cmath>
@@ -7,7 +7,7 @@
 
 #include "core/error.h"
 
-namespace dt::kvstore::compression {
+namespace dt::ps::compression {
 
 using core::Error;
 using core::ErrorCode;
@@ -172,4 +172,4 @@ std::string CompressionConfig::to_string() const {
   return text;
 }
 
-}  // namespace dt::kvstore::compression
+}  // namespace dt::ps::compression

@@ -19,7 +19,7 @@
 
 #include <string>
 
-namespace dt::kvstore::compression {
+namespace dt::ps::compression {
 
 enum class CompressionMode : int {
   kNone = 0,
@@ -72,4 +72,4 @@ struct CompressionConfig {
   bool operator!=(const CompressionConfig& other) const { return !(*this == other); }
 };
 
-}  // namespace dt::kvstore::compression
+}  // namespace dt::ps::compression

@@ -1,11 +1,11 @@
-#include "kvstore/compression/error_feedback.h"
+#include "ps/compression/error_feedback.h"
 
 #include <algorithm>
 #include <string>
 
 #include "core/error.h"
 
-namespace dt::kvstore::compression {
+namespace dt::ps::compression {
 
 using core::Error;
 using core::ErrorCode;
@@ -58,4 +58,4 @@ void ErrorFeedback::clear() {
   parts_.clear();
 }
 
-}  // namespace dt::kvstore::compression
+}  // namespace dt::ps::compression

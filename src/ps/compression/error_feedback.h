@@ -28,9 +28,9 @@
 #include <utility>
 #include <vector>
 
-#include "kvstore/compression/gradient_codec.h"
+#include "ps/compression/gradient_codec.h"
 
-namespace dt::kvstore::compression {
+namespace dt::ps::compression {
 
 class ErrorFeedback {
  public:
@@ -62,4 +62,4 @@ class ErrorFeedback {
   std::map<std::pair<uint64_t, int64_t>, std::unique_ptr<std::vector<float>>> parts_;
 };
 
-}  // namespace dt::kvstore::compression
+}  // namespace dt::ps::compression

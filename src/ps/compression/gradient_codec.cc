@@ -1,4 +1,4 @@
-#include "kvstore/compression/gradient_codec.h"
+#include "ps/compression/gradient_codec.h"
 
 #include <algorithm>
 #include <cmath>
@@ -19,7 +19,7 @@
 // it with memcpy; a big-endian port would byte-swap in load_u32/store_u32.
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the gradient codecs assume a little-endian host");
 
-namespace dt::kvstore::compression {
+namespace dt::ps::compression {
 
 using core::Error;
 using core::ErrorCode;
@@ -475,4 +475,4 @@ void GradientCodec::decode_add(const uint8_t* bytes, size_t size, float* dst, si
   throw Error(ErrorCode::kInternal, "gradient compression: unknown mode");
 }
 
-}  // namespace dt::kvstore::compression
+}  // namespace dt::ps::compression

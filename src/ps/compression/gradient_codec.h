@@ -50,9 +50,9 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "kvstore/compression/compression_mode.h"
+#include "ps/compression/compression_mode.h"
 
-namespace dt::kvstore::compression {
+namespace dt::ps::compression {
 
 class GradientCodec {
  public:
@@ -81,4 +81,4 @@ class GradientCodec {
   float threshold_ = 0;  // static_cast<float>(config_.threshold_or_fraction) when the mode takes one
 };
 
-}  // namespace dt::kvstore::compression
+}  // namespace dt::ps::compression

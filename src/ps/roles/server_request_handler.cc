@@ -53,16 +53,31 @@ std::vector<DecodedSlice> decode_all(const Frame& frame, const wire::DataRequest
   out.reserve(request.slices()->size());
   for (const auto* slice : *request.slices()) {
     out.push_back(decode_slice(frame, slice));
-    if (with_data && out.back().data == nullptr) {
+    // An encoding may send no bytes at all (nothing above the threshold).
+    if (with_data && out.back().data == nullptr && out.back().encoding == 0) {
       throw Error(ErrorCode::kProtocol, "a push of key " + std::to_string(out.back().info.part.key) + " carries no data");
     }
   }
   return out;
 }
 
+// A compressed push's float32 values; the job's codec must be the one the
+// slice names.
+std::vector<float> decode_push(const compression::GradientCodec* codec, const DecodedSlice& s) {
+  const auto mode = static_cast<compression::CompressionMode>(s.encoding);
+  if (codec == nullptr || codec->config().mode != mode) {
+    throw Error(ErrorCode::kProtocol, "a push of key " + std::to_string(s.info.part.key) + " encoded with mode " +
+                                          std::to_string(s.encoding) + ", but the job compresses with " +
+                                          (codec ? codec->config().to_string() : std::string("none")));
+  }
+  std::vector<float> values(static_cast<size_t>(s.info.part.end - s.info.part.begin), 0.0f);
+  codec->decode_add(s.data, s.data_bytes, values.data(), values.size());
+  return values;
+}
+
 // Push and/or pull every slice; the reply leaves when all are done.
 void push_pull(ServerKeyStore& store, int worker, const std::vector<DecodedSlice>& slices, bool push, bool pull,
-               const RequestServer::Reply& reply) {
+               const compression::GradientCodec* codec, const RequestServer::Reply& reply) {
   std::vector<SliceSpec> specs;
   if (pull) {
     // The reply is sized from the parts as stored, never from what the
@@ -78,7 +93,11 @@ void push_pull(ServerKeyStore& store, int worker, const std::vector<DecodedSlice
       const DecodedSlice& s = slices[i];
       if (push) {
         ++started;
-        store.push(worker, s.info, s.round, s.data, s.data_bytes, [completion](const Error* error) {
+        // The store consumes (or copies) the bytes before push returns.
+        const std::vector<float> decoded = s.encoding != 0 ? decode_push(codec, s) : std::vector<float>();
+        const void* data = s.encoding != 0 ? static_cast<const void*>(decoded.data()) : s.data;
+        const size_t bytes = s.encoding != 0 ? decoded.size() * sizeof(float) : s.data_bytes;
+        store.push(worker, s.info, s.round, data, bytes, [completion](const Error* error) {
           if (error) completion->fail(*error);
           completion->finish();
         });
@@ -147,6 +166,26 @@ void ServerRequestHandler::check_speaker(int worker, uint32_t pipe) {
   }
   pipe_of_worker_[worker] = pipe;
   worker_of_pipe_[pipe] = worker;
+}
+
+const compression::GradientCodec* ServerRequestHandler::pushing() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  pushed_ = true;
+  return codec_.get();
+}
+
+void ServerRequestHandler::set_compression(int worker, const compression::CompressionConfig& config) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const compression::CompressionConfig current = compression_.value_or(compression::CompressionConfig());
+  if (compression_ || pushed_) {
+    if (config == current) return;
+    throw Error(pushed_ ? ErrorCode::kBadState : ErrorCode::kInvalidArgument,
+                "worker " + std::to_string(worker) + " set the gradient compression " + config.to_string() +
+                    ", the job's is " + current.to_string() +
+                    (pushed_ ? " (rule: set before the first push)" : " (rule: every worker sets the same compression)"));
+  }
+  compression_ = config;
+  if (config.mode != compression::CompressionMode::kNone) codec_ = std::make_unique<compression::GradientCodec>(config);
 }
 
 void ServerRequestHandler::set_optimizer(int worker, const optim::OptimizerConfig& config,
@@ -231,13 +270,13 @@ void ServerRequestHandler::handle(Message request, const RequestServer::Reply& r
         return;
       }
       case wire::DataOp::Push:
-        push_pull(store_, worker, decode_all(frame, *data, true), true, false, reply);
+        push_pull(store_, worker, decode_all(frame, *data, true), true, false, pushing(), reply);
         return;
       case wire::DataOp::Pull:
-        push_pull(store_, worker, decode_all(frame, *data, false), false, true, reply);
+        push_pull(store_, worker, decode_all(frame, *data, false), false, true, nullptr, reply);
         return;
       case wire::DataOp::PushPull:
-        push_pull(store_, worker, decode_all(frame, *data, true), true, true, reply);
+        push_pull(store_, worker, decode_all(frame, *data, true), true, true, pushing(), reply);
         return;
       case wire::DataOp::SetOptimizer:
         set_optimizer(worker, optim::OptimizerConfig::from_json(data->text() ? data->text()->str() : ""), reply);
@@ -301,7 +340,9 @@ void ServerRequestHandler::handle(Message request, const RequestServer::Reply& r
         return;
       }
       case wire::DataOp::SetGradientCompression:
-        throw Error(ErrorCode::kNotSupported, "gradient compression is not built in this version of disttrain");
+        set_compression(worker, compression::CompressionConfig::parse(data->text() ? data->text()->str() : ""));
+        reply(encode_data_reply({}).message);
+        return;
     }
     throw Error(ErrorCode::kProtocol, "unknown data op " + std::to_string(static_cast<int>(data->op())));
   } catch (const Error& error) {

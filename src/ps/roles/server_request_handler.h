@@ -28,16 +28,25 @@
 // applied, another worker's is answered once worker 0's has arrived: OK
 // when it is the same, kInvalidArgument naming both when not. Requests that
 // arrive without a connection (pipe 0: handed in by a test) are not bound.
+//
+// Gradient compression: SetGradientCompression (text: a
+// ps/compression/compression_mode.h config) from every worker before its
+// first push; the first fixes the job's, another must equal it. Pushed
+// slices with TensorSlice.encoding set are decoded with it and then summed
+// as any push (dist_sync stays in worker-rank order, so exact for a given
+// mode); pulls are always sent in full.
 // Refusals are logged at a bounded rate.
 #pragma once
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 
 #include "optim/optimizer_config.h"
+#include "ps/compression/gradient_codec.h"
 #include "ps/roles/server_key_store.h"
 #include "ps/transport/rate_limited_log.h"
 #include "ps/transport/message.h"
@@ -66,6 +75,13 @@ class ServerRequestHandler {
   // The worker the request may speak for; throws naming the rule otherwise.
   void check_speaker(int worker, uint32_t pipe);
   void set_optimizer(int worker, const optim::OptimizerConfig& config, const RequestServer::Reply& reply);
+  // The first worker's config is the job's; the same again is a no-op,
+  // another (or any change after the first push) an error naming both.
+  void set_compression(int worker, const compression::CompressionConfig& config);
+  // Marks that pushes began (compression is fixed from now on) and returns
+  // the job's codec, null without compression. Never destroyed before the
+  // handler, so a push may hold it without the lock.
+  const compression::GradientCodec* pushing();
 
   ServerKeyStore store_;
   RateLimitedLog log_{"dt server"};
@@ -74,6 +90,9 @@ class ServerRequestHandler {
   std::map<int, uint32_t> pipe_of_worker_;
   std::map<uint32_t, int> worker_of_pipe_;
   std::optional<optim::OptimizerConfig> optimizer_;  // worker 0's
+  std::optional<compression::CompressionConfig> compression_;  // the first worker's
+  std::unique_ptr<compression::GradientCodec> codec_;  // its codec (none: null), set once
+  bool pushed_ = false;
   // Other workers' SetOptimizer waiting for worker 0's (one per worker).
   struct OptimizerCheck {
     optim::OptimizerConfig config;

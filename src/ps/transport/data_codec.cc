@@ -27,7 +27,7 @@ flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<wire::TensorSlice>>>
     tables.push_back(wire::CreateTensorSlice(fbb, s.info.part.key, static_cast<uint64_t>(s.info.part.begin),
                                              static_cast<uint64_t>(s.info.part.end),
                                              static_cast<int8_t>(s.info.dtype), shape, s.round, offset,
-                                             s.data_bytes));
+                                             s.data_bytes, s.encoding));
     offsets.push_back(offset);
     if (s.data_bytes != 0) payload_bytes = offset + s.data_bytes;
   }
@@ -107,8 +107,13 @@ DecodedSlice decode_slice(const Frame& frame, const wire::TensorSlice* slice) {
                           static_cast<int64_t>(slice->part_end())};
   out.round = slice->round();
   out.data_bytes = slice->data_bytes();
+  out.encoding = slice->encoding();
+  if (out.encoding != 0 && out.info.dtype != core::DType::kFloat32) {
+    throw Error(ErrorCode::kProtocol, what + ": encoding " + std::to_string(out.encoding) + " of a " +
+                                          core::dtype_name(out.info.dtype) + " part (only float32 is compressed)");
+  }
   if (out.data_bytes != 0) {
-    if (out.data_bytes != part_bytes(out.info)) {
+    if (out.encoding == 0 && out.data_bytes != part_bytes(out.info)) {
       throw Error(ErrorCode::kProtocol, what + ": " + std::to_string(out.data_bytes) + " data bytes for a part of " +
                                             std::to_string(part_bytes(out.info)));
     }

@@ -17,11 +17,13 @@
 namespace dt::ps {
 
 // One slice to send: which part, its round (-1: none) and how many tensor
-// bytes follow it in the payload (0 for a pull request).
+// bytes follow it in the payload (0 for a pull request), and how they are
+// encoded (0: raw; else a ps::compression::CompressionMode of float32 data).
 struct SliceSpec {
   PartInfo info;
   int64_t round = -1;
   size_t data_bytes = 0;
+  uint8_t encoding = 0;
 };
 
 // A frame under construction: message() once the payload is filled in.
@@ -47,6 +49,10 @@ struct DecodedSlice {
   int64_t round = -1;
   const uint8_t* data = nullptr;  // in place inside the frame's message
   size_t data_bytes = 0;
+  // 0: data_bytes is the part's size. Else the compression mode of the
+  // (float32) part's encoded bytes, whose size the codec checks; possibly 0
+  // bytes (a threshold encoding that sends nothing) with data null.
+  uint8_t encoding = 0;
 };
 DecodedSlice decode_slice(const Frame& frame, const wire::TensorSlice* slice);
 

@@ -27,7 +27,9 @@
 namespace dt::ps {
 
 // Bumped whenever protocol.fbs changes in a way an older peer would misread.
-constexpr uint32_t kProtocolVersion = 1;
+// 2: TensorSlice.encoding (compressed pushes), which a version-1 peer
+// would read as raw elements.
+constexpr uint32_t kProtocolVersion = 2;
 constexpr size_t kPayloadAlignment = 16;
 constexpr size_t kFrameHeaderBytes = 4;
 

@@ -16,11 +16,11 @@
 #include "core/dtype.h"
 #include "core/error.h"
 #include "error_code_of.h"
-#include "kvstore/compression/compression_mode.h"
-#include "kvstore/compression/error_feedback.h"
-#include "kvstore/compression/gradient_codec.h"
+#include "ps/compression/compression_mode.h"
+#include "ps/compression/error_feedback.h"
+#include "ps/compression/gradient_codec.h"
 
-namespace dt::kvstore::compression {
+namespace dt::ps::compression {
 namespace {
 
 using core::ErrorCode;
@@ -679,4 +679,4 @@ TEST(CompressionErrorFeedback, BytesThatDoNotDecodeRestartTheResidual) {
 }
 
 }  // namespace
-}  // namespace dt::kvstore::compression
+}  // namespace dt::ps::compression

@@ -367,6 +367,20 @@ public final class KVStore extends NativeHandle {
     }
   }
 
+  /**
+   * MXNet's set_gradient_compression, as text: "2bit:threshold=0.5", "fp16", "topk:fraction=0.01",
+   * ... (see dt_kvstore_set_gradient_compression). Pushed float32 values travel compressed from now on,
+   * with error feedback unless "error_feedback=off"; pulls stay exact. Every worker, the same text,
+   * before the first push. NOT_SUPPORTED for stores that send nothing between processes.
+   */
+  public void setGradientCompression(String spec) {
+    try {
+      disttrain.dt_kvstore_set_gradient_compression(handle(), spec);
+    } finally {
+      fence();
+    }
+  }
+
   /** Returns when every worker has reached the barrier (or the request deadline passed). */
   public void barrier() {
     try {

@@ -87,6 +87,11 @@ class ErrorsTest {
         expect(Status.SHAPE_MISMATCH, () -> kv.pushPull(3, wrong, wrong));
       }
       expect(Status.NOT_FOUND, () -> kv.pull(99, b));
+      expect(Status.NOT_SUPPORTED, () -> kv.setGradientCompression("2bit:threshold=0.5"));
+    }
+    // MXNet's names, case-insensitive.
+    try (KVStore kv = KVStore.create("Local_Update_CPU")) {
+      assertEquals("local", kv.type());
     }
   }
 
