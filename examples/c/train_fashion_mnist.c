@@ -4,6 +4,7 @@
  *
  *   train_fashion_mnist [--model lenet|mlp] [--epochs N] [--batch-size N]
  *                       [--lr X] [--momentum X] [--kvstore TYPE|none]
+ *                       [--compression SPEC]
  *                       [--data DIR] [--metrics FILE] [--checkpoint FILE]
  *                       [--resume FILE] [--seed N] [--threads N] [--help]
  *
@@ -20,6 +21,10 @@
  * gradient by 1/its batch and dist_sync servers sum the workers' gradients,
  * so with dist_sync the example hands the trainer lr / num_workers. With
  * dist_async every push is its own update and the rate stays as given.
+ *
+ * --compression (dist types) compresses what the workers push, as MXNet's
+ * kv.set_gradient_compression: e.g. 2bit:threshold=0.5, fp16,
+ * topk:fraction=0.01 (see dt_kvstore_set_gradient_compression).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -45,6 +50,7 @@ typedef struct args {
   double lr;
   double momentum;
   const char *kvstore;
+  const char *compression;
   const char *data;
   const char *metrics;
   const char *checkpoint;
@@ -62,6 +68,7 @@ static void usage(FILE *to) {
           "  --lr X                SGD learning rate (default 0.02)\n"
           "  --momentum X          SGD momentum (default 0.9)\n"
           "  --kvstore TYPE|none   kvstore type, e.g. local (default local)\n"
+          "  --compression SPEC    dist types: compress pushes, e.g. 2bit:threshold=0.5\n"
           "  --data DIR            Fashion-MNIST IDX files (default "
           "/usr/share/datasets/fashion-mnist)\n"
           "  --metrics FILE        JSON-lines metrics log, one line per epoch\n"
@@ -90,6 +97,7 @@ static int parse_args(int argc, char **argv, args *a) {
     else if (strcmp(flag, "--lr") == 0) a->lr = strtod(value, &end);
     else if (strcmp(flag, "--momentum") == 0) a->momentum = strtod(value, &end);
     else if (strcmp(flag, "--kvstore") == 0) a->kvstore = value;
+    else if (strcmp(flag, "--compression") == 0) a->compression = value;
     else if (strcmp(flag, "--data") == 0) a->data = value;
     else if (strcmp(flag, "--metrics") == 0) a->metrics = value;
     else if (strcmp(flag, "--checkpoint") == 0) a->checkpoint = value;
@@ -118,7 +126,7 @@ static int parse_args(int argc, char **argv, args *a) {
 }
 
 int main(int argc, char **argv) {
-  args a = {"lenet", 5, 64, 0.02, 0.9, "local", NULL, NULL, NULL, NULL, 1, 0};
+  args a = {"lenet", 5, 64, 0.02, 0.9, "local", NULL, NULL, NULL, NULL, NULL, 1, 0};
   dt_context *cpu = NULL;
   dt_net *net = NULL;
   dt_optimizer *opt = NULL;
@@ -147,6 +155,7 @@ int main(int argc, char **argv) {
     CHECK(dt_kvstore_create_ex(&kv, a.kvstore, NULL));
     CHECK(dt_kvstore_rank(&rank, kv));
     CHECK(dt_kvstore_num_workers(&num_workers, kv));
+    if (a.compression != NULL) CHECK(dt_kvstore_set_gradient_compression(kv, a.compression));
   }
   {
     /* The canonical name: --kvstore takes MXNet's names too ("dist"). */
