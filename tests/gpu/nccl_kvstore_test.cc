@@ -49,9 +49,9 @@ class NcclKVStore : public ::testing::TestWithParam<LocalKVStore::Reduce> {
     value_contexts_.push_back(gpus_[0]);
     for (const auto& g : gpus_) value_contexts_.push_back(g);
   }
-  void require_gpus(int n) {
-    if (static_cast<int>(gpus_.size()) < n) GTEST_SKIP() << "needs " << n << " GPUs";
-  }
+  // GTEST_SKIP() returns only from the function it is written in, so the
+  // test itself must return: `if (!has_gpus(2)) GTEST_SKIP() << ...;`.
+  bool has_gpus(int n) const { return static_cast<int>(gpus_.size()) >= n; }
   // One value per value context for key, and the same values on the CPU.
   void values_for(Key key, int round, std::vector<Key>& keys, std::vector<NDArray>& gpu,
                   std::vector<NDArray>& cpu) {
@@ -128,7 +128,7 @@ TEST_P(NcclKVStore, OptimizerOnTheStoreMatchesTheLocalStore) {
 }
 
 TEST_P(NcclKVStore, KeysOnSeveralGpusTakeTheCollectivePath) {
-  require_gpus(2);
+  if (!has_gpus(2)) GTEST_SKIP() << "needs 2 GPUs, " << gpus_.size() << " visible";
   LocalKVStore store(GetParam());
   store.init({1}, {on(gpus_[1], pattern(3))});
   // One value per GPU, none on the CPU: the reduce spans every GPU.
