@@ -178,8 +178,10 @@ void Trainer::prepare_precision() {
     update_on_kvstore_ = false;
     refuse_async_updates_on_workers();
     for (size_t r = 0; r < replicas_.size(); ++r) local_optimizers_.push_back(optim::Optimizer::create(config_));
-    // A checkpoint's optimizer state was kept for the store.
-    for (auto& optimizer : local_optimizers_) optimizer->load_state(pending_kv_state_, kOptimizerPrefix);
+    // A checkpoint's optimizer state, if one was loaded, was kept for the store.
+    if (!pending_kv_state_.empty()) {
+      for (auto& optimizer : local_optimizers_) optimizer->load_state(pending_kv_state_, kOptimizerPrefix);
+    }
     pending_kv_state_.clear();
   }
 }
