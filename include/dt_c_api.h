@@ -535,12 +535,16 @@ typedef struct dt_kvstore dt_kvstore;
  * across its workers, one GPU each; the store runs no optimizer:
  * dt_kvstore_set_optimizer is DT_ERR_NOT_SUPPORTED and trainers update on
  * the workers; DT_ALLREDUCE_DTYPE=float16 all-reduces float32 values as
- * float16, DT_ALLREDUCE_DEVICE picks the GPU). A GPU type without a GPU is
+ * float16, DT_ALLREDUCE_DEVICE picks the GPU), "allreduce" (join a job
+ * as a worker and all-reduce in host memory, worker to worker, with no
+ * parameter servers: `dtrun -n N -s 0`; ring or recursive doubling by
+ * size, sums bit-identical on every worker; no optimizer, as dist_nccl;
+ * arrays on a GPU go through host memory). A GPU type without a GPU is
  * DT_ERR_NO_DEVICE, a type not built in is DT_ERR_NOT_SUPPORTED, each
  * naming the type to use instead. Names are case-insensitive and MXNet's
  * are accepted: "dist" (dist_sync), "dist_device_sync", "dist_device_async",
  * "local_update_cpu", "local_allreduce_cpu" (local), "local_allreduce_device"
- * (device); dt_kvstore_type reports the canonical name. An unknown name is
+ * (device), "horovod" (allreduce); dt_kvstore_type reports the canonical name. An unknown name is
  * DT_ERR_INVALID_ARGUMENT listing the known ones. Semantics as MXNet's
  * KVStore: values pushed under one key in one call are summed; pull copies
  * a key's value into every output listed under it. */
@@ -550,6 +554,13 @@ DT_API void dt_kvstore_free(dt_kvstore *kv);
 DT_API dt_status dt_kvstore_type(const char **out, const dt_kvstore *kv);
 DT_API dt_status dt_kvstore_rank(int32_t *out, const dt_kvstore *kv);
 DT_API dt_status dt_kvstore_num_workers(int32_t *out, const dt_kvstore *kv);
+/* Bytes this process's store has sent and received over the network since
+ * it was created, as whole messages (the parameter servers' requests and
+ * replies; the all-reduce store's worker-to-worker traffic): what
+ * compression saves. 0 and 0 for the in-process stores. */
+DT_API dt_status dt_kvstore_traffic(int64_t *out_bytes_sent,
+                                    int64_t *out_bytes_received,
+                                    const dt_kvstore *kv);
 
 /* Integer keys must be below 2^63 (the upper half is where string keys
  * live). keys[i] goes with values[i] / outs[i]. */
@@ -692,7 +703,7 @@ typedef struct dt_trainer dt_trainer;
 typedef struct dt_trainer_options {
   size_t struct_size;         /* see "Option and info structs"           */
   /* -1 (default): on the store when a kvstore that runs optimizers is
-   * given (all but "dist_nccl") and the net needs no loss scaling (see
+   * given (all but "dist_nccl" and "allreduce") and the net needs no loss scaling (see
    * dt_net_set_compute_dtype), else locally; 1: the kvstore runs the
    * optimizer; 0: workers do. */
   int32_t update_on_kvstore;
@@ -813,7 +824,8 @@ typedef struct dt_kvstore_options {
 DT_API dt_status dt_kvstore_options_init(dt_kvstore_options *options,
                                          size_t struct_size);
 /* dt_kvstore_create with options (NULL: defaults). Distributed types
- * ("dist_sync", "dist_async", their "_device" forms, "dist_nccl") join
+ * ("dist_sync", "dist_async", their "_device" forms, "dist_nccl",
+ * "allreduce") join
  * the job described by DMLC_ROLE=worker,
  * DMLC_PS_ROOT_URI, DMLC_PS_ROOT_PORT, DMLC_NUM_SERVER, DMLC_NUM_WORKER
  * (DMLC_WORKER_ID, DMLC_INTERFACE, DMLC_NODE_HOST when set): the call

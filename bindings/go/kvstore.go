@@ -188,6 +188,21 @@ func (kv *KVStore) NumWorkers() (int, error) {
 	return int(n), nil
 }
 
+// Traffic is the bytes this process's store has sent and received over the
+// network since it was created (0 and 0 for the in-process stores): what
+// gradient compression saves.
+func (kv *KVStore) Traffic() (sent, received int64, err error) {
+	p, err := kv.handle().acquire("KVStore.Traffic", "KVStore")
+	if err != nil {
+		return 0, 0, err
+	}
+	defer kv.h.release()
+	if err := check(capi.Dt_kvstore_traffic(&sent, &received, p)); err != nil {
+		return 0, 0, err
+	}
+	return sent, received, nil
+}
+
 // acquireKV acquires the store and two lists of arrays (b may be nil) for
 // one call, after checking that every key has its arrays. release undoes it.
 func (kv *KVStore) acquireKV(op string, nkeys int, a, b []*NDArray) (p uintptr, pa, pb *uintptr, err error) {

@@ -109,6 +109,7 @@
 %rename("%s") dt_kvstore_type;
 %rename("%s") dt_kvstore_rank;
 %rename("%s") dt_kvstore_num_workers;
+%rename("%s") dt_kvstore_traffic;
 %rename("%s") dt_kvstore_init;
 %rename("%s") dt_kvstore_push;
 %rename("%s") dt_kvstore_pull;

@@ -103,7 +103,7 @@ dt_status dt_kvstore_type(const char** out, const dt_kvstore* kv) {
     const std::string type = handle(kv, "kv").impl->type();
     // Static text: the store's type is one of a fixed set of names.
     for (const char* name : {"local", "device", "nccl", "dist_sync", "dist_async", "dist_sync_device",
-                             "dist_async_device", "dist_nccl"}) {
+                             "dist_async_device", "dist_nccl", "allreduce"}) {
       if (type == name) {
         *out = name;
         return;
@@ -117,6 +117,16 @@ dt_status dt_kvstore_rank(int32_t* out, const dt_kvstore* kv) {
   return guarded(__func__, [&] {
     arg(out, "out");
     *out = handle(kv, "kv").impl->rank();
+  });
+}
+
+dt_status dt_kvstore_traffic(int64_t* out_bytes_sent, int64_t* out_bytes_received, const dt_kvstore* kv) {
+  return guarded(__func__, [&] {
+    arg(out_bytes_sent, "out_bytes_sent");
+    arg(out_bytes_received, "out_bytes_received");
+    const dt::core::Traffic traffic = handle(kv, "kv").impl->traffic();
+    *out_bytes_sent = static_cast<int64_t>(traffic.bytes_sent);
+    *out_bytes_received = static_cast<int64_t>(traffic.bytes_received);
   });
 }
 

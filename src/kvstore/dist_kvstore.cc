@@ -43,10 +43,17 @@ std::unique_ptr<WorkerMerge> checked_merge(const std::string& type, std::unique_
   return merge;
 }
 
-ps::JobConfig worker_job(const ps::JobConfig& job) {
+ps::JobConfig worker_job(const ps::JobConfig& job, const std::string& type) {
   if (job.role != ps::Role::kWorker) {
     throw Error(ErrorCode::kInvalidArgument, std::string("a dist kvstore is created by workers; this process is a ") +
                                                  ps::role_name(job.role) + " (DMLC_ROLE): run it with dt_node_run");
+  }
+  // Before joining: a job without servers would otherwise fail later, at the
+  // first key, with a message about key placement.
+  if (job.num_servers == 0) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "kvstore '" + type + "' needs parameter servers, but this job has none (DMLC_NUM_SERVER=0, " +
+                    job.layout_summary + "); start servers (dtrun -s N) or use the all-reduce store 'allreduce'");
   }
   return job;
 }
@@ -61,7 +68,7 @@ DistKVStore::DistKVStore(const std::string& type, const ps::JobConfig& job, cons
       merge_(checked_merge(type_, std::move(merge))),
       options_(options),
       cpu_(core::make_cpu_context()),
-      member_(std::make_unique<ps::ClusterMember>(worker_job(job), options)),
+      member_(std::make_unique<ps::ClusterMember>(worker_job(job, type_), options)),
       client_(std::make_unique<ps::WorkerClient>(member_->table(), job.node_host, transport, options)),
       placement_(member_->table().num_servers, options.bigarray_bound_bytes) {
   scheduler_ = std::make_unique<RequestScheduler>(RequestScheduler::link_to(*client_), member_->rank(), sync_,
@@ -498,5 +505,7 @@ void DistKVStore::load_optimizer_state(const core::NamedArrays& arrays, const st
   }
   member_->barrier();
 }
+
+core::Traffic DistKVStore::traffic() const { return client_->traffic(); }
 
 }  // namespace dt::kvstore

@@ -83,6 +83,8 @@ class DistKVStore final : public KVStore {
   void set_learning_rate(double lr) override;
   void set_rescale_grad(double rescale) override;
   void barrier() override;
+  // The data plane's bytes (requests to and replies from the servers).
+  core::Traffic traffic() const override;
   // Tells the servers (who refuse a different one from another worker) and
   // compresses this worker's float32 pushes from now on; pulls stay exact.
   // Error(kBadState) after this store's first push.

@@ -28,6 +28,7 @@
 #include "core/ndarray.h"
 #include "kvstore/completion.h"
 #include "core/safetensors.h"
+#include "core/traffic.h"
 #include "optim/optimizer_config.h"
 
 namespace dt::kvstore {
@@ -86,6 +87,9 @@ class KVStore {
   virtual void set_rescale_grad(double rescale) = 0;
   // Waits until every worker reaches the barrier; a no-op with one worker.
   virtual void barrier() {}
+  // Bytes this process's store sent and received over the network since it
+  // was made (zero for the in-process stores).
+  virtual core::Traffic traffic() const { return {}; }
   // MXNet's set_gradient_compression: what pushes send is compressed from
   // now on (spec: ps/compression/compression_mode.h's grammar, e.g.
   // "2bit:threshold=0.5"). Before the first push; the same on every worker.

@@ -23,6 +23,8 @@ void MetricsLog::write(const EpochRecord& record) {
   line["images_per_s"] = record.images_per_s;
   line["seconds"] = record.seconds;
   line["compute_fraction"] = record.compute_fraction;
+  line["bytes_sent"] = record.bytes_sent;
+  line["bytes_received"] = record.bytes_received;
   const std::string text = line.dump() + "\n";
   if (std::fwrite(text.data(), 1, text.size(), file_.get()) != text.size() || std::fflush(file_.get()) != 0) {
     throw core::Error(core::ErrorCode::kIo, "writing metrics log " + path_ + ": " + std::strerror(errno));

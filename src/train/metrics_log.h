@@ -2,6 +2,7 @@
 // so that a crashed or killed run keeps every finished epoch.
 #pragma once
 
+#include <cstdint>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -16,6 +17,10 @@ struct EpochRecord {
   double images_per_s = 0.0;
   double seconds = 0.0;
   double compute_fraction = 0.0;  // share of the epoch in forward/backward
+  // What this process's kvstore moved over the network during the epoch
+  // (0 without one, or with an in-process store).
+  uint64_t bytes_sent = 0;
+  uint64_t bytes_received = 0;
 };
 
 class MetricsLog {

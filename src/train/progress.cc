@@ -33,7 +33,12 @@ void Progress::epoch_end(const EpochRecord& r, int total_epochs) {
   if (bar_) std::printf("\r\033[K");
   std::printf("epoch %d/%d: loss %.4f train_accuracy %.4f", r.epoch, total_epochs, r.loss, r.train_accuracy);
   if (r.test_accuracy >= 0) std::printf(" test_accuracy %.4f", r.test_accuracy);
-  std::printf(" %.0f img/s %.1f s\n", r.images_per_s, r.seconds);
+  std::printf(" %.0f img/s %.1f s", r.images_per_s, r.seconds);
+  if (r.bytes_sent + r.bytes_received > 0) {
+    std::printf(" sent %.1f MB received %.1f MB", static_cast<double>(r.bytes_sent) / 1e6,
+                static_cast<double>(r.bytes_received) / 1e6);
+  }
+  std::printf("\n");
   std::fflush(stdout);
 }
 

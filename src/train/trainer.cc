@@ -360,6 +360,7 @@ EpochRecord Trainer::fit(data::BatchLoader& train, data::BatchLoader* test, cons
     EpochMetrics metrics;
     const auto start = std::chrono::steady_clock::now();
     const double compute_before = compute_seconds_;
+    const core::Traffic traffic_before = kv_ ? kv_->traffic() : core::Traffic{};
     data::Batch batch;
     int64_t done = 0;
     while (train.next(batch)) {
@@ -376,6 +377,11 @@ EpochRecord Trainer::fit(data::BatchLoader& train, data::BatchLoader* test, cons
     record.train_accuracy = metrics.accuracy();
     record.images_per_s = static_cast<double>(metrics.samples()) / record.seconds;
     record.compute_fraction = (compute_seconds_ - compute_before) / record.seconds;
+    if (kv_) {
+      const core::Traffic moved = kv_->traffic() - traffic_before;
+      record.bytes_sent = moved.bytes_sent;
+      record.bytes_received = moved.bytes_received;
+    }
     if (test != nullptr) record.test_accuracy = evaluate(*test).accuracy;
     ++epoch_;
     if (log) log->write(record);

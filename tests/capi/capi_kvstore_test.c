@@ -59,6 +59,15 @@ static void test_create(void) {
     CHECK_OK(dt_kvstore_num_workers(&workers, local));
     CHECK_EQ_I64(workers, 1);
     CHECK_OK(dt_kvstore_barrier(local));
+    {
+      int64_t sent = -1, received = -1;
+      CHECK_OK(dt_kvstore_traffic(&sent, &received, local));
+      CHECK_EQ_I64(sent, 0);
+      CHECK_EQ_I64(received, 0);
+      CHECK_STATUS(dt_kvstore_traffic(NULL, &received, local), DT_ERR_INVALID_ARGUMENT);
+      CHECK_STATUS(dt_kvstore_traffic(&sent, NULL, local), DT_ERR_INVALID_ARGUMENT);
+      CHECK_STATUS(dt_kvstore_traffic(&sent, &received, NULL), DT_ERR_INVALID_ARGUMENT);
+    }
     rank = -1;
     workers = -1;
     type = "untouched";

@@ -21,7 +21,8 @@ const char* usage_text() {
          "process's status (128+signal when killed); 124 on timeout; 130 on SIGINT.\n"
          "\n"
          "  -n, --num-workers N   workers\n"
-         "  -s, --num-servers N   servers (default: as many as workers)\n"
+         "  -s, --num-servers N   servers (default: as many as workers; 0 for the\n"
+         "                        all-reduce stores, allreduce and dist_nccl)\n"
          "  --launcher L          local (default): all on this host;\n"
          "                        ssh: the scheduler here, servers and workers on the\n"
          "                        -H hosts through ssh (BatchMode)\n"
@@ -127,7 +128,7 @@ Options parse_options(const std::vector<std::string>& args) {
       o.num_workers = parse_count("-n", value_of(a, a.rfind("--", 0) == 0 ? "--num-workers" : "-n"), 1);
       workers_given = true;
     } else if (is(a, "-s") || is(a, "--num-servers")) {
-      o.num_servers = parse_count("-s", value_of(a, a.rfind("--", 0) == 0 ? "--num-servers" : "-s"), 1);
+      o.num_servers = parse_count("-s", value_of(a, a.rfind("--", 0) == 0 ? "--num-servers" : "-s"), 0);
       servers_given = true;
     } else if (is(a, "--launcher")) {
       const std::string l = value_of(a, "--launcher");

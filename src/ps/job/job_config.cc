@@ -153,16 +153,22 @@ JobConfig job_config_from(const EnvLookup& env, const JobOverrides& overrides) {
   JobConfig job;
   job.role = layout.role;
   job.layout_summary = layout.summary();
-  const auto count = [](const std::optional<Sourced<int>>& v, const char* name) {
+  const auto count = [](const std::optional<Sourced<int>>& v, const char* name, int min) {
     if (!v) throw Error(ErrorCode::kInvalidArgument, std::string(name) + " is not set");
-    if (v->value < 1 || v->value > 65535) {
-      throw Error(ErrorCode::kInvalidArgument,
-                  v->variable + " gives " + std::to_string(v->value) + " " + name + ", not in [1, 65535]");
+    if (v->value < min || v->value > 65535) {
+      throw Error(ErrorCode::kInvalidArgument, v->variable + " gives " + std::to_string(v->value) + " " + name +
+                                                   ", not in [" + std::to_string(min) + ", 65535]");
     }
     return v->value;
   };
-  job.num_servers = count(layout.num_servers, "DMLC_NUM_SERVER");
-  job.num_workers = count(layout.num_workers, "DMLC_NUM_WORKER");
+  // No servers is a job of the all-reduce stores (allreduce, dist_nccl):
+  // a scheduler and workers only.
+  job.num_servers = count(layout.num_servers, "DMLC_NUM_SERVER", 0);
+  job.num_workers = count(layout.num_workers, "DMLC_NUM_WORKER", 1);
+  if (job.role == Role::kServer && job.num_servers == 0) {
+    throw Error(ErrorCode::kInvalidArgument, "this node's role is server, but the job has DMLC_NUM_SERVER=0 (" +
+                                                 job.layout_summary + ")");
+  }
   if (job.role == Role::kWorker && layout.worker_id) {
     if (layout.worker_id->value < 0 || layout.worker_id->value >= job.num_workers) {
       throw Error(ErrorCode::kInvalidArgument, layout.worker_id->variable + " gives worker id " +

@@ -183,8 +183,8 @@ void apply_rank_rule(const EnvLookup& env, const JobOverrides& overrides, const 
   layout.rank = parse_int(*non_empty(env, vars.rank), vars.rank, 0, layout.world_size - 1);
   const int w = layout.world_size;
   std::optional<Sourced<int>> servers =
-      first_of({explicit_int(overrides.num_servers, "num_servers"), int_variable(env, "DMLC_NUM_SERVER", 1, kMaxCount),
-                int_variable(env, "DT_NUM_SERVER", 1, kMaxCount)});
+      first_of({explicit_int(overrides.num_servers, "num_servers"), int_variable(env, "DMLC_NUM_SERVER", 0, kMaxCount),
+                int_variable(env, "DT_NUM_SERVER", 0, kMaxCount)});
   std::optional<Sourced<int>> workers =
       first_of({explicit_int(overrides.num_workers, "num_workers"), int_variable(env, "DMLC_NUM_WORKER", 1, kMaxCount)});
   const std::string world = std::string(vars.size) + "=" + std::to_string(w);
@@ -287,7 +287,7 @@ LauncherLayout resolve_launcher_layout(const EnvLookup& env, const JobOverrides&
   // Every other value: from the first source that has it.
   if (!layout.num_servers) {
     layout.num_servers = first_of({explicit_int(overrides.num_servers, "num_servers"),
-                                   int_variable(env, "DMLC_NUM_SERVER", 1, kMaxCount)});
+                                   int_variable(env, "DMLC_NUM_SERVER", 0, kMaxCount)});
   }
   if (!layout.num_workers) {
     layout.num_workers = first_of({explicit_int(overrides.num_workers, "num_workers"),

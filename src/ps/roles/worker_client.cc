@@ -193,4 +193,10 @@ void WorkerClient::Exchange::wait() {
   throw error;
 }
 
+core::Traffic WorkerClient::traffic() const {
+  core::Traffic total;
+  for (const auto& server : servers_) total += server->traffic();
+  return total;
+}
+
 }  // namespace dt::ps

@@ -82,6 +82,8 @@ class WorkerClient {
   void check() const;
   std::optional<core::Error> failure() const;
   const PsOptions& options() const { return options_; }
+  // What this worker's data plane moved, summed over its servers.
+  core::Traffic traffic() const;
 
  private:
 

@@ -54,6 +54,7 @@ struct RequestClient::State {
   std::condition_variable sends_done;
   std::vector<std::unique_ptr<PendingRequest>> all;
   std::vector<PendingRequest*> idle;
+  core::TrafficCounter traffic;
 
   static void on_aio(void* arg);
   static void on_pipe_event(nng_pipe pipe, nng_pipe_ev event, void* arg);
@@ -157,6 +158,7 @@ void RequestClient::State::on_aio(void* arg) {
     nng_ctx_recv(p->ctx.get(), p->aio.get());
     return;
   }
+  self->traffic.received(nng_msg_len(msg));
   self->finish(p, std::nullopt, Message(msg));
 }
 
@@ -215,10 +217,13 @@ void RequestClient::request(Message msg, std::chrono::milliseconds deadline, Don
   p->budget = deadline;
   p->deadline = std::chrono::steady_clock::now() + deadline;
   nng_aio_set_timeout(p->aio.get(), static_cast<nng_duration>(std::max<int64_t>(1, deadline.count())));
+  state_->traffic.sent(msg.size());
   nng_aio_set_msg(p->aio.get(), msg.release());
   nng_ctx_send(p->ctx.get(), p->aio.get());
   state_->sent();
 }
+
+core::Traffic RequestClient::traffic() const { return state_->traffic.read(); }
 
 Message RequestClient::call(Message msg, std::chrono::milliseconds deadline) {
   struct Result {

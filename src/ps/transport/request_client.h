@@ -13,6 +13,7 @@
 
 #include "core/error.h"
 #include "ps/transport/message.h"
+#include "core/traffic.h"
 
 namespace dt::ps {
 
@@ -59,6 +60,8 @@ class RequestClient {
   // how a node sees its scheduler die at once instead of after the
   // heartbeat timeout.
   void on_disconnect(std::function<void()> callback);
+  // Bytes of the requests handed to nng and of the replies received.
+  core::Traffic traffic() const;
 
  private:
   struct State;

@@ -49,12 +49,19 @@ TEST(DtrunOptions, BadCommandLinesAreUsageErrors) {
   EXPECT_THROW(parse({"-n", "0", "--", "w"}), UsageError);
   EXPECT_THROW(parse({"-n", "2x", "--", "w"}), UsageError);
   EXPECT_THROW(parse({"-n"}), UsageError);
-  EXPECT_THROW(parse({"-n", "1", "-s", "0", "--", "w"}), UsageError);
+  EXPECT_THROW(parse({"-n", "1", "-s", "-1", "--", "w"}), UsageError);
   EXPECT_THROW(parse({"-n", "1", "--timeout", "-1", "--", "w"}), UsageError);
   EXPECT_THROW(parse({"-n", "1", "--launcher", "yarn", "--", "w"}), UsageError);
   EXPECT_THROW(parse({"-n", "1", "--env", "1X=2", "--", "w"}), UsageError);
   EXPECT_THROW(parse({"-n", "1", "--frobnicate", "--", "w"}), UsageError);
   EXPECT_THROW(parse({"-n", "1", "./w"}), UsageError);  // the command needs "--"
+}
+
+TEST(DtrunOptions, ZeroServersIsAJobOfWorkersOnly) {
+  // The all-reduce stores' layout: a scheduler and workers, no servers.
+  const Options o = parse({"-n", "4", "-s", "0", "--", "w"});
+  EXPECT_EQ(o.num_workers, 4);
+  EXPECT_EQ(o.num_servers, 0);
 }
 
 TEST(DtrunOptions, TheJobLayoutCannotBeOverriddenThroughEnv) {

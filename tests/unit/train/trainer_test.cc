@@ -202,6 +202,8 @@ TEST_F(TrainerTest, FitWritesOneMetricsLinePerEpochAndLearns) {
     ++lines;
     EXPECT_NE(line.find("\"epoch\":" + std::to_string(lines)), std::string::npos) << line;
     EXPECT_NE(line.find("\"test_accuracy\""), std::string::npos) << line;
+    // No kvstore: nothing moved over the network.
+    EXPECT_NE(line.find("\"bytes_sent\":0,\"bytes_received\":0"), std::string::npos) << line;
   }
   EXPECT_EQ(lines, 2);
   std::remove(metrics.c_str());

@@ -176,6 +176,21 @@ public final class KVStore extends NativeHandle {
     return out[0];
   }
 
+  /**
+   * Bytes this process's store has sent and received over the network since it was created,
+   * as {sent, received} (0 and 0 for the in-process stores): what gradient compression saves.
+   */
+  public long[] traffic() {
+    long[] sent = new long[1];
+    long[] received = new long[1];
+    try {
+      disttrain.dt_kvstore_traffic(sent, received, handle());
+    } finally {
+      fence();
+    }
+    return new long[] {sent[0], received[0]};
+  }
+
   private static void sameLength(String call, int keys, int values, int outs) {
     if (keys != values || keys != outs) {
       throw new DtException(Status.INVALID_ARGUMENT, "KVStore." + call + ": " + keys + " keys, "
