@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Installs, with apt-get, every Debian package that building and running
 # disttrain's main job needs (scripts/demo.sh); with --tests, also what the
-# whole test suite needs (GoogleTest, the binding toolchains, Open MPI, sshd).
+# whole test suite needs (GoogleTest, the binding toolchains, Open MPI, sshd);
+# with --bench, also the peers that bench/ compares against (PyTorch, whose
+# gloo backend bench/peers/torch_allreduce_bench.py runs).
 #
-#   scripts/install-deps.sh [--tests]          install what is missing
-#   scripts/install-deps.sh [--tests] --list   print the package names, one a line
+#   scripts/install-deps.sh [--tests] [--bench]          install what is missing
+#   scripts/install-deps.sh [--tests] [--bench] --list   print the package names, one a line
 #
 # apt-get runs with --no-install-recommends, so this list is the whole truth:
 # a package that the build or the tests use must be named here (or be a
@@ -20,12 +22,14 @@
 set -euo pipefail
 
 tests=false
+bench=false
 list=false
 for arg in "$@"; do
   case "$arg" in
     --tests) tests=true ;;
+    --bench) bench=true ;;
     --list) list=true ;;
-    *) echo "usage: scripts/install-deps.sh [--tests] [--list]" >&2; exit 2 ;;
+    *) echo "usage: scripts/install-deps.sh [--tests] [--bench] [--list]" >&2; exit 2 ;;
   esac
 done
 
@@ -51,6 +55,13 @@ if $tests; then
     swig default-jdk-headless junit5 scala golang-go
     # dtrun's launchers: mpirun, and ssh/rsync between namespace "hosts"
     openmpi-bin libopenmpi-dev openssh-server openssh-client rsync iproute2
+  )
+fi
+if $bench; then
+  packages+=(
+    # the peer bench/peers/torch_allreduce_bench.py measures against:
+    # torch.distributed's gloo backend (python3-torch depends on python3)
+    python3-torch
   )
 fi
 
