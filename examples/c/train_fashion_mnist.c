@@ -12,14 +12,17 @@
  *
  * With --kvstore dist_sync or dist_async this process is one worker of a
  * parameter-server job described by the DMLC_* environment (scheduler and
- * servers run dt-node): each worker trains on its rank-th part of the
- * training set with --batch-size samples per step, and only rank 0 evaluates,
- * prints, and writes the metrics log and checkpoints.
+ * servers run dt-node); with --kvstore allreduce, of a job without servers
+ * whose workers all-reduce among themselves (dtrun -n N -s 0). Each worker
+ * trains on its rank-th part of the training set with --batch-size samples
+ * per step, and only rank 0 evaluates, prints, and writes the metrics log
+ * and checkpoints.
  *
  * --lr is the rate single-machine training would use for the job's global
  * batch (workers x batch size). As in MXNet, every worker rescales its
  * gradient by 1/its batch and dist_sync servers sum the workers' gradients,
- * so with dist_sync the example hands the trainer lr / num_workers. With
+ * so with dist_sync (and the all-reduce stores, which sum too) the example
+ * hands the trainer lr / num_workers. With
  * dist_async every push is its own update and the rate stays as given.
  *
  * --compression (dist types) compresses what the workers push, as MXNet's
@@ -161,7 +164,12 @@ int main(int argc, char **argv) {
     /* The canonical name: --kvstore takes MXNet's names too ("dist"). */
     const char *type = "none";
     if (kv != NULL) CHECK(dt_kvstore_type(&type, kv));
-    lr = strcmp(type, "dist_sync") == 0 ? a.lr / num_workers : a.lr;
+    /* The synchronous distributed stores sum the workers' gradients: the
+     * rate per worker keeps the step of one worker's batch. */
+    lr = (strcmp(type, "dist_sync") == 0 || strcmp(type, "dist_sync_device") == 0 ||
+          strcmp(type, "allreduce") == 0 || strcmp(type, "dist_nccl") == 0)
+             ? a.lr / num_workers
+             : a.lr;
   }
   CHECK(dt_optimizer_create(&opt, "sgd"));
   CHECK(dt_optimizer_set_double(opt, "learning_rate", lr));

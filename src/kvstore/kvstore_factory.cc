@@ -7,6 +7,7 @@
 #include "core/context.h"
 #include "core/error.h"
 #include "kvstore/dist_kvstore.h"
+#include "kvstore/host/host_allreduce_kvstore.h"
 #include "kvstore/key_reducer.h"
 #include "kvstore/local_kvstore.h"
 #include "kvstore/worker_merge.h"
@@ -18,6 +19,35 @@ namespace dt::kvstore {
 
 using core::Error;
 using core::ErrorCode;
+
+namespace {
+
+// allreduce's bucket size from DT_ALLREDUCE_BUCKET_BYTES (bytes, or with a
+// K/M suffix: 4M).
+HostAllreduceOptions host_allreduce_options_from_env() {
+  HostAllreduceOptions options;
+  const char* text = std::getenv("DT_ALLREDUCE_BUCKET_BYTES");
+  if (text == nullptr || *text == '\0') return options;
+  char* end = nullptr;
+  const unsigned long long value = std::strtoull(text, &end, 10);
+  unsigned long long scale = 1;
+  if (*end == 'K' || *end == 'k') {
+    scale = 1ull << 10;
+    ++end;
+  } else if (*end == 'M' || *end == 'm') {
+    scale = 1ull << 20;
+    ++end;
+  }
+  if (end == text || *end != '\0' || value == 0 || value > (1ull << 40) / scale) {
+    throw Error(ErrorCode::kInvalidArgument,
+                std::string("DT_ALLREDUCE_BUCKET_BYTES must be a positive byte count (e.g. 4194304 or 4M), not '") +
+                    text + "'");
+  }
+  options.bucket_bytes = static_cast<size_t>(value * scale);
+  return options;
+}
+
+}  // namespace
 
 #if DT_WITH_NCCL
 namespace {
@@ -66,6 +96,10 @@ std::string canonical_kvstore_type(const std::string& name) {
       {"dist_device_async", "dist_async_device"},
       {"dist_device", "dist_sync_device"},
       {"dist_nccl", "dist_nccl"},
+      // Workers only, all-reducing among themselves: MXNet's "horovod"
+      // store has that shape.
+      {"allreduce", "allreduce"},
+      {"horovod", "allreduce"},
   };
   auto it = kAliases.find(lower);
   if (it != kAliases.end()) return it->second;
@@ -87,6 +121,11 @@ std::unique_ptr<KVStore> create_kvstore(const std::string& name, const ps::PsOpt
     return std::make_unique<DistKVStore>(type, ps::job_config_from_env(layout), options,
                                          ps::data_transport_from_name(transport ? transport : "auto"), 0,
                                          std::move(merge));
+  }
+  if (type == "allreduce") {
+    options.validate();
+    return std::make_unique<HostAllreduceKVStore>(ps::job_config_from_env(layout), options,
+                                                  host_allreduce_options_from_env());
   }
   if (type == "dist_nccl") {
 #if DT_WITH_NCCL

@@ -35,12 +35,14 @@ std::string example_binary() {
   return dtrun.substr(0, dtrun.rfind('/') + 1) + "examples/train_fashion_mnist";
 }
 
-std::vector<std::string> training_job(int epochs) {
-  std::vector<std::string> args = {"-n", "2", "-s", "2"};
+// Two workers of the Fashion-MNIST example: with two servers and dist_sync,
+// or with none and the all-reduce store.
+std::vector<std::string> training_job(int epochs, const std::string& kvstore = "dist_sync") {
+  std::vector<std::string> args = {"-n", "2", "-s", kvstore == "allreduce" ? "0" : "2"};
   args.insert(args.end(), kFastHeartbeats.begin(), kFastHeartbeats.end());
   for (const char* a : {"--", ""}) args.push_back(a);
   args.back() = example_binary();
-  for (const std::string& a : {std::string("--kvstore"), std::string("dist_sync"), std::string("--epochs"),
+  for (const std::string& a : {std::string("--kvstore"), kvstore, std::string("--epochs"),
                                std::to_string(epochs), std::string("--batch-size"), std::string("32"),
                                std::string("--threads"), std::string("1")}) {
     args.push_back(a);
@@ -65,6 +67,9 @@ TEST(DtrunJob, DistSyncTrainingEndsCleanlyWithAccurateModel) {
   std::smatch m;
   ASSERT_TRUE(std::regex_search(out, m, std::regex(R"(\[worker 0\] test_accuracy=([0-9.]+))"))) << out;
   EXPECT_GE(std::stod(m[1]), 0.80) << out;
+  // The epoch line counts what the worker's store moved.
+  EXPECT_TRUE(std::regex_search(out, std::regex(R"(\[worker 0\] epoch 1/1: .* sent [1-9][0-9.]* MB received [1-9][0-9.]* MB)")))
+      << out;
   // The log file holds the raw lines, without prefixes.
   std::ifstream log(logs + "/worker-0.log");
   std::stringstream log_text;
@@ -78,10 +83,26 @@ TEST(DtrunJob, DistSyncTrainingEndsCleanlyWithAccurateModel) {
   std::printf("training job took %.1f s\n", std::chrono::duration<double>(Clock::now() - start).count());
 }
 
+TEST(DtrunJob, AllreduceTrainingWithoutServersEndsCleanlyWithAccurateModel) {
+  const auto start = Clock::now();
+  DtrunProcess job(training_job(1, "allreduce"), "train-allreduce");
+  const std::optional<int> status = job.wait(400s);
+  ASSERT_TRUE(status) << "dtrun did not finish\n" << job.output();
+  const std::string out = job.output();
+  EXPECT_EQ(exit_code(*status), 0) << out;
+  EXPECT_EQ(out.find("[server"), std::string::npos) << "a job without servers started one\n" << out;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(out, m, std::regex(R"(\[worker 0\] test_accuracy=([0-9.]+))"))) << out;
+  EXPECT_GE(std::stod(m[1]), 0.80) << out;
+  job.expect_nothing_left();
+  std::printf("allreduce training job took %.1f s\n", std::chrono::duration<double>(Clock::now() - start).count());
+}
+
 // Kills `name` with SIGKILL mid-epoch; dtrun must name it and stop the job
 // within twice the heartbeat timeout.
-void kill_mid_epoch_stops_job(const std::string& name, const std::string& output) {
-  DtrunProcess job(training_job(5), output);
+void kill_mid_epoch_stops_job(const std::string& name, const std::string& output,
+                              const std::string& kvstore = "dist_sync") {
+  DtrunProcess job(training_job(5, kvstore), output);
   ASSERT_TRUE(job.wait_for_output("[worker 0] training lenet", 120s)) << job.output();
   std::this_thread::sleep_for(1s);  // into the epoch
   const std::optional<pid_t> victim = job.pid_of(name);
@@ -95,6 +116,10 @@ void kill_mid_epoch_stops_job(const std::string& name, const std::string& output
 TEST(DtrunJob, KilledWorkerStopsTheJobNamingIt) { kill_mid_epoch_stops_job("worker 1", "kill_worker"); }
 
 TEST(DtrunJob, KilledServerStopsTheJobNamingIt) { kill_mid_epoch_stops_job("server 0", "kill_server"); }
+
+TEST(DtrunJob, KilledWorkerOfAnAllreduceJobStopsItNamingIt) {
+  kill_mid_epoch_stops_job("worker 1", "kill_allreduce_worker", "allreduce");
+}
 
 TEST(DtrunJob, SigintStopsEverythingWithExitCode130) {
   DtrunProcess job(pushpull_job(2, {"--env-worker", "DTRUN_TEST_HOLD=1"}), "sigint");

@@ -183,27 +183,6 @@ void AllreduceKVStore::pushpull(const std::vector<Key>& keys, const std::vector<
   apply_pull(keys, outs);
 }
 
-void AllreduceKVStore::set_optimizer(const optim::OptimizerConfig&) {
-  throw Error(ErrorCode::kNotSupported,
-              "kvstore 'dist_nccl' all-reduces gradients and runs no optimizer: update the weights on the workers "
-              "(update_on_kvstore = 0, the trainer's default with this store), or use 'dist_sync' to update on "
-              "servers");
-}
-
-void AllreduceKVStore::set_learning_rate(double) {
-  throw Error(ErrorCode::kBadState, "set_learning_rate: the kvstore has no optimizer");
-}
-
-void AllreduceKVStore::set_rescale_grad(double) {
-  throw Error(ErrorCode::kBadState, "set_rescale_grad: the kvstore has no optimizer");
-}
-
 void AllreduceKVStore::barrier() { member_->barrier(); }
-
-core::NamedArrays AllreduceKVStore::optimizer_state(const std::string&) const { return {}; }
-
-void AllreduceKVStore::load_optimizer_state(const core::NamedArrays&, const std::string&) {
-  throw Error(ErrorCode::kBadState, "load_optimizer_state: the kvstore has no optimizer");
-}
 
 }  // namespace dt::kvstore

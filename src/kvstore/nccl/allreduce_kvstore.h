@@ -3,8 +3,8 @@
 // DistOpt and Horovod's kvstore for MXNet. There is no parameter server in
 // the data path: the job's scheduler only introduces the workers (the NCCL
 // unique id travels through it, collective::nccl::join_job_communicator;
-// no MPI) and runs barriers; the job's servers (a job has at least one)
-// stay idle.
+// no MPI) and runs barriers; the job needs no servers (dtrun -s 0), and
+// any it has stay idle.
 //  - init(keys, values): every worker's store starts from worker 0's values
 //    (an NCCL broadcast), so all replicas begin equal.
 //  - push: the values listed under a key are summed on this worker's GPU
@@ -37,6 +37,7 @@
 #include "core/dtype.h"
 #include "kvstore/key_reducer.h"
 #include "kvstore/kvstore.h"
+#include "kvstore/reducing_kvstore.h"
 #include "ps/job/job_config.h"
 #include "ps/roles/cluster_member.h"
 
@@ -52,7 +53,7 @@ struct AllreduceOptions {
   core::DType wire_dtype = core::DType::kFloat32;
 };
 
-class AllreduceKVStore final : public KVStore {
+class AllreduceKVStore final : public ReducingKVStore {
  public:
   // Joins the job (job.role must be worker; Error(kInvalidArgument)
   // otherwise), then the workers' NCCL communicator: every worker creates
@@ -76,15 +77,7 @@ class AllreduceKVStore final : public KVStore {
   void pushpull(const std::vector<Key>& keys, const std::vector<core::NDArray>& values,
                 const std::vector<core::NDArray>& outs, int priority) override;
 
-  // Error(kNotSupported): update the weights on the workers.
-  void set_optimizer(const optim::OptimizerConfig& config) override;
-  bool has_optimizer() const override { return false; }
-  bool accepts_optimizer() const override { return false; }
-  void set_learning_rate(double lr) override;
-  void set_rescale_grad(double rescale) override;
   void barrier() override;
-  core::NamedArrays optimizer_state(const std::string& prefix) const override;
-  void load_optimizer_state(const core::NamedArrays& arrays, const std::string& prefix) override;
 
  private:
   struct Entry {

@@ -1,0 +1,376 @@
+#include "kvstore/host/host_allreduce_kvstore.h"
+
+#include <chrono>
+#include <cstring>
+#include <string>
+#include <utility>
+
+#include "core/fnv1a.h"
+#include "core/ndarray.h"
+#include "kvstore/argument_checks.h"
+
+namespace dt::kvstore {
+
+using collective::host::HostCommunicator;
+using core::DType;
+using core::Error;
+using core::ErrorCode;
+using core::NDArray;
+
+namespace {
+
+const ps::JobConfig& worker_job(const ps::JobConfig& job) {
+  if (job.role != ps::Role::kWorker) {
+    throw Error(ErrorCode::kInvalidArgument, std::string("kvstore 'allreduce' is created by workers; this process is a ") +
+                                                 ps::role_name(job.role) + " (DMLC_ROLE): run it with dt_node_run");
+  }
+  return job;
+}
+
+HostAllreduceOptions checked(HostAllreduceOptions o) {
+  if (o.bucket_bytes == 0) throw Error(ErrorCode::kInvalidArgument, "allreduce: bucket_bytes must be positive");
+  return o;
+}
+
+collective::host::HostCommunicatorOptions communicator_options(const ps::JobConfig& job,
+                                                               const ps::PsOptions& options) {
+  collective::host::HostCommunicatorOptions o;
+  // Connecting and every collective wait as long as a request to a server.
+  o.timeout_s = options.request_timeout_s;
+  o.host = job.node_host.empty() ? "127.0.0.1" : job.node_host;
+  return o;
+}
+
+// What a fused run of keys is, for the communicator to compare across
+// workers: the first key in the high 32 bits (readable in its error), a
+// fingerprint of every key and size in the low 32.
+uint64_t tag_of(const std::vector<std::pair<Key, size_t>>& keys_and_bytes) {
+  std::string text;
+  for (const auto& [key, bytes] : keys_and_bytes) text += std::to_string(key) + ":" + std::to_string(bytes) + ",";
+  return (static_cast<uint64_t>(keys_and_bytes.front().first & 0xffffffffu) << 32) |
+         (core::fnv1a64(text) & 0xffffffffu);
+}
+
+std::string keys_text(const std::vector<std::pair<Key, size_t>>& keys_and_bytes) {
+  std::string text;
+  for (size_t i = 0; i < keys_and_bytes.size() && i < 8; ++i) {
+    text += (i ? ", " : "") + std::to_string(keys_and_bytes[i].first);
+  }
+  if (keys_and_bytes.size() > 8) text += ", ... (" + std::to_string(keys_and_bytes.size()) + " keys)";
+  return text;
+}
+
+}  // namespace
+
+HostAllreduceKVStore::HostAllreduceKVStore(const ps::JobConfig& job, const ps::PsOptions& options,
+                                           HostAllreduceOptions allreduce)
+    : options_(options),
+      allreduce_(checked(allreduce)),
+      cpu_(core::make_cpu_context()),
+      member_(std::make_unique<ps::ClusterMember>(worker_job(job), options)),
+      caller_reducer_(cpu_),
+      comm_reducer_(cpu_) {
+  ps::ClusterMember* member = member_.get();
+  comm_ = HostCommunicator::create(
+      member_->rank(), member_->table().num_workers,
+      [member](const std::vector<uint8_t>& mine) { return member->allgather(mine); },
+      communicator_options(job, options));
+  // A worker lost to the scheduler's heartbeats (a stalled process, a dead
+  // host) ends the collective in progress at once, naming it.
+  std::weak_ptr<HostCommunicator> weak = comm_;
+  member_->on_lost([weak](const ps::LostNode& lost) {
+    if (auto comm = weak.lock()) comm->abort(lost.message());
+  });
+  communicator_thread_ = std::thread([this] { communicate(); });
+}
+
+HostAllreduceKVStore::~HostAllreduceKVStore() {
+  bool busy = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+    busy = in_flight_ || !queued_.empty();
+  }
+  changed_.notify_all();
+  // Requests nobody waited for fail at once rather than hold the thread for
+  // the communicator's deadline.
+  if (busy) comm_->abort("the kvstore was destroyed with requests in flight");
+  if (communicator_thread_.joinable()) communicator_thread_.join();
+  // The links first: closing them is bounded and never waits for the
+  // scheduler, which may end the job once every worker said goodbye.
+  comm_.reset();
+  member_->shutdown();
+}
+
+int HostAllreduceKVStore::rank() const { return member_->rank(); }
+int HostAllreduceKVStore::num_workers() const { return member_->table().num_workers; }
+
+HostAllreduceKVStore::Entry& HostAllreduceKVStore::entry(Key key, const char* op) {
+  auto it = entries_.find(key);
+  if (it == entries_.end()) {
+    throw Error(ErrorCode::kNotFound, std::string(op) + ": key " + std::to_string(key) + " has not been initialised");
+  }
+  return it->second;
+}
+
+void HostAllreduceKVStore::check_arrays(const std::vector<Key>& keys, const std::vector<NDArray>& arrays,
+                                        const char* op, const char* what) {
+  check_lengths(keys.size(), arrays.size(), op, what);
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const NDArray& stored = entry(keys[i], op).stored;
+    check_value(keys[i], stored.dtype(), stored.shape(), arrays[i], op);
+  }
+}
+
+void HostAllreduceKVStore::throw_if_failed() const {
+  if (failure_) throw *failure_;
+}
+
+// ---- the collectives ----------------------------------------------------------
+
+void HostAllreduceKVStore::all_reduce(const std::vector<Entry*>& entries) {
+  // A loss the heartbeats saw already: say so rather than wait.
+  member_->check_peers();
+  // Runs of keys of one dtype, fused into one buffer up to bucket_bytes, in
+  // the order given (the same on every worker); each run one all-reduce.
+  std::vector<Entry*> run;
+  size_t run_bytes = 0;
+  for (Entry* e : entries) {
+    const size_t bytes = e->stored.nbytes();
+    if (!run.empty() && (run[0]->stored.dtype() != e->stored.dtype() || run_bytes + bytes > allreduce_.bucket_bytes)) {
+      all_reduce_run(run, run_bytes);
+      run.clear();
+      run_bytes = 0;
+    }
+    run.push_back(e);
+    run_bytes += bytes;
+    if (bytes >= allreduce_.bucket_bytes) {
+      all_reduce_run(run, run_bytes);
+      run.clear();
+      run_bytes = 0;
+    }
+  }
+  if (!run.empty()) all_reduce_run(run, run_bytes);
+}
+
+void HostAllreduceKVStore::all_reduce_run(const std::vector<Entry*>& run, size_t bytes) {
+  std::vector<std::pair<Key, size_t>> keys;
+  for (const Entry* e : run) keys.emplace_back(e->key, e->stored.nbytes());
+  const uint64_t tag = tag_of(keys);
+  const DType dtype = run[0]->stored.dtype();
+  try {
+    if (run.size() == 1) {
+      comm_->all_reduce_sum(run[0]->stored.data(), run[0]->stored.size(), dtype, tag);
+      return;
+    }
+    fusion_.resize(bytes);
+    size_t at = 0;
+    for (Entry* e : run) {
+      std::memcpy(fusion_.data() + at, e->stored.data(), e->stored.nbytes());
+      at += e->stored.nbytes();
+    }
+    comm_->all_reduce_sum(fusion_.data(), bytes / core::dtype_size(dtype), dtype, tag);
+    at = 0;
+    for (Entry* e : run) {
+      std::memcpy(e->stored.data(), fusion_.data() + at, e->stored.nbytes());
+      at += e->stored.nbytes();
+    }
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::kProtocol) throw;
+    throw Error(ErrorCode::kProtocol,
+                "allreduce: worker " + std::to_string(member_->rank()) + " all-reduces keys " + keys_text(keys) +
+                    " here and another worker something else (keys pushed in another order, or other keys or "
+                    "shapes: every worker must push the same keys in the same order): " + e.what());
+  }
+}
+
+void HostAllreduceKVStore::communicate() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (;;) {
+    changed_.wait(lock, [this] { return stopping_ || !queued_.empty(); });
+    if (queued_.empty()) return;  // stopping, nothing left
+    Bucket bucket = std::move(queued_.front());
+    queued_.pop_front();
+    in_flight_ = true;
+    std::optional<Error> error = failure_;
+    lock.unlock();
+    if (!error) {
+      try {
+        all_reduce(bucket.entries);
+        for (const Delivery& d : bucket.deliveries) comm_reducer_.broadcast(d.entry->stored, d.outs, d.positions);
+      } catch (const Error& e) {
+        error = e;
+      } catch (const std::exception& e) {
+        error = Error(ErrorCode::kInternal, std::string("allreduce: ") + e.what());
+      }
+    }
+    lock.lock();
+    in_flight_ = false;
+    for (Entry* e : bucket.entries) e->pending = false;
+    if (error && !failure_) failure_ = error;
+    for (const auto& c : bucket.completions) c->finish(error);
+    changed_.notify_all();
+  }
+}
+
+// ---- buckets ------------------------------------------------------------------
+
+void HostAllreduceKVStore::seal_open_bucket() {
+  if (open_.entries.empty()) return;
+  queued_.push_back(std::move(open_));
+  open_ = Bucket{};
+  changed_.notify_all();
+}
+
+void HostAllreduceKVStore::drain(std::unique_lock<std::mutex>& lock) {
+  seal_open_bucket();
+  // Each bucket is bounded by the communicator's deadline; this bound only
+  // guards against a thread that stopped making progress at all.
+  const auto patience = std::chrono::duration<double>(options_.request_timeout_s + options_.heartbeat_timeout_s + 5);
+  size_t left = queued_.size() + (in_flight_ ? 1 : 0);
+  while (left > 0) {
+    if (!changed_.wait_for(lock, patience, [&] { return queued_.size() + (in_flight_ ? 1 : 0) < left; })) {
+      if (!failure_) failure_ = Error(ErrorCode::kTimedOut, "allreduce: no bucket finished within " +
+                                                                ps::seconds_text(patience.count()));
+      comm_->abort(failure_->what());
+      throw *failure_;
+    }
+    left = queued_.size() + (in_flight_ ? 1 : 0);
+  }
+  throw_if_failed();
+}
+
+void HostAllreduceKVStore::add_to_buckets(const std::vector<Key>& keys, const std::vector<NDArray>& values,
+                                          const std::vector<NDArray>& outs,
+                                          const std::shared_ptr<Completion>& completion) {
+  bool last_in_open = false;
+  for (const KeyGroup& group : group_keys(keys)) {
+    Entry& e = entries_.at(group.key);
+    caller_reducer_.sum(values, group.positions, e.stored, e.scratch);
+    if (!open_.entries.empty() && open_.entries.front()->stored.dtype() != e.stored.dtype()) seal_open_bucket();
+    open_.entries.push_back(&e);
+    open_.bytes += e.stored.nbytes();
+    e.pending = true;
+    if (!outs.empty()) open_.deliveries.push_back(Delivery{&e, outs, group.positions});
+    last_in_open = true;
+    if (open_.bytes >= allreduce_.bucket_bytes) {
+      seal_open_bucket();
+      last_in_open = false;
+    }
+  }
+  // The completion belongs with the bucket that holds the call's last key:
+  // buckets finish in order.
+  if (!completion) return;
+  if (last_in_open) {
+    open_.completions.push_back(completion);
+  } else if (!queued_.empty()) {
+    queued_.back().completions.push_back(completion);
+  } else {
+    completion->finish();  // nothing to wait for (no keys)
+  }
+}
+
+// ---- the kvstore calls --------------------------------------------------------
+
+void HostAllreduceKVStore::init(const std::vector<Key>& keys, const std::vector<NDArray>& values) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  throw_if_failed();
+  check_init(keys, values, [this](Key key) { return entries_.count(key) > 0; });
+  drain(lock);
+  std::vector<NDArray> stored;
+  for (const NDArray& value : values) {
+    NDArray copy = NDArray::empty(cpu_, value.dtype(), value.shape());
+    copy.copy_from(value);
+    stored.push_back(copy);
+  }
+  // Worker 0's values everywhere; the keys exist only once that worked.
+  try {
+    member_->check_peers();
+    for (const NDArray& s : stored) comm_->broadcast(s.data(), s.nbytes(), 0);
+  } catch (const Error& e) {
+    failure_ = e;
+    throw;
+  }
+  for (size_t i = 0; i < keys.size(); ++i) entries_.emplace(keys[i], Entry{keys[i], stored[i], {}, false});
+}
+
+std::shared_ptr<Completion> HostAllreduceKVStore::pushpull_async(const std::vector<Key>& keys,
+                                                                 const std::vector<NDArray>& values,
+                                                                 const std::vector<NDArray>& outs, int) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  throw_if_failed();
+  check_arrays(keys, values, "pushpull", "values");
+  check_arrays(keys, outs, "pushpull", "outputs");
+  // A key pushed again before its last sum arrived: that sum must land
+  // first (the new values are summed into the same buffer).
+  for (Key key : keys) {
+    if (entries_.at(key).pending) {
+      drain(lock);
+      break;
+    }
+  }
+  auto completion = std::make_shared<Completion>();
+  add_to_buckets(keys, values, outs, completion);
+  return completion;
+}
+
+void HostAllreduceKVStore::wait(const std::shared_ptr<Completion>& request) {
+  if (!request) throw Error(ErrorCode::kInvalidArgument, "wait: no request");
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (const auto& c : open_.completions) {
+      if (c == request) {
+        seal_open_bucket();
+        break;
+      }
+    }
+  }
+  // Buckets ahead of it each get the communicator's deadline.
+  const auto patience = std::chrono::duration<double>(options_.request_timeout_s + options_.heartbeat_timeout_s + 5);
+  while (!request->wait_for(std::chrono::duration_cast<std::chrono::milliseconds>(patience))) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (failure_) throw *failure_;
+    if (queued_.empty() && !in_flight_) {
+      throw Error(ErrorCode::kInternal, "allreduce: a request was lost");
+    }
+  }
+  if (auto error = request->error()) throw *error;
+}
+
+void HostAllreduceKVStore::wait_all() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  drain(lock);
+}
+
+void HostAllreduceKVStore::push(const std::vector<Key>& keys, const std::vector<NDArray>& values, int) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  throw_if_failed();
+  check_arrays(keys, values, "push", "values");
+  drain(lock);
+  add_to_buckets(keys, values, {}, nullptr);
+  drain(lock);
+}
+
+void HostAllreduceKVStore::pull(const std::vector<Key>& keys, const std::vector<NDArray>& outs, int) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  throw_if_failed();
+  check_arrays(keys, outs, "pull", "outputs");
+  drain(lock);
+  for (const KeyGroup& group : group_keys(keys)) {
+    caller_reducer_.broadcast(entries_.at(group.key).stored, outs, group.positions);
+  }
+}
+
+void HostAllreduceKVStore::pushpull(const std::vector<Key>& keys, const std::vector<NDArray>& values,
+                                    const std::vector<NDArray>& outs, int priority) {
+  pushpull_async(keys, values, outs, priority);
+  wait_all();
+}
+
+void HostAllreduceKVStore::barrier() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  drain(lock);
+  member_->barrier();
+}
+
+}  // namespace dt::kvstore

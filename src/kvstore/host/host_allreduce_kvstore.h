@@ -1,0 +1,172 @@
+// The "allreduce" kvstore: data-parallel all-reduce across the worker
+// processes of a disttrain job, in host memory, without parameter servers
+// (dtrun -n N -s 0): SINGA's DistOpt, Horovod and PyTorch DDP's shape on
+// CPUs. The job's scheduler introduces the workers (their listening
+// addresses travel through ps::ClusterMember::allgather), runs barriers and
+// heartbeats; the gradients go worker to worker over
+// collective::host::HostCommunicator (ring or recursive doubling by size,
+// ipc:// between workers of one host).
+//  - init(keys, values): every worker's store starts from worker 0's values
+//    (a broadcast), so all replicas begin equal.
+//  - push: the values listed under a key are summed on this worker
+//    (KeyReducer, in the order listed), then all-reduced (sum) across the
+//    workers; the result replaces the key's stored value. Results are
+//    bit-identical on every worker.
+//  - pull copies the stored value (the last all-reduced sum, or the initial
+//    value) to the outputs listed under the key.
+//  - Buckets, as DDP's: keys pushed one after another are fused into one
+//    buffer and all-reduced together once it holds bucket_bytes (one
+//    latency instead of one per key). Buckets follow the order of pushes
+//    alone, never timing, so every worker cuts the same ones.
+//  - pushpull_async (what the trainer issues as backward finishes each
+//    layer) returns at once; a communication thread all-reduces each bucket
+//    as soon as it is full, overlapping the rest of backward. wait_all()
+//    sends the last, partial bucket and waits. The synchronous calls first
+//    finish what is in flight.
+//  - The store runs no optimizer (set_optimizer is Error(kNotSupported)):
+//    workers update their own weights with the summed gradients; the trainer
+//    does so with this store by default.
+//  - Every worker must push the same keys in the same order (collectives
+//    match by order; the trainer pushes in the net's backward order). A
+//    bucket that differs across workers (other keys, or other sizes) is
+//    Error(kProtocol) naming the keys and the worker; a worker that never
+//    comes is Error(kTimedOut) after request_timeout_s; a worker that dies
+//    is Error(kPeerLost) naming it, from its broken connection or from the
+//    scheduler's heartbeats, whichever is first. The store is unusable after
+//    a failure: every later call throws the first error.
+//  - Arrays on a GPU work too (summed through host memory); dist_nccl is the
+//    GPU-native all-reduce store.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "collective/host/host_communicator.h"
+#include "core/context.h"
+#include "core/error.h"
+#include "kvstore/completion.h"
+#include "kvstore/key_reducer.h"
+#include "kvstore/kvstore.h"
+#include "kvstore/reducing_kvstore.h"
+#include "ps/job/job_config.h"
+#include "ps/roles/cluster_member.h"
+
+namespace dt::kvstore {
+
+struct HostAllreduceOptions {
+  // A bucket is all-reduced once the keys pushed into it hold this many
+  // bytes; a key at least this large travels alone, in place.
+  // DT_ALLREDUCE_BUCKET_BYTES sets it through create_kvstore.
+  size_t bucket_bytes = kDefaultBucketBytes;
+  static constexpr size_t kDefaultBucketBytes = 4 << 20;
+};
+
+class HostAllreduceKVStore final : public ReducingKVStore {
+ public:
+  // Joins the job (job.role must be worker; Error(kInvalidArgument)
+  // otherwise), then connects to every other worker: every worker creates
+  // its store at the same point of its barrier sequence. kTimedOut when the
+  // scheduler or the other workers do not come within the deadlines.
+  HostAllreduceKVStore(const ps::JobConfig& job, const ps::PsOptions& options, HostAllreduceOptions allreduce = {});
+  // Stops the communication thread, closes the links, then says goodbye to
+  // the scheduler (bounded by shutdown_timeout_s); no barrier.
+  ~HostAllreduceKVStore() override;
+
+  std::string type() const override { return "allreduce"; }
+  int rank() const override;
+  int num_workers() const override;
+
+  void init(const std::vector<Key>& keys, const std::vector<core::NDArray>& values) override;
+  void push(const std::vector<Key>& keys, const std::vector<core::NDArray>& values, int priority) override;
+  void pull(const std::vector<Key>& keys, const std::vector<core::NDArray>& outs, int priority) override;
+  // Checks values and outputs before any collective starts.
+  void pushpull(const std::vector<Key>& keys, const std::vector<core::NDArray>& values,
+                const std::vector<core::NDArray>& outs, int priority) override;
+
+  bool communicates_asynchronously() const override { return true; }
+  // The values are summed on this worker before it returns (they may be
+  // overwritten then); the outputs are written when the request finishes.
+  std::shared_ptr<Completion> pushpull_async(const std::vector<Key>& keys, const std::vector<core::NDArray>& values,
+                                             const std::vector<core::NDArray>& outs, int priority) override;
+  void wait(const std::shared_ptr<Completion>& request) override;
+  void wait_all() override;
+  // The bytes sent to and received from the other workers.
+  core::Traffic traffic() const override { return comm_->traffic(); }
+
+  void barrier() override;
+
+ private:
+  struct Entry {
+    Key key = 0;
+    core::NDArray stored;   // on the CPU: the last all-reduced sum, or the initial value
+    core::NDArray scratch;  // the caller's KeyReducer's
+    bool pending = false;   // in a bucket not yet all-reduced
+  };
+  // Where a finished bucket's sums go: outs[p] for p in positions.
+  struct Delivery {
+    Entry* entry;
+    std::vector<core::NDArray> outs;
+    std::vector<size_t> positions;
+  };
+  struct Bucket {
+    std::vector<Entry*> entries;  // in push order
+    size_t bytes = 0;
+    std::vector<Delivery> deliveries;
+    std::vector<std::shared_ptr<Completion>> completions;
+  };
+
+  Entry& entry(Key key, const char* op);
+  void check_arrays(const std::vector<Key>& keys, const std::vector<core::NDArray>& arrays, const char* op,
+                    const char* what);
+  // Sums each key's values into its entry and adds it to the open bucket,
+  // sealing buckets as they fill; the caller holds mutex_.
+  void add_to_buckets(const std::vector<Key>& keys, const std::vector<core::NDArray>& values,
+                      const std::vector<core::NDArray>& outs, const std::shared_ptr<Completion>& completion);
+  void seal_open_bucket();  // mutex_ held
+  // Waits until no bucket is open, queued or in flight; throws the store's
+  // failure, if any. mutex_ held through lock.
+  void drain(std::unique_lock<std::mutex>& lock);
+  void throw_if_failed() const;  // mutex_ held
+  // The communication thread: all-reduces queued buckets in order.
+  void communicate();
+  // All-reduces one bucket's entries, in runs fused up to bucket_bytes, on
+  // whichever thread holds the communicator.
+  void all_reduce(const std::vector<Entry*>& entries);
+  // One run (bytes in all): one all-reduce, tagged with its keys so that
+  // workers whose runs differ fail naming them.
+  void all_reduce_run(const std::vector<Entry*>& run, size_t bytes);
+
+  const ps::PsOptions options_;
+  const HostAllreduceOptions allreduce_;
+  const std::shared_ptr<core::Context> cpu_;
+  std::unique_ptr<ps::ClusterMember> member_;
+  // Shared with the member's lost-node callback, which aborts it from the
+  // heartbeat thread (a weak reference: the callback may outlive it).
+  std::shared_ptr<collective::host::HostCommunicator> comm_;
+  KeyReducer caller_reducer_;  // sums pushes on the caller's thread
+  KeyReducer comm_reducer_;    // delivers sums on the communication thread
+  std::vector<uint8_t> fusion_;  // a bucket's keys back to back; reused
+
+  // Guards everything below, and the entries' `pending`. Collectives run
+  // without it, but only one thread at a time runs them: the communication
+  // thread while buckets are queued or in flight, callers otherwise.
+  mutable std::mutex mutex_;
+  std::condition_variable changed_;
+  std::map<Key, Entry> entries_;
+  Bucket open_;
+  std::deque<Bucket> queued_;
+  bool in_flight_ = false;
+  bool stopping_ = false;
+  std::optional<core::Error> failure_;
+  std::thread communicator_thread_;
+};
+
+}  // namespace dt::kvstore
