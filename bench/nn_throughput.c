@@ -6,7 +6,7 @@
  *
  *   nn_throughput [--device cpu|gpu] [--precision fp32|fp16|bf16]
  *                 [--threads N] [--steps N] [--warmup N] [--batch N]
- *                 [--model lenet|resnet18|all] [--json FILE]
+ *                 [--model lenet|resnet18|all] [--json FILE] [--kvstore TYPE]
  *
  * Batches: LeNet 64; ResNet-18 32 on the CPU and 128 (the issue's figure) on
  * the GPU; --batch N sets both. The GPU runs more steps by default (500
@@ -19,6 +19,13 @@
  * weights (dt_net_set_compute_dtype), as PyTorch's autocast + GradScaler do
  * in bench/peers/torch_nn_throughput.py --precision. Without a usable GPU it
  * says why and exits 1.
+ *
+ * --kvstore TYPE (one --model) trains through that store: under dtrun, a
+ * distributed one joins the job, e.g. the step time of data-parallel
+ * ResNet-18 with its gradients all-reduced, with communication overlapping
+ * backward or not (DT_KVSTORE_OVERLAP=1 or 0):
+ *   dtrun -n 2 -s 0 -- nn_throughput --model resnet18 --kvstore allreduce --threads 1
+ * Each worker prints its line, with "kvstore", "workers" and "overlap".
  *
  * Compare with bench/peers/torch_nn_throughput.py run in the same session:
  * these machines drift +-25% between runs, ratios are what count.
@@ -69,7 +76,7 @@ static void wait_for_net(const dt_net *net) {
 }
 
 static double run(dt_device_type device, dt_dtype compute, const char *model, const char *options, int64_t batch,
-                  const int64_t *sample, int threads, int warmup, int steps) {
+                  const int64_t *sample, int threads, int warmup, int steps, dt_kvstore *kv) {
   dt_context *ctx;
   dt_net *net;
   dt_optimizer *opt;
@@ -92,7 +99,7 @@ static double run(dt_device_type device, dt_dtype compute, const char *model, co
   CHECK(dt_optimizer_create(&opt, "sgd"));
   CHECK(dt_optimizer_set_double(opt, "learning_rate", 0.01));
   CHECK(dt_optimizer_set_double(opt, "momentum", 0.9));
-  CHECK(dt_trainer_create(&trainer, net, opt, NULL, NULL));
+  CHECK(dt_trainer_create(&trainer, net, opt, kv, NULL));
   CHECK(dt_ndarray_create(&data, ctx, DT_FLOAT32, dims, 4));
   CHECK(dt_ndarray_create(&labels, ctx, DT_INT32, &batch, 1));
   CHECK(dt_ndarray_copy_from_host(data, host, n * sizeof(float)));
@@ -131,12 +138,24 @@ static int device_usable(dt_device_type device) {
 }
 
 static void report(FILE *json, const char *model, const char *device, const char *precision, int64_t batch,
-                   int threads, double ips) {
-  const char *format =
-      "{\"model\":\"%s\",\"device\":\"%s\",\"precision\":\"%s\",\"batch\":%d,\"threads\":%d,"
-      "\"images_per_s\":%.1f}\n";
-  printf(format, model, device, precision, (int)batch, threads, ips);
-  if (json) fprintf(json, format, model, device, precision, (int)batch, threads, ips);
+                   int threads, double ips, dt_kvstore *kv) {
+  char line[512], store[192] = "";
+  if (kv != NULL) {
+    const char *type = "";
+    int32_t rank = 0, workers = 1;
+    const char *overlap = getenv("DT_KVSTORE_OVERLAP");
+    CHECK(dt_kvstore_type(&type, kv));
+    CHECK(dt_kvstore_rank(&rank, kv));
+    CHECK(dt_kvstore_num_workers(&workers, kv));
+    snprintf(store, sizeof store, ",\"kvstore\":\"%s\",\"rank\":%d,\"workers\":%d,\"overlap\":%s", type,
+             (int)rank, (int)workers, overlap != NULL && strcmp(overlap, "0") == 0 ? "0" : "1");
+  }
+  snprintf(line, sizeof line,
+           "{\"model\":\"%s\",\"device\":\"%s\",\"precision\":\"%s\",\"batch\":%d,\"threads\":%d,"
+           "\"images_per_s\":%.1f%s}\n",
+           model, device, precision, (int)batch, threads, ips, store);
+  fputs(line, stdout);
+  if (json) fputs(line, json);
 }
 
 int main(int argc, char **argv) {
@@ -148,6 +167,8 @@ int main(int argc, char **argv) {
   const char *precision = "fp32";
   dt_dtype compute = DT_FLOAT32;
   const char *json_path = NULL;
+  const char *kvstore = NULL;
+  dt_kvstore *kv = NULL;
   FILE *json = NULL;
   static const int64_t mnist[3] = {1, 28, 28};
   static const int64_t cifar[3] = {3, 32, 32};
@@ -160,6 +181,7 @@ int main(int argc, char **argv) {
     else if (strcmp(argv[i], "--device") == 0) device_name = argv[i + 1];
     else if (strcmp(argv[i], "--precision") == 0) precision = argv[i + 1];
     else if (strcmp(argv[i], "--batch") == 0) batch = atoll(argv[i + 1]);
+    else if (strcmp(argv[i], "--kvstore") == 0) kvstore = argv[i + 1];
     else {
       fprintf(stderr, "unknown option %s\n", argv[i]);
       return 2;
@@ -191,7 +213,13 @@ int main(int argc, char **argv) {
     fprintf(stderr, "--batch must be positive\n");
     return 2;
   }
+  if (kvstore != NULL && strcmp(which, "all") == 0) {
+    /* Both nets would init the same keys (parameter indices) in one store. */
+    fprintf(stderr, "--kvstore needs one --model (lenet or resnet18)\n");
+    return 2;
+  }
   if (!device_usable(device)) return 1;
+  if (kvstore != NULL) CHECK(dt_kvstore_create_ex(&kv, kvstore, NULL));
   if (json_path != NULL && (json = fopen(json_path, "a")) == NULL) {
     perror(json_path);
     return 1;
@@ -200,15 +228,16 @@ int main(int argc, char **argv) {
   if (strcmp(which, "all") == 0 || strcmp(which, "lenet") == 0) {
     int64_t b = batch > 0 ? batch : 64;
     double ips = run(device, compute, "lenet", NULL, b, mnist, threads, on_gpu ? 10 : warmup,
-                     steps > 0 ? steps : (on_gpu ? 500 : 100));
-    report(json, "lenet", device_name, precision, b, threads, ips);
+                     steps > 0 ? steps : (on_gpu ? 500 : 100), kv);
+    report(json, "lenet", device_name, precision, b, threads, ips, kv);
   }
   if (strcmp(which, "all") == 0 || strcmp(which, "resnet18") == 0) {
     int64_t b = batch > 0 ? batch : (on_gpu ? 128 : 32);
     double ips = run(device, compute, "resnet18", "{\"input_shape\":[3,32,32],\"classes\":10}", b, cifar,
-                     threads, on_gpu ? 10 : (warmup < 2 ? warmup : 2), steps > 0 ? steps : (on_gpu ? 100 : 10));
-    report(json, "resnet18", device_name, precision, b, threads, ips);
+                     threads, on_gpu ? 10 : (warmup < 2 ? warmup : 2), steps > 0 ? steps : (on_gpu ? 100 : 10), kv);
+    report(json, "resnet18", device_name, precision, b, threads, ips, kv);
   }
   if (json) fclose(json);
+  dt_kvstore_free(kv);
   return 0;
 }
