@@ -1,10 +1,12 @@
 #include "kvstore/host/host_allreduce_kvstore.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <string>
 #include <utility>
 
+#include "collective/host/all_gather.h"
 #include "core/fnv1a.h"
 #include "core/ndarray.h"
 #include "kvstore/argument_checks.h"
@@ -158,9 +160,14 @@ void HostAllreduceKVStore::all_reduce_run(const std::vector<Entry*>& run, size_t
   for (const Entry* e : run) keys.emplace_back(e->key, e->stored.nbytes());
   const uint64_t tag = tag_of(keys);
   const DType dtype = run[0]->stored.dtype();
+  const bool compressed = codec_ && dtype == DType::kFloat32;
   try {
     if (run.size() == 1) {
-      comm_->all_reduce_sum(run[0]->stored.data(), run[0]->stored.size(), dtype, tag);
+      if (compressed) {
+        all_reduce_compressed(static_cast<float*>(run[0]->stored.data()), run[0]->stored.size(), tag);
+      } else {
+        comm_->all_reduce_sum(run[0]->stored.data(), run[0]->stored.size(), dtype, tag);
+      }
       return;
     }
     fusion_.resize(bytes);
@@ -169,7 +176,11 @@ void HostAllreduceKVStore::all_reduce_run(const std::vector<Entry*>& run, size_t
       std::memcpy(fusion_.data() + at, e->stored.data(), e->stored.nbytes());
       at += e->stored.nbytes();
     }
-    comm_->all_reduce_sum(fusion_.data(), bytes / core::dtype_size(dtype), dtype, tag);
+    if (compressed) {
+      all_reduce_compressed(reinterpret_cast<float*>(fusion_.data()), bytes / sizeof(float), tag);
+    } else {
+      comm_->all_reduce_sum(fusion_.data(), bytes / core::dtype_size(dtype), dtype, tag);
+    }
     at = 0;
     for (Entry* e : run) {
       std::memcpy(e->stored.data(), fusion_.data() + at, e->stored.nbytes());
@@ -181,6 +192,27 @@ void HostAllreduceKVStore::all_reduce_run(const std::vector<Entry*>& run, size_t
                 "allreduce: worker " + std::to_string(member_->rank()) + " all-reduces keys " + keys_text(keys) +
                     " here and another worker something else (keys pushed in another order, or other keys or "
                     "shapes: every worker must push the same keys in the same order): " + e.what());
+  }
+}
+
+void HostAllreduceKVStore::all_reduce_compressed(float* data, size_t n, uint64_t tag) {
+  const ps::compression::GradientCodec& codec = *codec_;
+  const bool feedback = codec.config().error_feedback;
+  compensated_.assign(data, data + n);
+  if (feedback) feedback_.compensate(tag, 0, compensated_.data(), n);
+  encoded_.resize(codec.max_encoded_size(n));
+  const size_t size = codec.encode(compensated_.data(), n, encoded_.data(), encoded_.size());
+  if (feedback) feedback_.update(tag, 0, compensated_.data(), n, codec, encoded_.data(), size);
+  const std::vector<std::vector<uint8_t>> all = collective::host::all_gather(*comm_, encoded_.data(), size, tag);
+  // Every worker adds the same encodings in the same (rank) order.
+  std::fill(data, data + n, 0.0f);
+  for (size_t r = 0; r < all.size(); ++r) {
+    try {
+      codec.decode_add(all[r].data(), all[r].size(), data, n);
+    } catch (const Error& e) {
+      throw Error(ErrorCode::kProtocol,
+                  "allreduce: worker " + std::to_string(r) + "'s compressed gradient does not decode: " + e.what());
+    }
   }
 }
 
@@ -240,10 +272,46 @@ void HostAllreduceKVStore::drain(std::unique_lock<std::mutex>& lock) {
   throw_if_failed();
 }
 
+void HostAllreduceKVStore::set_gradient_compression(const std::string& spec) {
+  const ps::compression::CompressionConfig config = ps::compression::CompressionConfig::parse(spec);
+  std::unique_lock<std::mutex> lock(mutex_);
+  throw_if_failed();
+  if (pushed_) {
+    throw Error(ErrorCode::kBadState, "set_gradient_compression: this store has pushed already; set it before "
+                                      "the first push, on every worker");
+  }
+  drain(lock);
+  // Every worker's canonical spec, compared: the same decision everywhere.
+  const std::string mine = config.to_string();
+  std::vector<std::vector<uint8_t>> all;
+  try {
+    member_->check_peers();
+    all = collective::host::all_gather(*comm_, mine.data(), mine.size());
+  } catch (const Error& e) {
+    failure_ = e;
+    throw;
+  }
+  for (size_t r = 0; r < all.size(); ++r) {
+    const std::string theirs(all[r].begin(), all[r].end());
+    if (theirs != mine) {
+      throw Error(ErrorCode::kInvalidArgument, "set_gradient_compression: worker " + std::to_string(r) + " asks for '" +
+                                                   theirs + "', worker " + std::to_string(member_->rank()) +
+                                                   " for '" + mine + "': every worker must set the same");
+    }
+  }
+  feedback_.clear();
+  if (config.mode == ps::compression::CompressionMode::kNone) {
+    codec_.reset();
+  } else {
+    codec_.emplace(config);
+  }
+}
+
 void HostAllreduceKVStore::add_to_buckets(const std::vector<Key>& keys, const std::vector<NDArray>& values,
                                           const std::vector<NDArray>& outs,
                                           const std::shared_ptr<Completion>& completion) {
   bool last_in_open = false;
+  pushed_ = true;
   for (const KeyGroup& group : group_keys(keys)) {
     Entry& e = entries_.at(group.key);
     caller_reducer_.sum(values, group.positions, e.stored, e.scratch);

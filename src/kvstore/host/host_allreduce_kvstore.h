@@ -56,6 +56,8 @@
 #include "kvstore/key_reducer.h"
 #include "kvstore/kvstore.h"
 #include "kvstore/reducing_kvstore.h"
+#include "ps/compression/error_feedback.h"
+#include "ps/compression/gradient_codec.h"
 #include "ps/job/job_config.h"
 #include "ps/roles/cluster_member.h"
 
@@ -102,6 +104,17 @@ class HostAllreduceKVStore final : public ReducingKVStore {
   core::Traffic traffic() const override { return comm_->traffic(); }
 
   void barrier() override;
+  // MXNet's set_gradient_compression for this store: every worker calls it
+  // with the same spec, at the same point, before its first push (the specs
+  // are compared across workers: a different one is Error(kInvalidArgument)
+  // on every worker, after a push Error(kBadState)). Then each bucket of
+  // float32 gradients is encoded (with this worker's error feedback, keyed
+  // by the bucket), the encodings are all-gathered, and every worker decodes
+  // and adds them in rank order: the same sums everywhere, and for n
+  // workers each sends its encoding to the others instead of 2 (n-1)/n of
+  // the full gradient. fp16/bf16 are SINGA's "half" update, topk/threshold
+  // with error feedback its "sparse" one. Other dtypes travel in full.
+  void set_gradient_compression(const std::string& spec) override;
 
  private:
   struct Entry {
@@ -143,6 +156,8 @@ class HostAllreduceKVStore final : public ReducingKVStore {
   // One run (bytes in all): one all-reduce, tagged with its keys so that
   // workers whose runs differ fail naming them.
   void all_reduce_run(const std::vector<Entry*>& run, size_t bytes);
+  // What all_reduce_run does to n float32 values in place under codec_.
+  void all_reduce_compressed(float* data, size_t n, uint64_t tag);
 
   const ps::PsOptions options_;
   const HostAllreduceOptions allreduce_;
@@ -154,6 +169,12 @@ class HostAllreduceKVStore final : public ReducingKVStore {
   KeyReducer caller_reducer_;  // sums pushes on the caller's thread
   KeyReducer comm_reducer_;    // delivers sums on the communication thread
   std::vector<uint8_t> fusion_;  // a bucket's keys back to back; reused
+  // Gradient compression (set_gradient_compression): empty for none.
+  std::optional<ps::compression::GradientCodec> codec_;
+  ps::compression::ErrorFeedback feedback_;  // keyed by the bucket's tag
+  std::vector<float> compensated_;           // reused
+  std::vector<uint8_t> encoded_;             // reused
+  bool pushed_ = false;                      // guarded by mutex_
 
   // Guards everything below, and the entries' `pending`. Collectives run
   // without it, but only one thread at a time runs them: the communication
