@@ -335,11 +335,12 @@ typedef enum dt_grad_req {
 DT_API dt_status dt_context_set_num_threads(dt_context *ctx, int32_t num_threads);
 DT_API dt_status dt_context_num_threads(int32_t *out, const dt_context *ctx);
 
-/* Builds a model by name on ctx: "mlp", "lenet", "resnet18".
+/* Builds a model by name on ctx: "mlp", "lenet", "resnet18", "vgg11".
  * options_json is NULL or a JSON object, e.g.
  *   lenet:    {"input_shape": [1, 28, 28], "classes": 10}
  *   mlp:      {"input_shape": [1, 28, 28], "hidden": [256, 128], "classes": 10}
  *   resnet18: {"input_shape": [3, 32, 32], "classes": 10}
+ *   vgg11:    {"input_shape": [3, 32, 32], "classes": 10} (with BatchNorm)
  * Parameters are allocated (zeros) but not initialised: call
  * dt_net_initialize or dt_net_load_params. The net keeps ctx alive.
  * On a GPU context the layers run on that GPU (Dropout draws the same
@@ -636,7 +637,7 @@ DT_API dt_status dt_kvstore_set_gradient_compression(dt_kvstore *kv,
 DT_API dt_status dt_kvstore_barrier(dt_kvstore *kv);
 
 /* ------------------------------------------------------------------------ */
-/* Data loader: MNIST-format (IDX) datasets in batches                      */
+/* Data loader: MNIST-format (IDX) and CIFAR datasets in batches            */
 /* ------------------------------------------------------------------------ */
 
 typedef struct dt_data_loader dt_data_loader;
@@ -658,6 +659,24 @@ typedef struct dt_data_loader_options {
   int32_t prefetch;          /* batches prepared ahead (>= 1); default 2 */
   float mean;                /* normalisation (x/255 - mean) / std;      */
   float std;                 /* defaults: Fashion-MNIST's 0.2860, 0.3530 */
+  /* Augmentation on the loader's thread, before normalisation. The draws
+   * of a sample depend only on (seed + part_index, epoch, its position in
+   * the epoch), so every run with the same options yields the same
+   * batches, and the workers of a job given one seed draw differently. */
+  int64_t random_crop_padding; /* default 0: none. p > 0: pad every side
+                                * with p zero pixels, crop back to H x W at
+                                * a uniform offset (4 for CIFAR); p <= H, W */
+  int32_t random_flip;         /* default 0; 1: mirror left-right with
+                                * probability 1/2                         */
+  /* Per-channel normalisation (x/255 - channel_mean[c]) / channel_std[c],
+   * num_channel_stats entries each, which must be the dataset's channels
+   * (1 for MNIST, 3 (R, G, B) for CIFAR); read during the create call only.
+   * NULL/0 (default): the dataset's standard statistics, which are mean and
+   * std above for MNIST and CIFAR-10's training set for CIFAR
+   * (0.4914, 0.4822, 0.4465 / 0.2470, 0.2435, 0.2616). */
+  const float *channel_mean;
+  const float *channel_std;
+  size_t num_channel_stats;
 } dt_data_loader_options;
 
 DT_API dt_status dt_data_loader_options_init(dt_data_loader_options *options,
@@ -676,6 +695,22 @@ DT_API dt_status dt_data_loader_create_mnist(dt_data_loader **out,
                                              const char *dir,
                                              const char *split,
                                              const dt_data_loader_options *options);
+/* The CIFAR binary format in dir (or in the folder its archive unpacks to
+ * there: cifar-10-batches-bin, cifar-100-binary). variant 10: split
+ * "train" reads data_batch_1.bin ... data_batch_5.bin, "test"
+ * test_batch.bin; variant 100: train.bin or test.bin, and the fine label
+ * (0-99) is the class. Batches are float32 (B, 3, 32, 32). The mean and std
+ * fields do not apply: without channel statistics the images are
+ * normalised with CIFAR-10's (see dt_data_loader_options). A missing file
+ * is DT_ERR_NOT_FOUND naming it; a file whose size is not a whole number of
+ * records, or a label out of range, DT_ERR_IO naming the file and the byte
+ * offset. A NULL dir, another split or variant: DT_ERR_INVALID_ARGUMENT.
+ * options may be NULL (defaults). */
+DT_API dt_status dt_data_loader_create_cifar(dt_data_loader **out,
+                                             const char *dir,
+                                             const char *split,
+                                             int32_t variant,
+                                             const dt_data_loader_options *options);
 DT_API void dt_data_loader_free(dt_data_loader *loader);
 /* Samples in this loader's part, and batches per epoch. */
 DT_API dt_status dt_data_loader_num_samples(size_t *out,
@@ -685,8 +720,8 @@ DT_API dt_status dt_data_loader_num_batches(size_t *out,
 /* Starts epoch `epoch` (its order depends on seed and epoch only). */
 DT_API dt_status dt_data_loader_start_epoch(dt_data_loader *loader,
                                             int32_t epoch);
-/* The next batch of the epoch as new handles (float32 (B, 1, 28, 28) data,
- * int32 (B) labels), or *out_has_batch = 0 at the end of the epoch (then
+/* The next batch of the epoch as new handles (float32 (B, C, H, W) data:
+ * (B, 1, 28, 28) for MNIST, (B, 3, 32, 32) for CIFAR; int32 (B) labels), or *out_has_batch = 0 at the end of the epoch (then
  * the data and label outs are left untouched). Before the first
  * dt_data_loader_start_epoch it is DT_ERR_BAD_STATE. */
 DT_API dt_status dt_data_loader_next(dt_ndarray **out_data,

@@ -125,6 +125,7 @@
 %rename("%s") dt_data_loader_options_init;
 %rename("%s") dt_data_loader_create;
 %rename("%s") dt_data_loader_create_mnist;
+%rename("%s") dt_data_loader_create_cifar;
 %rename("%s") dt_data_loader_free;
 %rename("%s") dt_data_loader_num_samples;
 %rename("%s") dt_data_loader_num_batches;

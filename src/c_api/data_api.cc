@@ -1,11 +1,14 @@
-// dt_data_loader_*: IDX datasets in batches.
+// dt_data_loader_*: IDX and CIFAR datasets in batches.
+#include <cstddef>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "c_api/api_guard.h"
 #include "c_api/handles.h"
 #include "c_api/options.h"
 #include "data/batch_loader.h"
+#include "data/cifar_dataset.h"
 #include "data/mnist_dataset.h"
 #include "data/split_sampler.h"
 #include "dt_c_api.h"
@@ -34,7 +37,24 @@ void loader_defaults(dt_data_loader_options* options) {
   options->std = 0.3530f;
 }
 
-dt_data_loader* make_loader(dt::data::MnistDataset dataset, const dt_data_loader_options* given) {
+// The 0.1.0 struct ended with std; the fields after it must start past its
+// sizeof, not in its tail padding, which an older caller's bytes fill with
+// anything (see "Option and info structs").
+constexpr size_t kEndOfStd = offsetof(dt_data_loader_options, std) + sizeof(float);
+constexpr size_t kSizeBeforeAugmentation =
+    (kEndOfStd + alignof(dt_data_loader_options) - 1) / alignof(dt_data_loader_options) *
+    alignof(dt_data_loader_options);
+static_assert(offsetof(dt_data_loader_options, random_crop_padding) == kSizeBeforeAugmentation,
+              "fields appended to dt_data_loader_options must start past the older sizeof");
+
+// The statistics a dataset is normalised with when the caller gives none.
+struct StandardStatistics {
+  std::vector<float> mean;  // empty: the options' scalar mean and std
+  std::vector<float> std;
+};
+
+dt_data_loader* make_loader(std::shared_ptr<const dt::data::Dataset> dataset, const dt_data_loader_options* given,
+                            const StandardStatistics& standard) {
   const dt_data_loader_options o = dt::c_api::read_struct(given, loader_defaults, "options");
   const int last = dt::c_api::raw_enum(o.last_batch);
   if (last < DT_LAST_BATCH_KEEP || last > DT_LAST_BATCH_ROLLOVER) {
@@ -42,20 +62,47 @@ dt_data_loader* make_loader(dt::data::MnistDataset dataset, const dt_data_loader
   }
   if (o.batch_size <= 0) throw Error(ErrorCode::kInvalidArgument, "batch_size must be positive");
   if (o.prefetch < 1) throw Error(ErrorCode::kInvalidArgument, "prefetch must be at least 1");
-  if (!(o.std > 0.0f)) throw Error(ErrorCode::kInvalidArgument, "std must be positive");
-  auto shared = std::make_shared<const dt::data::MnistDataset>(std::move(dataset));
-  const dt::data::SplitSampler sampler(shared->size(), o.num_parts, o.part_index, o.shuffle != 0, o.seed);
+  if (o.random_flip != 0 && o.random_flip != 1) {
+    throw Error(ErrorCode::kInvalidArgument, "random_flip must be 0 or 1, not " + std::to_string(o.random_flip));
+  }
+  if (o.random_crop_padding < 0) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "random_crop_padding must not be negative, not " + std::to_string(o.random_crop_padding));
+  }
+  if (o.num_channel_stats != 0 && (o.channel_mean == nullptr || o.channel_std == nullptr)) {
+    throw Error(ErrorCode::kInvalidArgument, "num_channel_stats is " + std::to_string(o.num_channel_stats) +
+                                                 " but channel_mean or channel_std is NULL");
+  }
   dt::data::LoaderOptions options;
   options.batch_size = o.batch_size;
   options.last_batch = static_cast<dt::data::LastBatch>(last);
   options.prefetch = o.prefetch;
   options.mean = o.mean;
   options.std = o.std;
+  if (o.num_channel_stats != 0) {
+    // The loader checks the count against the dataset's channels.
+    options.channel_mean.assign(o.channel_mean, o.channel_mean + o.num_channel_stats);
+    options.channel_std.assign(o.channel_std, o.channel_std + o.num_channel_stats);
+  } else {
+    if (standard.mean.empty() && !(o.std > 0.0f)) {
+      throw Error(ErrorCode::kInvalidArgument, "std must be positive");
+    }
+    options.channel_mean = standard.mean;
+    options.channel_std = standard.std;
+  }
+  options.augmentation.crop_padding = o.random_crop_padding;
+  options.augmentation.horizontal_flip = o.random_flip != 0;
+  options.augment_seed = o.seed;
+  const dt::data::SplitSampler sampler(dataset->size(), o.num_parts, o.part_index, o.shuffle != 0, o.seed);
   auto owned = std::make_unique<dt_data_loader>();
-  owned->impl = std::make_unique<dt::data::BatchLoader>(shared, sampler, options);
+  owned->impl = std::make_unique<dt::data::BatchLoader>(dataset, sampler, options);
   owned->num_samples = static_cast<size_t>(sampler.part_len());
   dt::c_api::register_handle(owned.get(), dt::c_api::HandleKind::kDataLoader);
   return owned.release();
+}
+
+dt_data_loader* make_mnist_loader(dt::data::MnistDataset dataset, const dt_data_loader_options* given) {
+  return make_loader(std::make_shared<const dt::data::MnistDataset>(std::move(dataset)), given, {});
 }
 
 }  // namespace
@@ -72,7 +119,7 @@ dt_status dt_data_loader_create(dt_data_loader** out, const char* images_path, c
     arg(out, "out");
     arg(images_path, "images_path");
     arg(labels_path, "labels_path");
-    *out = make_loader(dt::data::MnistDataset(images_path, labels_path), options);
+    *out = make_mnist_loader(dt::data::MnistDataset(images_path, labels_path), options);
   });
 }
 
@@ -86,7 +133,32 @@ dt_status dt_data_loader_create_mnist(dt_data_loader** out, const char* dir, con
       throw Error(ErrorCode::kInvalidArgument, "split must be \"train\" or \"t10k\", not \"" + which + "\"");
     }
     const auto mnist_split = which == "train" ? dt::data::MnistSplit::kTrain : dt::data::MnistSplit::kTest;
-    *out = make_loader(dt::data::MnistDataset::from_directory(dir ? dir : kDefaultMnistDir, mnist_split), options);
+    *out = make_mnist_loader(dt::data::MnistDataset::from_directory(dir ? dir : kDefaultMnistDir, mnist_split),
+                             options);
+  });
+}
+
+dt_status dt_data_loader_create_cifar(dt_data_loader** out, const char* dir, const char* split, int32_t variant,
+                                      const dt_data_loader_options* options) {
+  return guarded(__func__, [&] {
+    arg(out, "out");
+    arg(dir, "dir");
+    arg(split, "split");
+    const std::string which = split;
+    if (which != "train" && which != "test") {
+      throw Error(ErrorCode::kInvalidArgument, "split must be \"train\" or \"test\", not \"" + which + "\"");
+    }
+    if (variant != 10 && variant != 100) {
+      throw Error(ErrorCode::kInvalidArgument, "variant must be 10 or 100, not " + std::to_string(variant));
+    }
+    const auto cifar_variant = variant == 10 ? dt::data::CifarVariant::kCifar10 : dt::data::CifarVariant::kCifar100;
+    const auto cifar_split = which == "train" ? dt::data::CifarSplit::kTrain : dt::data::CifarSplit::kTest;
+    auto dataset = std::make_shared<const dt::data::CifarDataset>(
+        dt::data::CifarDataset::from_directory(dir, cifar_variant, cifar_split));
+    using dt::data::CifarDataset;
+    const StandardStatistics cifar10{{CifarDataset::kMean.begin(), CifarDataset::kMean.end()},
+                                     {CifarDataset::kStd.begin(), CifarDataset::kStd.end()}};
+    *out = make_loader(std::move(dataset), options, cifar10);
   });
 }
 

@@ -26,7 +26,8 @@ BatchLoader::BatchLoader(std::shared_ptr<const Dataset> dataset, const SplitSamp
       sampler_(sampler),
       options_(options),
       sample_shape_(checked(dataset_).sample_shape()),
-      cpu_(core::make_cpu_context()) {
+      cpu_(core::make_cpu_context()),
+      augment_stream_(options.augment_seed + static_cast<uint64_t>(sampler.part_index())) {
   core::require(sampler.length() == dataset_->size(), ErrorCode::kInvalidArgument,
                 "the sampler covers " + std::to_string(sampler.length()) + " samples but the dataset has " +
                     std::to_string(dataset_->size()));
@@ -34,11 +35,39 @@ BatchLoader::BatchLoader(std::shared_ptr<const Dataset> dataset, const SplitSamp
                 "batch_size must be at least 1, not " + std::to_string(options.batch_size));
   core::require(options.prefetch >= 1, ErrorCode::kInvalidArgument,
                 "prefetch must be at least 1, not " + std::to_string(options.prefetch));
-  core::require(std::isfinite(options.mean), ErrorCode::kInvalidArgument, "the normalisation mean is not finite");
-  core::require(std::isfinite(options.std) && options.std > 0.0f, ErrorCode::kInvalidArgument,
-                "the normalisation std must be finite and > 0, not " + std::to_string(options.std));
-  for (size_t v = 0; v < normalised_.size(); ++v) {
-    normalised_[v] = (static_cast<float>(v) / 255.0f - options.mean) / options.std;
+  const bool per_channel = !options.channel_mean.empty() || !options.channel_std.empty();
+  // A scalar sample (ndim 0) is one channel.
+  const size_t channels = sample_shape_.ndim() == 0 ? 1 : std::max<size_t>(1, static_cast<size_t>(sample_shape_[0]));
+  if (per_channel) {
+    core::require(options.channel_mean.size() == channels && options.channel_std.size() == channels,
+                  ErrorCode::kInvalidArgument,
+                  "per-channel statistics need one mean and one std per channel: the samples have " +
+                      std::to_string(channels) + " channels, the options " +
+                      std::to_string(options.channel_mean.size()) + " means and " +
+                      std::to_string(options.channel_std.size()) + " stds");
+  }
+  normalised_.resize(per_channel ? channels : 1);
+  for (size_t c = 0; c < normalised_.size(); ++c) {
+    const float mean = per_channel ? options.channel_mean[c] : options.mean;
+    const float deviation = per_channel ? options.channel_std[c] : options.std;
+    const std::string which = per_channel ? " of channel " + std::to_string(c) : "";
+    core::require(std::isfinite(mean), ErrorCode::kInvalidArgument, "the normalisation mean" + which + " is not finite");
+    core::require(std::isfinite(deviation) && deviation > 0.0f, ErrorCode::kInvalidArgument,
+                  "the normalisation std" + which + " must be finite and > 0, not " + std::to_string(deviation));
+    for (size_t v = 0; v < normalised_[c].size(); ++v) {
+      normalised_[c][v] = (static_cast<float>(v) / 255.0f - mean) / deviation;
+    }
+  }
+  const Augmentation& augmentation = options.augmentation;
+  if (augmentation.enabled()) {
+    core::require(sample_shape_.ndim() == 3, ErrorCode::kInvalidArgument,
+                  "augmentation needs (channels, height, width) samples, not " + sample_shape_.to_string());
+    const int64_t side = std::min(sample_shape_[1], sample_shape_[2]);
+    core::require(augmentation.crop_padding >= 0 && augmentation.crop_padding <= side, ErrorCode::kInvalidArgument,
+                  "crop_padding must be in [0, " + std::to_string(side) + "] for samples of shape " +
+                      sample_shape_.to_string() + ", not " + std::to_string(augmentation.crop_padding));
+    // transform_image takes a table per channel.
+    normalised_.resize(channels, normalised_.front());
   }
   // Started only now: had a check above thrown with the thread running, its
   // std::thread would have been destroyed joinable, which terminates.
@@ -78,6 +107,7 @@ void BatchLoader::start_epoch(int64_t epoch) {
     ready_.clear();
     error_ = nullptr;
     total_batches_ = count_batches(static_cast<int64_t>(order->size()));
+    epoch_ = epoch;
     order_ = std::move(order);
     produced_ = 0;
     consumed_ = 0;
@@ -130,6 +160,7 @@ void BatchLoader::run_worker() {
     if (stopping_.load()) return;
     const uint64_t generation = generation_.load();
     const int64_t begin = produced_++ * options_.batch_size;
+    const int64_t epoch = epoch_;
     const std::shared_ptr<const std::vector<int64_t>> order = order_;
     lock.unlock();
 
@@ -137,7 +168,7 @@ void BatchLoader::run_worker() {
     std::optional<Batch> batch;
     std::exception_ptr error;
     try {
-      batch = assemble(order->data() + begin, count, generation);
+      batch = assemble(order->data() + begin, count, epoch, begin, generation);
     } catch (...) {
       error = std::current_exception();
     }
@@ -159,12 +190,14 @@ void BatchLoader::run_worker() {
   }
 }
 
-std::optional<Batch> BatchLoader::assemble(const int64_t* indices, int64_t count, uint64_t generation) const {
+std::optional<Batch> BatchLoader::assemble(const int64_t* indices, int64_t count, int64_t epoch, int64_t position,
+                                           uint64_t generation) const {
   std::vector<int64_t> dims{count};
   for (size_t d = 0; d < sample_shape_.ndim(); ++d) dims.push_back(sample_shape_[d]);
   Batch batch{core::NDArray::empty(cpu_, core::DType::kFloat32, core::Shape(dims)),
               core::NDArray::empty(cpu_, core::DType::kInt32, core::Shape{count})};
   const size_t sample_numel = static_cast<size_t>(sample_shape_.numel());
+  const Augmentation& augmentation = options_.augmentation;
   std::vector<uint8_t> pixels(sample_numel);
   float* images = batch.images.data_as<float>();
   int32_t* labels = batch.labels.data_as<int32_t>();
@@ -176,7 +209,21 @@ std::optional<Batch> BatchLoader::assemble(const int64_t* indices, int64_t count
     }
     labels[i] = dataset_->read_sample(indices[i], pixels.data());
     float* dst = images + static_cast<size_t>(i) * sample_numel;
-    for (size_t p = 0; p < sample_numel; ++p) dst[p] = normalised_[pixels[p]];
+    if (augmentation.enabled()) {
+      const AugmentDraw draw = draw_augmentation(augmentation, augment_stream_, epoch, position + i);
+      transform_image(pixels.data(), sample_shape_[0], sample_shape_[1], sample_shape_[2], augmentation.crop_padding,
+                      draw, normalised_.data(), dst);
+      continue;
+    }
+    // One table: the whole sample in one loop, whatever its shape.
+    const size_t planes = normalised_.size();
+    const size_t plane = sample_numel / planes;
+    for (size_t c = 0; c < planes; ++c) {
+      const std::array<float, 256>& table = normalised_[c];
+      const uint8_t* src = pixels.data() + c * plane;
+      float* out = dst + c * plane;
+      for (size_t p = 0; p < plane; ++p) out[p] = table[src[p]];
+    }
   }
   return batch;
 }

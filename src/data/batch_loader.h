@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/ndarray.h"
+#include "data/augmentation.h"
 #include "data/dataset.h"
 #include "data/split_sampler.h"
 
@@ -37,6 +38,17 @@ struct LoaderOptions {
   // training set's statistics; mean 0, std 1 leaves x / 255.
   float mean = 0.2860f;
   float std = 0.3530f;
+  // Per-channel statistics instead, one entry per channel (dim 0 of the
+  // dataset's sample shape), e.g. CifarDataset::kMean and kStd. Empty (both):
+  // mean and std above for every channel.
+  std::vector<float> channel_mean;
+  std::vector<float> channel_std;
+  // Random transforms on the prefetch thread, before normalisation; they
+  // need (C, H, W) samples. The loader of part k of the sampler draws from
+  // stream augment_seed + k, so the workers of a job that share one seed
+  // augment differently, and every run with that seed the same.
+  Augmentation augmentation;
+  uint64_t augment_seed = 0;
 };
 
 // One batch of B samples. The arrays are allocated for this batch alone and
@@ -55,8 +67,10 @@ class BatchLoader {
  public:
   // The loader shares ownership of the dataset, which its thread reads.
   // Error(kInvalidArgument) for a null dataset, a sampler whose length is not
-  // the dataset's size, batch_size < 1, prefetch < 1, or a mean or std that
-  // is not finite (std must also be > 0).
+  // the dataset's size, batch_size < 1, prefetch < 1, a mean or std that
+  // is not finite (std must also be > 0), per-channel statistics whose
+  // counts are not the dataset's channels, or an augmentation on samples
+  // that are not (C, H, W) or a crop_padding outside [0, min(H, W)].
   BatchLoader(std::shared_ptr<const Dataset> dataset, const SplitSampler& sampler,
               const LoaderOptions& options = {});
   ~BatchLoader();
@@ -85,15 +99,18 @@ class BatchLoader {
   int64_t count_batches(int64_t samples) const;
   bool can_produce() const;
   void run_worker();
-  std::optional<Batch> assemble(const int64_t* indices, int64_t count, uint64_t generation) const;
+  std::optional<Batch> assemble(const int64_t* indices, int64_t count, int64_t epoch, int64_t position,
+                                uint64_t generation) const;
 
   const std::shared_ptr<const Dataset> dataset_;
   const SplitSampler sampler_;
   const LoaderOptions options_;
   const core::Shape sample_shape_;
   const std::shared_ptr<core::Context> cpu_;
-  // (v / 255 - mean) / std for every byte value, so the hot loop is one load.
-  std::array<float, 256> normalised_{};
+  // Per channel, (v / 255 - mean) / std for every byte value, so the hot
+  // loop is one load.
+  std::vector<std::array<float, 256>> normalised_;
+  const uint64_t augment_stream_;
 
   mutable std::mutex mutex_;
   std::condition_variable producer_cv_;  // wakes the worker: room in the queue, a new epoch, stop
@@ -108,6 +125,7 @@ class BatchLoader {
   // worker, which reads its slice without the lock.
   bool epoch_started_ = false;
   bool epoch_finished_ = false;
+  int64_t epoch_ = 0;
   std::shared_ptr<const std::vector<int64_t>> order_;
   int64_t total_batches_ = 0;
   int64_t produced_ = 0;

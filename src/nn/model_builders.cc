@@ -105,11 +105,14 @@ class Builder {
   // Returns the name by value: a reference into layers would dangle at the next add.
   std::string add(const std::string& name, const std::string& type, json attributes = json::object(),
                          std::vector<std::string> inputs = {}) {
-    if (inputs.empty()) {
-      inputs = {description_.layers.empty() ? description_.inputs.front().name : description_.layers.back().name};
-    }
+    if (inputs.empty()) inputs = {last()};
     description_.layers.push_back({name, type, std::move(inputs), std::move(attributes)});
     return description_.layers.back().name;
+  }
+
+  // The layer (or input) that the next layer reads by default.
+  std::string last() const {
+    return description_.layers.empty() ? description_.inputs.front().name : description_.layers.back().name;
   }
 
   NetDescription finish() {
@@ -200,14 +203,48 @@ NetDescription resnet18(const json& options) {
   return b.finish();
 }
 
+// VGG-11 with BatchNorm for 32x32 images, as CIFAR recipes build it: the
+// eight 3x3 convolutions of configuration "A" (64, M, 128, M, 256, 256, M,
+// 512, 512, M, 512, 512, M), each followed by BatchNorm and ReLU, and one
+// Dense layer on the 512 features the fifth pool leaves, in place of
+// ImageNet's two 4096-wide layers, which would hold most of the parameters
+// and overfit 32x32 data.
+NetDescription vgg11(const json& options) {
+  const Options o("vgg11", options, {"input_shape", "classes"});
+  const auto input_shape = o.input_shape({3, 32, 32}, 3);
+  const int64_t classes = o.positive_int("classes", 10);
+  // Five 2x2 pools halve the image five times.
+  if (input_shape[1] < 32 || input_shape[2] < 32) {
+    invalid("vgg11", "\"input_shape\" must be at least 32x32 for its five 2x2 pools, not " +
+                         std::to_string(input_shape[1]) + "x" + std::to_string(input_shape[2]));
+  }
+  Builder b(input_shape);
+  constexpr int64_t kPool = 0;
+  const int64_t layout[] = {64, kPool, 128, kPool, 256, 256, kPool, 512, 512, kPool, 512, 512, kPool};
+  int conv = 0, pool = 0;
+  for (const int64_t channels : layout) {
+    if (channels == kPool) {
+      b.add("pool" + std::to_string(++pool), "MaxPool2D", {{"pool_size", 2}, {"strides", 2}});
+      continue;
+    }
+    const std::string n = std::to_string(++conv);
+    conv_bn(b, "conv" + n, "bn" + n, channels, 3, 1, b.last());
+    b.add("relu" + n, "ReLU");
+  }
+  b.add("flatten", "Flatten");
+  b.add("fc", "Dense", {{"units", classes}});
+  return b.finish();
+}
+
 }  // namespace
 
-std::vector<std::string> model_builder_names() { return {"mlp", "lenet", "resnet18"}; }
+std::vector<std::string> model_builder_names() { return {"mlp", "lenet", "resnet18", "vgg11"}; }
 
 NetDescription build_model_description(const std::string& builder, const json& options) {
   if (builder == "mlp") return mlp(options);
   if (builder == "lenet") return lenet(options);
   if (builder == "resnet18") return resnet18(options);
+  if (builder == "vgg11") return vgg11(options);
   std::string known;
   for (const std::string& name : model_builder_names()) known += (known.empty() ? "" : ", ") + name;
   throw Error(ErrorCode::kInvalidArgument, "unknown model \"" + builder + "\" (known: " + known + ")");

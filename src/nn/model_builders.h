@@ -17,6 +17,12 @@
 //    carry no bias (BatchNorm's beta makes it redundant), which gives the
 //    usual 11,173,962 learnable parameters for 10 classes. Options:
 //    input_shape [3, 32, 32], classes 10.
+//  - "vgg11": VGG-11 with BatchNorm for 32x32 images (the FAQ's
+//    image_classification.py --model vgg11 on CIFAR): eight 3x3 stride-1
+//    convolutions (64, 128, 256, 256, 512, 512, 512, 512 channels, no bias),
+//    each + BatchNorm + ReLU, MaxPool 2x2/2 after the 1st, 2nd, 4th, 6th and
+//    8th, then Flatten and Dense classes: 9,228,362 learnable parameters for
+//    10 classes. Options: input_shape [3, 32, 32] (at least 32x32), classes 10.
 #pragma once
 
 #include <nlohmann/json.hpp>

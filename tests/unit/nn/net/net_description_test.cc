@@ -38,6 +38,7 @@ TEST(NetDescription, EveryBuilderRoundTripsThroughNet) {
       {"lenet", R"({"input_shape": [3, 32, 32], "classes": 100, "activation": "tanh"})"},
       {"lenet", ""},
       {"resnet18", ""},
+      {"vgg11", R"({"classes": 100})"},
   };
   for (const auto& [builder, options] : models) {
     SCOPED_TRACE(std::string(builder) + " " + options);
@@ -123,7 +124,7 @@ TEST(NetModelBuilder, BadBuilderOrOptionsAreClearErrors) {
     const char* expected;
   };
   const Case cases[] = {
-      {"vgg16", "", "unknown model \"vgg16\" (known: mlp, lenet, resnet18)"},
+      {"vgg16", "", "unknown model \"vgg16\" (known: mlp, lenet, resnet18, vgg11)"},
       {"lenet", "{", "options are not valid JSON"},
       {"lenet", "[1]", "options must be a JSON object"},
       {"lenet", R"({"clases": 10})", "unknown option \"clases\""},
@@ -132,6 +133,7 @@ TEST(NetModelBuilder, BadBuilderOrOptionsAreClearErrors) {
       {"mlp", R"({"hidden": [64, -1]})", "\"hidden\" must hold positive integers"},
       {"mlp", R"({"activation": "gelu"})", "\"activation\" must be"},
       {"resnet18", R"({"hidden": [3]})", "unknown option \"hidden\""},
+      {"vgg11", R"({"input_shape": [3, 28, 28]})", "\"input_shape\" must be at least 32x32"},
   };
   for (const Case& c : cases) {
     const auto e = error_of([&] { build_model_description_from_text(c.builder, c.options); });

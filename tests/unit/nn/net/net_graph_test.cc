@@ -203,6 +203,41 @@ TEST(NetGraph, ResNet18Parameters) {
   EXPECT_EQ(net->parameters()[net->param_index("fc.weight")].value.shape(), (Shape{10, 512}));
 }
 
+TEST(NetGraph, Vgg11ParametersShapeAndOneTrainingStep) {
+  auto net = model("vgg11");
+  // 9,217,728 conv weights (bias-free) + 5,504 BatchNorm gamma/beta + 5,130 fc.
+  EXPECT_EQ(learnable_count(*net), 9228362u);
+  size_t convs = 0, bns = 0;
+  for (const auto& p : net->parameters()) {
+    if (!p.auxiliary && p.value.shape().ndim() == 4) ++convs;
+    if (p.name.size() > 6 && p.name.compare(p.name.size() - 6, 6, ".gamma") == 0) ++bns;
+  }
+  EXPECT_EQ(convs, 8u);
+  EXPECT_EQ(bns, 8u);
+  EXPECT_EQ(net->parameters()[net->param_index("conv5.weight")].value.shape(), (Shape{512, 256, 3, 3}));
+  EXPECT_EQ(net->parameters()[net->param_index("fc.weight")].value.shape(), (Shape{10, 512}));
+
+  net->initialize(11);
+  const auto x = random_array(net->context(), Shape{4, 3, 32, 32}, 6);
+  const auto labels = labels_array(net->context(), {0, 3, 7, 9});
+  net->forward({x}, true);
+  EXPECT_EQ(net->output(0).shape(), (Shape{4, 10}));
+  const double before = net->backward(labels);
+  ASSERT_TRUE(std::isfinite(before));
+  for (Parameter& p : net->parameters()) {
+    if (!p.auxiliary) ops::axpy(p.value, -0.01, p.grad);
+  }
+  net->forward({x}, true);
+  const double after = net->backward(labels);
+  EXPECT_LT(after, before) << "one SGD step on a batch lowers that batch's loss";
+
+  auto small = model("vgg11", R"({"classes": 100})");
+  small->initialize(1);
+  small->forward({random_array(small->context(), Shape{1, 3, 32, 32}, 7)}, false);
+  EXPECT_EQ(small->output(0).shape(), (Shape{1, 100}));
+  EXPECT_EQ(error_of([] { model("vgg11", R"({"input_shape": [3, 16, 16]})"); }).code, ErrorCode::kInvalidArgument);
+}
+
 TEST(NetGraph, ForwardShapesAtSeveralBatchSizes) {
   auto lenet = model("lenet");
   auto mlp = model("mlp", R"({"hidden": [32], "classes": 7})");

@@ -1,0 +1,58 @@
+#include "data/augmentation.h"
+
+#include <algorithm>
+
+#include "data/splitmix64.h"
+
+namespace dt::data {
+
+AugmentDraw draw_augmentation(const Augmentation& augmentation, uint64_t seed, int64_t epoch, int64_t position) {
+  // Each coordinate goes through a full SplitMix64 step, so that
+  // neighbouring seeds, epochs or positions start far apart.
+  SplitMix64 from_seed(seed);
+  SplitMix64 from_epoch(static_cast<uint64_t>(epoch));
+  SplitMix64 from_position(static_cast<uint64_t>(position));
+  SplitMix64 rng(from_seed.next() ^ (from_epoch.next() * 0xD1B54A32D192ED03ull) ^
+                 (from_position.next() * 0x9FB21C651E98DF25ull));
+  AugmentDraw draw;
+  const int64_t p = augmentation.crop_padding;
+  draw.crop_y = p;
+  draw.crop_x = p;
+  if (p > 0) {
+    draw.crop_y = static_cast<int64_t>(rng.below(static_cast<uint64_t>(2 * p + 1)));
+    draw.crop_x = static_cast<int64_t>(rng.below(static_cast<uint64_t>(2 * p + 1)));
+  }
+  if (augmentation.horizontal_flip) draw.flip = (rng.next() >> 63) != 0;
+  return draw;
+}
+
+void transform_image(const uint8_t* src, int64_t channels, int64_t height, int64_t width, int64_t padding,
+                     const AugmentDraw& draw, const std::array<float, 256>* tables, float* dst) {
+  const int64_t dy = draw.crop_y - padding;
+  const int64_t dx = draw.crop_x - padding;
+  // Output columns whose source column lies inside the image; the rest
+  // (and whole rows outside it) are padding.
+  const int64_t x_lo = std::clamp<int64_t>(draw.flip ? dx : -dx, 0, width);
+  const int64_t x_hi = std::clamp<int64_t>(draw.flip ? width + dx : width - dx, 0, width);
+  for (int64_t c = 0; c < channels; ++c) {
+    const std::array<float, 256>& table = tables[c];
+    const uint8_t* plane = src + c * height * width;
+    for (int64_t y = 0; y < height; ++y, dst += width) {
+      const int64_t sy = y + dy;
+      if (sy < 0 || sy >= height || x_lo >= x_hi) {
+        std::fill(dst, dst + width, table[0]);
+        continue;
+      }
+      const uint8_t* row = plane + sy * width;
+      std::fill(dst, dst + x_lo, table[0]);
+      if (draw.flip) {
+        for (int64_t x = x_lo; x < x_hi; ++x) dst[x] = table[row[width - 1 - x + dx]];
+      } else {
+        for (int64_t x = x_lo; x < x_hi; ++x) dst[x] = table[row[x + dx]];
+      }
+      std::fill(dst + x_hi, dst + width, table[0]);
+    }
+  }
+}
+
+}  // namespace dt::data
