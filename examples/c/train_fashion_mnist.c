@@ -149,6 +149,19 @@ int main(int argc, char **argv) {
     return parsed > 0 ? 0 : 2;
   }
 
+  {
+    /* As an MXNet program does on import: launched as the job's scheduler or
+     * one of its servers (DMLC_ROLE, or the other sources the job layout
+     * reads), this process serves the job until it ends, then exits. So
+     * launchers that run one command line for every role (MXNet's
+     * tools/launch.py) work unchanged. */
+    dt_role role = DT_ROLE_WORKER;
+    CHECK(dt_node_role(&role));
+    if (role != DT_ROLE_WORKER) {
+      CHECK(dt_node_run(NULL));
+      return 0;
+    }
+  }
   CHECK(dt_context_create(&cpu, DT_DEVICE_CPU, 0));
   CHECK(dt_context_set_num_threads(cpu, a.threads));
   CHECK(dt_net_create(&net, cpu, a.model, NULL));

@@ -1,0 +1,42 @@
+#!/bin/sh
+# examples/c/train_image_classifier on a small synthetic CIFAR-10 directory
+# that this test writes (5 training files of 16 records, a test file of 16):
+# ResNet-18 for one epoch in one process, then VGG-11 as a dist_sync job
+# under dtrun (a scheduler, one server, two workers). Passes when both
+# finish, print test_accuracy=<fraction>, and the metrics log has its line.
+set -eu
+example="$1"
+dtrun="$2"
+work=$(mktemp -d "${TMPDIR:-/tmp}/dt-cifar-example.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+
+# Records: 1 label byte, then 3072 pixel bytes (R, G, B planes of 32x32).
+# The label decides the picture's brightness, so there is something to learn.
+python3 - "$work" <<'PY'
+import os, random, sys
+out = sys.argv[1]
+rng = random.Random(7)
+def write(name, n):
+    with open(os.path.join(out, name), "wb") as f:
+        for _ in range(n):
+            label = rng.randrange(10)
+            base = label * 20
+            f.write(bytes([label]) + bytes(min(255, base + rng.randrange(40)) for _ in range(3072)))
+for i in range(1, 6):
+    write("data_batch_%d.bin" % i, 16)
+write("test_batch.bin", 16)
+PY
+
+"$example" --data "$work" --epochs 1 --batch-size 16 --threads 1 --lr-steps 1 \
+  --metrics "$work/metrics.jsonl" > "$work/local.log"
+cat "$work/local.log"
+grep -q '^test_accuracy=' "$work/local.log" || { echo "FAIL: no test_accuracy from the local run"; exit 1; }
+[ "$(wc -l < "$work/metrics.jsonl")" -eq 1 ] || { echo "FAIL: the metrics log should have one line"; exit 1; }
+grep -q '"loss":[0-9]' "$work/metrics.jsonl" || { echo "FAIL: no finite loss in the metrics log"; exit 1; }
+
+"$dtrun" -n 2 -s 1 --timeout 300 -- "$example" --data "$work" --model vgg11 --kvstore dist_sync --epochs 1 \
+  --batch-size 8 --threads 1 > "$work/dist.log" 2>&1 || { cat "$work/dist.log"; echo "FAIL: the dist_sync job failed"; exit 1; }
+cat "$work/dist.log"
+grep -q '\[worker 0\] test_accuracy=' "$work/dist.log" || { echo "FAIL: no test_accuracy from worker 0"; exit 1; }
+grep -q 'job finished: every process exited cleanly' "$work/dist.log" || { echo "FAIL: the job did not end cleanly"; exit 1; }
+echo "OK: ResNet-18 locally and VGG-11 under dtrun dist_sync on synthetic CIFAR-10"
