@@ -4,7 +4,9 @@
 # Fashion-MNIST (/usr/share/datasets/fashion-mnist) with dist_sync, launched by
 # dtrun on this machine: 1 scheduler, 2 servers and 2 workers (each on its half
 # of the data, batch 32, one kernel thread, 5 epochs). Worker 0 prints the
-# per-epoch progress; the script ends with test_accuracy=<fraction>.
+# per-epoch progress; scripts/plot-metrics draws its metrics log (loss and
+# accuracy per epoch) to metrics.png beside the logs, and the script prints
+# that path, then ends with test_accuracy=<fraction>.
 #
 #   scripts/demo.sh [--local] [example args, e.g. --epochs 1]
 #
@@ -19,12 +21,21 @@ BUILD_DIR=build scripts/build.sh --main-job >/dev/null
 out_dir="${DT_DEMO_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/disttrain-demo.XXXXXX")}"
 echo "demo: metrics, checkpoint and logs go to $out_dir"
 if [ "$mode" = local ]; then
-  exec build/examples/train_fashion_mnist --model lenet --epochs 5 --batch-size 64 --lr 0.02 --momentum 0.9 \
-    --kvstore local --metrics "$out_dir/metrics.jsonl" --checkpoint "$out_dir/lenet.safetensors" "$@"
+  mkdir -p "$out_dir/logs"
+  log="$out_dir/logs/local.log"
+  build/examples/train_fashion_mnist --model lenet --epochs 5 --batch-size 64 --lr 0.02 --momentum 0.9 \
+    --kvstore local --metrics "$out_dir/metrics.jsonl" --checkpoint "$out_dir/lenet.safetensors" "$@" |
+    tee "$log"
+else
+  log="$out_dir/logs/worker-0.log"
+  # --lr is the rate for the global batch (2 x 32), as for the local run's 64.
+  # Only worker 0 evaluates and writes the metrics log.
+  build/dtrun -n 2 -s 2 --log-dir "$out_dir/logs" -- \
+    build/examples/train_fashion_mnist --model lenet --epochs 5 --batch-size 32 --lr 0.02 --momentum 0.9 \
+    --kvstore dist_sync --threads 1 --metrics "$out_dir/metrics.jsonl" --checkpoint "$out_dir/lenet.safetensors" "$@"
 fi
-# --lr is the rate for the global batch (2 x 32), as for the local run's 64.
-build/dtrun -n 2 -s 2 --log-dir "$out_dir/logs" -- \
-  build/examples/train_fashion_mnist --model lenet --epochs 5 --batch-size 32 --lr 0.02 --momentum 0.9 \
-  --kvstore dist_sync --threads 1 --metrics "$out_dir/metrics.jsonl" --checkpoint "$out_dir/lenet.safetensors" "$@"
+png=$(scripts/plot-metrics --label "worker 0" --title "LeNet on Fashion-MNIST ($mode)" \
+  -o "$out_dir/metrics.png" "$out_dir/metrics.jsonl")
+echo "demo: training curves (loss, accuracy per epoch): $png"
 # dtrun prefixes worker 0's lines; the job's result is also said plainly last.
-grep '^test_accuracy=' "$out_dir/logs/worker-0.log"
+grep '^test_accuracy=' "$log"

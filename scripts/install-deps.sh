@@ -42,6 +42,8 @@ packages=(
   libdnnl-dev ocl-icd-opencl-dev libopenblas-dev
   libnng-dev libflatbuffers-dev flatbuffers-compiler
   dataset-fashion-mnist
+  # scripts/plot-metrics: the demo's training-curve PNG (depends on python3)
+  python3-matplotlib
 )
 if $tests; then
   packages+=(

@@ -3,7 +3,7 @@ package disttrain
 import (
 	"runtime"
 
-	"disttrain/internal/capi"
+	"github.com/disttrain/disttrain/bindings/go/internal/capi"
 )
 
 // DeviceType is where a Context computes.

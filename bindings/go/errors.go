@@ -3,7 +3,7 @@ package disttrain
 import (
 	"fmt"
 
-	"disttrain/internal/capi"
+	"github.com/disttrain/disttrain/bindings/go/internal/capi"
 )
 
 // Status names the cause of a failure; the values are dt_status's and never

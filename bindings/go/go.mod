@@ -1,3 +1,3 @@
-module disttrain
+module github.com/disttrain/disttrain/bindings/go
 
 go 1.19

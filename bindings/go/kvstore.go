@@ -4,7 +4,7 @@ import (
 	"runtime"
 	"time"
 
-	"disttrain/internal/capi"
+	"github.com/disttrain/disttrain/bindings/go/internal/capi"
 )
 
 // KVStoreOptions mirrors dt_kvstore_options: the deadlines and bounds of the

@@ -4,7 +4,7 @@ import (
 	"runtime"
 	"strings"
 
-	"disttrain/internal/capi"
+	"github.com/disttrain/disttrain/bindings/go/internal/capi"
 )
 
 // joinNames packs names as one string of NUL-terminated names, the form the

@@ -5,7 +5,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
-	"disttrain/internal/capi"
+	"github.com/disttrain/disttrain/bindings/go/internal/capi"
 )
 
 // DType is an element type; the names are safetensors' ("F32", ...).

@@ -1,6 +1,6 @@
 package disttrain
 
-import "disttrain/internal/capi"
+import "github.com/disttrain/disttrain/bindings/go/internal/capi"
 
 // Role is a process's part in a parameter-server job.
 type Role int32

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"sync"
 
-	"disttrain/internal/capi"
+	"github.com/disttrain/disttrain/bindings/go/internal/capi"
 )
 
 // GeneratedVersion is the library version this binding was generated for

@@ -1,6 +1,6 @@
 /* Go typemaps for disttrain.i (SWIG -go -cgo -intgosize 64).
  *
- * The generated package (disttrain/internal/capi) is the low-level layer
+ * The generated package (github.com/disttrain/disttrain/bindings/go/internal/capi) is the low-level layer
  * that the idiomatic package disttrain sits on. Its shape:
  *
  *  - dt_status returns become *Failure: nil on DT_OK, else the status and

@@ -26,7 +26,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"disttrain"
+	disttrain "github.com/disttrain/disttrain/bindings/go"
 )
 
 type result struct {

@@ -28,7 +28,7 @@ import (
 	"os"
 	"time"
 
-	"disttrain"
+	disttrain "github.com/disttrain/disttrain/bindings/go"
 )
 
 type options struct {
