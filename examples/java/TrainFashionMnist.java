@@ -21,7 +21,9 @@ import org.disttrain.DataLoader;
 import org.disttrain.DtException;
 import org.disttrain.KVStore;
 import org.disttrain.Net;
+import org.disttrain.Node;
 import org.disttrain.Optimizer;
+import org.disttrain.Role;
 import org.disttrain.Trainer;
 
 public final class TrainFashionMnist {
@@ -84,6 +86,13 @@ public final class TrainFashionMnist {
       return;
     }
     try {
+      // As an MXNet program on import: launched as the job's scheduler or a
+      // server (DMLC_ROLE, ...), serve the job until it ends, then exit 0, so
+      // launchers that run one command line for every role work unchanged.
+      if (Node.role() != Role.WORKER) {
+        Node.run(null);
+        System.exit(0);
+      }
       System.exit(train(a));
     } catch (DtException e) {
       System.err.println("error: " + e.status().description() + ": " + e.getMessage());
@@ -98,7 +107,11 @@ public final class TrainFashionMnist {
         KVStore kv = withKVStore ? KVStore.create(a.kvstore, new KVStore.Options()) : null) {
       int rank = kv == null ? 0 : kv.rank();
       int workers = kv == null ? 1 : kv.numWorkers();
-      double lr = a.kvstore.equals("dist_sync") ? a.lr / workers : a.lr;
+      // The synchronous distributed stores sum the workers' gradients.
+      String type = kv == null ? "none" : kv.type();
+      boolean sums = type.equals("dist_sync") || type.equals("dist_sync_device") || type.equals("allreduce")
+          || type.equals("dist_nccl");
+      double lr = sums ? a.lr / workers : a.lr;
       DataLoader.Options trainOptions = new DataLoader.Options().batchSize(a.batchSize).seed(a.seed)
           .part(rank, workers); // split sampler: every worker its own part
       DataLoader.Options testOptions = new DataLoader.Options().batchSize(1000).shuffle(false);

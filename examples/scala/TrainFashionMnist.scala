@@ -43,8 +43,15 @@ object TrainFashionMnist {
         System.err.println(s"error: $problem\n$usage")
         sys.exit(2)
       case Right(a) =>
-        try train(a)
-        catch {
+        try {
+          // As an MXNet program on import: launched as the job's scheduler or
+          // a server (DMLC_ROLE, ...), serve the job until it ends, then exit 0.
+          if (Node.role != org.disttrain.Role.WORKER) {
+            Node.run()
+            sys.exit(0)
+          }
+          train(a)
+        } catch {
           case e: org.disttrain.DtException =>
             System.err.println(s"error: ${e.status().description()}: ${e.getMessage}")
             sys.exit(1)
@@ -58,7 +65,9 @@ object TrainFashionMnist {
     val kv = if (a.kvstore == "none") None else Some(s(KVStore(a.kvstore, KVStore.options)))
     val rank = kv.map(_.rank()).getOrElse(0)
     val workers = kv.map(_.numWorkers()).getOrElse(1)
-    val lr = if (a.kvstore == "dist_sync") a.lr / workers else a.lr
+    // The synchronous distributed stores sum the workers' gradients.
+    val sums = kv.exists(k => Set("dist_sync", "dist_sync_device", "allreduce", "dist_nccl")(k.`type`()))
+    val lr = if (sums) a.lr / workers else a.lr
     val sgd = s(Optimizer("sgd", "learning_rate" -> lr, "momentum" -> a.momentum))
     // Split sampler: every worker trains on its own part of the data.
     val trainSet = s(DataLoader.mnist("train", DataLoader.options.batchSize(a.batchSize).seed(a.seed).part(rank, workers), a.data))

@@ -7,13 +7,18 @@
 #include "c_api/options.h"
 #include "core/error.h"
 #include "dt_c_api.h"
+#include "ps/job/environment_options.h"
 #include "ps/job/job_config.h"
 
 namespace dt::c_api {
 
 // dt_kvstore_options' defaults, for dt_kvstore_options_init and read_struct.
+// The deadlines and bounds come from the environment (DT_*_TIMEOUT_S,
+// DT_BIGARRAY_BOUND_BYTES, MXNET_KVSTORE_BIGARRAY_BOUND: see
+// ps/job/environment_options.h), so every node of a job, however started,
+// takes the job's settings; Error(kInvalidArgument) for a malformed one.
 inline void kvstore_defaults(dt_kvstore_options* options) {
-  const ps::PsOptions defaults;
+  const ps::PsOptions defaults = ps::ps_options_from_environment();
   options->startup_timeout_s = defaults.startup_timeout_s;
   options->request_timeout_s = defaults.request_timeout_s;
   options->heartbeat_interval_s = defaults.heartbeat_interval_s;

@@ -6,7 +6,9 @@
  * accepted with a zero tail and refused with a set byte there; fills write
  * only the caller's size; NULL options mean the defaults.
  */
+#define _POSIX_C_SOURCE 200112L /* setenv */
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "capi_check.h"
@@ -198,6 +200,23 @@ static void test_null_means_defaults(void) {
   if (CHECK_OK(dt_kvstore_create_ex(&kv, "local", NULL))) dt_kvstore_free(kv);
 }
 
+/* The deadlines and the big-array bound come from the environment, the same
+ * for every node of a job (MXNet's MXNET_KVSTORE_BIGARRAY_BOUND counts
+ * float32 elements); a malformed value is an error naming the variable. */
+static void test_environment_supplies_the_defaults(void) {
+  dt_kvstore_options ko;
+  setenv("MXNET_KVSTORE_BIGARRAY_BOUND", "1000", 1);
+  setenv("DT_REQUEST_TIMEOUT_S", "9.5", 1);
+  CHECK_OK(dt_kvstore_options_init(&ko, sizeof ko));
+  CHECK_EQ_I64((int64_t)ko.bigarray_bound_bytes, 4000);
+  CHECK(ko.request_timeout_s == 9.5);
+  setenv("DT_REQUEST_TIMEOUT_S", "soon", 1);
+  CHECK_STATUS(dt_kvstore_options_init(&ko, sizeof ko), DT_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(dt_last_error(), "DT_REQUEST_TIMEOUT_S") != NULL);
+  unsetenv("DT_REQUEST_TIMEOUT_S");
+  unsetenv("MXNET_KVSTORE_BIGARRAY_BOUND");
+}
+
 int main(void) {
   test_init_writes_the_callers_size();
   test_init_of_a_shorter_struct();
@@ -205,5 +224,6 @@ int main(void) {
   test_longer_struct();
   test_fill_writes_the_callers_size();
   test_null_means_defaults();
+  test_environment_supplies_the_defaults();
   return capi_finish();
 }

@@ -20,9 +20,10 @@
 // group instead is no cure, since mpirun then signals that whole group when
 // it ends one rank.
 //
-// Deadlines come from dt_kvstore_options_init, overridden by DT_STARTUP_TIMEOUT_S,
+// Deadlines come from dt_kvstore_options_init, which reads DT_STARTUP_TIMEOUT_S,
 // DT_REQUEST_TIMEOUT_S, DT_HEARTBEAT_INTERVAL_S, DT_HEARTBEAT_TIMEOUT_S,
-// DT_SHUTDOWN_TIMEOUT_S (seconds) and DT_BIGARRAY_BOUND_BYTES.
+// DT_SHUTDOWN_TIMEOUT_S (seconds), DT_BIGARRAY_BOUND_BYTES and MXNet's
+// MXNET_KVSTORE_BIGARRAY_BOUND (elements) for every node of a job alike.
 //
 // Exit code: 0 after a clean shutdown; 1 when the job fails (the reason on
 // stderr: a lost peer, a port in use, an unreachable scheduler); 2 for a bad
@@ -41,20 +42,6 @@
 #include "dt_c_api.h"
 
 namespace {
-
-int read_seconds(const char* name, double* out) {
-  const char* text = getenv(name);
-  if (text == NULL || *text == '\0') return 1;
-  char* end = NULL;
-  errno = 0;
-  const double v = strtod(text, &end);
-  if (errno != 0 || *end != '\0' || !(v > 0)) {
-    fprintf(stderr, "dt-node: %s=\"%s\" is not a positive number of seconds\n", name, text);
-    return 0;
-  }
-  *out = v;
-  return 1;
-}
 
 struct Args {
   std::vector<std::string> env_server;  // "K=V"
@@ -147,29 +134,14 @@ int main(int argc, char** argv) {
   }
   if (!apply_settings(args.env_server)) return 2;
 
+  // The deadlines and the big-array bound come from the environment
+  // (DT_*_TIMEOUT_S, DT_BIGARRAY_BOUND_BYTES, MXNET_KVSTORE_BIGARRAY_BOUND),
+  // read by the library as every other node of the job reads them.
   dt_kvstore_options options;
   const dt_status init_status = dt_kvstore_options_init(&options, sizeof options);
   if (init_status != DT_OK) {
     fprintf(stderr, "dt-node: %s: %s\n", dt_status_string(init_status), dt_last_error());
-    return 1;
-  }
-  if (!read_seconds("DT_STARTUP_TIMEOUT_S", &options.startup_timeout_s) ||
-      !read_seconds("DT_REQUEST_TIMEOUT_S", &options.request_timeout_s) ||
-      !read_seconds("DT_HEARTBEAT_INTERVAL_S", &options.heartbeat_interval_s) ||
-      !read_seconds("DT_HEARTBEAT_TIMEOUT_S", &options.heartbeat_timeout_s) ||
-      !read_seconds("DT_SHUTDOWN_TIMEOUT_S", &options.shutdown_timeout_s)) {
     return 2;
-  }
-  const char* bound = getenv("DT_BIGARRAY_BOUND_BYTES");
-  if (bound != NULL && *bound != '\0') {
-    char* end = NULL;
-    errno = 0;
-    const unsigned long long v = strtoull(bound, &end, 10);
-    if (errno != 0 || *end != '\0' || v == 0) {
-      fprintf(stderr, "dt-node: DT_BIGARRAY_BOUND_BYTES=\"%s\" is not a positive byte count\n", bound);
-      return 2;
-    }
-    options.bigarray_bound_bytes = v;
   }
   const dt_status status = dt_node_run(&options);
   if (status != DT_OK) {

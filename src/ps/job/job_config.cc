@@ -15,6 +15,7 @@
 #include <memory>
 
 #include "core/error.h"
+#include "ps/job/environment_options.h"
 #include "ps/job/launcher_environment.h"
 
 namespace dt::ps {
@@ -250,6 +251,7 @@ JobConfig job_config_from_env(const JobOverrides& overrides) {
   // Once per process: a program may create several kvstores.
   static std::atomic<bool> logged{false};
   if (!logged.exchange(true)) std::fprintf(stderr, "disttrain: %s\n", job.layout_summary.c_str());
+  log_mxnet_knob_notes_once();
   return job;
 }
 

@@ -1,0 +1,101 @@
+#include "ps/job/environment_options.h"
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <optional>
+
+#include "core/error.h"
+
+namespace dt::ps {
+
+using core::Error;
+using core::ErrorCode;
+
+namespace {
+
+std::optional<std::string> getenv_lookup(const char* name) {
+  const char* v = std::getenv(name);
+  if (v == nullptr) return std::nullopt;
+  return std::string(v);
+}
+
+std::optional<std::string> non_empty(const EnvLookup& env, const char* name) {
+  auto v = env(name);
+  if (!v || v->empty()) return std::nullopt;
+  return v;
+}
+
+void read_seconds(const EnvLookup& env, const char* name, double& out) {
+  const auto text = non_empty(env, name);
+  if (!text) return;
+  char* end = nullptr;
+  errno = 0;
+  const double v = std::strtod(text->c_str(), &end);
+  if (errno != 0 || *end != '\0' || !(v > 0) || v > 1e9) {
+    throw Error(ErrorCode::kInvalidArgument,
+                std::string(name) + "=\"" + *text + "\" is not a positive number of seconds");
+  }
+  out = v;
+}
+
+std::optional<uint64_t> read_count(const EnvLookup& env, const char* name, const char* unit) {
+  const auto text = non_empty(env, name);
+  if (!text) return std::nullopt;
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long v = std::strtoull(text->c_str(), &end, 10);
+  if (errno != 0 || *end != '\0' || v == 0 || (*text)[0] == '-' || v > (1ull << 50)) {
+    throw Error(ErrorCode::kInvalidArgument,
+                std::string(name) + "=\"" + *text + "\" is not a positive count of " + unit);
+  }
+  return v;
+}
+
+}  // namespace
+
+PsOptions ps_options_from_environment(const EnvLookup& env, PsOptions o) {
+  read_seconds(env, "DT_STARTUP_TIMEOUT_S", o.startup_timeout_s);
+  read_seconds(env, "DT_REQUEST_TIMEOUT_S", o.request_timeout_s);
+  read_seconds(env, "DT_HEARTBEAT_INTERVAL_S", o.heartbeat_interval_s);
+  read_seconds(env, "DT_HEARTBEAT_TIMEOUT_S", o.heartbeat_timeout_s);
+  read_seconds(env, "DT_SHUTDOWN_TIMEOUT_S", o.shutdown_timeout_s);
+  if (auto elements = read_count(env, "MXNET_KVSTORE_BIGARRAY_BOUND", "elements")) {
+    o.bigarray_bound_bytes = *elements * sizeof(float);
+  }
+  if (auto bytes = read_count(env, "DT_BIGARRAY_BOUND_BYTES", "bytes")) o.bigarray_bound_bytes = *bytes;
+  return o;
+}
+
+PsOptions ps_options_from_environment() { return ps_options_from_environment(getenv_lookup); }
+
+std::vector<std::string> mxnet_knob_notes(const EnvLookup& env) {
+  static const struct {
+    const char* name;
+    const char* why;
+  } kIgnored[] = {
+      {"PS_VERBOSE", "accepted; disttrain logs what ps-lite's levels show differently: every node prints its "
+                     "job layout, and errors name the node, key and round"},
+      {"PS_RESEND", "accepted, not honoured: a request without a reply fails at its deadline "
+                    "(DT_REQUEST_TIMEOUT_S) naming the peer instead of being sent again"},
+      {"PS_RESEND_TIMEOUT", "accepted, not honoured (see PS_RESEND)"},
+      {"MXNET_KVSTORE_REDUCTION_NTHREADS", "accepted; the local reduce of a key's values runs on the "
+                                           "calling thread, in the order listed (results do not depend on timing)"},
+      {"MXNET_ENABLE_GPU_P2P", "accepted; GPU-to-GPU copies always go through cudaMemcpyPeer, which uses "
+                               "peer access where the GPUs have it, and NCCL reduces keys spread over GPUs"},
+  };
+  std::vector<std::string> notes;
+  for (const auto& knob : kIgnored) {
+    if (auto v = env(knob.name)) notes.push_back(std::string(knob.name) + "=" + *v + ": " + knob.why);
+  }
+  return notes;
+}
+
+void log_mxnet_knob_notes_once() {
+  static std::atomic<bool> logged{false};
+  if (logged.exchange(true)) return;
+  for (const std::string& note : mxnet_knob_notes(getenv_lookup)) std::fprintf(stderr, "disttrain: %s\n", note.c_str());
+}
+
+}  // namespace dt::ps

@@ -1,0 +1,34 @@
+// The deadlines and bounds of a job's nodes from the environment, read the
+// same way by every process that joins a job (dt-node, a program that serves
+// as scheduler or server because DMLC_ROLE says so, every worker), so that a
+// job configured once, e.g. through dtrun --env, behaves the same
+// everywhere:
+//   DT_STARTUP_TIMEOUT_S, DT_REQUEST_TIMEOUT_S, DT_HEARTBEAT_INTERVAL_S,
+//   DT_HEARTBEAT_TIMEOUT_S, DT_SHUTDOWN_TIMEOUT_S    seconds, > 0
+//   DT_BIGARRAY_BOUND_BYTES                          bytes, > 0
+//   MXNET_KVSTORE_BIGARRAY_BOUND                     elements, > 0, as MXNet
+//                                                    (x 4 bytes; the byte
+//                                                    variable wins if both)
+// MXNet and ps-lite knobs that mean nothing here are accepted, each with a
+// note saying why (mxnet_knob_notes), never silently.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ps/job/job_config.h"
+
+namespace dt::ps {
+
+// defaults with the variables above applied. Error(kInvalidArgument) naming
+// the variable and its text for a value that is not a positive number.
+PsOptions ps_options_from_environment(const EnvLookup& env, PsOptions defaults = {});
+PsOptions ps_options_from_environment();
+
+// One line per MXNet/ps-lite variable that is set but not honoured here, and
+// why (e.g. "MXNET_ENABLE_GPU_P2P=1: accepted; ..."). Empty when none is set.
+std::vector<std::string> mxnet_knob_notes(const EnvLookup& env);
+// Writes mxnet_knob_notes() of this process to stderr, once per process.
+void log_mxnet_knob_notes_once();
+
+}  // namespace dt::ps

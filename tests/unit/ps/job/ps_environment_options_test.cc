@@ -1,0 +1,78 @@
+// The deadlines, bounds and MXNet knobs every node of a job reads from its
+// environment (ps/job/environment_options.h).
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+
+#include "core/error.h"
+#include "ps/job/environment_options.h"
+
+namespace dt::ps {
+namespace {
+
+EnvLookup env_of(std::map<std::string, std::string> vars) {
+  return [vars](const char* name) -> std::optional<std::string> {
+    auto it = vars.find(name);
+    if (it == vars.end()) return std::nullopt;
+    return it->second;
+  };
+}
+
+std::string error_of(const std::map<std::string, std::string>& vars) {
+  try {
+    ps_options_from_environment(env_of(vars));
+  } catch (const core::Error& e) {
+    EXPECT_EQ(e.code(), core::ErrorCode::kInvalidArgument);
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(PsEnvironmentOptions, NothingSetKeepsTheDefaults) {
+  const PsOptions o = ps_options_from_environment(env_of({}));
+  const PsOptions d;
+  EXPECT_EQ(o.request_timeout_s, d.request_timeout_s);
+  EXPECT_EQ(o.bigarray_bound_bytes, d.bigarray_bound_bytes);
+  EXPECT_TRUE(mxnet_knob_notes(env_of({})).empty());
+}
+
+TEST(PsEnvironmentOptions, DeadlinesAndTheBigArrayBoundComeFromTheEnvironment) {
+  const PsOptions o = ps_options_from_environment(env_of({{"DT_STARTUP_TIMEOUT_S", "7"},
+                                                          {"DT_REQUEST_TIMEOUT_S", "2.5"},
+                                                          {"DT_HEARTBEAT_INTERVAL_S", "0.25"},
+                                                          {"DT_HEARTBEAT_TIMEOUT_S", "3"},
+                                                          {"DT_SHUTDOWN_TIMEOUT_S", "4"},
+                                                          {"MXNET_KVSTORE_BIGARRAY_BOUND", "1000"}}));
+  EXPECT_EQ(o.startup_timeout_s, 7);
+  EXPECT_EQ(o.request_timeout_s, 2.5);
+  EXPECT_EQ(o.heartbeat_interval_s, 0.25);
+  EXPECT_EQ(o.heartbeat_timeout_s, 3);
+  EXPECT_EQ(o.shutdown_timeout_s, 4);
+  // MXNet counts elements (float32): 1000 of them are 4000 bytes.
+  EXPECT_EQ(o.bigarray_bound_bytes, 4000u);
+  // The byte variable wins when both are set.
+  EXPECT_EQ(ps_options_from_environment(env_of({{"MXNET_KVSTORE_BIGARRAY_BOUND", "1000"},
+                                                {"DT_BIGARRAY_BOUND_BYTES", "123"}}))
+                .bigarray_bound_bytes,
+            123u);
+}
+
+TEST(PsEnvironmentOptions, MalformedValuesAreErrorsNamingTheVariable) {
+  EXPECT_NE(error_of({{"DT_REQUEST_TIMEOUT_S", "soon"}}).find("DT_REQUEST_TIMEOUT_S=\"soon\""), std::string::npos);
+  EXPECT_NE(error_of({{"DT_HEARTBEAT_TIMEOUT_S", "-1"}}).find("DT_HEARTBEAT_TIMEOUT_S"), std::string::npos);
+  EXPECT_NE(error_of({{"MXNET_KVSTORE_BIGARRAY_BOUND", "0"}}).find("MXNET_KVSTORE_BIGARRAY_BOUND"),
+            std::string::npos);
+  EXPECT_NE(error_of({{"DT_BIGARRAY_BOUND_BYTES", "-5"}}).find("DT_BIGARRAY_BOUND_BYTES"), std::string::npos);
+  EXPECT_NE(error_of({{"DT_BIGARRAY_BOUND_BYTES", "12abc"}}).find("positive count of bytes"), std::string::npos);
+}
+
+TEST(PsEnvironmentOptions, MxnetKnobsThatMeanNothingHereAreNamedNotIgnored) {
+  const auto notes = mxnet_knob_notes(env_of({{"PS_RESEND", "1"}, {"MXNET_ENABLE_GPU_P2P", "0"}}));
+  ASSERT_EQ(notes.size(), 2u);
+  EXPECT_EQ(notes[0].rfind("PS_RESEND=1: accepted, not honoured", 0), 0u) << notes[0];
+  EXPECT_EQ(notes[1].rfind("MXNET_ENABLE_GPU_P2P=0: accepted", 0), 0u) << notes[1];
+}
+
+}  // namespace
+}  // namespace dt::ps
