@@ -312,7 +312,13 @@ void HostAllreduceKVStore::add_to_buckets(const std::vector<Key>& keys, const st
                                           const std::shared_ptr<Completion>& completion) {
   bool last_in_open = false;
   pushed_ = true;
-  for (const KeyGroup& group : group_keys(keys)) {
+  // The keys of one call in key order: workers that list the same keys in
+  // another order still cut the same buckets (DDP fixes its bucket order
+  // from the parameters in the same spirit). Across calls, the order of the
+  // calls is the order of the buckets.
+  std::vector<KeyGroup> groups = group_keys(keys);
+  std::sort(groups.begin(), groups.end(), [](const KeyGroup& a, const KeyGroup& b) { return a.key < b.key; });
+  for (const KeyGroup& group : groups) {
     Entry& e = entries_.at(group.key);
     caller_reducer_.sum(values, group.positions, e.stored, e.scratch);
     if (!open_.entries.empty() && open_.entries.front()->stored.dtype() != e.stored.dtype()) seal_open_bucket();

@@ -26,10 +26,12 @@
 //  - The store runs no optimizer (set_optimizer is Error(kNotSupported)):
 //    workers update their own weights with the summed gradients; the trainer
 //    does so with this store by default.
-//  - Every worker must push the same keys in the same order (collectives
-//    match by order; the trainer pushes in the net's backward order). A
-//    bucket that differs across workers (other keys, or other sizes) is
-//    Error(kProtocol) naming the keys and the worker; a worker that never
+//  - Every worker must push the same keys, in calls made in the same order
+//    (collectives match by order; the trainer pushes in the net's backward
+//    order); within one call the order of the keys does not matter (they
+//    are bucketed in key order). A bucket that differs across workers
+//    (other keys, or other sizes) is Error(kProtocol) naming the keys and
+//    the worker; a worker that never
 //    comes is Error(kTimedOut) after request_timeout_s; a worker that dies
 //    is Error(kPeerLost) naming it, from its broken connection or from the
 //    scheduler's heartbeats, whichever is first. The store is unusable after
