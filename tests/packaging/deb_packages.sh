@@ -21,7 +21,10 @@ trap 'rm -rf "$work"' EXIT
 echo "== cpack -G DEB"
 cpack -G DEB -B "$work/debs" --config "$build_dir/CPackConfig.cmake" >"$work/cpack.log" 2>&1 ||
   { cat "$work/cpack.log"; exit 1; }
-runtime=$(ls "$work"/debs/libdisttrain"$major"_*.deb)
+# A CUDA build's runtime package is the variant libdisttrain<major>-cuda.
+runtime=$(ls "$work"/debs/libdisttrain"$major"_*.deb "$work"/debs/libdisttrain"$major"-cuda_*.deb 2>/dev/null | head -1)
+[ -n "$runtime" ] || { ls "$work/debs"; echo "FAIL: no runtime package"; exit 1; }
+runtime_name=$(dpkg-deb -f "$runtime" Package)
 dev=$(ls "$work"/debs/libdisttrain-dev_*.deb)
 tools=$(ls "$work"/debs/disttrain-tools_*.deb)
 version=$(dpkg-deb -f "$runtime" Version)
@@ -42,11 +45,11 @@ for dep in $(echo "$depends" | tr ',' '\n' | sed 's/(.*)//; s/|.*//; s/ //g'); d
 done
 tools_depends=$(dpkg-deb -f "$tools" Depends)
 case "$tools_depends" in
-  *"libdisttrain$major (= $version)"*) ;;
-  *) echo "FAIL: disttrain-tools does not depend on libdisttrain$major (= $version): $tools_depends"; exit 1 ;;
+  *"$runtime_name (= $version)"*) ;;
+  *) echo "FAIL: disttrain-tools does not depend on $runtime_name (= $version): $tools_depends"; exit 1 ;;
 esac
-dpkg-deb --ctrl-tarfile "$runtime" | tar -xO ./shlibs | grep -q "^libdisttrain $major libdisttrain$major " ||
-  { echo "FAIL: libdisttrain$major has no shlibs entry for libdisttrain.so.$major"; exit 1; }
+dpkg-deb --ctrl-tarfile "$runtime" | tar -xO ./shlibs | grep -q "^libdisttrain $major $runtime_name " ||
+  { echo "FAIL: $runtime_name has no shlibs entry for libdisttrain.so.$major"; exit 1; }
 
 echo "== dpkg --root: a fresh root with only these packages"
 root="$work/root"
@@ -62,7 +65,7 @@ force=depends,script-chrootless
 PATH="$work/bin:$PATH:/usr/sbin:/sbin" \
   dpkg --root="$root" --log=/dev/null --force-"$force" -i "$runtime" "$dev" "$tools" >"$work/dpkg.log" 2>&1 ||
   { cat "$work/dpkg.log"; exit 1; }
-for pkg in "libdisttrain$major" libdisttrain-dev disttrain-tools; do
+for pkg in "$runtime_name" libdisttrain-dev disttrain-tools; do
   status=$(dpkg-query --root="$root" -W -f='${Status}' "$pkg")
   [ "$status" = "install ok installed" ] || { echo "FAIL: $pkg is '$status' in the root"; exit 1; }
 done
