@@ -63,7 +63,7 @@ endif()
 
 set(CPACK_DEBIAN_DEV_PACKAGE_NAME libdisttrain-dev)
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
-set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS "libnng-dev, libdnnl-dev, ocl-icd-opencl-dev, libopenblas-dev, zlib1g-dev")
+set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS "libnng-dev, libdnnl-dev, ocl-icd-opencl-dev, libopenblas-dev, zlib1g-dev, libjpeg62-turbo-dev, libpng-dev")
 set(CPACK_COMPONENT_DEV_DESCRIPTION
   "${PROJECT_DESCRIPTION}: development files\n The C header dt_c_api.h, the static library, disttrain.pc and the CMake package disttrain.")
 

@@ -637,7 +637,7 @@ DT_API dt_status dt_kvstore_set_gradient_compression(dt_kvstore *kv,
 DT_API dt_status dt_kvstore_barrier(dt_kvstore *kv);
 
 /* ------------------------------------------------------------------------ */
-/* Data loader: MNIST-format (IDX) and CIFAR datasets in batches            */
+/* Data loader: MNIST (IDX), CIFAR and image-folder datasets in batches     */
 /* ------------------------------------------------------------------------ */
 
 typedef struct dt_data_loader dt_data_loader;
@@ -677,6 +677,19 @@ typedef struct dt_data_loader_options {
   const float *channel_mean;
   const float *channel_std;
   size_t num_channel_stats;
+  /* Random resized crop (torchvision's RandomResizedCrop), image folders
+   * only (DT_ERR_INVALID_ARGUMENT on MNIST and CIFAR): a box covering a
+   * uniformly drawn fraction of the source image's area, in
+   * [min_scale, max_scale], with a width / height ratio drawn log-uniformly
+   * from [min_ratio, max_ratio], placed uniformly, resized to H x W (after
+   * 10 boxes that do not fit, the largest centred box with a ratio in
+   * range). It comes before the padded crop and the flip, and leaves their
+   * draws as they were; it repeats with the seed as they do. */
+  int32_t random_resized_crop;         /* default 0: none; 1: on      */
+  float random_resized_crop_min_scale; /* 0 (default): 0.08; 0 < min  */
+  float random_resized_crop_max_scale; /* 0 (default): 1; min <= max <= 1 */
+  float random_resized_crop_min_ratio; /* 0 (default): 3/4            */
+  float random_resized_crop_max_ratio; /* 0 (default): 4/3; min <= max */
 } dt_data_loader_options;
 
 DT_API dt_status dt_data_loader_options_init(dt_data_loader_options *options,
@@ -711,6 +724,27 @@ DT_API dt_status dt_data_loader_create_cifar(dt_data_loader **out,
                                              const char *split,
                                              int32_t variant,
                                              const dt_data_loader_options *options);
+/* An image folder, torchvision's ImageFolder layout: dir/<class>/<images>.
+ * The class folders sorted by name are labels 0..K-1; each one's files,
+ * sorted by name, follow in turn. JPEG and PNG (chosen by content; grey
+ * and alpha become RGB) are decoded on the loader's thread as batches are
+ * prepared, and every image is resized (bilinear) to height x width:
+ * batches are float32 (B, 3, height, width). The mean and std fields do not
+ * apply: without channel statistics the images are normalised with
+ * ImageNet's (0.485, 0.456, 0.406 / 0.229, 0.224, 0.225). Names starting
+ * with '.' are skipped, and plain files directly in dir ignored. Here:
+ * DT_ERR_NOT_FOUND for a missing dir; DT_ERR_IO naming the path for a dir
+ * without class folders, a class folder without images, or a file whose
+ * name does not end in .jpg, .jpeg or .png. Later, from
+ * dt_data_loader_next: DT_ERR_IO naming the file (and, for JPEG, the byte
+ * offset) for a corrupt, truncated or unrecognised image;
+ * DT_ERR_NOT_SUPPORTED for a CMYK JPEG. A NULL dir, a height or width
+ * outside [1, 65500]: DT_ERR_INVALID_ARGUMENT. options may be NULL. */
+DT_API dt_status dt_data_loader_create_image_folder(dt_data_loader **out,
+                                                    const char *dir,
+                                                    int64_t height,
+                                                    int64_t width,
+                                                    const dt_data_loader_options *options);
 DT_API void dt_data_loader_free(dt_data_loader *loader);
 /* Samples in this loader's part, and batches per epoch. */
 DT_API dt_status dt_data_loader_num_samples(size_t *out,
@@ -721,7 +755,8 @@ DT_API dt_status dt_data_loader_num_batches(size_t *out,
 DT_API dt_status dt_data_loader_start_epoch(dt_data_loader *loader,
                                             int32_t epoch);
 /* The next batch of the epoch as new handles (float32 (B, C, H, W) data:
- * (B, 1, 28, 28) for MNIST, (B, 3, 32, 32) for CIFAR; int32 (B) labels), or *out_has_batch = 0 at the end of the epoch (then
+ * (B, 1, 28, 28) for MNIST, (B, 3, 32, 32) for CIFAR, (B, 3, height,
+ * width) for an image folder; int32 (B) labels), or *out_has_batch = 0 at the end of the epoch (then
  * the data and label outs are left untouched). Before the first
  * dt_data_loader_start_epoch it is DT_ERR_BAD_STATE. */
 DT_API dt_status dt_data_loader_next(dt_ndarray **out_data,

@@ -37,6 +37,8 @@ done
 packages=(
   build-essential cmake pkg-config
   nlohmann-json3-dev zlib1g-dev
+  # the image-folder dataset's JPEG and PNG decoders (src/data/image_decode.h)
+  libjpeg62-turbo-dev libpng-dev
   # libdnnl-dev's CMake config calls find_package(OpenCL), whose headers and
   # libOpenCL.so Debian's libdnnl-dev only recommends.
   libdnnl-dev ocl-icd-opencl-dev libopenblas-dev

@@ -1,4 +1,4 @@
-// dt_data_loader_*: IDX and CIFAR datasets in batches.
+// dt_data_loader_*: IDX, CIFAR and image-folder datasets in batches.
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -9,6 +9,7 @@
 #include "c_api/options.h"
 #include "data/batch_loader.h"
 #include "data/cifar_dataset.h"
+#include "data/image_folder_dataset.h"
 #include "data/mnist_dataset.h"
 #include "data/split_sampler.h"
 #include "dt_c_api.h"
@@ -46,6 +47,17 @@ constexpr size_t kSizeBeforeAugmentation =
     alignof(dt_data_loader_options);
 static_assert(offsetof(dt_data_loader_options, random_crop_padding) == kSizeBeforeAugmentation,
               "fields appended to dt_data_loader_options must start past the older sizeof");
+// Likewise the random resized crop's past the struct that ended with the
+// channel statistics.
+constexpr size_t kEndOfChannelStats = offsetof(dt_data_loader_options, num_channel_stats) + sizeof(size_t);
+constexpr size_t kSizeBeforeResizedCrop =
+    (kEndOfChannelStats + alignof(dt_data_loader_options) - 1) / alignof(dt_data_loader_options) *
+    alignof(dt_data_loader_options);
+static_assert(offsetof(dt_data_loader_options, random_resized_crop) == kSizeBeforeResizedCrop,
+              "fields appended to dt_data_loader_options must start past the older sizeof");
+
+// A range option whose 0 means torchvision's default.
+double or_default(float given, double standard) { return given == 0.0f ? standard : static_cast<double>(given); }
 
 // The statistics a dataset is normalised with when the caller gives none.
 struct StandardStatistics {
@@ -64,6 +76,10 @@ dt_data_loader* make_loader(std::shared_ptr<const dt::data::Dataset> dataset, co
   if (o.prefetch < 1) throw Error(ErrorCode::kInvalidArgument, "prefetch must be at least 1");
   if (o.random_flip != 0 && o.random_flip != 1) {
     throw Error(ErrorCode::kInvalidArgument, "random_flip must be 0 or 1, not " + std::to_string(o.random_flip));
+  }
+  if (o.random_resized_crop != 0 && o.random_resized_crop != 1) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "random_resized_crop must be 0 or 1, not " + std::to_string(o.random_resized_crop));
   }
   if (o.random_crop_padding < 0) {
     throw Error(ErrorCode::kInvalidArgument,
@@ -92,6 +108,13 @@ dt_data_loader* make_loader(std::shared_ptr<const dt::data::Dataset> dataset, co
   }
   options.augmentation.crop_padding = o.random_crop_padding;
   options.augmentation.horizontal_flip = o.random_flip != 0;
+  // The loader checks the ranges, and that the dataset has source images.
+  dt::data::Augmentation& augmentation = options.augmentation;
+  augmentation.random_resized_crop = o.random_resized_crop != 0;
+  augmentation.resized_crop_scale = {or_default(o.random_resized_crop_min_scale, augmentation.resized_crop_scale[0]),
+                                     or_default(o.random_resized_crop_max_scale, augmentation.resized_crop_scale[1])};
+  augmentation.resized_crop_ratio = {or_default(o.random_resized_crop_min_ratio, augmentation.resized_crop_ratio[0]),
+                                     or_default(o.random_resized_crop_max_ratio, augmentation.resized_crop_ratio[1])};
   options.augment_seed = o.seed;
   const dt::data::SplitSampler sampler(dataset->size(), o.num_parts, o.part_index, o.shuffle != 0, o.seed);
   auto owned = std::make_unique<dt_data_loader>();
@@ -159,6 +182,19 @@ dt_status dt_data_loader_create_cifar(dt_data_loader** out, const char* dir, con
     const StandardStatistics cifar10{{CifarDataset::kMean.begin(), CifarDataset::kMean.end()},
                                      {CifarDataset::kStd.begin(), CifarDataset::kStd.end()}};
     *out = make_loader(std::move(dataset), options, cifar10);
+  });
+}
+
+dt_status dt_data_loader_create_image_folder(dt_data_loader** out, const char* dir, int64_t height, int64_t width,
+                                             const dt_data_loader_options* options) {
+  return guarded(__func__, [&] {
+    arg(out, "out");
+    arg(dir, "dir");
+    using dt::data::ImageFolderDataset;
+    auto dataset = std::make_shared<const ImageFolderDataset>(dir, height, width);
+    const StandardStatistics imagenet{{ImageFolderDataset::kMean.begin(), ImageFolderDataset::kMean.end()},
+                                      {ImageFolderDataset::kStd.begin(), ImageFolderDataset::kStd.end()}};
+    *out = make_loader(std::move(dataset), options, imagenet);
   });
 }
 

@@ -66,6 +66,21 @@ BatchLoader::BatchLoader(std::shared_ptr<const Dataset> dataset, const SplitSamp
     core::require(augmentation.crop_padding >= 0 && augmentation.crop_padding <= side, ErrorCode::kInvalidArgument,
                   "crop_padding must be in [0, " + std::to_string(side) + "] for samples of shape " +
                       sample_shape_.to_string() + ", not " + std::to_string(augmentation.crop_padding));
+    if (augmentation.random_resized_crop) {
+      core::require(dataset_->has_source_images(), ErrorCode::kInvalidArgument,
+                    "random_resized_crop needs a dataset that resizes source images (an image folder)");
+      const auto& scale = augmentation.resized_crop_scale;
+      const auto& ratio = augmentation.resized_crop_ratio;
+      core::require(std::isfinite(scale[0]) && std::isfinite(scale[1]) && scale[0] > 0.0 && scale[0] <= scale[1] &&
+                        scale[1] <= 1.0,
+                    ErrorCode::kInvalidArgument,
+                    "the random resized crop's scale range must satisfy 0 < min <= max <= 1, not [" +
+                        std::to_string(scale[0]) + ", " + std::to_string(scale[1]) + "]");
+      core::require(std::isfinite(ratio[0]) && std::isfinite(ratio[1]) && ratio[0] > 0.0 && ratio[0] <= ratio[1],
+                    ErrorCode::kInvalidArgument,
+                    "the random resized crop's ratio range must satisfy 0 < min <= max, not [" +
+                        std::to_string(ratio[0]) + ", " + std::to_string(ratio[1]) + "]");
+    }
     // transform_image takes a table per channel.
     normalised_.resize(channels, normalised_.front());
   }
@@ -207,7 +222,14 @@ std::optional<Batch> BatchLoader::assemble(const int64_t* indices, int64_t count
     if (stopping_.load(std::memory_order_relaxed) || generation_.load(std::memory_order_relaxed) != generation) {
       return std::nullopt;
     }
-    labels[i] = dataset_->read_sample(indices[i], pixels.data());
+    if (augmentation.random_resized_crop) {
+      const auto choose = [&](int64_t height, int64_t width) {
+        return draw_resized_crop(augmentation, augment_stream_, epoch, position + i, height, width);
+      };
+      labels[i] = dataset_->read_region(indices[i], choose, pixels.data());
+    } else {
+      labels[i] = dataset_->read_sample(indices[i], pixels.data());
+    }
     float* dst = images + static_cast<size_t>(i) * sample_numel;
     if (augmentation.enabled()) {
       const AugmentDraw draw = draw_augmentation(augmentation, augment_stream_, epoch, position + i);

@@ -70,7 +70,9 @@ class BatchLoader {
   // the dataset's size, batch_size < 1, prefetch < 1, a mean or std that
   // is not finite (std must also be > 0), per-channel statistics whose
   // counts are not the dataset's channels, or an augmentation on samples
-  // that are not (C, H, W) or a crop_padding outside [0, min(H, W)].
+  // that are not (C, H, W) or a crop_padding outside [0, min(H, W)], or a
+  // random resized crop on a dataset without source images or with a scale
+  // range outside (0, 1] or a ratio range outside (0, inf).
   BatchLoader(std::shared_ptr<const Dataset> dataset, const SplitSampler& sampler,
               const LoaderOptions& options = {});
   ~BatchLoader();

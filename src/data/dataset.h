@@ -5,8 +5,11 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 
+#include "core/error.h"
 #include "core/shape.h"
+#include "data/image_resize.h"
 
 namespace dt::data {
 
@@ -23,6 +26,20 @@ class Dataset {
   // the owner may call other const members, so const calls must be safe to
   // run concurrently.
   virtual int32_t read_sample(int64_t index, uint8_t* pixels) const = 0;
+
+  // Whether the samples are resized from source images of their own sizes
+  // (an image folder), so that read_region serves them: torchvision's
+  // RandomResizedCrop takes its box from the source image, which only the
+  // dataset holds, not from the sample it has already resized.
+  virtual bool has_source_images() const { return false; }
+  // As read_sample, but the pixels are the box `choose(height, width)` of
+  // the source image, whose size it is given, resized to sample_shape().
+  // Called on the same thread and under the same rules as read_sample;
+  // Error(kNotSupported) where has_source_images() is false.
+  using ChooseBox = std::function<CropBox(int64_t height, int64_t width)>;
+  virtual int32_t read_region(int64_t /*index*/, const ChooseBox& /*choose*/, uint8_t* /*pixels*/) const {
+    throw core::Error(core::ErrorCode::kNotSupported, "this dataset has no source images to crop from");
+  }
 };
 
 }  // namespace dt::data
