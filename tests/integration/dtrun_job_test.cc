@@ -145,6 +145,52 @@ TEST(DtrunJob, FailingWorkerExitCodeIsTheJobs) {
   job.expect_nothing_left();
 }
 
+TEST(DtrunJob, OneQuotedCommandLineRunsThroughTheShell) {
+  // As launch.py users write it: the whole command in one argument; the
+  // shell expands $DMLC_WORKER_ID, so it is a shell that ran it.
+  std::vector<std::string> args = {"-n", "2", "-s", "1"};
+  args.insert(args.end(), kFastHeartbeats.begin(), kFastHeartbeats.end());
+  args.push_back("--");
+  args.push_back("echo shell-ran-worker-$DMLC_WORKER_ID && " + self_path + " --pushpull-worker");
+  DtrunProcess job(args, "quoted");
+  const std::optional<int> status = job.wait(60s);
+  ASSERT_TRUE(status) << "dtrun did not finish\n" << job.output();
+  EXPECT_EQ(exit_code(*status), 0) << job.output();
+  for (const char* line : {"[worker 0] shell-ran-worker-0", "[worker 1] shell-ran-worker-1",
+                           "[worker 0] pushpull_sum=3", "[worker 1] pushpull_sum=3"}) {
+    EXPECT_NE(job.output().find(line), std::string::npos) << line << "\n" << job.output();
+  }
+  job.expect_nothing_left();
+}
+
+TEST(DtrunJob, PsVerboseLogsTheNodeTableAndEveryMessage) {
+  DtrunProcess job(pushpull_job(2, {"--env", "PS_VERBOSE=2"}), "ps_verbose");
+  const std::optional<int> status = job.wait(60s);
+  ASSERT_TRUE(status) << "dtrun did not finish\n" << job.output();
+  EXPECT_EQ(exit_code(*status), 0) << job.output();
+  const std::string out = job.output();
+  // Level 1: registrations, the node table as the scheduler published it and
+  // as each node received it, the workers' data connections.
+  for (const char* line : {"[scheduler] disttrain[PS_VERBOSE]: scheduler: node table published",
+                           "[server 0] disttrain[PS_VERBOSE]: server 0: node table from the scheduler at",
+                           "[worker 1] disttrain[PS_VERBOSE]: worker 1: data connection to server 0 at"}) {
+    EXPECT_NE(out.find(line), std::string::npos) << line << "\n" << out;
+  }
+  EXPECT_TRUE(std::regex_search(out, std::regex("scheduler: worker \\(pid [0-9]+ on host [^)]*\\) registered")))
+      << out;
+  // Level 2: every message; each worker's pushpull of key 3 (4 float32
+  // values) in round 0, and the scheduler's control messages.
+  for (int w = 0; w < 2; ++w) {
+    const std::string push = "\\[server 0\\] disttrain\\[PS_VERBOSE\\]: server: Push(Pull)? from worker " +
+                             std::to_string(w) + ": key 3 \\[0, 4\\) 16 bytes round [0-9]+";
+    EXPECT_TRUE(std::regex_search(out, std::regex(push))) << push << "\n" << out;
+  }
+  EXPECT_NE(out.find("[scheduler] disttrain[PS_VERBOSE]: scheduler: Shutdown on connection "), std::string::npos) << out;
+  // Nobody says PS_VERBOSE means nothing any more.
+  EXPECT_EQ(out.find("PS_VERBOSE=2: accepted"), std::string::npos) << out;
+  job.expect_nothing_left();
+}
+
 TEST(DtrunJob, JobsStartedTogetherNeverCollideOnPorts) {
   constexpr int kJobs = 3;
   std::vector<std::unique_ptr<DtrunProcess>> jobs;

@@ -345,8 +345,10 @@ DST="$T/remote/job/dir"
 start_dtrun -n 2 -s 1 "${DTRUN_SSH[@]}" --sync-dst-dir "$DST" -- \
   sh -c 'echo "cwd=$(pwd) payload=$(cat sub/payload.txt)"; exec "$0" --pushpull-worker' "$WORKER"
 if dtrun_ends 180 0; then
+  # dmlc-tracker's placement with one server: the workers go on from the second host.
   expect_output "[worker 0] cwd=$DST payload=$TOKEN" "[worker 1] cwd=$DST payload=$TOKEN" \
-    "[worker 0] pushpull_sum=3" "[worker 1] pushpull_sum=3"
+    "[worker 0] pushpull_sum=3" "[worker 1] pushpull_sum=3" "dtrun: server 0 runs on $HOST_A" \
+    "dtrun: worker 0 runs on $HOST_B" "dtrun: worker 1 runs on $HOST_A"
   # The copies went to the hosts' own disks, not to this one.
   [ ! -e "$DST" ] || fail_case "$DST exists outside the namespaces"
   for ns in "$NS_A" "$NS_B"; do
@@ -392,9 +394,10 @@ begin_case unreachable "$T"
 printf '%s\n' "$HOST_A" "10.231.$N.250" >"$T/hosts_bad"
 start_dtrun -n 2 -s 1 --launcher ssh -H "$T/hosts_bad" --ssh-config "$T/ssh_config" \
   --ssh-option ConnectTimeout=3 -- "$WORKER" --pushpull-worker
-# 255: ssh's status.
+# 255: ssh's status. dmlc-tracker's placement: server 0 on the first host,
+# then worker 0 on the second (the unreachable one), worker 1 on the first.
 if dtrun_ends 60 255; then
-  expect_output "dtrun: job failed: worker 1 on 10.231.$N.250: ssh exited with status 255"
+  expect_output "dtrun: job failed: worker 0 on 10.231.$N.250: ssh exited with status 255"
 fi
 end_case
 

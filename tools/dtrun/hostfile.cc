@@ -95,9 +95,19 @@ std::vector<SshHost> read_hostfile(const std::string& path) {
   return parse_hostfile(text.str(), path);
 }
 
-const SshHost& host_for(const std::vector<SshHost>& hosts, int index) {
+namespace {
+const SshHost& cycled(const std::vector<SshHost>& hosts, size_t slot) {
   if (hosts.empty()) throw std::runtime_error("no hosts to place processes on");
-  return hosts[static_cast<size_t>(index) % hosts.size()];
+  return hosts[slot % hosts.size()];
+}
+}  // namespace
+
+const SshHost& server_host(const std::vector<SshHost>& hosts, int server) {
+  return cycled(hosts, static_cast<size_t>(server));
+}
+
+const SshHost& worker_host(const std::vector<SshHost>& hosts, int num_servers, int worker) {
+  return cycled(hosts, static_cast<size_t>(num_servers) + static_cast<size_t>(worker));
 }
 
 }  // namespace dt::dtrun

@@ -5,9 +5,11 @@
 // and an IPv6 address is written "[addr]" or "[addr]:port" (a bare address
 // with several ':' is taken whole, without a port).
 //
-// Placement, as dmlc-tracker does it: server i runs on host i mod H and
-// worker i on host i mod H, the two lists cycled independently from the
-// first host, so with H hosts, server 0 and worker 0 share host 0.
+// Placement, as dmlc-tracker's ssh launcher (launch.py --launcher ssh) does
+// it: the servers and then the workers take the hosts in turn, one list
+// cycled from the first host: server i runs on host i mod H, worker j on
+// host (S + j) mod H. With hosts a b c, -s 2 -n 4 puts the servers on a b
+// and the workers on c a b c.
 #pragma once
 
 #include <string>
@@ -30,7 +32,10 @@ std::vector<SshHost> parse_hostfile(const std::string& text, const std::string& 
 // Reads and parses `path`; throws std::runtime_error when it cannot be read.
 std::vector<SshHost> read_hostfile(const std::string& path);
 
-// The host of server or worker `index` (see the placement rule above).
-const SshHost& host_for(const std::vector<SshHost>& hosts, int index);
+// The hosts of server `server` and of worker `worker` of a job with
+// `num_servers` servers (see the placement rule above). Throw
+// std::runtime_error when hosts is empty.
+const SshHost& server_host(const std::vector<SshHost>& hosts, int server);
+const SshHost& worker_host(const std::vector<SshHost>& hosts, int num_servers, int worker);
 
 }  // namespace dt::dtrun

@@ -79,6 +79,7 @@ int main(int argc, char** argv) {
     std::fputs(dt::dtrun::usage_text(), stdout);
     return 0;
   }
+  for (const std::string& note : options.notes) std::fprintf(stderr, "dtrun: %s\n", note.c_str());
   try {
     return run(options);
   } catch (const std::exception& e) {

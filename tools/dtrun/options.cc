@@ -29,10 +29,11 @@ const char* usage_text() {
          "                        slurm: the scheduler here, servers and workers via srun\n"
          "                        mpi: the scheduler here, servers and workers as the\n"
          "                        ranks of one mpirun (-H: mpirun's --hostfile)\n"
-         "  -H, --hostfile FILE   ssh: one host[:port] per line, cycled for servers and\n"
-         "                        workers; mpi: passed to mpirun --hostfile\n"
+         "  -H, --hostfile FILE   ssh: one host[:port] per line; the servers, then the\n"
+         "                        workers, take them in turn (launch.py's order);\n"
+         "                        mpi: passed to mpirun --hostfile\n"
          "  --sync-dst-dir DIR    ssh: rsync this directory to DIR on every host first\n"
-         "                        and run there\n"
+         "                        and run there; other launchers: ignored (a note says so)\n"
          "  --ssh-config FILE     ssh: ssh -F FILE\n"
          "  --ssh-option K=V      ssh: ssh -o K=V (repeatable; overrides dtrun's defaults)\n"
          "  --env K=V | K:V | K   for every process (a bare K passes this shell's value)\n"
@@ -42,6 +43,11 @@ const char* usage_text() {
          "  --log-dir DIR         also write each process's output to DIR/<role>-<rank>.log\n"
          "  --timeout S           stop the job after S seconds (exit code 124)\n"
          "  -h, --help            this text\n"
+         "\n"
+         "A command given as one argument holding whitespace, as launch.py users write\n"
+         "it (-- \"python train.py --lr 0.1\"), runs through /bin/sh -c: the shell splits\n"
+         "it and expands its variables and globs (not with --launcher slurm). Several\n"
+         "arguments run as they are, without a shell.\n"
          "\n"
          "dt-node is DT_NODE_BINARY, else the dt-node beside dtrun, else found in PATH.\n";
 }
@@ -181,10 +187,19 @@ Options parse_options(const std::vector<std::string>& args) {
   if (!workers_given) throw UsageError("-n WORKERS is required");
   if (!servers_given) o.num_servers = o.num_workers;
   if (o.command.empty()) throw UsageError("no command: put the worker command after \"--\"");
+  if (o.command.size() == 1 && o.command[0].find_first_of(" \t\n") != std::string::npos) {
+    o.command = {"/bin/sh", "-c", o.command[0]};
+  }
   if (o.launcher == Launcher::kSsh && o.hostfile.empty()) throw UsageError("--launcher ssh needs -H HOSTFILE");
-  if (o.launcher != Launcher::kSsh &&
-      (!o.sync_dst_dir.empty() || !o.ssh_config.empty() || !o.ssh_options.empty())) {
-    throw UsageError("--sync-dst-dir, --ssh-config and --ssh-option need --launcher ssh");
+  if (o.launcher != Launcher::kSsh && (!o.ssh_config.empty() || !o.ssh_options.empty())) {
+    throw UsageError("--ssh-config and --ssh-option need --launcher ssh");
+  }
+  if (o.launcher != Launcher::kSsh && !o.sync_dst_dir.empty()) {
+    // launch.py takes it with every launcher and uses it only over ssh; job
+    // scripts written for it pass it regardless.
+    o.notes.push_back("--sync-dst-dir " + o.sync_dst_dir +
+                      " ignored: only --launcher ssh copies files; this launcher runs in the current directory");
+    o.sync_dst_dir.clear();
   }
   return o;
 }

@@ -30,11 +30,15 @@ struct Options {
   std::string log_dir;                 // one <role>-<rank>.log per process
   double timeout_s = 0;                // 0: no limit
   std::string hostfile;                // -H: the hosts of --launcher ssh (hostfile.h)
-  std::string sync_dst_dir;            // --sync-dst-dir: rsync the working directory there first (ssh)
+  std::string sync_dst_dir;            // --sync-dst-dir: rsync the working directory there first (ssh only)
   std::string ssh_config;              // --ssh-config: ssh -F FILE
   std::vector<std::string> ssh_options;  // --ssh-option: ssh -o OPTION, in order
   bool help = false;
-  std::vector<std::string> command;    // the worker command, after "--"
+  // The worker command, after "--". One argument that holds whitespace is a
+  // command line, as launch.py users quote it ("python train.py --lr 0.1"):
+  // it becomes {"/bin/sh", "-c", ARG}.
+  std::vector<std::string> command;
+  std::vector<std::string> notes;      // for stderr: options accepted but ignored, and why
 };
 
 // A command line dtrun cannot run; what() is the message for the user.

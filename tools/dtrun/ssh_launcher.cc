@@ -170,11 +170,14 @@ std::vector<std::string> rsync_argv(const Options& options, const SshHost& host,
 EnvMap remote_environment(const EnvMap& inherited, const Options& options, const JobLayout& layout, Role role,
                           int rank) {
   EnvMap env = user_settings(inherited, options, role);
+  // Resolved as for a local process, so --env and --interface win over
+  // dtrun's own environment.
   const EnvMap full = child_environment(inherited, options, layout, role, rank);
   for (const auto& [name, value] : full) {
-    if (starts_with(name, "DMLC_") && (is_launcher_variable(name) || (name == "DMLC_INTERFACE" && !layout.interface.empty()))) {
-      env[name] = value;
-    }
+    if (starts_with(name, "DMLC_") && is_launcher_variable(name)) env[name] = value;
+  }
+  for (const char* name : kForwardedVariables) {
+    if (auto it = full.find(name); it != full.end()) env[name] = it->second;
   }
   return env;
 }
@@ -248,8 +251,7 @@ Outcome run_ssh(Supervisor& supervisor, const JobContext& job, SignalPipe& signa
 
   SessionStdin sessions(job.work_dir + "/ssh-stdin");
   std::vector<RemoteProcess> remote;
-  const auto start_remote = [&](Role role, int rank, const std::vector<std::string>& command) {
-    const SshHost& host = host_for(hosts, rank);
+  const auto start_remote = [&](Role role, int rank, const SshHost& host, const std::vector<std::string>& command) {
     const ProcessName name(role_name(role), rank);
     const std::string line =
         remote_command(remote_dir, remote_environment(job.inherited, o, layout, role, rank), command);
@@ -260,8 +262,10 @@ Outcome run_ssh(Supervisor& supervisor, const JobContext& job, SignalPipe& signa
   };
   std::optional<Outcome> failed;
   try {
-    for (int s = 0; s < o.num_servers; ++s) start_remote(Role::kServer, s, {job.dt_node});
-    for (int w = 0; w < o.num_workers; ++w) start_remote(Role::kWorker, w, o.command);
+    for (int s = 0; s < o.num_servers; ++s) start_remote(Role::kServer, s, server_host(hosts, s), {job.dt_node});
+    for (int w = 0; w < o.num_workers; ++w) {
+      start_remote(Role::kWorker, w, worker_host(hosts, o.num_servers, w), o.command);
+    }
     failed = supervisor.run_until([&] { return supervisor.all_exited("worker"); }, job.deadline,
                                   [&] { return timed_out(o); });
     if (failed && failed->exit_code < 128 && failed->exit_code != 124) {

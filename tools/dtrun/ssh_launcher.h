@@ -12,9 +12,10 @@
 // ssh runs with BatchMode=yes (never a prompt; keys or an agent only, no
 // credential on any command line), the user's --ssh-config and --ssh-option,
 // then dtrun's defaults (see ssh_base_argv). The remote processes get only
-// the job's DMLC_* variables and the --env settings, set through env(1) on
-// the remote side (remote_command.h), and run in --sync-dst-dir, else in the
-// directory dtrun was started from, as launch.py does.
+// the job's DMLC_* variables, the variables launch.py forwards from its own
+// environment (kForwardedVariables) and the --env settings, set through
+// env(1) on the remote side (remote_command.h), and run in --sync-dst-dir,
+// else in the directory dtrun was started from, as launch.py does.
 //
 // Stopping: ssh's stdin is a FIFO that only dtrun holds open for writing.
 // When the job stops, dtrun closes it, each ssh passes the end-of-file on,
@@ -54,8 +55,16 @@ std::vector<std::string> ssh_argv(const Options& options, const SshHost& host, c
 std::vector<std::string> rsync_argv(const Options& options, const SshHost& host, const std::string& local_dir,
                                     const std::string& remote_dir);
 
-// What a remote process runs with: the --env settings of its role and the
-// job's DMLC_* variables, nothing of dtrun's own environment.
+// What dmlc-tracker's ssh launcher copies from its own environment to every
+// remote process, when set. Not its AWS_ACCESS_KEY_ID and
+// AWS_SECRET_ACCESS_KEY: they would travel on the ssh command line, which
+// every user of both hosts can read in ps.
+constexpr const char* kForwardedVariables[] = {"DMLC_INTERFACE", "KMP_AFFINITY", "LD_LIBRARY_PATH",
+                                               "OMP_NUM_THREADS"};
+
+// What a remote process runs with: the --env settings of its role, the job's
+// DMLC_* variables and kForwardedVariables (from dtrun's environment unless
+// --env or --interface set them); nothing else of dtrun's environment.
 EnvMap remote_environment(const EnvMap& inherited, const Options& options, const JobLayout& layout, Role role,
                           int rank);
 

@@ -61,6 +61,7 @@ PsOptions ps_options_from_environment(const EnvLookup& env, PsOptions o) {
   read_seconds(env, "DT_HEARTBEAT_INTERVAL_S", o.heartbeat_interval_s);
   read_seconds(env, "DT_HEARTBEAT_TIMEOUT_S", o.heartbeat_timeout_s);
   read_seconds(env, "DT_SHUTDOWN_TIMEOUT_S", o.shutdown_timeout_s);
+  ps_verbose_level(env);  // refused here, with the other knobs, when malformed
   if (auto elements = read_count(env, "MXNET_KVSTORE_BIGARRAY_BOUND", "elements")) {
     o.bigarray_bound_bytes = *elements * sizeof(float);
   }
@@ -75,8 +76,6 @@ std::vector<std::string> mxnet_knob_notes(const EnvLookup& env) {
     const char* name;
     const char* why;
   } kIgnored[] = {
-      {"PS_VERBOSE", "accepted; disttrain logs what ps-lite's levels show differently: every node prints its "
-                     "job layout, and errors name the node, key and round"},
       {"PS_RESEND", "accepted, not honoured: a request without a reply fails at its deadline "
                     "(DT_REQUEST_TIMEOUT_S) naming the peer instead of being sent again"},
       {"PS_RESEND_TIMEOUT", "accepted, not honoured (see PS_RESEND)"},
@@ -90,6 +89,39 @@ std::vector<std::string> mxnet_knob_notes(const EnvLookup& env) {
     if (auto v = env(knob.name)) notes.push_back(std::string(knob.name) + "=" + *v + ": " + knob.why);
   }
   return notes;
+}
+
+int ps_verbose_level(const EnvLookup& env) {
+  const auto text = non_empty(env, "PS_VERBOSE");
+  if (!text) return 0;
+  char* end = nullptr;
+  errno = 0;
+  const long v = std::strtol(text->c_str(), &end, 10);
+  if (errno != 0 || *end != '\0' || v < 0) {
+    throw Error(ErrorCode::kInvalidArgument, "PS_VERBOSE=\"" + *text + "\" is not a log level (0, 1 or 2)");
+  }
+  return v > 2 ? 2 : static_cast<int>(v);
+}
+
+int ps_verbose() {
+  // -1: not read yet. Racing first readers compute the same value.
+  static std::atomic<int> level{-1};
+  int v = level.load(std::memory_order_relaxed);
+  if (v >= 0) return v;
+  try {
+    v = ps_verbose_level(getenv_lookup);
+  } catch (const Error& e) {
+    std::fprintf(stderr, "disttrain: %s; logging as level 0\n", e.what());
+    v = 0;
+  }
+  level.store(v, std::memory_order_relaxed);
+  return v;
+}
+
+void verbose_log(int level, const std::string& line) {
+  if (ps_verbose() < level) return;
+  const std::string text = "disttrain[PS_VERBOSE]: " + line + "\n";
+  std::fwrite(text.data(), 1, text.size(), stderr);
 }
 
 void log_mxnet_knob_notes_once() {

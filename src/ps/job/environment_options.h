@@ -9,6 +9,10 @@
 //   MXNET_KVSTORE_BIGARRAY_BOUND                     elements, > 0, as MXNet
 //                                                    (x 4 bytes; the byte
 //                                                    variable wins if both)
+//   PS_VERBOSE                                       ps-lite's log level: 1
+//                                                    connections and the
+//                                                    node table, 2 also every
+//                                                    message (ps_verbose)
 // MXNet and ps-lite knobs that mean nothing here are accepted, each with a
 // note saying why (mxnet_knob_notes), never silently.
 #pragma once
@@ -21,7 +25,9 @@
 namespace dt::ps {
 
 // defaults with the variables above applied. Error(kInvalidArgument) naming
-// the variable and its text for a value that is not a positive number.
+// the variable and its text for a value that is not a positive number, or a
+// PS_VERBOSE that is not a level (refused with the options, before any node
+// starts).
 PsOptions ps_options_from_environment(const EnvLookup& env, PsOptions defaults = {});
 PsOptions ps_options_from_environment();
 
@@ -30,5 +36,15 @@ PsOptions ps_options_from_environment();
 std::vector<std::string> mxnet_knob_notes(const EnvLookup& env);
 // Writes mxnet_knob_notes() of this process to stderr, once per process.
 void log_mxnet_knob_notes_once();
+
+// PS_VERBOSE: 0 when unset or empty, else an integer >= 0 (levels above 2
+// log as 2). Error(kInvalidArgument) naming the variable otherwise.
+int ps_verbose_level(const EnvLookup& env);
+// This process's level, read once; a malformed value logs one line and
+// counts as 0 (the nodes that validate their options already refused it).
+int ps_verbose();
+// "disttrain[PS_VERBOSE]: <line>" on stderr, one write, when ps_verbose() is
+// at least level.
+void verbose_log(int level, const std::string& line);
 
 }  // namespace dt::ps

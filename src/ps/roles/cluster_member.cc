@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "core/error.h"
+#include "ps/job/environment_options.h"
 #include "ps/transport/frame.h"
 #include "ps/transport/request_client.h"
 
@@ -168,6 +169,9 @@ ClusterMember::ClusterMember(const JobConfig& job, const PsOptions& options, std
       st.rank >= (job.role == Role::kServer ? job.num_servers : job.num_workers)) {
     throw Error(ErrorCode::kProtocol, "the scheduler's node table contradicts this node's job layout");
   }
+  const std::string self = std::string(role_name(job.role)) + " " + std::to_string(st.rank);
+  verbose_log(1, self + ": node table from the scheduler at " + job.root_url);
+  for (const std::string& line : node_table_lines(st.table)) verbose_log(1, self + ":   " + line);
   // A scheduler that dies closes this connection: seen at once, like any
   // other node's death, not after the heartbeat timeout. Its closing after
   // the job ended (or after this node left) is no loss.

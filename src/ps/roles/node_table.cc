@@ -20,6 +20,18 @@ std::string str(const flatbuffers::String* s) { return s == nullptr ? std::strin
 
 std::string NodeInfo::describe() const { return ps::describe(role, rank, pid, host); }
 
+std::vector<std::string> node_table_lines(const NodeTable& table) {
+  std::vector<std::string> lines;
+  for (const std::vector<NodeInfo>* nodes : {&table.servers, &table.workers}) {
+    for (const NodeInfo& node : *nodes) {
+      std::string line = node.describe();
+      for (size_t i = 0; i < node.data_urls.size(); ++i) line += (i == 0 ? " at " : ", ") + node.data_urls[i];
+      lines.push_back(line);
+    }
+  }
+  return lines;
+}
+
 std::string LostNode::message() const { return ps::describe(role, rank, pid, host) + " lost: " + reason; }
 
 wire::Role to_wire(Role role) { return static_cast<wire::Role>(static_cast<int>(role)); }

@@ -51,6 +51,10 @@ flatbuffers::Offset<wire::NodeInfo> write_node_info(flatbuffers::FlatBufferBuild
 flatbuffers::Offset<wire::NodeTable> write_node_table(flatbuffers::FlatBufferBuilder& fbb, const NodeTable& table);
 flatbuffers::Offset<wire::LostNode> write_lost_node(flatbuffers::FlatBufferBuilder& fbb, const LostNode& lost);
 
+// One line per node ("server 0 (pid 42 on host h) at tcp://h:9000"), for
+// PS_VERBOSE.
+std::vector<std::string> node_table_lines(const NodeTable& table);
+
 // From verified buffers; Error(kProtocol) for contents that contradict
 // themselves (ranks out of order, counts that do not match the lists).
 NodeInfo read_node_info(const wire::NodeInfo& node);

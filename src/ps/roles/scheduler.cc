@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "core/error.h"
+#include "ps/job/environment_options.h"
 #include "ps/roles/node_table.h"
 #include "ps/transport/frame.h"
 #include "ps/transport/rate_limited_log.h"
@@ -113,6 +114,7 @@ void Scheduler::State::handle(Message request, RequestServer::Reply reply) {
     reply(make_error_reply(e.code(), e.what()));
     return;
   }
+  verbose_log(2, std::string("scheduler: ") + body_name(frame->type()) + " on connection " + std::to_string(pipe));
   std::lock_guard<std::mutex> lock(mutex);
   try {
     switch (frame->type()) {
@@ -179,6 +181,10 @@ void Scheduler::State::on_register(const wire::Register& r, uint32_t pipe, Reque
   g.requested_rank = role == Role::kWorker ? r.requested_rank() : -1;
   g.pipe = pipe;
   g.reply = reply;
+  verbose_log(1, "scheduler: " + std::string(role_name(role)) + " (pid " + std::to_string(g.info.pid) + " on host " +
+                     g.info.host + ") registered on connection " + std::to_string(pipe) + ", " +
+                     std::to_string(registrations.size() + 1) + " of " +
+                     std::to_string(job.num_servers + job.num_workers) + " nodes");
   registrations.push_back(std::move(g));
   if (static_cast<int>(registrations.size()) == job.num_servers + job.num_workers) publish();
 }
@@ -198,6 +204,8 @@ void Scheduler::State::publish() {
   for (size_t i = 0; i < workers.size(); ++i) workers[i]->info.rank = static_cast<int>(i);
   for (Registration* g : servers) table.servers.push_back(g->info);
   for (Registration* g : workers) table.workers.push_back(g->info);
+  verbose_log(1, "scheduler: node table published");
+  for (const std::string& line : node_table_lines(table)) verbose_log(1, "scheduler:   " + line);
   const Clock::time_point now = Clock::now();
   for (Registration& g : registrations) {
     Member m;
@@ -338,6 +346,7 @@ void Scheduler::State::fail_registrations(const Error& error) {
 }
 
 void Scheduler::State::on_pipe_closed(uint32_t pipe) {
+  verbose_log(1, "scheduler: connection " + std::to_string(pipe) + " closed");
   std::lock_guard<std::mutex> lock(mutex);
   if (!published) {
     // A registered node died before the job started: nobody can wait for it.

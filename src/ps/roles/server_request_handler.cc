@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "optim/optimizer_config.h"
+#include "ps/job/environment_options.h"
 #include "ps/transport/data_codec.h"
 
 namespace dt::ps {
@@ -47,12 +48,22 @@ class Completion {
   std::unique_ptr<Error> error_;
 };
 
+// PS_VERBOSE=2: one line per slice of a data request.
+void log_slice(const wire::DataRequest& request, const DecodedSlice& s) {
+  const size_t bytes = s.data_bytes != 0 ? s.data_bytes : part_bytes(s.info);
+  verbose_log(2, std::string("server: ") + wire::EnumNameDataOp(request.op()) + " from worker " +
+                     std::to_string(request.worker_rank()) + ": key " + std::to_string(s.info.part.key) + " [" +
+                     std::to_string(s.info.part.begin) + ", " + std::to_string(s.info.part.end) + ") " +
+                     std::to_string(bytes) + " bytes round " + std::to_string(s.round));
+}
+
 std::vector<DecodedSlice> decode_all(const Frame& frame, const wire::DataRequest& request, bool with_data) {
   std::vector<DecodedSlice> out;
   if (request.slices() == nullptr) return out;
   out.reserve(request.slices()->size());
   for (const auto* slice : *request.slices()) {
     out.push_back(decode_slice(frame, slice));
+    if (ps_verbose() >= 2) log_slice(request, out.back());
     // An encoding may send no bytes at all (nothing above the threshold).
     if (with_data && out.back().data == nullptr && out.back().encoding == 0) {
       throw Error(ErrorCode::kProtocol, "a push of key " + std::to_string(out.back().info.part.key) + " carries no data");
@@ -245,6 +256,10 @@ void ServerRequestHandler::handle(Message request, const RequestServer::Reply& r
                                             std::to_string(store_.num_workers()));
     }
     check_speaker(worker, pipe);
+    if (data->slices() == nullptr || data->slices()->size() == 0) {
+      verbose_log(2, std::string("server: ") + wire::EnumNameDataOp(data->op()) + " from worker " +
+                         std::to_string(worker));
+    }
     const auto only_worker_0 = [&](const char* what) {
       if (worker != 0) {
         throw Error(ErrorCode::kBadState, std::string(what) + " from worker " + std::to_string(worker) +

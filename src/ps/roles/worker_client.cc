@@ -3,6 +3,8 @@
 #include <condition_variable>
 #include <thread>
 
+#include "ps/job/environment_options.h"
+
 namespace dt::ps {
 
 using core::Error;
@@ -36,8 +38,10 @@ WorkerClient::WorkerClient(const NodeTable& table, const std::string& node_host,
                            const PsOptions& options)
     : options_(options) {
   for (const NodeInfo& server : table.servers) {
-    servers_.push_back(std::make_unique<RequestClient>(pick_url(server, node_host, transport),
-                                                       std::chrono::milliseconds(0), options.max_message_bytes));
+    const std::string url = pick_url(server, node_host, transport);
+    verbose_log(1, "worker " + std::to_string(table.your_rank) + ": data connection to server " +
+                       std::to_string(server.rank) + " at " + url);
+    servers_.push_back(std::make_unique<RequestClient>(url, std::chrono::milliseconds(0), options.max_message_bytes));
   }
 }
 

@@ -68,10 +68,22 @@ TEST(DtrunHostfile, MalformedEntriesNameTheirLine) {
   expect_error("\n# nothing\n  \n", "lists no host");
 }
 
-TEST(DtrunHostfile, HostsAreCycledForServersAndWorkersAlike) {
+TEST(DtrunHostfile, ServersThenWorkersCycleOneListAsDmlcTrackerDoes) {
   const auto hosts = parse_hostfile("a\nb\nc\n", "h");
-  const char* expected[] = {"a", "b", "c", "a", "b"};
-  for (int i = 0; i < 5; ++i) EXPECT_EQ(host_for(hosts, i).destination, expected[i]) << i;
+  // dmlc-tracker's ssh.py: process i of servers-then-workers on hosts[i % H].
+  EXPECT_EQ(server_host(hosts, 0).destination, "a");
+  EXPECT_EQ(server_host(hosts, 1).destination, "b");
+  const char* workers[] = {"c", "a", "b", "c"};
+  for (int w = 0; w < 4; ++w) EXPECT_EQ(worker_host(hosts, 2, w).destination, workers[w]) << "worker " << w;
+  // Without servers the workers start on the first host; with more servers
+  // than hosts the servers wrap and the workers go on from there.
+  EXPECT_EQ(worker_host(hosts, 0, 0).destination, "a");
+  EXPECT_EQ(server_host(hosts, 4).destination, "b");
+  EXPECT_EQ(worker_host(hosts, 5, 0).destination, "c");
+  const auto one = parse_hostfile("only\n", "h");
+  EXPECT_EQ(server_host(one, 3).destination, "only");
+  EXPECT_EQ(worker_host(one, 3, 7).destination, "only");
+  EXPECT_THROW(worker_host({}, 1, 0), std::runtime_error);
 }
 
 TEST(DtrunHostfile, ReadsAFileAndReportsAMissingOne) {

@@ -41,6 +41,39 @@ TEST(DtrunOptions, EnvSettingsKeepTheirFormsAndRoles) {
   EXPECT_EQ(o.env_worker[0].name, "W");
 }
 
+TEST(DtrunOptions, OneQuotedCommandLineRunsThroughTheShell) {
+  // launch.py users write the command as one string.
+  EXPECT_EQ(parse({"-n", "2", "--", "python train.py --lr 0.1"}).command,
+            (std::vector<std::string>{"/bin/sh", "-c", "python train.py --lr 0.1"}));
+  EXPECT_EQ(parse({"-n", "2", "--", "python\ttrain.py"}).command,
+            (std::vector<std::string>{"/bin/sh", "-c", "python\ttrain.py"}));
+  // One word, or several arguments, run as they are.
+  EXPECT_EQ(parse({"-n", "2", "--", "./train"}).command, (std::vector<std::string>{"./train"}));
+  EXPECT_EQ(parse({"-n", "2", "--", "./train", "--name", "a b"}).command,
+            (std::vector<std::string>{"./train", "--name", "a b"}));
+  EXPECT_NE(std::string(usage_text()).find("/bin/sh -c"), std::string::npos);
+}
+
+TEST(DtrunOptions, SyncDstDirIsIgnoredWithANoteWithoutSsh) {
+  for (const char* launcher : {"local", "mpi", "slurm"}) {
+    const Options o = parse({"-n", "1", "--launcher", launcher, "--sync-dst-dir", "/scratch/job", "--", "w"});
+    EXPECT_TRUE(o.sync_dst_dir.empty()) << launcher;
+    ASSERT_EQ(o.notes.size(), 1u) << launcher;
+    EXPECT_NE(o.notes[0].find("--sync-dst-dir /scratch/job ignored"), std::string::npos) << o.notes[0];
+    EXPECT_EQ(o.notes[0].find('\n'), std::string::npos) << "one line";
+  }
+  const Options plain = parse({"-n", "1", "--sync-dst-dir=/d", "--", "w"});
+  EXPECT_EQ(plain.launcher, Launcher::kLocal);
+  EXPECT_EQ(plain.notes.size(), 1u);
+  EXPECT_TRUE(parse({"-n", "1", "--", "w"}).notes.empty());
+  // With ssh it is kept: dtrun rsyncs there.
+  const Options ssh = parse({"-n", "1", "--launcher", "ssh", "-H", "h", "--sync-dst-dir", "/d", "--", "w"});
+  EXPECT_EQ(ssh.sync_dst_dir, "/d");
+  EXPECT_TRUE(ssh.notes.empty());
+  // The other ssh options still need ssh: they change how it connects.
+  EXPECT_THROW(parse({"-n", "1", "--ssh-config", "/c", "--", "w"}), UsageError);
+}
+
 TEST(DtrunOptions, HelpNeedsNothingElse) { EXPECT_TRUE(parse({"--help"}).help); }
 
 TEST(DtrunOptions, BadCommandLinesAreUsageErrors) {

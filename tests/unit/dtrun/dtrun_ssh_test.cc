@@ -242,7 +242,6 @@ TEST(DtrunSsh, OptionsForTheSshLauncher) {
   EXPECT_EQ(parse_options({"-n", "1", "--launcher=ssh", "-Hh2", "--", "x"}).hostfile, "h2");
   EXPECT_EQ(parse_options({"-n", "1", "--launcher=ssh", "--hostfile", "h3", "--", "x"}).hostfile, "h3");
   EXPECT_THROW(parse_options({"-n", "1", "--launcher", "ssh", "--", "x"}), UsageError);
-  EXPECT_THROW(parse_options({"-n", "1", "--sync-dst-dir", "/d", "--", "x"}), UsageError);
   EXPECT_THROW(parse_options({"-n", "1", "--ssh-option", "A=b", "--", "x"}), UsageError);
   EXPECT_THROW(ssh_options({"--ssh-option", "BatchMode"}), UsageError);
   EXPECT_THROW(ssh_options({"--ssh-option", "=yes"}), UsageError);
@@ -281,9 +280,10 @@ TEST(DtrunSsh, RsyncCopiesOverTheSameSsh) {
   EXPECT_THROW(rsh_quote("it's \"x\""), std::runtime_error);
 }
 
-TEST(DtrunSsh, RemoteEnvironmentIsDmlcAndEnvOnly) {
+TEST(DtrunSsh, RemoteEnvironmentIsDmlcForwardedAndEnvOnly) {
   const EnvMap inherited = {{"PATH", "/bin"}, {"HOME", "/root"}, {"SECRET", "x"}, {"PASSED", "from-shell"},
-                            {"DMLC_INTERFACE", "eth9"}, {"DMLC_ROLE", "stale"}};
+                            {"DMLC_INTERFACE", "eth9"}, {"DMLC_ROLE", "stale"}, {"OMP_NUM_THREADS", "4"},
+                            {"LD_LIBRARY_PATH", "/opt/dt/lib"}, {"AWS_SECRET_ACCESS_KEY", "k"}};
   const Options o = ssh_options({"--env", "A=1", "--env", "PASSED", "--env-worker", "B=2", "--env-server", "C=3"});
   JobLayout layout;
   layout.root_uri = "10.0.0.1";
@@ -300,16 +300,41 @@ TEST(DtrunSsh, RemoteEnvironmentIsDmlcAndEnvOnly) {
                            {"DMLC_PS_ROOT_PORT", "9091"},
                            {"DMLC_NUM_SERVER", "2"},
                            {"DMLC_NUM_WORKER", "2"},
-                           {"DMLC_WORKER_ID", "1"}};
+                           {"DMLC_WORKER_ID", "1"},
+                           // What launch.py forwards from its shell; not the AWS keys.
+                           {"DMLC_INTERFACE", "eth9"},
+                           {"OMP_NUM_THREADS", "4"},
+                           {"LD_LIBRARY_PATH", "/opt/dt/lib"}};
   EXPECT_EQ(worker, expected);
   layout.interface = "ib0";
   const EnvMap server = remote_environment(inherited, o, layout, Role::kServer, 0);
   EXPECT_EQ(server.at("DMLC_ROLE"), "server");
   EXPECT_EQ(server.at("C"), "3");
-  EXPECT_EQ(server.at("DMLC_INTERFACE"), "ib0");
+  EXPECT_EQ(server.at("DMLC_INTERFACE"), "ib0");  // --interface wins over the shell's
+  EXPECT_EQ(server.at("OMP_NUM_THREADS"), "4");
   EXPECT_EQ(server.count("B"), 0u);
   EXPECT_EQ(server.count("DMLC_WORKER_ID"), 0u);
   EXPECT_EQ(server.count("DT_PS_PORT_FILE"), 0u);
+}
+
+TEST(DtrunSsh, EnvOverridesTheForwardedVariablesOnTheRemoteCommandLine) {
+  const EnvMap inherited = {{"OMP_NUM_THREADS", "4"}, {"LD_LIBRARY_PATH", "/opt/dt/lib"}, {"KEEP", "here"}};
+  const Options o = ssh_options({"--env", "OMP_NUM_THREADS=1", "--env-worker", "MXNET_KVSTORE_BIGARRAY_BOUND:1000"});
+  JobLayout layout;
+  layout.root_uri = "10.0.0.1";
+  layout.root_port = 9091;
+  layout.num_servers = 1;
+  layout.num_workers = 1;
+  const EnvMap env = remote_environment(inherited, o, layout, Role::kWorker, 0);
+  EXPECT_EQ(env.at("OMP_NUM_THREADS"), "1");
+  EXPECT_EQ(env.count("KEEP"), 0u);
+  const std::string line = remote_command("/job", env, {"/bin/sh", "-c", "python train.py --lr 0.1"});
+  for (const char* word : {"'DMLC_ROLE=worker'", "'DMLC_WORKER_ID=0'", "'DMLC_PS_ROOT_URI=10.0.0.1'",
+                           "'LD_LIBRARY_PATH=/opt/dt/lib'", "'OMP_NUM_THREADS=1'",
+                           "'MXNET_KVSTORE_BIGARRAY_BOUND=1000'", "'python train.py --lr 0.1'"}) {
+    EXPECT_NE(line.find(std::string(" ") + word), std::string::npos) << word << " missing from " << line;
+  }
+  EXPECT_EQ(line.rfind("cd '/job' && exec env ", 0), 0u) << line;
 }
 
 TEST(DtrunSsh, RouteAddressToLoopbackIsLoopback) {

@@ -74,5 +74,16 @@ TEST(PsEnvironmentOptions, MxnetKnobsThatMeanNothingHereAreNamedNotIgnored) {
   EXPECT_EQ(notes[1].rfind("MXNET_ENABLE_GPU_P2P=0: accepted", 0), 0u) << notes[1];
 }
 
+TEST(PsEnvironmentOptions, PsVerboseIsALogLevelNotANote) {
+  EXPECT_EQ(ps_verbose_level(env_of({})), 0);
+  EXPECT_EQ(ps_verbose_level(env_of({{"PS_VERBOSE", ""}})), 0);
+  EXPECT_EQ(ps_verbose_level(env_of({{"PS_VERBOSE", "1"}})), 1);
+  EXPECT_EQ(ps_verbose_level(env_of({{"PS_VERBOSE", "2"}})), 2);
+  EXPECT_EQ(ps_verbose_level(env_of({{"PS_VERBOSE", "3"}})), 2);  // ps-lite's higher levels log as 2
+  EXPECT_TRUE(mxnet_knob_notes(env_of({{"PS_VERBOSE", "2"}})).empty());
+  EXPECT_NE(error_of({{"PS_VERBOSE", "loud"}}).find("PS_VERBOSE=\"loud\""), std::string::npos);
+  EXPECT_NE(error_of({{"PS_VERBOSE", "-1"}}).find("PS_VERBOSE"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace dt::ps
