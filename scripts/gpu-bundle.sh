@@ -2,9 +2,10 @@
 # Collects, on a Debian machine with apt, the packages that building and
 # checking disttrain on a GPU machine needs but that such a machine may lack
 # (it may have CUDA, cuDNN, NCCL, CMake and PyTorch, and no package registry):
-# nng, FlatBuffers, oneDNN, OpenBLAS, GoogleTest, nlohmann-json and the
-# Fashion-MNIST data, as .deb files. scripts/gpu-check.sh unpacks them into a
-# private prefix there (never into /).
+# nng, FlatBuffers, oneDNN, OpenBLAS, GoogleTest, nlohmann-json,
+# libjpeg-turbo, libpng and the Fashion-MNIST data, as .deb files.
+# scripts/gpu-check.sh unpacks them into a private prefix there (never
+# into /).
 #
 #   scripts/gpu-bundle.sh [DIR]      (default: build-gpu-bundle, git-ignored)
 #
@@ -19,6 +20,7 @@ packages=(
   libdnnl-dev libdnnl2 ocl-icd-libopencl1 ocl-icd-opencl-dev opencl-c-headers
   libopenblas-dev libopenblas-pthread-dev libopenblas0 libopenblas0-pthread libgfortran5
   libgtest-dev libgmock-dev nlohmann-json3-dev zlib1g-dev zlib1g
+  libjpeg62-turbo-dev libjpeg62-turbo libpng-dev libpng16-16
   dataset-fashion-mnist
 )
 mkdir -p "$dir/debs"
