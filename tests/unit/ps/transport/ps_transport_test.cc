@@ -256,10 +256,12 @@ TEST_P(PsTransport, HeldRequestsOfOnePeerNeitherDrainTheServerNorPassItsLimit) {
                          }
                        },
                        1 << 20, nullptr, policy);
-  RequestClient greedy(server.bound_urls().front(), 5s);
+  // Declared before the client: its callbacks write here until the client
+  // is gone (the held requests are answered at the end, on nng's threads).
   std::mutex mutex;
   // The refusal is an ErrorReply frame, as every error a server sends.
   std::vector<std::optional<Error>> refused;
+  RequestClient greedy(server.bound_urls().front(), 5s);
   for (int i = 0; i < 8; ++i) {
     greedy.request(text_message("hold me"), 10s, [&](std::optional<Error> error, Message reply) {
       if (!error) {
@@ -297,6 +299,15 @@ TEST_P(PsTransport, HeldRequestsOfOnePeerNeitherDrainTheServerNorPassItsLimit) {
   // refused ones held theirs while their errors went out).
   EXPECT_LE(server.contexts(), 2u + 8u);
   holder.answer_all();
+  // Every callback has run before the test's state goes away.
+  for (int i = 0; i < 500; ++i) {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      if (refused.size() == 8) break;
+    }
+    std::this_thread::sleep_for(10ms);
+  }
+  greedy.close();
 }
 
 TEST_P(PsTransport, AHeldRequestEndsAtTheReplyDeadline) {
