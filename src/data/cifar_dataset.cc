@@ -1,13 +1,11 @@
 #include "data/cifar_dataset.h"
 
-#include <fcntl.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
-#include <cerrno>
 #include <cstring>
 
 #include "core/error.h"
+#include "core/file_bytes.h"
 
 namespace dt::data {
 
@@ -16,61 +14,9 @@ namespace {
 using core::Error;
 using core::ErrorCode;
 
-// Reads a file in pieces of this many bytes, so that memory grows with the
-// bytes it really holds.
-constexpr size_t kChunkBytes = size_t{1} << 20;
-
 bool exists(const std::string& path) {
   struct stat info {};
   return ::stat(path.c_str(), &info) == 0;
-}
-
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
-
-// The whole file; every error names it.
-std::vector<uint8_t> read_file(const std::string& path) {
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (fd.get() < 0) {
-    const int err = errno;
-    if (err == ENOENT || err == ENOTDIR) throw Error(ErrorCode::kNotFound, "CIFAR file " + path + " does not exist");
-    throw Error(ErrorCode::kIo, "cannot open CIFAR file " + path + ": " + std::strerror(err));
-  }
-  struct stat info {};
-  if (::fstat(fd.get(), &info) != 0) {
-    throw Error(ErrorCode::kIo, "cannot stat CIFAR file " + path + ": " + std::strerror(errno));
-  }
-  if (!S_ISREG(info.st_mode)) throw Error(ErrorCode::kIo, "CIFAR file " + path + " is not a regular file");
-  std::vector<uint8_t> bytes;
-  // One chunk more than the size, so that the read that finds the end
-  // does not move the whole file.
-  bytes.reserve(static_cast<size_t>(info.st_size) + kChunkBytes);
-  for (;;) {
-    const size_t have = bytes.size();
-    bytes.resize(have + kChunkBytes);
-    const ssize_t got = ::read(fd.get(), bytes.data() + have, kChunkBytes);
-    if (got < 0 && errno == EINTR) {
-      bytes.resize(have);
-      continue;
-    }
-    if (got < 0) {
-      throw Error(ErrorCode::kIo, "reading CIFAR file " + path + " at byte offset " + std::to_string(have) + ": " +
-                                      std::strerror(errno));
-    }
-    bytes.resize(have + static_cast<size_t>(got));
-    if (got == 0) return bytes;
-  }
 }
 
 std::vector<std::string> file_names(CifarVariant variant, CifarSplit split) {
@@ -89,7 +35,7 @@ CifarDataset::CifarDataset(const std::vector<std::string>& paths, CifarVariant v
 }
 
 void CifarDataset::append_file(const std::string& path) {
-  const std::vector<uint8_t> bytes = read_file(path);
+  const std::vector<uint8_t> bytes = core::read_file_bytes(path, "CIFAR file");
   const size_t record = record_bytes(variant_);
   const size_t labels = label_bytes(variant_);
   if (bytes.empty()) throw Error(ErrorCode::kIo, "CIFAR file " + path + " is empty");

@@ -1,10 +1,7 @@
 #include "data/image_decode.h"
 
-#include <fcntl.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
-#include <cerrno>
 #include <csetjmp>
 #include <cstdio>
 #include <cstring>
@@ -16,6 +13,7 @@
 #include <png.h>
 
 #include "core/error.h"
+#include "core/file_bytes.h"
 
 namespace dt::data {
 
@@ -23,48 +21,6 @@ namespace {
 
 using core::Error;
 using core::ErrorCode;
-
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
-
-std::vector<uint8_t> read_file(const std::string& path) {
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (fd.get() < 0) {
-    const int err = errno;
-    if (err == ENOENT || err == ENOTDIR) throw Error(ErrorCode::kNotFound, "image file " + path + " does not exist");
-    throw Error(ErrorCode::kIo, "cannot open image file " + path + ": " + std::strerror(err));
-  }
-  struct stat info {};
-  if (::fstat(fd.get(), &info) != 0) {
-    throw Error(ErrorCode::kIo, "cannot stat image file " + path + ": " + std::strerror(errno));
-  }
-  if (!S_ISREG(info.st_mode)) throw Error(ErrorCode::kIo, "image file " + path + " is not a regular file");
-  std::vector<uint8_t> bytes(static_cast<size_t>(info.st_size));
-  size_t have = 0;
-  while (have < bytes.size()) {
-    const ssize_t got = ::read(fd.get(), bytes.data() + have, bytes.size() - have);
-    if (got < 0 && errno == EINTR) continue;
-    if (got < 0) {
-      throw Error(ErrorCode::kIo, "reading image file " + path + " at byte offset " + std::to_string(have) + ": " +
-                                      std::strerror(errno));
-    }
-    if (got == 0) break;  // shrank since fstat: decoded as what it now holds
-    have += static_cast<size_t>(got);
-  }
-  bytes.resize(have);
-  return bytes;
-}
 
 void check_size(const std::string& path, int64_t height, int64_t width) {
   if (height <= 0 || width <= 0 || height * width > kMaxPixels) {
@@ -228,7 +184,7 @@ bool starts_with(const std::vector<uint8_t>& bytes, const uint8_t* magic, size_t
 }  // namespace
 
 DecodedImage decode_image(const std::string& path) {
-  const std::vector<uint8_t> bytes = read_file(path);
+  const std::vector<uint8_t> bytes = core::read_file_bytes(path, "image file");
   if (starts_with(bytes, kJpegMagic, sizeof kJpegMagic)) return decode_jpeg(path, bytes);
   if (starts_with(bytes, kPngMagic, sizeof kPngMagic)) return decode_png(path, bytes);
   if (bytes.empty()) throw Error(ErrorCode::kIo, "image file " + path + " is empty");
