@@ -4,7 +4,8 @@
 # packages of this machine, libnng's among them), dpkg installs them into a
 # fresh root of its own (--root: its own status database, no other package
 # in it), and the C examples build against that root with pkg-config and
-# run. Exits 77 (skipped) without cpack or dpkg-dev's tools.
+# run. cpack, dpkg-dev's tools and pkg-config come with scripts/install-deps.sh
+# (cmake, build-essential, pkg-config): a missing one fails the test.
 #
 #   deb_packages.sh BUILD_DIR EXAMPLES_DIR CC SOVERSION
 set -eu
@@ -13,7 +14,7 @@ examples="$2"
 cc="$3"
 major="$4"
 for tool in cpack dpkg dpkg-deb dpkg-shlibdeps pkg-config; do
-  command -v "$tool" >/dev/null || { echo "SKIP: no $tool"; exit 77; }
+  command -v "$tool" >/dev/null || { echo "FAIL: no $tool (scripts/install-deps.sh installs it)"; exit 1; }
 done
 work=$(mktemp -d "${TMPDIR:-/tmp}/dt-deb.XXXXXX")
 trap 'rm -rf "$work"' EXIT
