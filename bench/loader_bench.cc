@@ -3,14 +3,16 @@
 // fixed seed), with and without the CIFAR augmentation (pad 4 + random
 // crop 32, horizontal flip), per-channel normalisation in both. The
 // consumer only takes the batches, so the figure is what the loader's
-// prefetch thread can feed a trainer. images_per_cpu_s divides by the CPU
-// time the process spent instead (both threads), which a busy machine
+// worker threads can feed a trainer. images_per_cpu_s divides by the CPU
+// time the process spent instead (all threads), which a busy machine
 // disturbs far less than the wall clock. One JSON line per configuration:
 //   {"bench":"loader","dataset":"cifar10-synthetic","images":10000,
-//    "batch_size":128,"augment":"crop4+flip","epochs":5,"images_per_s":...,
-//    "median_epoch_s":...,"images_per_cpu_s":...}
+//    "batch_size":128,"augment":"crop4+flip","workers":1,"epochs":5,
+//    "images_per_s":...,"median_epoch_s":...,"images_per_cpu_s":...}
 //
-// loader_bench [--images N] [--batch-size B] [--epochs E]
+// loader_bench [--images N] [--batch-size B] [--epochs E] [--workers W]
+//
+// --workers W (default 1) is the loader's num_workers, 0 its automatic count.
 #include <unistd.h>
 
 #include <algorithm>
@@ -64,7 +66,7 @@ std::string write_synthetic_cifar(long images) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  long images = 10000, batch_size = 128, epochs = 5;
+  long images = 10000, batch_size = 128, epochs = 5, workers = 1;
   for (int i = 1; i < argc; ++i) {
     if (i + 1 < argc && std::strcmp(argv[i], "--images") == 0) {
       images = parse_positive(argv[i], argv[i + 1]);
@@ -75,8 +77,11 @@ int main(int argc, char** argv) {
     } else if (i + 1 < argc && std::strcmp(argv[i], "--epochs") == 0) {
       epochs = parse_positive(argv[i], argv[i + 1]);
       ++i;
+    } else if (i + 1 < argc && std::strcmp(argv[i], "--workers") == 0) {
+      workers = std::strcmp(argv[i + 1], "0") == 0 ? 0 : parse_positive(argv[i], argv[i + 1]);
+      ++i;
     } else {
-      std::fprintf(stderr, "usage: loader_bench [--images N] [--batch-size B] [--epochs E]\n");
+      std::fprintf(stderr, "usage: loader_bench [--images N] [--batch-size B] [--epochs E] [--workers W]\n");
       return 2;
     }
   }
@@ -91,6 +96,7 @@ int main(int argc, char** argv) {
       dt::data::LoaderOptions options;
       options.batch_size = batch_size;
       options.prefetch = 4;
+      options.num_workers = static_cast<int>(workers);
       options.channel_mean.assign(CifarDataset::kMean.begin(), CifarDataset::kMean.end());
       options.channel_std.assign(CifarDataset::kStd.begin(), CifarDataset::kStd.end());
       if (augment) {
@@ -117,10 +123,10 @@ int main(int argc, char** argv) {
       const double median = seconds[seconds.size() / 2];
       std::printf(
           "{\"bench\":\"loader\",\"dataset\":\"cifar10-synthetic\",\"images\":%ld,\"batch_size\":%ld,"
-          "\"augment\":\"%s\",\"epochs\":%ld,\"images_per_s\":%.0f,\"median_epoch_s\":%.4f,"
+          "\"augment\":\"%s\",\"workers\":%ld,\"epochs\":%ld,\"images_per_s\":%.0f,\"median_epoch_s\":%.4f,"
           "\"images_per_cpu_s\":%.0f,\"checksum\":%.3f}\n",
-          images, batch_size, augment ? "crop4+flip" : "none", epochs, static_cast<double>(images) / median, median,
-          static_cast<double>(images * epochs) / cpu_seconds, checksum);
+          images, batch_size, augment ? "crop4+flip" : "none", workers, epochs, static_cast<double>(images) / median,
+          median, static_cast<double>(images * epochs) / cpu_seconds, checksum);
       std::fflush(stdout);
     }
   } catch (const std::exception& e) {

@@ -335,11 +335,15 @@ typedef enum dt_grad_req {
 DT_API dt_status dt_context_set_num_threads(dt_context *ctx, int32_t num_threads);
 DT_API dt_status dt_context_num_threads(int32_t *out, const dt_context *ctx);
 
-/* Builds a model by name on ctx: "mlp", "lenet", "resnet18", "vgg11".
+/* Builds a model by name on ctx: "mlp", "lenet", "resnet18",
+ * "resnet18_imagenet", "vgg11".
  * options_json is NULL or a JSON object, e.g.
  *   lenet:    {"input_shape": [1, 28, 28], "classes": 10}
  *   mlp:      {"input_shape": [1, 28, 28], "hidden": [256, 128], "classes": 10}
- *   resnet18: {"input_shape": [3, 32, 32], "classes": 10}
+ *   resnet18: {"input_shape": [3, 32, 32], "classes": 10} (d2l's CIFAR
+ *             ResNet-18: 3x3 stem, no max pool)
+ *   resnet18_imagenet: {"input_shape": [3, 224, 224], "classes": 1000}
+ *             (torchvision's resnet18: 7x7 stride-2 stem, 3x3 max pool)
  *   vgg11:    {"input_shape": [3, 32, 32], "classes": 10} (with BatchNorm)
  * Parameters are allocated (zeros) but not initialised: call
  * dt_net_initialize or dt_net_load_params. The net keeps ctx alive.
@@ -659,7 +663,7 @@ typedef struct dt_data_loader_options {
   int32_t prefetch;          /* batches prepared ahead (>= 1); default 2 */
   float mean;                /* normalisation (x/255 - mean) / std;      */
   float std;                 /* defaults: Fashion-MNIST's 0.2860, 0.3530 */
-  /* Augmentation on the loader's thread, before normalisation. The draws
+  /* Augmentation on the loader's threads, before normalisation. The draws
    * of a sample depend only on (seed + part_index, epoch, its position in
    * the epoch), so every run with the same options yields the same
    * batches, and the workers of a job given one seed draw differently. */
@@ -690,6 +694,12 @@ typedef struct dt_data_loader_options {
   float random_resized_crop_max_scale; /* 0 (default): 1; min <= max <= 1 */
   float random_resized_crop_min_ratio; /* 0 (default): 3/4            */
   float random_resized_crop_max_ratio; /* 0 (default): 4/3; min <= max */
+  /* Threads that read, decode and augment batches, each a whole batch at a
+   * time; up to max(prefetch, num_workers) batches are in preparation or
+   * ready. The batches do not depend on it. 0 (default): half the CPUs
+   * this process may use, at least 1 and at most 4, leaving the rest to
+   * the training step's kernels; otherwise 1 to 256. */
+  int64_t num_workers;
 } dt_data_loader_options;
 
 DT_API dt_status dt_data_loader_options_init(dt_data_loader_options *options,
@@ -727,7 +737,7 @@ DT_API dt_status dt_data_loader_create_cifar(dt_data_loader **out,
 /* An image folder, torchvision's ImageFolder layout: dir/<class>/<images>.
  * The class folders sorted by name are labels 0..K-1; each one's files,
  * sorted by name, follow in turn. JPEG and PNG (chosen by content; grey
- * and alpha become RGB) are decoded on the loader's thread as batches are
+ * and alpha become RGB) are decoded on the loader's threads as batches are
  * prepared, and every image is resized (bilinear) to height x width:
  * batches are float32 (B, 3, height, width). The mean and std fields do not
  * apply: without channel statistics the images are normalised with

@@ -18,16 +18,25 @@ const (
 
 // DataLoaderOptions mirrors dt_data_loader_options. Start from
 // DefaultDataLoaderOptions: every field is passed as set (zero is a valid
-// value for several of them).
+// value for several of them). The per-channel statistics and the random
+// resized crop keep the library's defaults (a CIFAR loader normalises with
+// CIFAR-10's statistics, an image folder with ImageNet's).
 type DataLoaderOptions struct {
 	BatchSize int64
 	LastBatch LastBatch
 	Shuffle   bool   // a new order every epoch
-	Seed      uint64 // the order depends on it (and the epoch) only
+	Seed      uint64 // the order, and the augmentation, depend on it (and the epoch) only
 	NumParts  int    // split the data into parts (one per worker)
 	PartIndex int    // this worker's part
 	Prefetch  int    // batches prepared ahead (>= 1)
 	Mean, Std float32
+	// Augmentation of (C, H, W) images: pad every side with this many zero
+	// pixels and crop back at a random offset (4 for CIFAR); 0: none.
+	RandomCropPadding int64
+	RandomFlip        bool // mirror left-right with probability 1/2
+	// Threads that decode and augment batches; 0: the library's choice.
+	// The batches do not depend on it.
+	NumWorkers int64
 }
 
 // DefaultDataLoaderOptions returns the library's defaults (batch 64,
@@ -51,6 +60,10 @@ func DefaultDataLoaderOptions() (DataLoaderOptions, error) {
 		Prefetch:  c.GetPrefetch(),
 		Mean:      c.GetMean(),
 		Std:       c.GetStd(),
+
+		RandomCropPadding: c.GetRandom_crop_padding(),
+		RandomFlip:        c.GetRandom_flip() != 0,
+		NumWorkers:        c.GetNum_workers(),
 	}, nil
 }
 
@@ -76,10 +89,18 @@ func withLoaderOptions(o *DataLoaderOptions, call func(capi.Dt_data_loader_optio
 	c.SetPrefetch(o.Prefetch)
 	c.SetMean(o.Mean)
 	c.SetStd(o.Std)
+	c.SetRandom_crop_padding(o.RandomCropPadding)
+	flip := 0
+	if o.RandomFlip {
+		flip = 1
+	}
+	c.SetRandom_flip(flip)
+	c.SetNum_workers(o.NumWorkers)
 	return call(c)
 }
 
-// DataLoader reads an MNIST-format (IDX) dataset in batches.
+// DataLoader reads an MNIST-format (IDX), CIFAR or image-folder dataset in
+// batches.
 type DataLoader struct {
 	h handle
 }
@@ -126,6 +147,43 @@ func NewMNISTLoader(dir, split string, opts *DataLoaderOptions) (*DataLoader, er
 	var out uintptr
 	err := withLoaderOptions(opts, func(c capi.Dt_data_loader_options) error {
 		return check(capi.Dt_data_loader_create_mnist(&out, dir, split, c))
+	})
+	if err != nil {
+		return nil, err
+	}
+	return newDataLoader(out), nil
+}
+
+// NewCIFARLoader reads the CIFAR binary format in dir (or in the folder its
+// archive unpacks to there): variant 10 reads data_batch_1.bin ...
+// data_batch_5.bin for split "train" and test_batch.bin for "test";
+// variant 100 train.bin or test.bin. Batches are (B, 3, 32, 32). A missing
+// file is StatusNotFound, a malformed one StatusIO naming the file and
+// offset. opts nil means the defaults.
+func NewCIFARLoader(dir, split string, variant int, opts *DataLoaderOptions) (*DataLoader, error) {
+	if err := CheckVersion(); err != nil {
+		return nil, err
+	}
+	var out uintptr
+	err := withLoaderOptions(opts, func(c capi.Dt_data_loader_options) error {
+		return check(capi.Dt_data_loader_create_cifar(&out, dir, split, variant, c))
+	})
+	if err != nil {
+		return nil, err
+	}
+	return newDataLoader(out), nil
+}
+
+// NewImageFolderLoader reads dir/<class>/<image> (JPEG or PNG), each image
+// resized to height x width: batches are (B, 3, height, width), classes
+// numbered in name order. opts nil means the defaults.
+func NewImageFolderLoader(dir string, height, width int64, opts *DataLoaderOptions) (*DataLoader, error) {
+	if err := CheckVersion(); err != nil {
+		return nil, err
+	}
+	var out uintptr
+	err := withLoaderOptions(opts, func(c capi.Dt_data_loader_options) error {
+		return check(capi.Dt_data_loader_create_image_folder(&out, dir, height, width, c))
 	})
 	if err != nil {
 		return nil, err

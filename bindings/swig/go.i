@@ -264,6 +264,10 @@ DT_GO_ARRAY(uint64_t, uint64)
 %ignore dt_fit_options::checkpoint_path;
 %ignore dt_trainer_options::extra_contexts;
 %ignore dt_kvstore_options::scheduler_host;
+/* Not offered in Go: C reads them only during the create call, but a Go
+ * slice stored in C memory breaks cgo's pointer rules. */
+%ignore dt_data_loader_options::channel_mean;
+%ignore dt_data_loader_options::channel_std;
 
 %{
 /* dt_kvstore_create_ex and dt_node_run with the scheduler host set for the

@@ -9,7 +9,8 @@
  *   train_image_classifier --data DIR [--variant 10|100] [--model resnet18|vgg11]
  *       [--epochs N] [--batch-size N] [--lr X] [--momentum X] [--wd X]
  *       [--lr-steps E1,E2,...] [--lr-factor X] [--kvstore TYPE|none]
- *       [--threads N] [--seed N] [--metrics FILE] [--no-augment]
+ *       [--threads N] [--loader-threads N] [--seed N] [--metrics FILE]
+ *       [--no-augment]
  *
  * DIR holds data_batch_1.bin ... data_batch_5.bin and test_batch.bin (or
  * train.bin and test.bin for CIFAR-100), e.g. the cifar-10-batches-bin
@@ -55,6 +56,7 @@ typedef struct args {
   double lr_factor;
   const char *kvstore;
   int threads;
+  long loader_threads;
   unsigned long long seed;
   const char *metrics;
   int augment;
@@ -75,6 +77,7 @@ static void usage(FILE *to) {
           "  --lr-factor X         the cut (default 0.1)\n"
           "  --kvstore TYPE|none   local (default), dist_sync, allreduce, ...\n"
           "  --threads N           CPU threads (default: OMP_NUM_THREADS or all)\n"
+          "  --loader-threads N    threads that decode and augment (default 0: the library's choice)\n"
           "  --seed N              initialisation, shuffling, augmentation (default 1)\n"
           "  --metrics FILE        JSON-lines metrics log, one line per epoch\n"
           "  --no-augment          no random crop or flip\n");
@@ -127,6 +130,7 @@ static int parse_args(int argc, char **argv, args *a) {
     else if (strcmp(flag, "--lr-factor") == 0) a->lr_factor = strtod(value, &end);
     else if (strcmp(flag, "--kvstore") == 0) a->kvstore = value;
     else if (strcmp(flag, "--threads") == 0) a->threads = (int)strtol(value, &end, 10);
+    else if (strcmp(flag, "--loader-threads") == 0) a->loader_threads = strtol(value, &end, 10);
     else if (strcmp(flag, "--seed") == 0) a->seed = strtoull(value, &end, 10);
     else if (strcmp(flag, "--metrics") == 0) a->metrics = value;
     else if (strcmp(flag, "--lr-steps") == 0) {
@@ -156,8 +160,9 @@ static int parse_args(int argc, char **argv, args *a) {
     fprintf(stderr, "error: --model must be resnet18 or vgg11\n");
     return -1;
   }
-  if (a->epochs < 0 || a->batch_size <= 0 || a->threads < 0 || a->lr_factor <= 0 || a->lr_factor > 1) {
-    fprintf(stderr, "error: --epochs and --threads must not be negative, --batch-size positive, "
+  if (a->epochs < 0 || a->batch_size <= 0 || a->threads < 0 || a->loader_threads < 0 || a->lr_factor <= 0 ||
+      a->lr_factor > 1) {
+    fprintf(stderr, "error: --epochs, --threads and --loader-threads must not be negative, --batch-size positive, "
                     "--lr-factor in (0, 1]\n");
     return -1;
   }
@@ -165,7 +170,7 @@ static int parse_args(int argc, char **argv, args *a) {
 }
 
 int main(int argc, char **argv) {
-  args a = {NULL, 10, "resnet18", 30, 128, 0.1, 0.9, 5e-4, {15, 25}, 2, 0.1, "local", 0, 1, NULL, 1};
+  args a = {NULL, 10, "resnet18", 30, 128, 0.1, 0.9, 5e-4, {15, 25}, 2, 0.1, "local", 0, 0, 1, NULL, 1};
   dt_context *cpu = NULL;
   dt_net *net = NULL;
   dt_optimizer *opt = NULL;
@@ -226,6 +231,7 @@ int main(int argc, char **argv) {
   loader_options.seed = a.seed;
   loader_options.num_parts = num_workers;
   loader_options.part_index = rank;
+  loader_options.num_workers = a.loader_threads;
   loader_options.random_crop_padding = a.augment ? 4 : 0;
   loader_options.random_flip = a.augment;
   CHECK(dt_data_loader_create_cifar(&train, a.data, "train", a.variant, &loader_options));

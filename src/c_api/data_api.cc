@@ -55,6 +55,15 @@ constexpr size_t kSizeBeforeResizedCrop =
     alignof(dt_data_loader_options);
 static_assert(offsetof(dt_data_loader_options, random_resized_crop) == kSizeBeforeResizedCrop,
               "fields appended to dt_data_loader_options must start past the older sizeof");
+// And num_workers past the struct that ended with the resized crop (an
+// int64_t, so that it does not fall into that struct's tail padding).
+constexpr size_t kEndOfResizedCrop =
+    offsetof(dt_data_loader_options, random_resized_crop_max_ratio) + sizeof(float);
+constexpr size_t kSizeBeforeNumWorkers =
+    (kEndOfResizedCrop + alignof(dt_data_loader_options) - 1) / alignof(dt_data_loader_options) *
+    alignof(dt_data_loader_options);
+static_assert(offsetof(dt_data_loader_options, num_workers) == kSizeBeforeNumWorkers,
+              "fields appended to dt_data_loader_options must start past the older sizeof");
 
 // A range option whose 0 means torchvision's default.
 double or_default(float given, double standard) { return given == 0.0f ? standard : static_cast<double>(given); }
@@ -74,6 +83,10 @@ dt_data_loader* make_loader(std::shared_ptr<const dt::data::Dataset> dataset, co
   }
   if (o.batch_size <= 0) throw Error(ErrorCode::kInvalidArgument, "batch_size must be positive");
   if (o.prefetch < 1) throw Error(ErrorCode::kInvalidArgument, "prefetch must be at least 1");
+  if (o.num_workers < 0 || o.num_workers > 256) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "num_workers must be 0 (automatic) or 1 to 256, not " + std::to_string(o.num_workers));
+  }
   if (o.random_flip != 0 && o.random_flip != 1) {
     throw Error(ErrorCode::kInvalidArgument, "random_flip must be 0 or 1, not " + std::to_string(o.random_flip));
   }
@@ -93,6 +106,7 @@ dt_data_loader* make_loader(std::shared_ptr<const dt::data::Dataset> dataset, co
   options.batch_size = o.batch_size;
   options.last_batch = static_cast<dt::data::LastBatch>(last);
   options.prefetch = o.prefetch;
+  options.num_workers = static_cast<int>(o.num_workers);
   options.mean = o.mean;
   options.std = o.std;
   if (o.num_channel_stats != 0) {

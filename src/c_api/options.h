@@ -24,10 +24,10 @@ inline constexpr size_t kKnownEnd = 0;
   inline constexpr size_t kKnownEnd<type> = offsetof(type, last) + sizeof(type::last)
 DT_KNOWN_END(dt_build_info, gpu_count);
 DT_KNOWN_END(dt_loss_scaling_options, growth_interval);
-DT_KNOWN_END(dt_data_loader_options, random_resized_crop_max_ratio);
+DT_KNOWN_END(dt_data_loader_options, num_workers);
 DT_KNOWN_END(dt_trainer_options, num_extra_contexts);
 DT_KNOWN_END(dt_fit_options, progress);
-DT_KNOWN_END(dt_kvstore_options, scheduler_port);
+DT_KNOWN_END(dt_kvstore_options, tls_ca_file);
 #undef DT_KNOWN_END
 
 namespace detail {

@@ -1,5 +1,7 @@
 #include "data/batch_loader.h"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -18,6 +20,21 @@ const Dataset& checked(const std::shared_ptr<const Dataset>& dataset) {
   return *dataset;
 }
 
+// The CPUs this process may use: a container or a taskset may allow fewer
+// than hardware_concurrency counts.
+int usable_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+int resolve_workers(int requested) {
+  core::require(requested >= 0, ErrorCode::kInvalidArgument,
+                "num_workers must be at least 0 (automatic), not " + std::to_string(requested));
+  return requested > 0 ? requested : std::clamp(usable_cpus() / 2, 1, 4);
+}
+
 }  // namespace
 
 BatchLoader::BatchLoader(std::shared_ptr<const Dataset> dataset, const SplitSampler& sampler,
@@ -27,6 +44,7 @@ BatchLoader::BatchLoader(std::shared_ptr<const Dataset> dataset, const SplitSamp
       options_(options),
       sample_shape_(checked(dataset_).sample_shape()),
       cpu_(core::make_cpu_context()),
+      num_workers_(resolve_workers(options.num_workers)),
       augment_stream_(options.augment_seed + static_cast<uint64_t>(sampler.part_index())) {
   core::require(sampler.length() == dataset_->size(), ErrorCode::kInvalidArgument,
                 "the sampler covers " + std::to_string(sampler.length()) + " samples but the dataset has " +
@@ -84,20 +102,28 @@ BatchLoader::BatchLoader(std::shared_ptr<const Dataset> dataset, const SplitSamp
     // transform_image takes a table per channel.
     normalised_.resize(channels, normalised_.front());
   }
-  // Started only now: had a check above thrown with the thread running, its
+  // Started only now: had a check above thrown with a thread running, its
   // std::thread would have been destroyed joinable, which terminates.
-  worker_ = std::thread(&BatchLoader::run_worker, this);
+  workers_.reserve(static_cast<size_t>(num_workers_));
+  try {
+    for (int i = 0; i < num_workers_; ++i) workers_.emplace_back(&BatchLoader::run_worker, this);
+  } catch (...) {
+    stop_workers();
+    throw;
+  }
 }
 
-BatchLoader::~BatchLoader() {
+BatchLoader::~BatchLoader() { stop_workers(); }
+
+void BatchLoader::stop_workers() {
   {
-    // Under the lock, so the worker cannot miss the wake-up between testing
-    // its predicate and going to sleep.
+    // Under the lock, so no worker can miss the wake-up between testing its
+    // predicate and going to sleep.
     std::lock_guard<std::mutex> lock(mutex_);
     stopping_ = true;
   }
   producer_cv_.notify_all();
-  worker_.join();
+  for (std::thread& worker : workers_) worker.join();
 }
 
 int64_t BatchLoader::count_batches(int64_t samples) const {
@@ -129,7 +155,7 @@ void BatchLoader::start_epoch(int64_t epoch) {
     epoch_started_ = true;
     epoch_finished_ = false;
   }
-  producer_cv_.notify_one();
+  producer_cv_.notify_all();
 }
 
 bool BatchLoader::next(Batch& out) {
@@ -144,14 +170,17 @@ bool BatchLoader::next(Batch& out) {
     }
     return false;
   }
-  // This wait ends: with consumed_ < total_batches_ and nothing ready, the
-  // worker is preparing batch consumed_ or free to start it, and it finishes
-  // every batch it starts for this epoch by queueing it or recording an error.
-  consumer_cv_.wait(lock, [this] { return !ready_.empty() || error_ != nullptr; });
-  // Batches prepared before a failure are still delivered, in order.
-  if (ready_.empty()) std::rethrow_exception(error_);
-  out = std::move(ready_.front());
-  ready_.pop_front();
+  // This wait ends: with consumed_ < total_batches_ and batch consumed_ not
+  // ready, a worker is preparing it or one is free to start it, and a
+  // worker finishes every batch it starts for this epoch by queueing it or
+  // recording an error. The batches before a failure all started before
+  // it (they are started in order), so they are still delivered, in order.
+  const auto here = [this] { return ready_.find(consumed_); };
+  consumer_cv_.wait(lock, [&] { return here() != ready_.end() || (error_ != nullptr && error_batch_ == consumed_); });
+  const auto it = here();
+  if (it == ready_.end()) std::rethrow_exception(error_);
+  out = std::move(it->second);
+  ready_.erase(it);
   ++consumed_;
   lock.unlock();
   producer_cv_.notify_one();
@@ -165,7 +194,7 @@ int64_t BatchLoader::batches_per_epoch() const {
 
 bool BatchLoader::can_produce() const {
   return epoch_started_ && error_ == nullptr && produced_ < total_batches_ &&
-         produced_ - consumed_ < options_.prefetch;
+         produced_ - consumed_ < std::max(options_.prefetch, num_workers_);
 }
 
 void BatchLoader::run_worker() {
@@ -174,7 +203,8 @@ void BatchLoader::run_worker() {
     producer_cv_.wait(lock, [this] { return stopping_.load() || can_produce(); });
     if (stopping_.load()) return;
     const uint64_t generation = generation_.load();
-    const int64_t begin = produced_++ * options_.batch_size;
+    const int64_t number = produced_++;
+    const int64_t begin = number * options_.batch_size;
     const int64_t epoch = epoch_;
     const std::shared_ptr<const std::vector<int64_t>> order = order_;
     lock.unlock();
@@ -194,14 +224,21 @@ void BatchLoader::run_worker() {
     if (generation != generation_.load() || (!batch && !error)) continue;
     try {
       if (error) {
-        error_ = error;
+        record_failure(error, number);
       } else {
-        ready_.push_back(std::move(*batch));
+        ready_.emplace(number, std::move(*batch));
       }
     } catch (...) {
-      error_ = std::current_exception();
+      record_failure(std::current_exception(), number);
     }
     consumer_cv_.notify_one();
+  }
+}
+
+void BatchLoader::record_failure(std::exception_ptr error, int64_t number) {
+  if (error_ == nullptr || number < error_batch_) {
+    error_ = std::move(error);
+    error_batch_ = number;
   }
 }
 

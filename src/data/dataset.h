@@ -22,9 +22,9 @@ class Dataset {
   virtual core::Shape sample_shape() const = 0;
   // Copies sample `index`'s sample_shape().numel() pixel bytes to `pixels`
   // and returns its label. Error(kInvalidArgument) for an index outside
-  // [0, size()). The batch loader calls this from its prefetch thread while
-  // the owner may call other const members, so const calls must be safe to
-  // run concurrently.
+  // [0, size()). The batch loader calls this from its worker threads at
+  // once while the owner may call other const members, so const calls must
+  // be safe to run concurrently.
   virtual int32_t read_sample(int64_t index, uint8_t* pixels) const = 0;
 
   // Whether the samples are resized from source images of their own sizes

@@ -183,13 +183,9 @@ std::string basic_block(Builder& b, const std::string& name, const std::string& 
   return b.add(name + "relu2", "ReLU");
 }
 
-NetDescription resnet18(const json& options) {
-  const Options o("resnet18", options, {"input_shape", "classes"});
-  const auto input_shape = o.input_shape({3, 32, 32}, 3);
-  const int64_t classes = o.positive_int("classes", 10);
-  Builder b(input_shape);
-  conv_bn(b, "conv1", "bn1", 64, 3, 1, "data");
-  std::string x = b.add("relu1", "ReLU");
+// The four stages of two basic blocks both ResNet-18 stems feed, then global
+// average pooling and Dense classes.
+NetDescription resnet18_body(Builder& b, std::string x, int64_t classes) {
   const int64_t widths[] = {64, 128, 256, 512};
   for (int stage = 0; stage < 4; ++stage) {
     for (int block = 0; block < 2; ++block) {
@@ -201,6 +197,29 @@ NetDescription resnet18(const json& options) {
   b.add("pool", "GlobalAvgPool2D");
   b.add("fc", "Dense", {{"units", classes}});
   return b.finish();
+}
+
+NetDescription resnet18(const json& options) {
+  const Options o("resnet18", options, {"input_shape", "classes"});
+  const auto input_shape = o.input_shape({3, 32, 32}, 3);
+  const int64_t classes = o.positive_int("classes", 10);
+  Builder b(input_shape);
+  conv_bn(b, "conv1", "bn1", 64, 3, 1, "data");
+  return resnet18_body(b, b.add("relu1", "ReLU"), classes);
+}
+
+// torchvision's resnet18: the 7x7 stride-2 stem and 3x3 stride-2 max pool
+// shrink a 224x224 image 4x before the stages, which 32x32 images cannot
+// afford (the last stage would see 1x1), hence a model of its own.
+NetDescription resnet18_imagenet(const json& options) {
+  const Options o("resnet18_imagenet", options, {"input_shape", "classes"});
+  const auto input_shape = o.input_shape({3, 224, 224}, 3);
+  const int64_t classes = o.positive_int("classes", 1000);
+  Builder b(input_shape);
+  conv_bn(b, "conv1", "bn1", 64, 7, 2, "data");
+  b.add("relu1", "ReLU");
+  const std::string pool = b.add("pool1", "MaxPool2D", {{"pool_size", 3}, {"strides", 2}, {"padding", 1}});
+  return resnet18_body(b, pool, classes);
 }
 
 // VGG-11 with BatchNorm for 32x32 images, as CIFAR recipes build it: the
@@ -238,12 +257,13 @@ NetDescription vgg11(const json& options) {
 
 }  // namespace
 
-std::vector<std::string> model_builder_names() { return {"mlp", "lenet", "resnet18", "vgg11"}; }
+std::vector<std::string> model_builder_names() { return {"mlp", "lenet", "resnet18", "resnet18_imagenet", "vgg11"}; }
 
 NetDescription build_model_description(const std::string& builder, const json& options) {
   if (builder == "mlp") return mlp(options);
   if (builder == "lenet") return lenet(options);
   if (builder == "resnet18") return resnet18(options);
+  if (builder == "resnet18_imagenet") return resnet18_imagenet(options);
   if (builder == "vgg11") return vgg11(options);
   std::string known;
   for (const std::string& name : model_builder_names()) known += (known.empty() ? "" : ", ") + name;

@@ -17,6 +17,12 @@
 //    carry no bias (BatchNorm's beta makes it redundant), which gives the
 //    usual 11,173,962 learnable parameters for 10 classes. Options:
 //    input_shape [3, 32, 32], classes 10.
+//  - "resnet18_imagenet": torchvision's resnet18 for 224x224 images: a 7x7
+//    stride-2 64-channel stem (padding 3, no bias) + BatchNorm + ReLU, a 3x3
+//    stride-2 MaxPool (padding 1), then the same stages, pooling and Dense
+//    as "resnet18": 11,689,512 learnable parameters for 1000 classes, as
+//    torchvision counts. Any input of at least 1x1 works (global pooling);
+//    each side shrinks 32x. Options: input_shape [3, 224, 224], classes 1000.
 //  - "vgg11": VGG-11 with BatchNorm for 32x32 images (the FAQ's
 //    image_classification.py --model vgg11 on CIFAR): eight 3x3 stride-1
 //    convolutions (64, 128, 256, 256, 512, 512, 512, 512 channels, no bias),

@@ -141,6 +141,7 @@ static void test_options_init(void) {
   CHECK_EQ_I64(o.prefetch, 2);
   CHECK_EQ_DBL(o.mean, 0.2860f);
   CHECK_EQ_DBL(o.std, 0.3530f);
+  CHECK_EQ_I64(o.num_workers, 0);
   CHECK_STATUS(dt_data_loader_options_init(NULL, sizeof o), DT_ERR_INVALID_ARGUMENT);
 }
 
@@ -437,7 +438,7 @@ static void test_bad_options(void) {
   dt_data_loader *loader = CAPI_SENTINEL(dt_data_loader);
   dt_data_loader_options o;
   int i;
-  for (i = 0; i < 14; i++) {
+  for (i = 0; i < 16; i++) {
     o = options_with(100, 0);
     switch (i) {
       case 0: o.batch_size = 0; break;
@@ -453,6 +454,8 @@ static void test_bad_options(void) {
       case 10: o.struct_size = 0; break;
       case 11: o.std = 0.0f; break;
       case 12: o.std = NAN; break;
+      case 13: o.num_workers = -1; break;
+      case 14: o.num_workers = 257; break;
       default: o.mean = NAN; break;
     }
     if (!CHECK_STATUS(dt_data_loader_create_mnist(&loader, NULL, "t10k", &o), DT_ERR_INVALID_ARGUMENT)) {

@@ -10,22 +10,7 @@ dtrun="$2"
 work=$(mktemp -d "${TMPDIR:-/tmp}/dt-cifar-example.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
-# Records: 1 label byte, then 3072 pixel bytes (R, G, B planes of 32x32).
-# The label decides the picture's brightness, so there is something to learn.
-python3 - "$work" <<'PY'
-import os, random, sys
-out = sys.argv[1]
-rng = random.Random(7)
-def write(name, n):
-    with open(os.path.join(out, name), "wb") as f:
-        for _ in range(n):
-            label = rng.randrange(10)
-            base = label * 20
-            f.write(bytes([label]) + bytes(min(255, base + rng.randrange(40)) for _ in range(3072)))
-for i in range(1, 6):
-    write("data_batch_%d.bin" % i, 16)
-write("test_batch.bin", 16)
-PY
+python3 "$(dirname "$0")/write_synthetic_cifar.py" "$work"
 
 "$example" --data "$work" --epochs 1 --batch-size 16 --threads 1 --lr-steps 1 \
   --metrics "$work/metrics.jsonl" > "$work/local.log"

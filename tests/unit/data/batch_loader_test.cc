@@ -222,6 +222,79 @@ TEST(BatchLoaderTest, WorkerExceptionsReachTheConsumerInOrder) {
   EXPECT_EQ(thrown_by([&] { loader.next(batch); }).code, ErrorCode::kIo);
 }
 
+// Distinct pixels per sample, channel, row and column, so that crops and
+// flips show; reads take 0-300 us by index, so that several workers finish
+// their batches out of order.
+class JitteryImages final : public Dataset {
+ public:
+  int64_t size() const override { return 61; }
+  core::Shape sample_shape() const override { return {3, 8, 8}; }
+  int32_t read_sample(int64_t index, uint8_t* pixels) const override {
+    std::this_thread::sleep_for(std::chrono::microseconds((index * 37) % 4 * 100));
+    for (int64_t i = 0; i < 3 * 8 * 8; ++i) pixels[i] = static_cast<uint8_t>(index * 7 + i);
+    return static_cast<int32_t>(index % 10);
+  }
+};
+
+TEST(BatchLoaderTest, BatchesAreTheSameWhateverTheNumberOfWorkers) {
+  const auto dataset = std::make_shared<JitteryImages>();
+  // Part 1 of 2, shuffled, with rollover, so that the order, the part and
+  // the carried samples all go through the workers.
+  const SplitSampler sampler(dataset->size(), 2, 1, true, 42);
+  auto epochs_with = [&](int workers) {
+    LoaderOptions options = options_with(4, LastBatch::kRollover, 0.5f, 0.25f);
+    options.num_workers = workers;
+    options.prefetch = 1;
+    options.augmentation.crop_padding = 2;
+    options.augmentation.horizontal_flip = true;
+    options.augment_seed = 9;
+    BatchLoader loader(dataset, sampler, options);
+    std::vector<std::vector<float>> images;
+    std::vector<Indices> labels;
+    for (int64_t epoch = 0; epoch < 3; ++epoch) {
+      loader.start_epoch(epoch);
+      Batch batch;
+      while (loader.next(batch)) {
+        const float* x = batch.images.data_as<float>();
+        images.emplace_back(x, x + batch.images.shape().numel());
+        const int32_t* y = batch.labels.data_as<int32_t>();
+        labels.emplace_back(y, y + batch.size());
+      }
+    }
+    return std::make_pair(images, labels);
+  };
+  const auto one = epochs_with(1);
+  ASSERT_EQ(one.first.size(), 22u);  // 30 or 31 samples a part, rollover: 7 + 8 + 7 batches of 4
+  for (int workers : {2, 5, 16}) {
+    const auto many = epochs_with(workers);
+    EXPECT_EQ(many.second, one.second) << workers << " workers";
+    EXPECT_EQ(many.first, one.first) << workers << " workers";
+  }
+  // And the automatic count yields them too.
+  EXPECT_EQ(epochs_with(0).first, one.first);
+}
+
+TEST(BatchLoaderTest, SeveralWorkersDeliverTheBatchesBeforeAFailure) {
+  // Sample 13 fails: batch 3 of 4. Four workers start batches 0-3 at once,
+  // and may well finish batch 4 or 5 before 0; batches 0-2 still come
+  // first, then the failure, never a later batch.
+  BatchLoader loader(std::make_shared<CountingDataset>(24, 300us, 13), SplitSampler(24), [] {
+    LoaderOptions options = options_with(4, LastBatch::kKeep);
+    options.num_workers = 4;
+    return options;
+  }());
+  loader.start_epoch(0);
+  Batch batch;
+  for (int32_t b = 0; b < 3; ++b) {
+    ASSERT_TRUE(loader.next(batch));
+    EXPECT_EQ(batch.labels.data_as<int32_t>()[0], 4 * b);
+  }
+  const testing::Thrown failed = thrown_by([&] { loader.next(batch); });
+  EXPECT_EQ(failed.code, ErrorCode::kIo);
+  EXPECT_EQ(failed.message, "sample 13 is corrupt");
+  EXPECT_EQ(thrown_by([&] { loader.next(batch); }).code, ErrorCode::kIo) << "the epoch stays failed";
+}
+
 TEST(BatchLoaderTest, DestructionNeverHangsNorLeavesAThread) {
   // Three moments to destroy a loader: before any epoch (worker idle),
   // with the prefetch queue full (worker waiting for room), and while the
@@ -282,6 +355,9 @@ TEST(BatchLoaderTest, RejectsBadArguments) {
   LoaderOptions no_prefetch = options_with(4, LastBatch::kKeep);
   no_prefetch.prefetch = 0;
   EXPECT_EQ(code_for(no_prefetch), ErrorCode::kInvalidArgument);
+  LoaderOptions negative_workers = options_with(4, LastBatch::kKeep);
+  negative_workers.num_workers = -1;
+  EXPECT_EQ(code_for(negative_workers), ErrorCode::kInvalidArgument);
   EXPECT_EQ(thrown_by([&] { BatchLoader(nullptr, sampler); }).code, ErrorCode::kInvalidArgument);
   EXPECT_EQ(thrown_by([&] { BatchLoader(dataset, SplitSampler(11)); }).code, ErrorCode::kInvalidArgument);
 }

@@ -38,6 +38,7 @@ TEST(NetDescription, EveryBuilderRoundTripsThroughNet) {
       {"lenet", R"({"input_shape": [3, 32, 32], "classes": 100, "activation": "tanh"})"},
       {"lenet", ""},
       {"resnet18", ""},
+      {"resnet18_imagenet", R"({"input_shape": [3, 64, 64], "classes": 10})"},
       {"vgg11", R"({"classes": 100})"},
   };
   for (const auto& [builder, options] : models) {
@@ -124,7 +125,7 @@ TEST(NetModelBuilder, BadBuilderOrOptionsAreClearErrors) {
     const char* expected;
   };
   const Case cases[] = {
-      {"vgg16", "", "unknown model \"vgg16\" (known: mlp, lenet, resnet18, vgg11)"},
+      {"vgg16", "", "unknown model \"vgg16\" (known: mlp, lenet, resnet18, resnet18_imagenet, vgg11)"},
       {"lenet", "{", "options are not valid JSON"},
       {"lenet", "[1]", "options must be a JSON object"},
       {"lenet", R"({"clases": 10})", "unknown option \"clases\""},

@@ -203,6 +203,35 @@ TEST(NetGraph, ResNet18Parameters) {
   EXPECT_EQ(net->parameters()[net->param_index("fc.weight")].value.shape(), (Shape{10, 512}));
 }
 
+TEST(NetGraph, ResNet18ImageNetParametersShapeAndOneTrainingStep) {
+  auto net = model("resnet18_imagenet");
+  // torchvision's resnet18 (1000 classes): sum(p.numel() for p in parameters()).
+  EXPECT_EQ(learnable_count(*net), 11689512u);
+  EXPECT_EQ(net->parameters()[net->param_index("conv1.weight")].value.shape(), (Shape{64, 3, 7, 7}));
+  EXPECT_EQ(net->parameters()[net->param_index("fc.weight")].value.shape(), (Shape{1000, 512}));
+  // 224 -> 112 (stem) -> 56 (pool) -> 56, 28, 14, 7 (stages) -> 1.
+  net->initialize(2);
+  net->forward({random_array(net->context(), Shape{1, 3, 224, 224}, 9)}, false);
+  EXPECT_EQ(net->output(0).shape(), (Shape{1, 1000}));
+
+  // 64x64 keeps the step fast; the stem and pool still quarter it before the stages.
+  auto small = model("resnet18_imagenet", R"({"input_shape": [3, 64, 64], "classes": 10})");
+  EXPECT_EQ(learnable_count(*small), 11689512u - 990u * 513u);
+  small->initialize(3);
+  const auto x = random_array(small->context(), Shape{4, 3, 64, 64}, 8);
+  const auto labels = labels_array(small->context(), {1, 4, 6, 9});
+  small->forward({x}, true);
+  EXPECT_EQ(small->output(0).shape(), (Shape{4, 10}));
+  const double before = small->backward(labels);
+  ASSERT_TRUE(std::isfinite(before));
+  for (Parameter& p : small->parameters()) {
+    if (!p.auxiliary) ops::axpy(p.value, -0.01, p.grad);
+  }
+  small->forward({x}, true);
+  const double after = small->backward(labels);
+  EXPECT_LT(after, before) << "one SGD step on a batch lowers that batch's loss";
+}
+
 TEST(NetGraph, Vgg11ParametersShapeAndOneTrainingStep) {
   auto net = model("vgg11");
   // 9,217,728 conv weights (bias-free) + 5,504 BatchNorm gamma/beta + 5,130 fc.
