@@ -13,7 +13,11 @@
  *  - dt_X_create()/dt_X_free() pair up; free accepts NULL. A second free of
  *    the same handle, or any use of a freed handle, is detected: calls return
  *    DT_ERR_INVALID_HANDLE, and free ignores it and records the message in
- *    dt_last_error().
+ *    dt_last_error(). This holds for good: a handle is an opaque value, not
+ *    the address of the object, and the library never hands the same value
+ *    out twice, so a freed handle never comes to name a newer object (even
+ *    one the allocator put at the old one's address). Handles are only
+ *    passed back and compared for equality; they cannot be dereferenced.
  *  - A child keeps its parent alive: freeing a context while arrays on it
  *    live only defers its destruction until the last array is freed.
  *  - Ownership passes into a call only when it returns DT_OK.

@@ -134,8 +134,7 @@ dt_data_loader* make_loader(std::shared_ptr<const dt::data::Dataset> dataset, co
   auto owned = std::make_unique<dt_data_loader>();
   owned->impl = std::make_unique<dt::data::BatchLoader>(dataset, sampler, options);
   owned->num_samples = static_cast<size_t>(sampler.part_len());
-  dt::c_api::register_handle(owned.get(), dt::c_api::HandleKind::kDataLoader);
-  return owned.release();
+  return dt::c_api::adopt_handle(std::move(owned));
 }
 
 dt_data_loader* make_mnist_loader(dt::data::MnistDataset dataset, const dt_data_loader_options* given) {

@@ -1,11 +1,15 @@
 // The structs behind the opaque handle types of dt_c_api.h, and the checked
-// conversions from handle pointers to them. Every shim goes through arg()/
-// handle() so NULL, freed and mistyped handles are caught in one place.
+// conversions from handle pointers to them. A handle pointer holds an id,
+// not the struct's address (handle_registry.h says why). Every shim goes
+// through arg()/handle() so NULL, freed and mistyped handles are caught in
+// one place, and creates and frees handles only through adopt_handle(),
+// new_handle() and free_handle().
 #pragma once
 
 #include <memory>
 #include <mutex>
 #include <string>
+#include <type_traits>
 #include <unordered_map>
 #include <utility>
 
@@ -118,21 +122,40 @@ T* arg(T* pointer, const char* param) {
   return pointer;
 }
 
-// A handle argument: not NULL, alive, of its own kind.
+// A handle pointer is an id in disguise (see handle_registry.h): these two
+// are the only places that convert between them. Nothing else may
+// dereference a handle pointer, or take one for the address of its struct.
+template <typename H>
+HandleId id_of(H* pointer) {
+  return reinterpret_cast<HandleId>(pointer);
+}
+
+template <typename H>
+H* handle_of(HandleId id) {
+  return reinterpret_cast<H*>(id);
+}
+
+// The struct behind a handle argument that is not NULL, alive, of its kind.
 template <typename H>
 H& handle(H* pointer, const char* param) {
   arg(pointer, param);
-  check_handle(pointer, HandleTraits<std::remove_const_t<H>>::kind, param);
-  return *pointer;
+  using Struct = std::remove_const_t<H>;
+  return *static_cast<Struct*>(lookup_handle(id_of(pointer), HandleTraits<Struct>::kind, param));
 }
 
-// Allocates a handle around value and registers it; the caller stores it in
-// its out-parameter only after everything else has succeeded.
+// Registers owned under a new handle, which then owns it; the caller stores
+// the handle in its out-parameter only after everything else has succeeded.
+template <typename H>
+H* adopt_handle(std::unique_ptr<H> owned) {
+  const HandleId id = register_handle(owned.get(), HandleTraits<H>::kind);
+  owned.release();
+  return handle_of<H>(id);
+}
+
+// Allocates a handle around value, like adopt_handle.
 template <typename H, typename V>
 H* new_handle(V&& value) {
-  auto owned = std::make_unique<H>(H{std::forward<V>(value)});
-  register_handle(owned.get(), HandleTraits<H>::kind);
-  return owned.release();
+  return adopt_handle(std::make_unique<H>(H{std::forward<V>(value)}));
 }
 
 // Frees a handle given to a dt_*_free function: NULL is a no-op; a handle that
@@ -140,13 +163,23 @@ H* new_handle(V&& value) {
 template <typename H>
 void free_handle(H* pointer, const char* function) noexcept {
   if (pointer == nullptr) return;
-  const HandleKind kind = HandleTraits<H>::kind;
-  if (!unregister_handle(pointer, kind)) {
-    set_last_error(std::string(function) + ": ignored a pointer that is not a live " + handle_kind_name(kind) +
-                   " (double free?)");
+  const char* param = "the handle";
+  H* object = nullptr;
+  try {
+    object = static_cast<H*>(unregister_handle(id_of(pointer), HandleTraits<H>::kind, param));
+  } catch (const core::Error& e) {
+    try {
+      set_last_error(std::string(function) + ": ignored: " + e.what());
+    } catch (...) {
+      // No memory even for the message: the handle is still ignored.
+    }
+    return;
+  } catch (...) {
+    // Only building the rejection's message can fail otherwise: nothing was
+    // unregistered, so nothing is deleted.
     return;
   }
-  delete pointer;
+  delete object;
 }
 
 }  // namespace dt::c_api

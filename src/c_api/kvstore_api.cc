@@ -76,8 +76,7 @@ dt_status dt_kvstore_create(dt_kvstore** out, const char* type) {
     arg(type, "type");
     auto owned = std::make_unique<dt_kvstore>();
     owned->impl = dt::kvstore::create_kvstore(type);
-    dt::c_api::register_handle(owned.get(), dt::c_api::HandleKind::kKVStore);
-    *out = owned.release();
+    *out = dt::c_api::adopt_handle(std::move(owned));
   });
 }
 
@@ -90,8 +89,7 @@ dt_status dt_kvstore_create_ex(dt_kvstore** out, const char* type, const dt_kvst
     const dt::ps::JobOverrides layout = dt::c_api::job_overrides_from(o);
     auto owned = std::make_unique<dt_kvstore>();
     owned->impl = dt::kvstore::create_kvstore(type, ps_options, layout);
-    dt::c_api::register_handle(owned.get(), dt::c_api::HandleKind::kKVStore);
-    *out = owned.release();
+    *out = dt::c_api::adopt_handle(std::move(owned));
   });
 }
 

@@ -59,8 +59,7 @@ dt_status dt_trainer_create(dt_trainer** out, dt_net* net, const dt_optimizer* o
     }
     auto owned = std::make_unique<dt_trainer>();
     owned->impl = std::make_unique<dt::train::Trainer>(net_impl, config, store, std::move(trainer_options));
-    dt::c_api::register_handle(owned.get(), dt::c_api::HandleKind::kTrainer);
-    *out = owned.release();
+    *out = dt::c_api::adopt_handle(std::move(owned));
   });
 }
 
