@@ -9,9 +9,12 @@
 // dt-node (DT_NODE_BINARY, default ./dt-node beside the build tree's bench/),
 // workers are this program re-executed with --worker.
 //
-// kvstore_bench [--max-bytes N] [--transport tcp|ipc] [--layouts 1x1,2x2]
+// kvstore_bench [--max-bytes N] [--transport tcp|ipc|tls[,...]] [--layouts 1x1,2x2]
 // narrows the default run: sizes up to N bytes (the ResNet-18 set only when
-// N covers 64 MiB), one transport, some server x worker layouts.
+// N covers 64 MiB), some transports, some server x worker layouts. tls is
+// tcp with every node on TLS (DT_TLS_*: a throw-away CA and certificate made
+// with the openssl tool, as the tests make them): `--transport tcp,tls`
+// measures what TLS costs in one run.
 //
 // kvstore_bench --train [--servers N] [--workers N] [--transport tcp|ipc]
 // measures whole dist_sync training steps instead (synthetic data, LeNet at
@@ -41,6 +44,7 @@
 #include <thread>
 #include <vector>
 
+#include "../tests/tls_test_certs.h"
 #include "core/context.h"
 #include "core/error.h"
 #include "kvstore/kvstore_factory.h"
@@ -150,7 +154,7 @@ void measure(dt::kvstore::KVStore& kv, const std::vector<uint64_t>& keys, const 
 
 int worker_main() {
   try {
-    const std::string transport = std::getenv("DT_PS_DATA_TRANSPORT");
+    const std::string transport = std::getenv("DT_BENCH_TRANSPORT");
     const int servers = std::atoi(std::getenv("DMLC_NUM_SERVER"));
     auto kv = dt::kvstore::create_kvstore("dist_sync");
     auto cpu = dt::core::make_cpu_context();
@@ -191,7 +195,7 @@ int worker_main() {
 // One model's training steps; rank 0 prints the line.
 int train_worker_main() {
   try {
-    const std::string transport = std::getenv("DT_PS_DATA_TRANSPORT");
+    const std::string transport = std::getenv("DT_BENCH_TRANSPORT");
     const std::string model = std::getenv("DT_BENCH_MODEL");
     const int servers = std::atoi(std::getenv("DMLC_NUM_SERVER"));
     std::shared_ptr<dt::kvstore::KVStore> kv = dt::kvstore::create_kvstore("dist_sync");
@@ -310,14 +314,30 @@ pid_t spawn(const std::string& program, const std::vector<std::string>& args, co
   return pid;
 }
 
+// DT_TLS_* naming a fresh job certificate, for --transport tls.
+std::vector<std::string> tls_environment(dt::test::TlsTestCerts& certs) {
+  certs.make_ca("ca");
+  const dt::ps::TlsFiles files = certs.make_node("node", "ca");
+  return {"DT_TLS_CERT_FILE=" + files.cert_file, "DT_TLS_KEY_FILE=" + files.key_file,
+          "DT_TLS_CA_FILE=" + files.ca_file};
+}
+
 bool run_job(const std::string& self, const std::string& node, int servers, int workers, const std::string& transport,
              const std::string& worker_flag = "--worker", const std::vector<std::string>& worker_env = {}) {
   const std::string port_file = "/tmp/dt-kvbench-port-" + std::to_string(::getpid());
   std::remove(port_file.c_str());
-  const std::vector<std::string> common = {"DMLC_NUM_SERVER=" + std::to_string(servers),
-                                           "DMLC_NUM_WORKER=" + std::to_string(workers),
-                                           "DMLC_PS_ROOT_URI=127.0.0.1", "DT_PS_DATA_TRANSPORT=" + transport,
-                                           "DT_REQUEST_TIMEOUT_S=120", "DT_STARTUP_TIMEOUT_S=30"};
+  const bool tls = transport == "tls";
+  std::vector<std::string> common = {"DMLC_NUM_SERVER=" + std::to_string(servers),
+                                     "DMLC_NUM_WORKER=" + std::to_string(workers),
+                                     "DMLC_PS_ROOT_URI=127.0.0.1",
+                                     "DT_PS_DATA_TRANSPORT=" + (tls ? std::string("tcp") : transport),
+                                     "DT_BENCH_TRANSPORT=" + transport,
+                                     "DT_REQUEST_TIMEOUT_S=120", "DT_STARTUP_TIMEOUT_S=30"};
+  std::unique_ptr<dt::test::TlsTestCerts> certs;
+  if (tls) {
+    certs = std::make_unique<dt::test::TlsTestCerts>();
+    for (std::string& variable : tls_environment(*certs)) common.push_back(variable);
+  }
   auto with = [&](std::vector<std::string> extra) {
     extra.insert(extra.end(), common.begin(), common.end());
     return extra;
@@ -412,8 +432,14 @@ int main(int argc, char** argv) {
       max_bytes = static_cast<size_t>(std::strtoull(value, nullptr, 10));
       usage = max_bytes < kSizes[0];
     } else if (std::strcmp(argv[i], "--transport") == 0) {
-      transports = {value};
-      usage = transports[0] != "tcp" && transports[0] != "ipc";
+      transports.clear();
+      std::stringstream list(value);
+      std::string item;
+      while (std::getline(list, item, ',')) {
+        usage = usage || (item != "tcp" && item != "ipc" && item != "tls");
+        transports.push_back(item);
+      }
+      usage = usage || transports.empty();
     } else if (std::strcmp(argv[i], "--layouts") == 0) {
       layouts.clear();
       std::stringstream list(value);
@@ -430,9 +456,10 @@ int main(int argc, char** argv) {
   }
   if (usage) {
     std::fprintf(stderr,
-                 "usage: kvstore_bench [--max-bytes N] [--transport tcp|ipc] [--layouts SxW,...]\n"
+                 "usage: kvstore_bench [--max-bytes N] [--transport tcp|ipc|tls[,...]] [--layouts SxW,...]\n"
                  "         raw TCP, then push/pull/pushpull for sizes 4 KiB..N (default 64 MiB, with the\n"
-                 "         ResNet-18 set) for each layout (default 1x1,2x2) over each transport (default both)\n"
+                 "         ResNet-18 set) for each layout (default 1x1,2x2) over each transport (default tcp,ipc;\n"
+                 "         tls: tcp with every node on TLS)\n"
                  "       kvstore_bench --train [--servers N] [--workers N] [--transport tcp|ipc]\n");
     return std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0 ? 0 : 2;
   }

@@ -43,7 +43,7 @@ install(FILES "${PROJECT_BINARY_DIR}/disttrainConfig.cmake" "${PROJECT_BINARY_DI
 # build adds the toolkit's directory, below). The FlatBuffers code the
 # library uses is header-only, nlohmann_json too.
 # tests/packaging/install_and_consume.sh links a consumer this way.
-set(DT_PC_LIBS_PRIVATE "-lnng -ldnnl -lopenblas -lz -ljpeg -lpng16 -fopenmp -lstdc++ -lm -lpthread -ldl")
+set(DT_PC_LIBS_PRIVATE "-lnng -lmbedcrypto -ldnnl -lopenblas -lz -ljpeg -lpng16 -fopenmp -lstdc++ -lm -lpthread -ldl")
 if(DT_HAVE_CUDA)
   # The CUDA libraries live in the toolkit's directory (NVIDIA's
   # /usr/local/cuda/lib64, with cuDNN and NCCL copied there or elsewhere),

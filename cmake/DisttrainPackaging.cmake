@@ -63,12 +63,14 @@ endif()
 
 set(CPACK_DEBIAN_DEV_PACKAGE_NAME libdisttrain-dev)
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
-set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS "libnng-dev, libdnnl-dev, ocl-icd-opencl-dev, libopenblas-dev, zlib1g-dev, libjpeg62-turbo-dev, libpng-dev")
+set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS "libnng-dev, libmbedtls-dev, libdnnl-dev, ocl-icd-opencl-dev, libopenblas-dev, zlib1g-dev, libjpeg62-turbo-dev, libpng-dev")
 set(CPACK_COMPONENT_DEV_DESCRIPTION
   "${PROJECT_DESCRIPTION}: development files\n The C header dt_c_api.h, the static library, disttrain.pc and the CMake package disttrain.")
 
 set(CPACK_DEBIAN_TOOLS_PACKAGE_NAME disttrain-tools)
 set(CPACK_DEBIAN_TOOLS_PACKAGE_SECTION science)
+# dtrun --tls makes its throw-away CA with the openssl tool.
+set(CPACK_DEBIAN_TOOLS_PACKAGE_RECOMMENDS "openssl")
 set(CPACK_COMPONENT_TOOLS_DESCRIPTION
   "${PROJECT_DESCRIPTION}: job tools\n dtrun starts a training job; dt-node runs a scheduler or a server.")
 

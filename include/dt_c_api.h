@@ -82,7 +82,8 @@ typedef enum dt_status {
   DT_ERR_DTYPE_MISMATCH = 16,  /* element types do not agree               */
   DT_ERR_NO_DEVICE = 17,       /* the requested GPU is absent              */
   DT_ERR_NOT_FOUND = 18,       /* a named entry, key or file is missing    */
-  DT_ERR_PEER_LOST = 19        /* a node of the job died or stopped        */
+  DT_ERR_PEER_LOST = 19,       /* a node of the job died or stopped        */
+  DT_ERR_UNAUTHENTICATED = 20  /* a peer lacks the job's secret (DT_JOB_SECRET) */
 } dt_status;
 
 /* Static text naming a status ("invalid argument", ...). Never NULL. */
@@ -903,6 +904,20 @@ typedef struct dt_kvstore_options {
   int32_t num_workers;          /* > 0, or 0 (default): environment            */
   const char *scheduler_host;   /* IP or host name; NULL (default): environment */
   int32_t scheduler_port;       /* 1..65535, or 0 (default): environment       */
+  /* TLS for the job's tcp connections (docs/security.md, "TLS"): PEM files
+   * of this node's certificate, its unencrypted private key, and the CA
+   * certificate every peer's certificate must chain to. All three or none
+   * (DT_ERR_INVALID_ARGUMENT naming the missing field, or a file that is
+   * missing, unreadable or malformed). NULL (default): DT_TLS_CERT_FILE,
+   * DT_TLS_KEY_FILE, DT_TLS_CA_FILE; set here, the three replace those.
+   * With TLS every tcp connection is tls+tcp with both ends' certificates
+   * checked (a node without one from the CA cannot connect; no server name
+   * is checked: use a CA for this job alone); ipc and inproc stay as they
+   * are. Every node of a job needs TLS or none does. The strings are read
+   * during the call only. */
+  const char *tls_cert_file;
+  const char *tls_key_file;
+  const char *tls_ca_file;
 } dt_kvstore_options;
 
 DT_API dt_status dt_kvstore_options_init(dt_kvstore_options *options,

@@ -32,6 +32,7 @@ const (
 	StatusNoDevice        Status = 17
 	StatusNotFound        Status = 18
 	StatusPeerLost        Status = 19
+	StatusUnauthenticated Status = 20
 )
 
 // String is the library's static text for the status ("invalid argument").

@@ -35,6 +35,7 @@ DT_SAME_VALUE(DT_ERR_DTYPE_MISMATCH, kDtypeMismatch);
 DT_SAME_VALUE(DT_ERR_NO_DEVICE, kNoDevice);
 DT_SAME_VALUE(DT_ERR_NOT_FOUND, kNotFound);
 DT_SAME_VALUE(DT_ERR_PEER_LOST, kPeerLost);
+DT_SAME_VALUE(DT_ERR_UNAUTHENTICATED, kUnauthenticated);
 #undef DT_SAME_VALUE
 
 }  // namespace dt::c_api

@@ -32,6 +32,9 @@ inline void kvstore_defaults(dt_kvstore_options* options) {
   options->num_workers = 0;
   options->scheduler_host = nullptr;
   options->scheduler_port = 0;
+  options->tls_cert_file = nullptr;
+  options->tls_key_file = nullptr;
+  options->tls_ca_file = nullptr;
 }
 
 // A caller's options (NULL: the defaults) as read_struct merges them.
@@ -48,6 +51,8 @@ inline ps::PsOptions ps_options_from(const dt_kvstore_options& options) {
   out.heartbeat_timeout_s = options.heartbeat_timeout_s;
   out.shutdown_timeout_s = options.shutdown_timeout_s;
   out.bigarray_bound_bytes = options.bigarray_bound_bytes;
+  // ps-lite's knob, from the environment only (no field: MXNet has none).
+  out.resend_timeout_s = ps::ps_options_from_environment().resend_timeout_s;
   out.validate();
   return out;
 }
@@ -87,6 +92,12 @@ inline ps::JobOverrides job_overrides_from(const dt_kvstore_options& options) {
       throw invalid("scheduler_port is " + std::to_string(options.scheduler_port) + ": expected 1..65535 or 0");
     }
     out.root_port = options.scheduler_port;
+  }
+  // Any of the three set: the three replace DT_TLS_* (job_config_from checks
+  // that all are there and readable).
+  if (options.tls_cert_file != nullptr || options.tls_key_file != nullptr || options.tls_ca_file != nullptr) {
+    const auto text = [](const char* s) { return s == nullptr ? std::string() : std::string(s); };
+    out.tls = ps::TlsFiles{text(options.tls_cert_file), text(options.tls_key_file), text(options.tls_ca_file)};
   }
   return out;
 }

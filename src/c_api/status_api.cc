@@ -52,6 +52,7 @@ const char* dt_status_string(dt_status status) {
     case DT_ERR_NO_DEVICE: return "no such device";
     case DT_ERR_NOT_FOUND: return "not found";
     case DT_ERR_PEER_LOST: return "peer lost";
+    case DT_ERR_UNAUTHENTICATED: return "unauthenticated";
   }
   return "unknown status";
 }

@@ -29,6 +29,7 @@ enum class ErrorCode : int {
   kNoDevice = 17,
   kNotFound = 18,
   kPeerLost = 19,
+  kUnauthenticated = 20,
 };
 
 class Error : public std::runtime_error {

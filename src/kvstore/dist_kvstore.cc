@@ -69,7 +69,7 @@ DistKVStore::DistKVStore(const std::string& type, const ps::JobConfig& job, cons
       options_(options),
       cpu_(core::make_cpu_context()),
       member_(std::make_unique<ps::ClusterMember>(worker_job(job, type_), options)),
-      client_(std::make_unique<ps::WorkerClient>(member_->table(), job.node_host, transport, options)),
+      client_(std::make_unique<ps::WorkerClient>(member_->table(), job.node_host, transport, options, job.security)),
       placement_(member_->table().num_servers, options.bigarray_bound_bytes) {
   scheduler_ = std::make_unique<RequestScheduler>(RequestScheduler::link_to(*client_), member_->rank(), sync_,
                                                   max_in_flight_per_server);

@@ -17,7 +17,8 @@ static void clear_job_environment(void) {
       "DMLC_NUM_WORKER", "DMLC_WORKER_ID", "MX_CONFIG", "RANK", "WORLD_SIZE",
       "MASTER_ADDR", "MASTER_PORT", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
       "PMI_RANK", "PMI_SIZE", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_JOB_NODELIST",
-      "DT_PS_ROOT_URL", "DT_NUM_SERVER"};
+      "DT_PS_ROOT_URL", "DT_NUM_SERVER", "DT_TLS_CERT_FILE", "DT_TLS_KEY_FILE",
+      "DT_TLS_CA_FILE"};
   size_t i;
   for (i = 0; i < sizeof names / sizeof names[0]; ++i) unsetenv(names[i]);
 }
@@ -43,6 +44,9 @@ static void test_defaults(void) {
   CHECK_EQ_I64(o.num_workers, 0);
   CHECK(o.scheduler_host == NULL);
   CHECK_EQ_I64(o.scheduler_port, 0);
+  CHECK(o.tls_cert_file == NULL);
+  CHECK(o.tls_key_file == NULL);
+  CHECK(o.tls_ca_file == NULL);
   CHECK_STATUS(dt_kvstore_options_init(NULL, sizeof o), DT_ERR_INVALID_ARGUMENT);
 }
 
@@ -73,6 +77,25 @@ static void test_invalid_layout_fields(void) {
   o.struct_size = 3; /* never initialised */
   CHECK_STATUS(dt_node_run(&o), DT_ERR_INVALID_ARGUMENT);
   CHECK(strstr(dt_last_error(), "struct_size") != NULL);
+}
+
+/* The TLS files: all three or none, each one readable PEM, checked before
+ * the node starts and named in the error. */
+static void test_tls_fields(void) {
+  dt_kvstore_options o = short_deadlines();
+  o.role = DT_ROLE_SCHEDULER;
+  o.num_servers = 1;
+  o.num_workers = 1;
+  o.scheduler_host = "127.0.0.1";
+  o.scheduler_port = 1;
+  o.tls_cert_file = "/nonexistent/node.pem";
+  CHECK_STATUS(dt_node_run(&o), DT_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(dt_last_error(), "tls_key_file") != NULL);
+  CHECK(strstr(dt_last_error(), "tls_ca_file") != NULL);
+  o.tls_key_file = "/nonexistent/node.key";
+  o.tls_ca_file = "/nonexistent/ca.pem";
+  CHECK_STATUS(dt_node_run(&o), DT_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(dt_last_error(), "/nonexistent/node.pem") != NULL);
 }
 
 /* A worker's role cannot run as a node, whichever source gives it. */
@@ -121,6 +144,7 @@ int main(void) {
   test_defaults();
   test_invalid_layout_fields();
   test_worker_role_is_refused();
+  test_tls_fields();
   test_explicit_scheduler_layout();
   test_older_struct();
   return capi_finish();

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -206,6 +207,34 @@ TEST(DtrunJob, JobsStartedTogetherNeverCollideOnPorts) {
     EXPECT_NE(job->output().find("[worker 1] pushpull_sum=3"), std::string::npos) << job->output();
     job->expect_nothing_left();
   }
+}
+
+// dtrun --tls: every tcp connection of the job (the scheduler's, and the
+// data connections forced onto tcp) is tls+tcp with the job's throw-away
+// certificate, from a private directory that is gone when dtrun ends.
+TEST(DtrunJob, TlsJobPushpullsOverTlsTcpAndRemovesItsCertificates) {
+  std::vector<std::string> args = {"-n", "2", "-s", "1", "--tls", "--env", "PS_VERBOSE=1",
+                                   "--env", "DT_PS_DATA_TRANSPORT=tcp"};
+  args.insert(args.end(), kFastHeartbeats.begin(), kFastHeartbeats.end());
+  args.push_back("--");
+  args.push_back("echo tls-files $(stat -c %a \"$(dirname \"$DT_TLS_CERT_FILE\")\" \"$DT_TLS_KEY_FILE\") "
+                 "dir=$(dirname \"$DT_TLS_CERT_FILE\") && exec " + self_path + " --pushpull-worker");
+  DtrunProcess job(args, "tls");
+  const std::optional<int> status = job.wait(90s);
+  ASSERT_TRUE(status) << "dtrun did not finish\n" << job.output();
+  const std::string out = job.output();
+  EXPECT_EQ(exit_code(*status), 0) << out;
+  for (const char* line : {"[worker 0] pushpull_sum=3", "[worker 1] pushpull_sum=3",
+                           "[server 0] disttrain[PS_VERBOSE]: server 0: node table from the scheduler at tls+tcp://",
+                           "[worker 1] disttrain[PS_VERBOSE]: worker 1: data connection to server 0 at tls+tcp://",
+                           "[worker 0] tls-files 700 600 dir="}) {
+    EXPECT_NE(out.find(line), std::string::npos) << line << "\n" << out;
+  }
+  std::smatch dir;
+  ASSERT_TRUE(std::regex_search(out, dir, std::regex("tls-files 700 600 dir=(\\S+)"))) << out;
+  struct stat st {};
+  EXPECT_NE(stat(dir[1].str().c_str(), &st), 0) << dir[1] << " outlived the job";
+  job.expect_nothing_left();
 }
 
 }  // namespace

@@ -311,8 +311,16 @@ end_case
 
 # --- case 2: a remote worker killed inside its namespace stops the job -------------
 begin_case kill "$T"
-start_dtrun -n 2 -s 2 "${DTRUN_SSH[@]}" --env-worker DTRUN_TEST_HOLD=1 -- "$WORKER" --pushpull-worker
+# A secret of the user's own: it must reach every process, yet stand in no
+# command line, here or on the remote hosts (issue 18).
+SECRET=$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')
+DT_JOB_SECRET=$SECRET start_dtrun -n 2 -s 2 "${DTRUN_SSH[@]}" --env-worker DTRUN_TEST_HOLD=1 -- "$WORKER" --pushpull-worker
 if worker_1_holds; then
+  for cmdline in /proc/[0-9]*/cmdline; do
+    if grep -qaF -- "$SECRET" "$cmdline" 2>/dev/null; then
+      fail_case "the job's secret stands in the command line of pid $(basename "$(dirname "$cmdline")")"
+    fi
+  done
   victim=""
   for pid in $(ip netns pids "$NS_B"); do
     # The worker itself (argv[0]), not the wrapper shell that has it in its arguments.
@@ -322,6 +330,8 @@ if worker_1_holds; then
   done
   if [ -z "$victim" ]; then
     fail_case "no worker process in $NS_B"
+  elif ! tr '\0' '\n' <"/proc/$victim/environ" | grep -qxF -- "DT_JOB_SECRET=$SECRET"; then
+    fail_case "the remote worker (pid $victim) did not get the job's secret"
   else
     killed_at=$(now)
     ip netns exec "$NS_B" kill -KILL "$victim" || fail_case "kill -9 $victim in $NS_B failed"

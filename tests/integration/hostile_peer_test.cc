@@ -67,8 +67,10 @@ PsOptions options() {
   return o;
 }
 
-JobConfig job_config(Role role, const std::string& url, int worker_id = -1) {
+JobConfig job_config(Role role, const std::string& url, int worker_id = -1,
+                     const ps::TransportSecurity& security = {}) {
   JobConfig job;
+  job.security = security;
   job.role = role;
   job.root_url = url;
   job.scheduler_listen_url = url;
@@ -143,24 +145,30 @@ Message copy_of(const Message& m) {
 }
 
 // Sends every message on one fresh connection; each must be refused.
-void expect_all_refused(const std::string& url, std::vector<Message> messages, const std::string& what) {
-  RequestClient client(url, 10s);
+// Sends every message on one fresh connection; each must be refused (with
+// `code`, when given).
+void expect_all_refused(const std::string& url, std::vector<Message> messages, const std::string& what,
+                        const ps::TransportSecurity& security = {}, std::optional<ErrorCode> code = std::nullopt) {
+  RequestClient client(url, 10s, ps::kDefaultMaxMessageBytes, security);
   for (size_t i = 0; i < messages.size(); ++i) {
     const std::optional<Error> error = ask(client, std::move(messages[i]));
     EXPECT_TRUE(error.has_value()) << what << " #" << i << " was accepted";
+    if (error && code) EXPECT_EQ(error->code(), *code) << what << " #" << i << ": " << error->what();
   }
 }
 
 using Attack = std::function<void(const Target&)>;
 
 // Runs the job with `attack` between steps 2 and 3 and checks the outcome.
-void run_attacked_job(const Attack& attack) {
+// security: the job's (every real node's).
+void run_attacked_job(const Attack& attack, const ps::TransportSecurity& security = {}) {
   const std::vector<float>& expected = reference_weights();
   const PsOptions o = options();
-  ps::Scheduler scheduler(job_config(Role::kScheduler, "tcp://127.0.0.1:0"), o);
+  ps::Scheduler scheduler(job_config(Role::kScheduler, "tcp://127.0.0.1:0", -1, security), o);
   const std::string url = scheduler.url();
   auto scheduler_done = std::async(std::launch::async, [&] { scheduler.run(); });
-  auto server_done = std::async(std::launch::async, [&] { ps::run_server(job_config(Role::kServer, url), o); });
+  auto server_done =
+      std::async(std::launch::async, [&] { ps::run_server(job_config(Role::kServer, url, -1, security), o); });
 
   std::promise<Target> target_promise;
   std::promise<void> attacked;
@@ -168,7 +176,7 @@ void run_attacked_job(const Attack& attack) {
   std::atomic<int> paused{0};
   std::promise<void> both_paused;
   auto run_worker = [&](int rank) {
-    auto kv = std::make_shared<kvstore::DistKVStore>("dist_sync", job_config(Role::kWorker, url, rank), o,
+    auto kv = std::make_shared<kvstore::DistKVStore>("dist_sync", job_config(Role::kWorker, url, rank, security), o,
                                                      DataTransport::kTcp);
     if (rank == 0) {
       target_promise.set_value(Target{url, kv->node_table().servers.at(0).data_urls.at(0)});
@@ -337,6 +345,49 @@ TEST(HostilePeer, BitFlippedMessagesAreRefused) {
     expect_all_refused(t.server_url, flips(valid_pull), "a bit-flipped pull");
     expect_all_refused(t.scheduler_url, flips(valid_heartbeat), "a bit-flipped heartbeat");
   });
+}
+
+ps::TransportSecurity secret_filled_with(uint8_t v) {
+  ps::TransportSecurity s;
+  s.secret = ps::JobSecret{};
+  s.secret->fill(v);
+  return s;
+}
+
+// Issue 18: in a job with a secret, a node without it or with a wrong one
+// cannot register, take a rank, push, pull, start a barrier or stop the job,
+// and the real nodes train to the undisturbed result.
+TEST(HostilePeer, NodesWithoutTheJobsSecretAreRefusedEverything) {
+  const ps::TransportSecurity job_secret = secret_filled_with(5);
+  run_attacked_job(
+      [](const Target& t) {
+        const auto everything = [] {
+          std::vector<Message> m;
+          {
+            flatbuffers::FlatBufferBuilder fbb;
+            auto host = fbb.CreateString("127.0.0.1");
+            auto urls = fbb.CreateVectorOfStrings({"tcp://127.0.0.1:1"});
+            m.push_back(ps::make_message(fbb, wire::CreateRegister(fbb, wire::Role::Worker, host, 4242, urls, -1, 1, 2)));
+          }
+          m.push_back(heartbeat(Role::kWorker, 0));
+          m.push_back(barrier(0, 2));
+          m.push_back(shutdown(Role::kWorker, 1));
+          return m;
+        };
+        const auto data = [] {
+          std::vector<Message> m;
+          m.push_back(pull(0, kKey0, 2));
+          m.push_back(ps::encode_data_request(wire::DataOp::SetLearningRate, 0, {}, "", 1000).message);
+          return m;
+        };
+        for (const ps::TransportSecurity& stranger : {ps::TransportSecurity{}, secret_filled_with(6)}) {
+          expect_all_refused(t.scheduler_url, everything(), "a control message without the secret", stranger,
+                             ErrorCode::kUnauthenticated);
+          expect_all_refused(t.server_url, data(), "a data request without the secret", stranger,
+                             ErrorCode::kUnauthenticated);
+        }
+      },
+      job_secret);
 }
 
 }  // namespace

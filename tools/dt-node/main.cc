@@ -3,7 +3,8 @@
 // same program and only a rank (mpirun, srun, PMI), as whatever the rank
 // rule makes it:
 //
-//   dt-node [--env-server K=V]... [--env-worker K=V]... [-- COMMAND [ARGS...]]
+//   dt-node [--env-server K=V]... [--env-worker K=V]...
+//           [--tls-cert FILE --tls-key FILE --tls-ca FILE] [-- COMMAND [ARGS...]]
 //
 // The role comes from dt_node_role: DMLC_ROLE, else MX_CONFIG, else a rank
 // (RANK, OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID: ranks 0..S-1 are
@@ -11,6 +12,9 @@
 // runs here; a worker execs COMMAND, which finds the same role and worker id
 // when it creates its dist kvstore. --env-server / --env-worker set
 // variables for that role only, as dtrun's flags of the same names do.
+// --tls-cert/--tls-key/--tls-ca (all three) put the job's tcp connections on
+// TLS (docs/security.md, "TLS"), as DT_TLS_CERT_FILE, DT_TLS_KEY_FILE and
+// DT_TLS_CA_FILE do; a worker's COMMAND gets them as those variables.
 //
 // DTRUN_DIE_WITH_LAUNCHER=1 (set by dtrun --launcher mpi): this process,
 // and the worker it execs, get SIGKILL when the parent that started it
@@ -47,9 +51,12 @@ struct Args {
   std::vector<std::string> env_server;  // "K=V"
   std::vector<std::string> env_worker;
   std::vector<std::string> command;     // after "--"
+  std::string tls_cert, tls_key, tls_ca;  // --tls-*; empty: DT_TLS_* decide
 };
 
-const char kUsage[] = "usage: dt-node [--env-server K=V]... [--env-worker K=V]... [-- COMMAND [ARGS...]]\n";
+const char kUsage[] =
+    "usage: dt-node [--env-server K=V]... [--env-worker K=V]...\n"
+    "               [--tls-cert FILE --tls-key FILE --tls-ca FILE] [-- COMMAND [ARGS...]]\n";
 
 // Returns false (after a message) for a command line dt-node cannot run.
 bool parse_args(int argc, char** argv, Args* out) {
@@ -62,6 +69,18 @@ bool parse_args(int argc, char** argv, Args* out) {
         return false;
       }
       return true;
+    }
+    std::string* file = a == "--tls-cert" ? &out->tls_cert
+                        : a == "--tls-key"  ? &out->tls_key
+                        : a == "--tls-ca"   ? &out->tls_ca
+                                            : nullptr;
+    if (file != nullptr) {
+      if (i + 1 >= argc || argv[i + 1][0] == '\0') {
+        fprintf(stderr, "dt-node: %s needs a file\n%s", a.c_str(), kUsage);
+        return false;
+      }
+      *file = argv[++i];
+      continue;
     }
     std::vector<std::string>* list = a == "--env-server" ? &out->env_server
                                      : a == "--env-worker" ? &out->env_worker
@@ -125,6 +144,12 @@ int main(int argc, char** argv) {
       return 2;
     }
     if (!apply_settings(args.env_worker)) return 2;
+    if (!args.tls_cert.empty() || !args.tls_key.empty() || !args.tls_ca.empty()) {
+      if (!apply_settings({"DT_TLS_CERT_FILE=" + args.tls_cert, "DT_TLS_KEY_FILE=" + args.tls_key,
+                           "DT_TLS_CA_FILE=" + args.tls_ca})) {
+        return 2;
+      }
+    }
     std::vector<char*> exec_argv;
     for (std::string& word : args.command) exec_argv.push_back(&word[0]);
     exec_argv.push_back(NULL);
@@ -142,6 +167,12 @@ int main(int argc, char** argv) {
   if (init_status != DT_OK) {
     fprintf(stderr, "dt-node: %s: %s\n", dt_status_string(init_status), dt_last_error());
     return 2;
+  }
+  if (!args.tls_cert.empty() || !args.tls_key.empty() || !args.tls_ca.empty()) {
+    // NULL for one not given: the library names it as missing.
+    options.tls_cert_file = args.tls_cert.empty() ? NULL : args.tls_cert.c_str();
+    options.tls_key_file = args.tls_key.empty() ? NULL : args.tls_key.c_str();
+    options.tls_ca_file = args.tls_ca.empty() ? NULL : args.tls_ca.c_str();
   }
   const dt_status status = dt_node_run(&options);
   if (status != DT_OK) {

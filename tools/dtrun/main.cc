@@ -10,6 +10,8 @@
 
 #include "environment.h"
 #include "job.h"
+#include "job_secret.h"
+#include "job_tls.h"
 #include "line_prefixer.h"
 #include "local_launcher.h"
 #include "mpi_launcher.h"
@@ -32,7 +34,13 @@ int run(const dt::dtrun::Options& options) {
   // Installed before any child exists, so no SIGCHLD or Ctrl-C is missed.
   SignalPipe signals;
   TempDir work("dtrun");
-  const EnvMap inherited = current_environment();
+  EnvMap inherited = current_environment();
+  // Every process of the job proves it holds this before its first message.
+  for (const auto& [name, value] : job_secret_environment(inherited)) inherited[name] = value;
+  if (options.tls) {
+    // Every process (scheduler, servers, workers) gets the job's files.
+    for (const auto& [name, value] : make_job_tls(work.path())) inherited[name] = value;
+  }
   JobContext job{options, inherited, find_dt_node(inherited), work.path(),
                  options.timeout_s > 0 ? Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                                             std::chrono::duration<double>(options.timeout_s))

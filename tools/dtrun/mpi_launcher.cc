@@ -38,6 +38,11 @@ std::vector<std::string> mpirun_forwarded_names(const EnvMap& inherited, const O
   std::set<std::string> names = {"DMLC_PS_ROOT_URI", "DMLC_PS_ROOT_PORT", "DMLC_NUM_SERVER", "DMLC_NUM_WORKER",
                                  "OMP_WAIT_POLICY", kDieWithLauncherVariable};
   if (!layout.interface.empty()) names.insert("DMLC_INTERFACE");
+  // The job's secret and TLS files: by name, so that the secret's value
+  // travels in mpirun's environment, never on its command line.
+  for (const char* name : {"DT_JOB_SECRET", "DT_JOB_SECRET_FILE", "DT_TLS_CERT_FILE", "DT_TLS_KEY_FILE", "DT_TLS_CA_FILE"}) {
+    if (inherited.count(name) != 0) names.insert(name);
+  }
   for (const auto& [name, value] : user_settings(inherited, common_only(options), Role::kWorker)) names.insert(name);
   return {names.begin(), names.end()};
 }

@@ -12,7 +12,7 @@ const char* usage_text() {
   return "usage: dtrun -n WORKERS [-s SERVERS] [--launcher local|ssh|mpi|slurm]\n"
          "             [-H HOSTFILE] [--sync-dst-dir DIR] [--env K=V]...\n"
          "             [--env-server K=V]... [--env-worker K=V]... [--interface IF]\n"
-         "             [--log-dir DIR] [--timeout S] -- command [args...]\n"
+         "             [--log-dir DIR] [--timeout S] [--tls] -- command [args...]\n"
          "\n"
          "Starts a parameter-server job: a scheduler and SERVERS servers (dt-node) and\n"
          "WORKERS copies of the command, with the DMLC_* variables set; prefixes their\n"
@@ -42,6 +42,10 @@ const char* usage_text() {
          "  --interface IF        DMLC_INTERFACE: the network interface nodes use\n"
          "  --log-dir DIR         also write each process's output to DIR/<role>-<rank>.log\n"
          "  --timeout S           stop the job after S seconds (exit code 124)\n"
+         "  --tls                 tcp connections over mutual TLS: a throw-away CA and\n"
+         "                        certificate for this job (openssl, EC P-256, valid 2\n"
+         "                        days) in a private directory removed at the end, and\n"
+         "                        DT_TLS_* for every process; --launcher local only\n"
          "  -h, --help            this text\n"
          "\n"
          "A command given as one argument holding whitespace, as launch.py users write\n"
@@ -180,6 +184,8 @@ Options parse_options(const std::vector<std::string>& args) {
       o.ssh_options.push_back(opt);
     } else if (is(a, "--timeout")) {
       o.timeout_s = parse_seconds("--timeout", value_of(a, "--timeout"));
+    } else if (a == "--tls") {
+      o.tls = true;
     } else {
       throw UsageError("unknown option \"" + a + "\" (the command goes after \"--\")");
     }
@@ -193,6 +199,11 @@ Options parse_options(const std::vector<std::string>& args) {
   if (o.launcher == Launcher::kSsh && o.hostfile.empty()) throw UsageError("--launcher ssh needs -H HOSTFILE");
   if (o.launcher != Launcher::kSsh && (!o.ssh_config.empty() || !o.ssh_options.empty())) {
     throw UsageError("--ssh-config and --ssh-option need --launcher ssh");
+  }
+  if (o.tls && o.launcher != Launcher::kLocal) {
+    throw UsageError("--tls needs --launcher local: processes on other hosts cannot read this host's private "
+                     "directory; put a certificate for the job on every host and pass DT_TLS_CERT_FILE, "
+                     "DT_TLS_KEY_FILE, DT_TLS_CA_FILE with --env");
   }
   if (o.launcher != Launcher::kSsh && !o.sync_dst_dir.empty()) {
     // launch.py takes it with every launcher and uses it only over ssh; job

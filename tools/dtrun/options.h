@@ -29,6 +29,7 @@ struct Options {
   std::string interface;               // DMLC_INTERFACE for every process
   std::string log_dir;                 // one <role>-<rank>.log per process
   double timeout_s = 0;                // 0: no limit
+  bool tls = false;                    // --tls: a throw-away CA and certificate for the job (job_tls.h)
   std::string hostfile;                // -H: the hosts of --launcher ssh (hostfile.h)
   std::string sync_dst_dir;            // --sync-dst-dir: rsync the working directory there first (ssh only)
   std::string ssh_config;              // --ssh-config: ssh -F FILE

@@ -42,10 +42,15 @@ const char* remote_wrapper_script() {
 }
 
 std::string remote_command(const std::string& dir, const std::map<std::string, std::string>& env,
-                           const std::vector<std::string>& argv) {
+                           const std::vector<std::string>& argv, bool secret_on_stdin) {
   std::string out = "cd " + shell_quote(dir) + " && exec env";
   for (const auto& [name, value] : env) out += " " + shell_quote(name + "=" + value);
-  out += " sh -c " + shell_quote(remote_wrapper_script()) + " dtrun-remote";
+  // sh's read takes a pipe byte by byte, so the rest of the session's stdin
+  // is left for the wrapper's watcher.
+  const std::string script = std::string(secret_on_stdin ? "IFS= read -r DT_JOB_SECRET || exit 97; export DT_JOB_SECRET; "
+                                                         : "") +
+                             remote_wrapper_script();
+  out += " sh -c " + shell_quote(script) + " dtrun-remote";
   for (const std::string& word : argv) out += " " + shell_quote(word);
   return out;
 }

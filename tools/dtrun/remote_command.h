@@ -45,8 +45,12 @@ const char* remote_wrapper_script();
 // "cd DIR && exec env K=V... sh -c SCRIPT dtrun-remote ARGV..." with every
 // part quoted: what ssh hands to the remote login shell. The environment is
 // set through env(1) so that the login shell need not be a POSIX one.
+// secret_on_stdin: the script first reads one line from the session's stdin
+// into DT_JOB_SECRET and exports it (exit 97 when stdin ends first), so the
+// job's secret reaches the remote process without appearing in any
+// command line, here or there.
 std::string remote_command(const std::string& dir, const std::map<std::string, std::string>& env,
-                           const std::vector<std::string>& argv);
+                           const std::vector<std::string>& argv, bool secret_on_stdin = false);
 
 // One word of rsync's --rsh (-e) value, which rsync splits at spaces itself
 // and where only quotes, not backslashes, protect spaces. Throws

@@ -45,12 +45,21 @@ struct AddrinfoDeleter {
 // The ssh sessions' stdin: a FIFO that dtrun holds open read-write (so
 // opening it for reading never blocks and it never reports end-of-file while
 // dtrun holds it), and closes to end every session's stdin at once.
+// One per session, so that what is written into one (the job's secret, as
+// its first line) reaches that session alone.
 class SessionStdin {
  public:
-  explicit SessionStdin(const std::string& path) : path_(path) {
+  SessionStdin(const std::string& path, const std::string& first_line) : path_(path) {
     if (mkfifo(path.c_str(), 0600) != 0) throw system_error("mkfifo " + path);
     fd_.reset(open(path.c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC));
     if (!fd_) throw system_error("open " + path);
+    if (!first_line.empty()) {
+      // Far below a pipe's buffer: written whole, before ssh starts.
+      const std::string line = first_line + "\n";
+      if (write(fd_.get(), line.data(), line.size()) != static_cast<ssize_t>(line.size())) {
+        throw system_error("write " + path);
+      }
+    }
   }
   const std::string& path() const { return path_; }
   void close() { fd_.reset(); }
@@ -71,8 +80,8 @@ std::vector<std::string> with_stdin_from(const std::string& path, const std::vec
 // Ends the remote sides through their sessions and waits, bounded, until the
 // ssh processes have reported back. Their failures are the consequence of
 // this stop, not news; a signal to dtrun ends the wait early.
-void stop_remote(Supervisor& supervisor, SessionStdin& sessions) {
-  sessions.close();
+void stop_remote(Supervisor& supervisor, std::vector<std::unique_ptr<SessionStdin>>& sessions) {
+  for (auto& session : sessions) session->close();
   const Clock::time_point deadline =
       Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(kRemoteStopS));
   const auto remote_done = [&] { return supervisor.all_exited("server") && supervisor.all_exited("worker"); };
@@ -249,15 +258,21 @@ Outcome run_ssh(Supervisor& supervisor, const JobContext& job, SignalPipe& signa
   if (std::optional<Outcome> failed = start_scheduler(supervisor, job, layout)) return *failed;
   say("the scheduler listens on " + layout.root_uri + ":" + std::to_string(layout.root_port));
 
-  SessionStdin sessions(job.work_dir + "/ssh-stdin");
+  std::vector<std::unique_ptr<SessionStdin>> sessions;
   std::vector<RemoteProcess> remote;
+  // The job's secret goes through each session's stdin, never a command line.
+  const auto secret = job.inherited.find("DT_JOB_SECRET");
+  const std::string secret_line = secret == job.inherited.end() ? "" : secret->second;
   const auto start_remote = [&](Role role, int rank, const SshHost& host, const std::vector<std::string>& command) {
     const ProcessName name(role_name(role), rank);
-    const std::string line =
-        remote_command(remote_dir, remote_environment(job.inherited, o, layout, role, rank), command);
+    EnvMap env = remote_environment(job.inherited, o, layout, role, rank);
+    env.erase("DT_JOB_SECRET");
+    const std::string line = remote_command(remote_dir, env, command, !secret_line.empty());
+    sessions.push_back(std::make_unique<SessionStdin>(
+        job.work_dir + "/ssh-stdin-" + std::to_string(sessions.size()), secret_line));
     // Recorded first: a start that fails half-way still names its host.
     remote.push_back({name.text(), host.text()});
-    supervisor.start({name, with_stdin_from(sessions.path(), ssh_argv(o, host, line)), job.inherited});
+    supervisor.start({name, with_stdin_from(sessions.back()->path(), ssh_argv(o, host, line)), job.inherited});
     say(name.text() + " runs on " + host.text());
   };
   std::optional<Outcome> failed;

@@ -39,6 +39,7 @@
 
 #include "core/dtype.h"
 #include "core/traffic.h"
+#include "ps/transport/transport_security.h"
 
 namespace dt::collective::host {
 
@@ -60,6 +61,9 @@ struct HostCommunicatorOptions {
   std::string ipc_dir;
   // Same-host peers use ipc:// unless this is false (tests force tcp).
   bool use_ipc = true;
+  // The job's secret: each new stream proves both ends hold it before any
+  // data (mesh_rendezvous.h).
+  ps::TransportSecurity security;
 };
 
 class HostCommunicator {

@@ -11,7 +11,9 @@
 #include <random>
 
 #include "core/error.h"
+#include "ps/transport/auth_handshake.h"
 #include "ps/transport/nng_check.h"
+#include "ps/transport/tls_config.h"
 
 namespace dt::collective::host {
 
@@ -73,11 +75,12 @@ std::string ipc_path(int rank, const HostCommunicatorOptions& options) {
   return path;
 }
 
-Listener listen(const std::string& url) {
+Listener listen(const std::string& url, const ps::TlsFiles& tls) {
   nng_stream_listener* raw = nullptr;
   int rv = nng_stream_listener_alloc(&raw, url.c_str());
   if (rv != 0) ps::throw_nng_error(rv, "host communicator: listener for " + url);
   Listener listener(raw);
+  if (ps::is_tls_url(url)) ps::TlsConfig(ps::TlsRole::kServer, tls).apply(raw, url);
   rv = nng_stream_listener_listen(raw);
   if (rv != 0) ps::throw_nng_error(rv, "host communicator: listen on " + url);
   return listener;
@@ -118,7 +121,7 @@ Published decode_blob(const std::vector<uint8_t>& blob, int rank) {
   if (start != text.size() || fields.size() != 5 || fields[0] != kBlobMagic) throw bad("not a host mesh address");
   if (fields[1] != std::to_string(rank)) throw bad("it says rank " + fields[1]);
   Published p{fields[2], fields[3], fields[4]};
-  if (p.tcp_url.rfind("tcp://", 0) != 0) throw bad("tcp address '" + p.tcp_url + "'");
+  if (!ps::is_tcp_url(p.tcp_url)) throw bad("tcp address '" + p.tcp_url + "'");
   if (!p.ipc_url.empty() && p.ipc_url.rfind("ipc://", 0) != 0) throw bad("ipc address '" + p.ipc_url + "'");
   return p;
 }
@@ -144,6 +147,7 @@ std::unique_ptr<PeerStream> dial(int rank, int size, int peer, const std::string
   int rv = nng_stream_dialer_alloc(&raw, url.c_str());
   if (rv != 0) ps::throw_nng_error(rv, "host communicator: dialer for rank " + std::to_string(peer) + " at " + url);
   Dialer dialer(raw);
+  if (ps::is_tls_url(url)) ps::TlsConfig(ps::TlsRole::kClient, options.security.tls).apply(raw, url);
   Aio aio = make_aio(deadline);
   nng_stream_dialer_dial(dialer.get(), aio.get());
   nng_aio_wait(aio.get());
@@ -204,6 +208,52 @@ void accept_one(nng_stream_listener* listener, const std::string& url, int rank,
   streams[static_cast<size_t>(peer)] = std::move(stream);
 }
 
+// Both ends of every stream prove they hold the job's secret before any
+// collective runs (ps/transport/auth_handshake.h's MACs): each sends a fresh
+// nonce, then its MAC over the dialler's and the listener's nonces, labelled
+// by its side. Every rank sends before it waits on each step, so no order
+// of ranks can deadlock, and the nonces make a recorded exchange worthless.
+void authenticate_mesh(int rank, const std::vector<std::unique_ptr<PeerStream>>& streams,
+                       const ps::JobSecret& secret) {
+  const size_t size = streams.size();
+  std::vector<ps::Nonce> mine(size);
+  std::vector<ps::Nonce> theirs(size);
+  for (size_t p = 0; p < size; ++p) {
+    if (!streams[p]) continue;
+    mine[p] = ps::fresh_nonce();
+    streams[p]->start_send(mine[p].data(), mine[p].size(), nullptr, 0);
+    streams[p]->wait_send("host communicator: authentication nonce");
+  }
+  for (size_t p = 0; p < size; ++p) {
+    if (streams[p]) streams[p]->recv(theirs[p].data(), theirs[p].size(), "host communicator: authentication nonce");
+  }
+  std::vector<ps::Sha256Digest> proofs(size);
+  for (size_t p = 0; p < size; ++p) {
+    if (!streams[p]) continue;
+    const bool dialled = static_cast<size_t>(rank) < p;  // the lower rank dials
+    const ps::Nonce& dialler = dialled ? mine[p] : theirs[p];
+    const ps::Nonce& listener = dialled ? theirs[p] : mine[p];
+    proofs[p] = dialled ? ps::client_mac(secret, dialler, listener) : ps::server_mac(secret, dialler, listener);
+    streams[p]->start_send(proofs[p].data(), proofs[p].size(), nullptr, 0);
+    streams[p]->wait_send("host communicator: authentication proof");
+  }
+  for (size_t p = 0; p < size; ++p) {
+    if (!streams[p]) continue;
+    ps::Sha256Digest proof{};
+    streams[p]->recv(proof.data(), proof.size(), "host communicator: authentication proof");
+    const bool dialled = static_cast<size_t>(rank) < p;
+    const ps::Nonce& dialler = dialled ? mine[p] : theirs[p];
+    const ps::Nonce& listener = dialled ? theirs[p] : mine[p];
+    const ps::Sha256Digest expected =
+        dialled ? ps::server_mac(secret, dialler, listener) : ps::client_mac(secret, dialler, listener);
+    if (!ps::equal_in_constant_time(expected.data(), proof.data(), expected.size())) {
+      throw Error(ErrorCode::kUnauthenticated, "host communicator: the peer connected as rank " + std::to_string(p) +
+                                                   " does not hold this job's secret (a different job, or a wrong "
+                                                   "DT_JOB_SECRET on one side)");
+    }
+  }
+}
+
 }  // namespace
 
 std::string host_identity() {
@@ -228,15 +278,17 @@ std::vector<std::unique_ptr<PeerStream>> connect_mesh(int rank, int size, const 
   mine.host = host_identity();
   const bool host_has_colon = options.host.find(':') != std::string::npos;
   const std::string host = host_has_colon ? "[" + options.host + "]" : options.host;
-  Listener tcp = listen("tcp://" + host + ":0");
+  // With TLS files the tcp listener is tls+tcp (ps/transport/tls_config.h).
+  const ps::TlsFiles& tls = options.security.tls;
+  Listener tcp = listen(ps::url_for_transport("tcp://" + host + ":0", tls), tls);
   int port = 0;
   const int rv = nng_stream_listener_get_int(tcp.get(), NNG_OPT_TCP_BOUND_PORT, &port);
   if (rv != 0) ps::throw_nng_error(rv, "host communicator: NNG_OPT_TCP_BOUND_PORT");
-  mine.tcp_url = "tcp://" + host + ":" + std::to_string(port);
+  mine.tcp_url = ps::url_for_transport("tcp://" + host + ":" + std::to_string(port), tls);
   Listener ipc;
   if (options.use_ipc) {
     mine.ipc_url = "ipc://" + ipc_path(rank, options);
-    ipc = listen(mine.ipc_url);
+    ipc = listen(mine.ipc_url, tls);
   }
 
   const std::vector<std::vector<uint8_t>> blobs = exchange(encode_blob(rank, mine));
@@ -254,12 +306,14 @@ std::vector<std::unique_ptr<PeerStream>> connect_mesh(int rank, int size, const 
   for (int p = rank + 1; p < size; ++p) {
     const Published& peer = all[static_cast<size_t>(p)];
     streams[static_cast<size_t>(p)] =
-        dial(rank, size, p, use_ipc_with(p) ? peer.ipc_url : peer.tcp_url, deadline, options);
+        dial(rank, size, p, use_ipc_with(p) ? peer.ipc_url : ps::url_for_transport(peer.tcp_url, tls), deadline,
+             options);
   }
   int ipc_accepts = 0;
   for (int p = 0; p < rank; ++p) ipc_accepts += use_ipc_with(p) ? 1 : 0;
   for (int i = 0; i < ipc_accepts; ++i) accept_one(ipc.get(), mine.ipc_url, rank, size, deadline, options, streams);
   for (int i = ipc_accepts; i < rank; ++i) accept_one(tcp.get(), mine.tcp_url, rank, size, deadline, options, streams);
+  if (options.security.secret) authenticate_mesh(rank, streams, *options.security.secret);
   return streams;
 }
 

@@ -40,6 +40,7 @@ collective::host::HostCommunicatorOptions communicator_options(const ps::JobConf
   // Connecting and every collective wait as long as a request to a server.
   o.timeout_s = options.request_timeout_s;
   o.host = job.node_host.empty() ? "127.0.0.1" : job.node_host;
+  o.security = job.security;
   return o;
 }
 

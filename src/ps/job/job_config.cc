@@ -17,6 +17,9 @@
 #include "core/error.h"
 #include "ps/job/environment_options.h"
 #include "ps/job/launcher_environment.h"
+#include "ps/job/security_environment.h"
+#include "ps/job/tls_environment.h"
+#include "ps/transport/tls_config.h"
 
 namespace dt::ps {
 
@@ -233,6 +236,15 @@ JobConfig job_config_from(const EnvLookup& env, const JobOverrides& overrides) {
     job.scheduler_listen_url = "tcp://" + host + ":" + std::to_string(root_port);
   }
   if (auto file = non_empty(env, "DT_PS_PORT_FILE")) job.port_file = *file;
+  job.security = security_from(env);
+  if (overrides.tls) {
+    check_tls_files(*overrides.tls,
+                    TlsFileNames{"options->tls_cert_file", "options->tls_key_file", "options->tls_ca_file"});
+    job.security.tls = *overrides.tls;
+  }
+  // A TLS job's tcp connections are all tls+tcp (ps/transport/tls_config.h).
+  job.root_url = url_for_transport(job.root_url, job.security.tls);
+  job.scheduler_listen_url = url_for_transport(job.scheduler_listen_url, job.security.tls);
   return job;
 }
 
@@ -250,7 +262,14 @@ JobConfig job_config_from_env(const JobOverrides& overrides) {
   JobConfig job = job_config_from(getenv_lookup, overrides);
   // Once per process: a program may create several kvstores.
   static std::atomic<bool> logged{false};
-  if (!logged.exchange(true)) std::fprintf(stderr, "disttrain: %s\n", job.layout_summary.c_str());
+  if (!logged.exchange(true)) {
+    std::fprintf(stderr, "disttrain: %s\n", job.layout_summary.c_str());
+    if (!job.security.secret) {
+      std::fprintf(stderr,
+                   "disttrain: warning: no job secret (DT_JOB_SECRET or DT_JOB_SECRET_FILE): any process that "
+                   "reaches this job's ports can join it (docs/security.md)\n");
+    }
+  }
   log_mxnet_knob_notes_once();
   return job;
 }

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "ps/transport/request_client.h"
+#include "ps/transport/transport_security.h"
 
 namespace dt::ps {
 
@@ -28,6 +29,10 @@ struct PsOptions {
   double heartbeat_timeout_s = 5;
   double shutdown_timeout_s = 10;
   uint64_t bigarray_bound_bytes = 4000000;
+  // > 0 (PS_RESEND=1, PS_RESEND_TIMEOUT ms): a worker's push, pull or init
+  // without a reply this long is sent again; servers answer a repeat without
+  // counting it twice. 0: never resent (the default, as ps-lite's).
+  double resend_timeout_s = 0;
   // NNG_OPT_RECVMAXSZ on every socket: nng drops a larger message and its
   // connection without notice to the receiver (the requester fails with
   // kNetwork or kTimedOut), so the data plane must chunk tensors below it.
@@ -51,6 +56,7 @@ struct JobConfig {
   // What the scheduler listens on: "tcp://<DMLC_PS_ROOT_URI's address>:<port>"
   // when that address is this host's, else "tcp://<node_host>:<port>";
   // "tcp://0.0.0.0:<port>" only with DT_PS_LISTEN_ALL=1; or DT_PS_ROOT_URL.
+  // Both are tls+tcp:// instead of tcp:// when the job has TLS files.
   std::string scheduler_listen_url;
   int num_servers = 0;
   int num_workers = 0;
@@ -64,6 +70,9 @@ struct JobConfig {
   // Where the role and layout came from, e.g. "job layout from
   // OMPI_COMM_WORLD_* (rank 3 of 4, 1 server + 3 workers): worker 2".
   std::string layout_summary;
+  // The job's secret and TLS files (ps/job/security_environment.h): every
+  // connection this node opens or accepts uses them.
+  TransportSecurity security;
 };
 
 // Values a program sets itself (explicit API options). Each wins over every
@@ -75,6 +84,8 @@ struct JobOverrides {
   std::optional<int> num_workers;
   std::optional<std::string> root_uri;
   std::optional<int> root_port;
+  // The node's TLS files instead of DT_TLS_* (all three set).
+  std::optional<TlsFiles> tls;
 };
 
 // Reads a variable: nullopt when unset. Tests pass a map instead of getenv.

@@ -143,7 +143,8 @@ ClusterMember::ClusterMember(const JobConfig& job, const PsOptions& options, std
   State& st = *state_;
   st.job = job;
   st.options = options;
-  st.client = std::make_unique<RequestClient>(job.root_url, std::chrono::milliseconds(0), options.max_message_bytes);
+  st.client = std::make_unique<RequestClient>(job.root_url, std::chrono::milliseconds(0), options.max_message_bytes,
+                                              job.security);
 
   flatbuffers::FlatBufferBuilder fbb(512);
   auto host = fbb.CreateString(job.node_host);

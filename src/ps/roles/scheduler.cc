@@ -387,7 +387,7 @@ Scheduler::Scheduler(const JobConfig& job, const PsOptions& options) : state_(st
   st.server = std::make_unique<RequestServer>(
       std::vector<std::string>{job.scheduler_listen_url}, receivers,
       [&st](Message request, RequestServer::Reply reply) { st.handle(std::move(request), std::move(reply)); },
-      options.max_message_bytes, [&st](uint32_t pipe) { st.on_pipe_closed(pipe); }, policy);
+      options.max_message_bytes, [&st](uint32_t pipe) { st.on_pipe_closed(pipe); }, policy, job.security);
   st.url = st.server->bound_urls().front();
   if (!job.port_file.empty()) {
     // Written to a temporary name and renamed, so a launcher polling the file

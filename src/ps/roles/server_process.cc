@@ -19,6 +19,7 @@
 #include "ps/roles/cluster_member.h"
 #include "ps/roles/server_request_handler.h"
 #include "ps/transport/request_server.h"
+#include "ps/transport/tls_config.h"
 
 namespace dt::ps {
 
@@ -42,7 +43,7 @@ std::string ipc_path(const JobConfig& job, const void* owner) {
 
 std::vector<std::string> listen_urls(const JobConfig& job, const void* owner, const std::string& ipc) {
   if (ipc.empty()) return {"inproc://dt-ps-server-" + unique_suffix(owner)};
-  return {"tcp://" + job.node_host + ":0", "ipc://" + ipc};
+  return {url_for_transport("tcp://" + job.node_host + ":0", job.security.tls), "ipc://" + ipc};
 }
 
 // A killed server cannot remove its socket file: the next server on the
@@ -120,7 +121,8 @@ void run_server(const JobConfig& job, const PsOptions& options) {
   RequestServer transport(
       listen_urls(job, &server, ipc), server_receivers(job.num_workers),
       [&server](Message request, RequestServer::Reply reply) { server.handle(std::move(request), reply); },
-      options.max_message_bytes, [&server](uint32_t pipe) { server.connection_closed(pipe); }, policy);
+      options.max_message_bytes, [&server](uint32_t pipe) { server.connection_closed(pipe); }, policy,
+      job.security);
   ClusterMember member(job, options, transport.bound_urls());
   member.on_lost([&server](const LostNode& lost) { server.fail(core::Error(core::ErrorCode::kPeerLost, lost.message())); });
   member.wait_for_stop();

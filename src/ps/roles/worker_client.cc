@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "ps/job/environment_options.h"
+#include "ps/transport/tls_config.h"
 
 namespace dt::ps {
 
@@ -15,13 +16,12 @@ namespace {
 bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
 
 std::string pick_url(const NodeInfo& server, const std::string& node_host, DataTransport transport) {
-  const char* wanted = transport == DataTransport::kIpc ? "ipc://"
-                       : transport == DataTransport::kTcp ? "tcp://"
-                       : server.host == node_host ? "ipc://"
-                                                   : "tcp://";
+  // tcp here means tcp:// or tls+tcp:// (a TLS job's servers offer the latter).
+  const bool want_ipc = transport == DataTransport::kIpc ||
+                        (transport == DataTransport::kAuto && server.host == node_host);
   for (const auto& url : server.data_urls) if (starts_with(url, "inproc://")) return url;
-  for (const auto& url : server.data_urls) if (starts_with(url, wanted)) return url;
-  for (const auto& url : server.data_urls) if (starts_with(url, "tcp://")) return url;
+  for (const auto& url : server.data_urls) if (want_ipc ? starts_with(url, "ipc://") : is_tcp_url(url)) return url;
+  for (const auto& url : server.data_urls) if (is_tcp_url(url)) return url;
   throw Error(ErrorCode::kProtocol, server.describe() + " offers no usable data URL");
 }
 
@@ -35,13 +35,14 @@ DataTransport data_transport_from_name(const std::string& name) {
 }
 
 WorkerClient::WorkerClient(const NodeTable& table, const std::string& node_host, DataTransport transport,
-                           const PsOptions& options)
+                           const PsOptions& options, const TransportSecurity& security)
     : options_(options) {
   for (const NodeInfo& server : table.servers) {
     const std::string url = pick_url(server, node_host, transport);
     verbose_log(1, "worker " + std::to_string(table.your_rank) + ": data connection to server " +
                        std::to_string(server.rank) + " at " + url);
-    servers_.push_back(std::make_unique<RequestClient>(url, std::chrono::milliseconds(0), options.max_message_bytes));
+    servers_.push_back(
+        std::make_unique<RequestClient>(url, std::chrono::milliseconds(0), options.max_message_bytes, security));
   }
 }
 
@@ -63,14 +64,15 @@ void WorkerClient::check() const {
   if (auto error = failure()) throw *error;
 }
 
-void WorkerClient::send(int server, Message request, Done done) {
+void WorkerClient::send(int server, Message request, Done done, bool may_resend) {
   if (auto error = failure()) {
     done(*error, nullptr);
     return;
   }
   servers_.at(static_cast<size_t>(server))
-      ->request(std::move(request), to_ms(options_.request_timeout_s),
-                [done = std::move(done)](std::optional<Error> error, Message reply) {
+      ->request(
+          std::move(request), to_ms(options_.request_timeout_s),
+          [done = std::move(done)](std::optional<Error> error, Message reply) {
                   if (error) {
                     done(std::move(error), nullptr);
                     return;
@@ -91,7 +93,8 @@ void WorkerClient::send(int server, Message request, Done done) {
                     return;
                   }
                   done(std::nullopt, &*frame);
-                });
+          },
+          may_resend && resends() ? to_ms(options_.resend_timeout_s) : std::chrono::milliseconds(0));
 }
 
 struct WorkerClient::Exchange::State {

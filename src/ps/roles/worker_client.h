@@ -36,8 +36,9 @@ class WorkerClient {
   // index the request was sent under. May throw: the exchange fails.
   using OnReply = std::function<void(size_t index, const Frame& reply)>;
 
+  // security: the job's (JobConfig::security), for every server connection.
   WorkerClient(const NodeTable& table, const std::string& node_host, DataTransport transport,
-               const PsOptions& options);
+               const PsOptions& options, const TransportSecurity& security);
   ~WorkerClient();
   WorkerClient(const WorkerClient&) = delete;
   WorkerClient& operator=(const WorkerClient&) = delete;
@@ -74,7 +75,11 @@ class WorkerClient {
   // error: the transport's, a reply that fails verification, or the
   // server's error status. Never throws.
   using Done = std::function<void(std::optional<core::Error> error, const Frame* reply)>;
-  void send(int server, Message request, Done done);
+  // may_resend: the request is marked DataRequest.may_resend; with
+  // PsOptions::resend_timeout_s set it is sent again when its reply is late.
+  void send(int server, Message request, Done done, bool may_resend = false);
+  // Whether may_resend requests are resent (PS_RESEND).
+  bool resends() const { return options_.resend_timeout_s > 0; }
 
   // A node was lost: every current and later exchange fails with error.
   void fail(const core::Error& error);

@@ -53,14 +53,14 @@ size_t part_bytes(const PartInfo& info) {
 }
 
 EncodedData encode_data_request(wire::DataOp op, int worker_rank, const std::vector<SliceSpec>& slices,
-                                const std::string& text, double number) {
+                                const std::string& text, double number, bool may_resend) {
   flatbuffers::FlatBufferBuilder fbb(fb_capacity(slices, text.size()));
   std::vector<size_t> offsets;
   size_t payload_bytes = 0;
   auto tables = write_slices(fbb, slices, offsets, payload_bytes);
   auto text_offset = text.empty() ? flatbuffers::Offset<flatbuffers::String>() : fbb.CreateString(text);
   uint8_t* payload = nullptr;
-  Message msg = make_message(fbb, wire::CreateDataRequest(fbb, op, worker_rank, tables, text_offset, number),
+  Message msg = make_message(fbb, wire::CreateDataRequest(fbb, op, worker_rank, tables, text_offset, number, may_resend),
                              payload_bytes, &payload);
   return finish(std::move(msg), payload, slices, offsets);
 }

@@ -34,8 +34,9 @@ struct EncodedData {
   std::vector<uint8_t*> slice_data;
 };
 
+// may_resend: DataRequest.may_resend (PS_RESEND).
 EncodedData encode_data_request(wire::DataOp op, int worker_rank, const std::vector<SliceSpec>& slices,
-                                const std::string& text = {}, double number = 0);
+                                const std::string& text = {}, double number = 0, bool may_resend = false);
 // message: free text on success (GetOptimizerState's array names).
 EncodedData encode_data_reply(const std::vector<SliceSpec>& slices, const std::string& message = {});
 // An error answer to a data request (also used for a failure half-way).

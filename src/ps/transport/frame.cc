@@ -141,7 +141,7 @@ const char* body_name(wire::Body type) {
 Error error_from_reply(const wire::ErrorReply& reply) {
   const std::string text = reply.message() == nullptr ? std::string("(no message)") : reply.message()->str();
   const int status = reply.status();
-  if (status < static_cast<int>(ErrorCode::kInvalidArgument) || status > static_cast<int>(ErrorCode::kPeerLost)) {
+  if (status < static_cast<int>(ErrorCode::kInvalidArgument) || status > static_cast<int>(ErrorCode::kUnauthenticated)) {
     return Error(ErrorCode::kRemote, "peer failed with unknown status " + std::to_string(status) + ": " + text);
   }
   return Error(static_cast<ErrorCode>(status), text);

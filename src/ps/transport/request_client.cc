@@ -3,14 +3,19 @@
 #include <nng/nng.h>
 #include <nng/protocol/reqrep0/req.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstdio>
+#include <cstring>
+#include <deque>
 #include <future>
 #include <mutex>
 #include <vector>
 
+#include "ps/transport/auth_handshake.h"
 #include "ps/transport/nng_check.h"
 #include "ps/transport/nng_handles.h"
+#include "ps/transport/tls_config.h"
 
 namespace dt::ps {
 
@@ -25,6 +30,12 @@ std::string seconds_text(std::chrono::milliseconds ms) {
   return buf;
 }
 
+Message copy_of(const Message& m) {
+  Message copy = Message::with_capacity(m.size());
+  if (m.size() > 0) std::memcpy(copy.grow(m.size()), m.data(), m.size());
+  return copy;
+}
+
 }  // namespace
 
 struct RequestClient::State {
@@ -37,7 +48,22 @@ struct RequestClient::State {
     bool receiving = false;
     std::chrono::steady_clock::time_point deadline;
     std::chrono::milliseconds budget{0};
+    // A handshake step: its reply is the caller's to read, not turned into
+    // an error.
+    bool raw = false;
+    // PS_RESEND: the bytes to send again when no reply comes within
+    // resend_after (empty otherwise).
+    Message copy;
+    std::chrono::milliseconds resend_after{0};
     Done done;
+  };
+  using Clock = std::chrono::steady_clock;
+  // A request waiting for the connection to prove itself.
+  struct Held {
+    Message msg;
+    Clock::time_point deadline;
+    Done done;
+    std::chrono::milliseconds resend_after{0};
   };
 
   std::string url;
@@ -56,6 +82,26 @@ struct RequestClient::State {
   std::vector<PendingRequest*> idle;
   core::TrafficCounter traffic;
 
+  // Authentication (auth_handshake.h), when the job has a secret. Guarded
+  // by mutex: the newest connection, the one that has proven itself, and the
+  // requests waiting for a proof.
+  std::optional<JobSecret> secret;
+  uint32_t current_pipe = 0;
+  uint32_t proven_pipe = 0;
+  bool handshaking = false;
+  std::deque<Held> held;
+  std::weak_ptr<State> weak_self;
+
+  // Sends msg at once on a fresh slot (done gets kClosed after close()).
+  void send_now(Message msg, Clock::time_point deadline, bool raw, Done done,
+                std::chrono::milliseconds resend_after = std::chrono::milliseconds(0));
+  // Runs the handshake on the current connection; `handshaking` is set.
+  void start_handshake();
+  void handshake_succeeded(uint32_t pipe);
+  // retry: a transient failure (connection lost, no reply in time): held
+  // requests with time left wait for another attempt.
+  void handshake_failed(const Error& error, bool retry);
+
   static void on_aio(void* arg);
   static void on_pipe_event(nng_pipe pipe, nng_pipe_ev event, void* arg);
   PendingRequest* acquire();  // a free slot; counts the request as sending
@@ -64,12 +110,19 @@ struct RequestClient::State {
   Error error_for(int rv, const PendingRequest& p);
 };
 
-void RequestClient::State::on_pipe_event(nng_pipe, nng_pipe_ev event, void* arg) {
+void RequestClient::State::on_pipe_event(nng_pipe pipe, nng_pipe_ev event, void* arg) {
   auto* self = static_cast<State*>(arg);
   std::function<void()> tell;
   {
     std::lock_guard<std::mutex> lock(self->mutex);
     self->pipes += event == NNG_PIPE_EV_ADD_POST ? 1 : -1;
+    const uint32_t id = nng_pipe_id(pipe) > 0 ? static_cast<uint32_t>(nng_pipe_id(pipe)) : 0;
+    if (event == NNG_PIPE_EV_ADD_POST) {
+      self->current_pipe = id;
+    } else {
+      if (self->current_pipe == id) self->current_pipe = 0;
+      if (self->proven_pipe == id) self->proven_pipe = 0;
+    }
     if (event == NNG_PIPE_EV_REM_POST && !self->closed) tell = self->on_disconnect;
   }
   self->connected_cv.notify_all();
@@ -135,6 +188,7 @@ Error RequestClient::State::error_for(int rv, const PendingRequest& p) {
 void RequestClient::State::finish(PendingRequest* p, std::optional<Error> error, Message reply) {
   Done done = std::move(p->done);
   p->done = nullptr;
+  p->copy = Message();
   done(std::move(error), std::move(reply));
   std::lock_guard<std::mutex> lock(mutex);
   idle.push_back(p);
@@ -148,28 +202,56 @@ void RequestClient::State::on_aio(void* arg) {
   nng_aio_set_msg(p->aio.get(), nullptr);
   if (rv != 0) {
     if (msg != nullptr) nng_msg_free(msg);  // a failed send leaves the request with us
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(p->deadline - Clock::now());
+    if (rv == NNG_ETIMEDOUT && p->receiving && p->copy.get() != nullptr && left.count() > 0) {
+      // PS_RESEND: no reply in time; the same bytes again, on a new request
+      // id of this context (a late first reply is dropped by nng).
+      Message again = copy_of(p->copy);
+      p->receiving = false;
+      nng_aio_set_timeout(p->aio.get(), static_cast<nng_duration>(std::max<int64_t>(1, left.count())));
+      self->traffic.sent(again.size());
+      nng_aio_set_msg(p->aio.get(), again.release());
+      nng_ctx_send(p->ctx.get(), p->aio.get());
+      return;
+    }
     self->finish(p, self->error_for(rv, *p), Message());
     return;
   }
   if (!p->receiving) {
     p->receiving = true;
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(p->deadline - std::chrono::steady_clock::now());
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(p->deadline - std::chrono::steady_clock::now());
+    if (p->copy.get() != nullptr) left = std::min(left, p->resend_after);
     nng_aio_set_timeout(p->aio.get(), static_cast<nng_duration>(std::max<int64_t>(1, left.count())));
     nng_ctx_recv(p->ctx.get(), p->aio.get());
     return;
   }
   self->traffic.received(nng_msg_len(msg));
-  self->finish(p, std::nullopt, Message(msg));
+  Message reply(msg);
+  if (!p->raw && is_handshake(reply.data(), reply.size())) {
+    // The peer refused this connection (this node lacks the job's secret,
+    // or the connection changed before it proved itself).
+    std::string reason;
+    try {
+      reason = decode_handshake(reply.data(), reply.size()).reason;
+    } catch (const Error& e) {
+      reason = e.what();
+    }
+    self->finish(p, Error(ErrorCode::kUnauthenticated, self->url + " refused the request: " + reason), Message());
+    return;
+  }
+  self->finish(p, std::nullopt, std::move(reply));
 }
 
 RequestClient::RequestClient(const std::string& url, std::chrono::milliseconds connect_timeout,
-                             size_t max_message_bytes)
+                             size_t max_message_bytes, const TransportSecurity& security)
     : url_(url), state_(std::make_shared<State>()) {
   State& st = *state_;
   st.url = url;
   nng_socket socket;
   DT_NNG_CHECK(nng_req0_open(&socket));
   st.socket = Socket(socket);
+  st.secret = security.secret;
+  st.weak_self = state_;
   DT_NNG_CHECK(nng_socket_set_size(socket, NNG_OPT_RECVMAXSZ, max_message_bytes));
   // Never resend a request: a resent push would be summed twice. Without
   // resends nng also fails a pending request at once when its connection
@@ -181,8 +263,14 @@ RequestClient::RequestClient(const std::string& url, std::chrono::milliseconds c
   DT_NNG_CHECK(nng_pipe_notify(socket, NNG_PIPE_EV_ADD_POST, &State::on_pipe_event, &st));
   DT_NNG_CHECK(nng_pipe_notify(socket, NNG_PIPE_EV_REM_POST, &State::on_pipe_event, &st));
   // Non-blocking: a peer that is not up yet is redialed in the background.
-  const int rv = nng_dial(socket, url.c_str(), nullptr, NNG_FLAG_NONBLOCK);
-  if (rv != 0) throw_nng_error(rv, "dialing " + url);
+  // With TLS files a tcp URL is dialed as tls+tcp (ps/transport/tls_config.h).
+  const std::string dial_url = url_for_transport(url, security.tls);
+  nng_dialer dialer;
+  int rv = nng_dialer_create(&dialer, socket, dial_url.c_str());
+  if (rv != 0) throw_nng_error(rv, "dialing " + dial_url);
+  if (is_tls_url(dial_url)) TlsConfig(TlsRole::kClient, security.tls).apply(dialer, dial_url);
+  rv = nng_dialer_start(dialer, NNG_FLAG_NONBLOCK);
+  if (rv != 0) throw_nng_error(rv, "dialing " + dial_url);
   if (connect_timeout.count() > 0) {
     std::unique_lock<std::mutex> lock(st.mutex);
     if (!st.connected_cv.wait_for(lock, connect_timeout, [&] { return st.pipes > 0; })) {
@@ -202,25 +290,166 @@ RequestClient::~RequestClient() {
   state_->all.clear();
 }
 
-void RequestClient::request(Message msg, std::chrono::milliseconds deadline, Done done) {
+void RequestClient::State::send_now(Message msg, Clock::time_point deadline, bool raw, Done done,
+                                    std::chrono::milliseconds resend_after) {
   if (msg.get() == nullptr) msg = Message::with_capacity(0);
-  State::PendingRequest* p;
+  PendingRequest* p;
   try {
-    p = state_->acquire();
+    p = acquire();
   } catch (const Error& e) {
     done(e, Message());
     return;
   }
   // Nothing below throws: sent() must follow acquire().
+  const auto now = Clock::now();
   p->done = std::move(done);
   p->receiving = false;
-  p->budget = deadline;
-  p->deadline = std::chrono::steady_clock::now() + deadline;
-  nng_aio_set_timeout(p->aio.get(), static_cast<nng_duration>(std::max<int64_t>(1, deadline.count())));
-  state_->traffic.sent(msg.size());
+  p->raw = raw;
+  p->resend_after = resend_after;
+  if (resend_after.count() > 0) p->copy = copy_of(msg);
+  p->deadline = deadline;
+  p->budget = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
+  nng_aio_set_timeout(p->aio.get(), static_cast<nng_duration>(std::max<int64_t>(1, p->budget.count())));
+  traffic.sent(msg.size());
   nng_aio_set_msg(p->aio.get(), msg.release());
   nng_ctx_send(p->ctx.get(), p->aio.get());
-  state_->sent();
+  sent();
+}
+
+void RequestClient::State::start_handshake() {
+  Clock::time_point deadline = Clock::now();
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    for (const Held& h : held) deadline = std::max(deadline, h.deadline);
+  }
+  const Nonce client_nonce = fresh_nonce();
+  HandshakeMessage hello;
+  hello.type = HandshakeType::kHello;
+  hello.nonce = client_nonce;
+  std::weak_ptr<State> weak = weak_self;
+  send_now(handshake_message(hello), deadline, true, [weak, client_nonce, deadline](std::optional<Error> error,
+                                                                                     Message reply) {
+    std::shared_ptr<State> self = weak.lock();
+    if (!self) return;
+    if (error) return self->handshake_failed(*error, error->code() != ErrorCode::kClosed);
+    HandshakeMessage challenge;
+    try {
+      challenge = decode_handshake(reply.data(), reply.size());
+    } catch (const Error&) {
+      return self->handshake_failed(
+          Error(ErrorCode::kUnauthenticated, self->url + " takes no part in the job's authentication: it answered "
+                                                         "the handshake with something else (no DT_JOB_SECRET on "
+                                                         "that node, or another program on that port?)"),
+          false);
+    }
+    if (challenge.type != HandshakeType::kChallenge) {
+      return self->handshake_failed(
+          Error(ErrorCode::kUnauthenticated, self->url + " refused the connection: " + challenge.reason), false);
+    }
+    const Sha256Digest expected = server_mac(*self->secret, client_nonce, challenge.nonce);
+    if (!equal_in_constant_time(expected.data(), challenge.mac.data(), expected.size())) {
+      return self->handshake_failed(Error(ErrorCode::kUnauthenticated,
+                                          self->url + " does not hold this job's secret: its authentication "
+                                                      "proof does not match (a different job, or a wrong "
+                                                      "DT_JOB_SECRET on one side)"),
+                                    false);
+    }
+    HandshakeMessage proof;
+    proof.type = HandshakeType::kProof;
+    proof.mac = client_mac(*self->secret, client_nonce, challenge.nonce);
+    const uint32_t challenged_pipe = reply.pipe_id();
+    self->send_now(handshake_message(proof), deadline, true,
+                   [weak, challenged_pipe](std::optional<Error> error, Message answer) {
+                     std::shared_ptr<State> self = weak.lock();
+                     if (!self) return;
+                     if (error) return self->handshake_failed(*error, error->code() != ErrorCode::kClosed);
+                     HandshakeMessage verdict;
+                     try {
+                       verdict = decode_handshake(answer.data(), answer.size());
+                     } catch (const Error& e) {
+                       return self->handshake_failed(e, false);
+                     }
+                     if (verdict.type == HandshakeType::kAccepted) return self->handshake_succeeded(answer.pipe_id());
+                     // The proof went out on a newer connection than the
+                     // challenge (a reconnect in between): try again there.
+                     const bool moved = answer.pipe_id() != challenged_pipe;
+                     self->handshake_failed(
+                         Error(ErrorCode::kUnauthenticated, self->url + " refused the connection: " + verdict.reason),
+                         moved);
+                   });
+  });
+}
+
+void RequestClient::State::handshake_succeeded(uint32_t pipe) {
+  std::deque<Held> ready;
+  bool again = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    proven_pipe = pipe;
+    // Proven on a connection that is already gone: prove the new one.
+    again = pipe != current_pipe && !held.empty() && !closed;
+    if (!again) {
+      handshaking = false;
+      ready.swap(held);
+    }
+  }
+  if (again) return start_handshake();
+  const auto now = Clock::now();
+  for (Held& h : ready) {
+    if (h.deadline <= now) {
+      h.done(Error(ErrorCode::kTimedOut, "could not reach " + url + " in time (the connection was proving the "
+                                                                    "job's secret)"),
+             Message());
+    } else {
+      send_now(std::move(h.msg), h.deadline, false, std::move(h.done), h.resend_after);
+    }
+  }
+}
+
+void RequestClient::State::handshake_failed(const Error& error, bool retry) {
+  std::deque<Held> failed;
+  bool again = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    const auto now = Clock::now();
+    std::deque<Held> keep;
+    for (Held& h : held) {
+      if (retry && !closed && h.deadline > now) {
+        keep.push_back(std::move(h));
+      } else {
+        failed.push_back(std::move(h));
+      }
+    }
+    held.swap(keep);
+    again = !held.empty();
+    handshaking = again;
+  }
+  for (Held& h : failed) h.done(error, Message());
+  if (again) start_handshake();
+}
+
+void RequestClient::request(Message msg, std::chrono::milliseconds deadline, Done done,
+                            std::chrono::milliseconds resend_after) {
+  State& st = *state_;
+  const auto due = State::Clock::now() + deadline;
+  if (!st.secret) return st.send_now(std::move(msg), due, false, std::move(done), resend_after);
+  bool direct = false;
+  bool start = false;
+  {
+    std::lock_guard<std::mutex> lock(st.mutex);
+    if (!st.closed) {
+      direct = st.proven_pipe != 0 && st.proven_pipe == st.current_pipe;
+      if (!direct) {
+        st.held.push_back(State::Held{std::move(msg), due, std::move(done), resend_after});
+        start = !st.handshaking;
+        st.handshaking = true;
+      }
+    } else {
+      direct = true;  // send_now answers kClosed
+    }
+  }
+  if (direct) return st.send_now(std::move(msg), due, false, std::move(done), resend_after);
+  if (start) st.start_handshake();
 }
 
 core::Traffic RequestClient::traffic() const { return state_->traffic.read(); }
@@ -248,6 +477,7 @@ Message RequestClient::call(Message msg, std::chrono::milliseconds deadline) {
 void RequestClient::close() {
   State& st = *state_;
   std::vector<State::PendingRequest*> requests;
+  std::deque<State::Held> held;
   {
     std::unique_lock<std::mutex> lock(st.mutex);
     if (st.closed) return;
@@ -257,7 +487,9 @@ void RequestClient::close() {
     // wait bounded by it.
     st.sends_done.wait(lock, [&] { return st.sending == 0; });
     for (auto& p : st.all) requests.push_back(p.get());
+    held.swap(st.held);
   }
+  for (State::Held& h : held) h.done(Error(ErrorCode::kClosed, "request to " + st.url + ": the client was closed"), Message());
   // Stop the aios before closing the socket, as RequestServer does: a
   // callback re-arms a receive after its send, and that must not race the
   // socket's teardown. Each pending Done sees kClosed (error_for checks

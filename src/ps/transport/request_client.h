@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "ps/transport/message.h"
 #include "core/traffic.h"
+#include "ps/transport/transport_security.h"
 
 namespace dt::ps {
 
@@ -36,8 +37,17 @@ class RequestClient {
   // "no connection to <url> within <t> s" otherwise; 0 returns at once
   // (requests then wait for the connection within their own deadlines).
   // kInvalidArgument for a malformed URL.
+  // security.secret: before its first request on each connection the client
+  // proves it holds the job's secret and checks that the peer does too
+  // (ps/transport/auth_handshake.h); requests wait for that within their own
+  // deadlines. A peer that refuses the proof, or takes no part, fails them
+  // with kUnauthenticated.
+  // security.tls: a tcp:// URL is dialed as tls+tcp://, and only a peer with
+  // a certificate from the job's CA is connected (ps/transport/tls_config.h);
+  // one refused in the handshake looks unreachable: requests fail kTimedOut.
   RequestClient(const std::string& url, std::chrono::milliseconds connect_timeout,
-                size_t max_message_bytes = kDefaultMaxMessageBytes);
+                size_t max_message_bytes = kDefaultMaxMessageBytes,
+                const TransportSecurity& security = TransportSecurity());
   ~RequestClient();  // close()
   RequestClient(const RequestClient&) = delete;
   RequestClient& operator=(const RequestClient&) = delete;
@@ -46,7 +56,14 @@ class RequestClient {
   // once, on this thread, when the client is closed). Never
   // resends: a request is delivered at most once (a push must not be counted
   // twice). deadline covers sending and waiting for the reply.
-  void request(Message msg, std::chrono::milliseconds deadline, Done done);
+  //
+  // resend_after > 0 (PS_RESEND): when no reply has come that long after a
+  // send, the same bytes are sent again (nng drops the first reply if it
+  // comes after all), until the deadline. Only for requests whose receiver
+  // recognises a repeat (DataRequest.may_resend); the client keeps a copy of
+  // the message meanwhile.
+  void request(Message msg, std::chrono::milliseconds deadline, Done done,
+               std::chrono::milliseconds resend_after = std::chrono::milliseconds(0));
   // request() and wait; throws core::Error as listed above.
   Message call(Message msg, std::chrono::milliseconds deadline);
   // Fails every pending request with kClosed and refuses new ones. Idempotent.

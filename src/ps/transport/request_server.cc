@@ -11,14 +11,17 @@
 #include <exception>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <unordered_map>
 #include <utility>
 
+#include "ps/transport/connection_authenticator.h"
 #include "ps/transport/frame.h"
 #include "ps/transport/nng_check.h"
 #include "ps/transport/nng_handles.h"
 #include "ps/transport/rate_limited_log.h"
+#include "ps/transport/tls_config.h"
 
 namespace dt::ps {
 
@@ -27,14 +30,34 @@ using core::ErrorCode;
 
 namespace {
 
-// tcp://host:0 with the port the listener got.
+// tcp://host:0 (or tls+tcp://) with the port the listener got.
 std::string with_bound_port(const std::string& url, nng_listener listener) {
-  if (url.rfind("tcp", 0) != 0) return url;
+  if (!is_tcp_url(url)) return url;
   int port = 0;
   if (nng_listener_get_int(listener, NNG_OPT_TCP_BOUND_PORT, &port) != 0) return url;
   const size_t colon = url.rfind(':');
   if (colon == std::string::npos) return url;
   return url.substr(0, colon + 1) + std::to_string(port);
+}
+
+// Where a connection comes from, for the log line of a refused one.
+std::string peer_address(uint32_t pipe_id) {
+  nng_pipe pipe;
+  pipe.id = pipe_id;
+  nng_sockaddr sa{};
+  if (nng_pipe_get_addr(pipe, NNG_OPT_REMADDR, &sa) != 0) return "connection " + std::to_string(pipe_id);
+  char text[160];
+  switch (sa.s_family) {
+    case NNG_AF_INET: {
+      const auto* a = reinterpret_cast<const uint8_t*>(&sa.s_in.sa_addr);
+      const auto* p = reinterpret_cast<const uint8_t*>(&sa.s_in.sa_port);
+      std::snprintf(text, sizeof text, "%u.%u.%u.%u:%u", a[0], a[1], a[2], a[3], (p[0] << 8) | p[1]);
+      return text;
+    }
+    case NNG_AF_IPC: return std::string("ipc://") + sa.s_ipc.sa_path;
+    case NNG_AF_INPROC: return std::string("inproc://") + sa.s_inproc.sa_name;
+    default: return "connection " + std::to_string(pipe_id);
+  }
 }
 
 std::string seconds(double s) {
@@ -76,6 +99,8 @@ struct RequestServer::State {
 
   Socket socket;
   Handler handler;
+  // With a job secret: which connections have proven they hold it.
+  std::unique_ptr<ConnectionAuthenticator> authenticator;
   PipeClosed on_pipe_closed;
   ConnectionPolicy policy;
   int receivers = 1;
@@ -203,9 +228,11 @@ void RequestServer::State::on_aio(void* arg) {
 
 void RequestServer::State::on_pipe_event(nng_pipe pipe, nng_pipe_ev, void* arg) {
   auto* self = static_cast<State*>(arg);
-  if (self->stopping.load() || !self->on_pipe_closed) return;
   const int id = nng_pipe_id(pipe);
-  if (id > 0) self->on_pipe_closed(static_cast<uint32_t>(id));
+  if (id <= 0) return;
+  if (self->authenticator) self->authenticator->forget(static_cast<uint32_t>(id));
+  if (self->stopping.load() || !self->on_pipe_closed) return;
+  self->on_pipe_closed(static_cast<uint32_t>(id));
 }
 
 void RequestServer::State::run_handlers() {
@@ -281,6 +308,24 @@ void RequestServer::State::dispatch(Message request, Slot* slot) {
     reply(make_error_reply(ErrorCode::kBadState, text));
     return;
   }
+  if (authenticator) {
+    ConnectionAuthenticator::Outcome outcome = authenticator->screen(request);
+    if (!outcome.log.empty()) log.print(outcome.log + " (from " + peer_address(token->pipe) + ")");
+    if (outcome.action == ConnectionAuthenticator::Outcome::kClose) {
+      // A connection that failed its handshake and still talks: cut it. The
+      // held context is answered so it returns to the pool (nng drops the
+      // reply with the connection).
+      nng_pipe pipe;
+      pipe.id = token->pipe;
+      nng_pipe_close(pipe);
+      reply(Message());
+      return;
+    }
+    if (outcome.action == ConnectionAuthenticator::Outcome::kReply) {
+      reply(std::move(outcome.reply));
+      return;
+    }
+  }
   try {
     handler(std::move(request), reply);
   } catch (const Error& e) {
@@ -318,7 +363,8 @@ void RequestServer::State::expire_deadlines() {
 }
 
 RequestServer::RequestServer(const std::vector<std::string>& urls, int receivers, Handler handler,
-                             size_t max_message_bytes, PipeClosed on_pipe_closed, ConnectionPolicy policy)
+                             size_t max_message_bytes, PipeClosed on_pipe_closed, ConnectionPolicy policy,
+                             const TransportSecurity& security)
     : state_(std::make_shared<State>()) {
   if (receivers < 1) throw Error(ErrorCode::kInvalidArgument, "RequestServer: receivers must be at least 1");
   if (policy.per_connection < 1) {
@@ -332,17 +378,25 @@ RequestServer::RequestServer(const std::vector<std::string>& urls, int receivers
   st.on_pipe_closed = std::move(on_pipe_closed);
   st.policy = policy;
   st.receivers = receivers;
+  if (security.secret) st.authenticator = std::make_unique<ConnectionAuthenticator>(*security.secret);
   nng_socket socket;
   DT_NNG_CHECK(nng_rep0_open(&socket));
   st.socket = Socket(socket);
   // Inherited by every listener created below.
   DT_NNG_CHECK(nng_socket_set_size(socket, NNG_OPT_RECVMAXSZ, max_message_bytes));
-  if (st.on_pipe_closed) {
+  if (st.on_pipe_closed || st.authenticator) {
     DT_NNG_CHECK(nng_pipe_notify(socket, NNG_PIPE_EV_REM_POST, &State::on_pipe_event, &st));
   }
-  for (const std::string& url : urls) {
+  // With TLS files every tcp URL listens as tls+tcp (ps/transport/tls_config.h).
+  std::optional<TlsConfig> tls;
+  if (security.tls.enabled()) tls.emplace(TlsRole::kServer, security.tls);
+  for (const std::string& given : urls) {
+    const std::string url = url_for_transport(given, security.tls);
     nng_listener listener;
-    const int rv = nng_listen(socket, url.c_str(), &listener, 0);
+    int rv = nng_listener_create(&listener, socket, url.c_str());
+    if (rv != 0) throw_nng_error(rv, "listening on " + url);
+    if (is_tls_url(url)) tls->apply(listener, url);
+    rv = nng_listener_start(listener, 0);
     if (rv != 0) throw_nng_error(rv, "listening on " + url);
     st.bound.push_back(with_bound_port(url, listener));
   }

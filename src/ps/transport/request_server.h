@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "ps/transport/message.h"
+#include "ps/transport/transport_security.h"
 
 namespace dt::ps {
 
@@ -60,8 +61,16 @@ class RequestServer {
   // sends. nng's inproc transport does not apply the bound.
   // Throws core::Error(kNetwork) naming the URL, "address in use" for a taken
   // port; kInvalidArgument for a malformed URL, receivers < 1 or per_connection < 1.
+  // security.secret: every connection must prove it holds the job's secret
+  // (ps/transport/auth_handshake.h) before any of its requests reaches the
+  // handler; others are answered "unauthenticated" and logged once.
+  // security.tls: each tcp:// URL listens as tls+tcp:// (as bound_urls()
+  // says), where only peers with a certificate from the job's CA get a
+  // connection (ps/transport/tls_config.h); files that cannot be used are
+  // kInvalidArgument naming them.
   RequestServer(const std::vector<std::string>& urls, int receivers, Handler handler, size_t max_message_bytes,
-                PipeClosed on_pipe_closed = nullptr, ConnectionPolicy policy = ConnectionPolicy());
+                PipeClosed on_pipe_closed = nullptr, ConnectionPolicy policy = ConnectionPolicy(),
+                const TransportSecurity& security = TransportSecurity());
   // Stops receiving, drops replies still pending (their requesters see a
   // closed connection), joins the handler threads.
   ~RequestServer();

@@ -339,6 +339,45 @@ TEST_F(HostCommunicatorTest, SizeOneIsTheIdentity) {
   EXPECT_THROW(HostCommunicator::create(2, 2, nullptr, options()), Error);
 }
 
+ps::JobSecret secret_filled_with(uint8_t v) {
+  ps::JobSecret s{};
+  s.fill(v);
+  return s;
+}
+
+// Issue 18: with the job's secret, every stream proves both ends hold it
+// before any collective; one rank with another secret stops the mesh with
+// kUnauthenticated instead of joining it.
+TEST_F(HostCommunicatorTest, RanksProveTheJobSecretBeforeTheFirstCollective) {
+  for (bool ipc : {true, false}) {
+    HostCommunicatorOptions o = options(ipc);
+    o.security.secret = secret_filled_with(3);
+    Comms comms = create(4, o);
+    expect_exact_sums(comms, 1000);
+  }
+  HostCommunicatorOptions good = options();
+  good.security.secret = secret_filled_with(3);
+  HostCommunicatorOptions wrong = good;
+  wrong.security.secret = secret_filled_with(4);
+  wrong.timeout_s = good.timeout_s = 5;
+  InProcessExchange exchange(3);
+  Comms comms(3);
+  const std::vector<std::exception_ptr> errors = run_ranks(3, [&](int r) {
+    comms[static_cast<size_t>(r)] = HostCommunicator::create(r, 3, exchange.for_rank(r), r == 1 ? wrong : good);
+  });
+  int unauthenticated = 0;
+  for (const std::exception_ptr& e : errors) {
+    if (!e) continue;
+    try {
+      std::rethrow_exception(e);
+    } catch (const Error& error) {
+      if (error.code() == ErrorCode::kUnauthenticated) ++unauthenticated;
+    }
+  }
+  // Ranks 0 and 2 see rank 1's proof fail, rank 1 sees theirs.
+  EXPECT_EQ(unauthenticated, 3);
+}
+
 // A rank whose communicator is destroyed while the others are in an
 // all-reduce: they fail with kPeerLost, long before the timeout.
 TEST_F(HostCommunicatorTest, ADestroyedRankIsReportedAsLost) {

@@ -103,5 +103,13 @@ TEST(DtrunOptions, TheJobLayoutCannotBeOverriddenThroughEnv) {
   EXPECT_NO_THROW(parse({"-n", "1", "--env", "DMLC_NODE_HOST=10.0.0.2", "--", "w"}));
 }
 
+TEST(DtrunOptions, TlsIsForTheLocalLauncherOnly) {
+  EXPECT_FALSE(parse({"-n", "1", "--", "w"}).tls);
+  EXPECT_TRUE(parse({"-n", "1", "--tls", "--", "w"}).tls);
+  // Other hosts cannot read the certificate dtrun makes in its private directory.
+  EXPECT_THROW(parse({"-n", "1", "--tls", "--launcher", "mpi", "--", "w"}), UsageError);
+  EXPECT_THROW(parse({"-n", "1", "--tls", "--launcher", "ssh", "-H", "hosts", "--", "w"}), UsageError);
+}
+
 }  // namespace
 }  // namespace dt::dtrun

@@ -22,6 +22,7 @@ public enum Status {
   NO_DEVICE(17),
   NOT_FOUND(18),
   PEER_LOST(19),
+  UNAUTHENTICATED(20),
   /** A value this binding does not know: the library is newer (statuses are append-only). */
   UNKNOWN(-1);
 
