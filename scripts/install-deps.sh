@@ -64,6 +64,9 @@ if $tests; then
     swig default-jdk-headless junit5 scala golang-go
     # dtrun's launchers: mpirun, and ssh/rsync between namespace "hosts"
     openmpi-bin libopenmpi-dev openssh-server openssh-client rsync iproute2
+    # scripts/fuzz.sh: clang with libFuzzer and the sanitizer runtimes; the
+    # clang configure's find_package(OpenMP) needs LLVM's libomp
+    clang libclang-rt-14-dev libomp-14-dev
   )
 fi
 if $bench; then

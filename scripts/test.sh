@@ -10,6 +10,8 @@
 #                unit, C API, example and hostile-peer tests except the full
 #                training runs, which take minutes under ASan (this also
 #                proves a CUDA-less build works)
+# and last, build-fuzz/: clang's libFuzzer targets over every parser that
+# takes bytes from outside (fuzz/), DT_FUZZ_SECONDS each (default 10).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh --tests
@@ -37,6 +39,9 @@ scripts/check-deps.py build-asan --tests || status=1
 # detect_leaks: every handle the tests create must be freed.
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --output-on-failure -j "$jobs" --timeout 900 -L 'unit|capi|example|hostile' -LE training) || status=1
+
+echo "== libFuzzer targets over every parser (clang; fuzz/), each for a bounded time"
+DT_FUZZ_SECONDS="${DT_FUZZ_SECONDS:-10}" scripts/fuzz.sh build-fuzz || status=1
 
 if [ $status -ne 0 ]; then
   echo "test.sh: FAILED"

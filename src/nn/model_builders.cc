@@ -275,7 +275,7 @@ NetDescription build_model_description_from_text(const std::string& builder, con
   json options;
   try {
     options = json::parse(options_json);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for 1e999
     invalid(builder, std::string("options are not valid JSON: ") + e.what());
   }
   return build_model_description(builder, options);

@@ -157,7 +157,8 @@ NetDescription parse_net_description(const std::string& text) {
   json in;
   try {
     in = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
+    // parse_error, and out_of_range for a number beyond a double (1e999).
     invalid("not valid JSON: " + without_exception_tag(e.what()));
   }
   return net_description_from_json(in);

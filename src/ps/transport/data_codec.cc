@@ -1,5 +1,6 @@
 #include "ps/transport/data_codec.h"
 
+#include <cstring>
 #include <string>
 
 #include "core/dtype.h"
@@ -88,8 +89,16 @@ DecodedSlice decode_slice(const Frame& frame, const wire::TensorSlice* slice) {
   if (!core::is_valid_dtype(slice->dtype())) {
     throw Error(ErrorCode::kProtocol, what + ": unknown dtype " + std::to_string(slice->dtype()));
   }
+  // The Verifier checks the alignment of a vector's length, not of its
+  // elements: a peer can place the int64 dims 4 bytes off their alignment,
+  // so they are copied out rather than read through an int64_t pointer.
   const auto* dims = slice->shape();
-  std::vector<int64_t> shape = dims ? std::vector<int64_t>(dims->begin(), dims->end()) : std::vector<int64_t>{};
+  std::vector<int64_t> shape(dims ? dims->size() : 0);
+  for (size_t i = 0; i < shape.size(); ++i) {
+    int64_t dim;
+    std::memcpy(&dim, dims->Data() + i * sizeof dim, sizeof dim);
+    shape[i] = flatbuffers::EndianScalar(dim);
+  }
   DecodedSlice out;
   try {
     out.info.shape = core::Shape(shape);
