@@ -33,9 +33,10 @@ class WorkerClientLink final : public RequestScheduler::Link {
  public:
   explicit WorkerClientLink(ps::WorkerClient& client) : client_(client) {}
   int num_servers() const override { return client_.num_servers(); }
-  void send(int server, ps::Message request, ps::WorkerClient::Done done) override {
-    client_.send(server, std::move(request), std::move(done));
+  void send(int server, ps::Message request, ps::WorkerClient::Done done, bool may_resend) override {
+    client_.send(server, std::move(request), std::move(done), may_resend);
   }
+  bool resends() const override { return client_.resends(); }
   std::optional<Error> failure() const override { return client_.failure(); }
   void fail(const Error& error) override { client_.fail(error); }
 
@@ -229,6 +230,7 @@ void RequestScheduler::send_batch(int lane, std::vector<Unit> units) {
     feedback = feedback_;
   }
   std::optional<ps::EncodedData> encoded;
+  bool may_resend = false;
   std::optional<Error> error;
   try {
     std::shared_lock<std::shared_mutex> memory(memory_mutex_);
@@ -248,9 +250,13 @@ void RequestScheduler::send_batch(int lane, std::vector<Unit> units) {
       }
       specs.push_back(std::move(spec));
     }
+    // A repeat is recognised by worker, key and round: pulls and inits
+    // always, pushes in dist_sync only (an async push has no round).
+    may_resend = link_->resends() && (op == DataOp::Pull || op == DataOp::Init || sync_);
     // Servers know the two modes; a "_device" type differs only on the worker.
     encoded.emplace(ps::encode_data_request(op, worker_rank_, specs,
-                                            op == DataOp::Init ? (sync_ ? "dist_sync" : "dist_async") : std::string()));
+                                            op == DataOp::Init ? (sync_ ? "dist_sync" : "dist_async") : std::string(),
+                                            0, may_resend));
     for (size_t j = 0; j < units.size(); ++j) {
       const Part& part = units[j].part;
       if (part.src == nullptr || specs[j].data_bytes == 0) continue;
@@ -269,10 +275,12 @@ void RequestScheduler::send_batch(int lane, std::vector<Unit> units) {
     on_reply(lane, *shared, error, nullptr);
     return;
   }
-  link_->send(server, std::move(encoded->message),
-              [this, lane, shared](std::optional<Error> e, const ps::Frame* reply) {
-                on_reply(lane, *shared, std::move(e), reply);
-              });
+  link_->send(
+      server, std::move(encoded->message),
+      [this, lane, shared](std::optional<Error> e, const ps::Frame* reply) {
+        on_reply(lane, *shared, std::move(e), reply);
+      },
+      may_resend);
 }
 
 void RequestScheduler::on_reply(int lane, const std::vector<Unit>& units, std::optional<Error> error,

@@ -56,8 +56,12 @@ class RequestScheduler {
     virtual ~Link() = default;
     virtual int num_servers() const = 0;
     // As ps::WorkerClient::send: done runs exactly once, with the verified
-    // reply or the error, on any thread; never throws.
-    virtual void send(int server, ps::Message request, ps::WorkerClient::Done done) = 0;
+    // reply or the error, on any thread; never throws. may_resend: the
+    // request is marked DataRequest.may_resend and may be sent again.
+    virtual void send(int server, ps::Message request, ps::WorkerClient::Done done, bool may_resend) = 0;
+    // Whether requests that a server recognises when repeated are resent
+    // when their reply is late (PS_RESEND).
+    virtual bool resends() const { return false; }
     // The job's failure (a lost peer), once there is one.
     virtual std::optional<core::Error> failure() const = 0;
     // Ends the job for this worker: every later and pending send fails.

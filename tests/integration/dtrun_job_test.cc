@@ -192,6 +192,31 @@ TEST(DtrunJob, PsVerboseLogsTheNodeTableAndEveryMessage) {
   job.expect_nothing_left();
 }
 
+// PS_RESEND with a 1 ms timeout while worker 1 takes 5 ms per round: worker
+// 0's pushpull waits longer than that every round, so it is resent again and
+// again, and the server must answer each repeat without counting it and
+// free the copy it replaces (issue 15). 100 rounds, each sum exact, or the
+// worker fails; PS_VERBOSE=2 shows the repeats arriving.
+TEST(DtrunJob, PsResendRepeatsRequestsWithoutCountingThemTwice) {
+  DtrunProcess job(pushpull_job(2, {"--env", "PS_RESEND=1", "--env", "PS_RESEND_TIMEOUT=1", "--env",
+                                    "DTRUN_TEST_ROUNDS=100", "--env", "DTRUN_TEST_SLOW_RANK=1", "--env",
+                                    "PS_VERBOSE=2"}),
+                   "ps_resend");
+  const std::optional<int> status = job.wait(120s);
+  ASSERT_TRUE(status) << "dtrun did not finish\n" << job.output();
+  EXPECT_EQ(exit_code(*status), 0) << job.output();
+  for (const char* line : {"[worker 0] pushpull_sum=3", "[worker 1] pushpull_sum=3"}) {
+    EXPECT_NE(job.output().find(line), std::string::npos) << line << "\n" << job.output();
+  }
+  EXPECT_EQ(job.output().find("PS_RESEND=1: accepted"), std::string::npos) << job.output();
+  // Worker 0's requests arrived more often than its 100 rounds.
+  const std::string out = job.output();
+  const std::regex from_worker_0("server: PushPull from worker 0: key 3");
+  const auto repeats = std::distance(std::sregex_iterator(out.begin(), out.end(), from_worker_0), std::sregex_iterator());
+  EXPECT_GT(repeats, 150) << "too few resends to test anything";
+  job.expect_nothing_left();
+}
+
 TEST(DtrunJob, JobsStartedTogetherNeverCollideOnPorts) {
   constexpr int kJobs = 3;
   std::vector<std::unique_ptr<DtrunProcess>> jobs;

@@ -26,7 +26,10 @@ namespace dt::test {
 inline std::string self_path;
 
 // Prints "holding rank=R pid=P" once it pushes on (tests kill that pid),
-// else "pushpull_sum=S rank=R workers=N" at the end.
+// else "pushpull_sum=S rank=R workers=N" at the end. DTRUN_TEST_ROUNDS=K:
+// K pushpulls, each of which must give the exact sum (else it fails);
+// DTRUN_TEST_SLOW_RANK=R: that worker sleeps 5 ms before each, so the others
+// wait for it.
 inline int pushpull_worker() {
   dt_kvstore_options options;
   dt_kvstore* kv = nullptr;
@@ -37,6 +40,11 @@ inline int pushpull_worker() {
   const int64_t dims[1] = {4};
   const uint64_t key = 3;
   const bool hold = std::getenv("DTRUN_TEST_HOLD") != nullptr;
+  const char* rounds_text = std::getenv("DTRUN_TEST_ROUNDS");
+  const int rounds = rounds_text != nullptr ? std::atoi(rounds_text) : 1;
+  int round = 0;
+  const char* slow_text = std::getenv("DTRUN_TEST_SLOW_RANK");
+  const int slow_rank = slow_text != nullptr ? std::atoi(slow_text) : -1;
   float host[4];
   if (dt_kvstore_options_init(&options, sizeof options) != DT_OK ||
       dt_kvstore_create_ex(&kv, "dist_sync", &options) != DT_OK || dt_kvstore_rank(&rank, kv) != DT_OK ||
@@ -51,16 +59,21 @@ inline int pushpull_worker() {
     if (dt_kvstore_init(kv, &key, values, 1) != DT_OK) goto failed;
     bool said = false;
     do {
+      if (rank == slow_rank) usleep(5000);
       if (dt_ndarray_fill(value, rank + 1) != DT_OK || dt_kvstore_pushpull(kv, &key, values, outs, 1, 0) != DT_OK ||
           dt_ndarray_copy_to_host(host, sizeof host, value) != DT_OK) {
         goto failed;
+      }
+      if (host[0] != static_cast<float>(workers * (workers + 1) / 2)) {
+        std::fprintf(stderr, "round %d: pushpull_sum=%g, not %d\n", round, host[0], workers * (workers + 1) / 2);
+        goto done;
       }
       if (hold && !said) {
         std::printf("holding rank=%d pid=%d\n", rank, static_cast<int>(getpid()));
         std::fflush(stdout);
         said = true;
       }
-    } while (hold);
+    } while (hold || ++round < rounds);
     std::printf("pushpull_sum=%g rank=%d workers=%d\n", host[0], rank, workers);
     rc = 0;
     goto done;

@@ -66,6 +66,13 @@ PsOptions ps_options_from_environment(const EnvLookup& env, PsOptions o) {
     o.bigarray_bound_bytes = *elements * sizeof(float);
   }
   if (auto bytes = read_count(env, "DT_BIGARRAY_BOUND_BYTES", "bytes")) o.bigarray_bound_bytes = *bytes;
+  // ps-lite: PS_RESEND=1 turns resending on, PS_RESEND_TIMEOUT in ms
+  // (default 1000) is how long a request waits for its reply before.
+  if (auto resend = non_empty(env, "PS_RESEND"); resend && *resend != "0") {
+    uint64_t ms = 1000;
+    if (auto timeout = read_count(env, "PS_RESEND_TIMEOUT", "milliseconds")) ms = *timeout;
+    o.resend_timeout_s = static_cast<double>(ms) / 1000.0;
+  }
   return o;
 }
 
@@ -76,9 +83,6 @@ std::vector<std::string> mxnet_knob_notes(const EnvLookup& env) {
     const char* name;
     const char* why;
   } kIgnored[] = {
-      {"PS_RESEND", "accepted, not honoured: a request without a reply fails at its deadline "
-                    "(DT_REQUEST_TIMEOUT_S) naming the peer instead of being sent again"},
-      {"PS_RESEND_TIMEOUT", "accepted, not honoured (see PS_RESEND)"},
       {"MXNET_KVSTORE_REDUCTION_NTHREADS", "accepted; the local reduce of a key's values runs on the "
                                            "calling thread, in the order listed (results do not depend on timing)"},
       {"MXNET_ENABLE_GPU_P2P", "accepted; GPU-to-GPU copies always go through cudaMemcpyPeer, which uses "

@@ -13,6 +13,9 @@
 //                                                    connections and the
 //                                                    node table, 2 also every
 //                                                    message (ps_verbose)
+//   PS_RESEND, PS_RESEND_TIMEOUT                     ps-lite's resend: 1 and
+//                                                    milliseconds (default
+//                                                    1000): resend_timeout_s
 // MXNet and ps-lite knobs that mean nothing here are accepted, each with a
 // note saying why (mxnet_knob_notes), never silently.
 #pragma once

@@ -125,7 +125,7 @@ ServerKeyStore::Entry& ServerKeyStore::find(const PartInfo& info, const char* op
   return *it->second;
 }
 
-void ServerKeyStore::init(int worker, const PartInfo& info, const void* data, size_t bytes) {
+void ServerKeyStore::init(int worker, const PartInfo& info, const void* data, size_t bytes, bool resent) {
   throw_if_failed();
   if (worker < 0 || worker >= num_workers_) {
     throw Error(ErrorCode::kInvalidArgument, "init from worker " + std::to_string(worker) + " of " +
@@ -170,6 +170,7 @@ void ServerKeyStore::init(int worker, const PartInfo& info, const void* data, si
   std::lock_guard<std::mutex> lock(e->mutex);
   check(*e, info, bytes, "init");
   if (e->inited_by[static_cast<size_t>(worker)]) {
+    if (resent) return;
     throw Error(ErrorCode::kBadState, "init: worker " + std::to_string(worker) + " initialised " +
                                           part_name(p) + " twice");
   }
@@ -185,7 +186,7 @@ void ServerKeyStore::init(int worker, const PartInfo& info, const void* data, si
 }
 
 void ServerKeyStore::push(int worker, const PartInfo& info, int64_t round, const void* data, size_t bytes,
-                       PushDone done) {
+                          PushDone done, bool resent) {
   throw_if_failed();
   if (worker < 0 || worker >= num_workers_) {
     throw Error(ErrorCode::kInvalidArgument, "push from worker " + std::to_string(worker) + " of " +
@@ -205,8 +206,22 @@ void ServerKeyStore::push(int worker, const PartInfo& info, int64_t round, const
   }
   if (mode() == Mode::kSync) {
     const int64_t last = e.pushed_round[static_cast<size_t>(worker)];
-    bool held_already = false;
-    for (const HeldPush& h : e.held) held_already |= h.worker == worker && h.round == round;
+    HeldPush* held_already = nullptr;
+    for (HeldPush& h : e.held) {
+      if (h.worker == worker && h.round == round) held_already = &h;
+    }
+    if (resent && held_already) {
+      // Answered together with the first copy, when it is consumed.
+      held_already->done = [first = std::move(held_already->done), again = std::move(done)](const Error* error) {
+        first(error);
+        again(error);
+      };
+      return;
+    }
+    if (resent && round <= last && round > 0) {
+      done(nullptr);  // counted once already
+      return;
+    }
     if (round <= last || held_already) {
       throw Error(ErrorCode::kBadState, "worker " + std::to_string(worker) + " pushed key " +
                                             std::to_string(info.part.key) + " round " + std::to_string(round) +

@@ -100,7 +100,9 @@ class ServerKeyStore {
   // data: the part's bytes (rank 0) — other ranks' values are checked for
   // size only. Throws on a mismatch or a repeated init from one worker;
   // Error(kOutOfMemory) when a new part would pass the memory limit.
-  void init(int worker, const PartInfo& info, const void* data, size_t bytes);
+  // resent: the worker may have sent this very request before (PS_RESEND,
+  // its reply lost): a repeated init is then answered as the first was.
+  void init(int worker, const PartInfo& info, const void* data, size_t bytes, bool resent = false);
   // Throws as pull would for a part that is unknown or described
   // differently (dtype, shape, range): lets a caller size a reply from the
   // real part before allocating anything.
@@ -111,7 +113,12 @@ class ServerKeyStore {
   // Throws (kNotFound, kShapeMismatch, kDtypeMismatch, kBadState,
   // kInvalidArgument) when the push is rejected outright; otherwise done
   // fires now or, for a held push, later.
-  void push(int worker, const PartInfo& info, int64_t round, const void* data, size_t bytes, PushDone done);
+  // resent (PS_RESEND): a push of a round this worker already pushed is the
+  // same request sent again after its reply was lost: never counted again,
+  // answered when the first one is (at once, or when a held one is consumed).
+  // Without it a second push of a round is kBadState.
+  void push(int worker, const PartInfo& info, int64_t round, const void* data, size_t bytes, PushDone done,
+            bool resent = false);
   // Throws like push when rejected outright; otherwise done fires now or
   // once round is applied.
   void pull(const PartInfo& info, int64_t round, PullDone done);

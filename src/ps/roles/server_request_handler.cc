@@ -88,7 +88,7 @@ std::vector<float> decode_push(const compression::GradientCodec* codec, const De
 
 // Push and/or pull every slice; the reply leaves when all are done.
 void push_pull(ServerKeyStore& store, int worker, const std::vector<DecodedSlice>& slices, bool push, bool pull,
-               const compression::GradientCodec* codec, const RequestServer::Reply& reply) {
+               const compression::GradientCodec* codec, const RequestServer::Reply& reply, bool resent) {
   std::vector<SliceSpec> specs;
   if (pull) {
     // The reply is sized from the parts as stored, never from what the
@@ -108,10 +108,13 @@ void push_pull(ServerKeyStore& store, int worker, const std::vector<DecodedSlice
         const std::vector<float> decoded = s.encoding != 0 ? decode_push(codec, s) : std::vector<float>();
         const void* data = s.encoding != 0 ? static_cast<const void*>(decoded.data()) : s.data;
         const size_t bytes = s.encoding != 0 ? decoded.size() * sizeof(float) : s.data_bytes;
-        store.push(worker, s.info, s.round, data, bytes, [completion](const Error* error) {
-          if (error) completion->fail(*error);
-          completion->finish();
-        });
+        store.push(
+            worker, s.info, s.round, data, bytes,
+            [completion](const Error* error) {
+              if (error) completion->fail(*error);
+              completion->finish();
+            },
+            resent);
       }
       if (pull) {
         ++started;
@@ -242,6 +245,15 @@ void ServerRequestHandler::set_optimizer(int worker, const optim::OptimizerConfi
   reply(encode_data_reply({}).message);
 }
 
+RequestServer::Reply ServerRequestHandler::tracked(int worker, wire::DataOp op, const std::vector<DecodedSlice>& slices,
+                                                  const RequestServer::Reply& reply) {
+  if (slices.empty()) return reply;
+  const DecodedSlice& first = slices.front();
+  return resent_.track(ResentRequests::Identity{worker, static_cast<int>(op), first.info.part.key,
+                                                first.info.part.begin, first.round},
+                       reply);
+}
+
 void ServerRequestHandler::handle(Message request, const RequestServer::Reply& reply) {
   const uint32_t pipe = request.pipe_id();
   try {
@@ -280,19 +292,28 @@ void ServerRequestHandler::handle(Message request, const RequestServer::Reply& r
         }
         store_.set_mode(type == "dist_sync" ? ServerKeyStore::Mode::kSync : ServerKeyStore::Mode::kAsync);
         const auto slices = decode_all(frame, *data, true);
-        for (const DecodedSlice& s : slices) store_.init(worker, s.info, s.data, s.data_bytes);
+        for (const DecodedSlice& s : slices) store_.init(worker, s.info, s.data, s.data_bytes, data->may_resend());
         reply(encode_data_reply({}).message);
         return;
       }
-      case wire::DataOp::Push:
-        push_pull(store_, worker, decode_all(frame, *data, true), true, false, pushing(), reply);
+      case wire::DataOp::Push: {
+        const auto slices = decode_all(frame, *data, true);
+        push_pull(store_, worker, slices, true, false, pushing(),
+                  data->may_resend() ? tracked(worker, data->op(), slices, reply) : reply, data->may_resend());
         return;
-      case wire::DataOp::Pull:
-        push_pull(store_, worker, decode_all(frame, *data, false), false, true, nullptr, reply);
+      }
+      case wire::DataOp::Pull: {
+        const auto slices = decode_all(frame, *data, false);
+        push_pull(store_, worker, slices, false, true, nullptr,
+                  data->may_resend() ? tracked(worker, data->op(), slices, reply) : reply, false);
         return;
-      case wire::DataOp::PushPull:
-        push_pull(store_, worker, decode_all(frame, *data, true), true, true, pushing(), reply);
+      }
+      case wire::DataOp::PushPull: {
+        const auto slices = decode_all(frame, *data, true);
+        push_pull(store_, worker, slices, true, true, pushing(),
+                  data->may_resend() ? tracked(worker, data->op(), slices, reply) : reply, data->may_resend());
         return;
+      }
       case wire::DataOp::SetOptimizer:
         set_optimizer(worker, optim::OptimizerConfig::from_json(data->text() ? data->text()->str() : ""), reply);
         return;

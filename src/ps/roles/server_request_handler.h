@@ -44,10 +44,14 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "optim/optimizer_config.h"
 #include "ps/compression/gradient_codec.h"
+#include "ps/roles/resent_requests.h"
 #include "ps/roles/server_key_store.h"
+#include "ps/transport/data_codec.h"
+#include "ps/transport/protocol_generated.h"
 #include "ps/transport/rate_limited_log.h"
 #include "ps/transport/message.h"
 #include "ps/transport/request_server.h"
@@ -83,7 +87,12 @@ class ServerRequestHandler {
   // handler, so a push may hold it without the lock.
   const compression::GradientCodec* pushing();
 
+  // Data requests a worker resends (PS_RESEND) with their earlier copies.
+  RequestServer::Reply tracked(int worker, wire::DataOp op, const std::vector<DecodedSlice>& slices,
+                               const RequestServer::Reply& reply);
+
   ServerKeyStore store_;
+  ResentRequests resent_;
   RateLimitedLog log_{"dt server"};
 
   std::mutex mutex_;  // guards what follows

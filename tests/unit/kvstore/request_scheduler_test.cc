@@ -72,7 +72,7 @@ class FakeServers final : public RequestScheduler::Link {
   explicit FakeServers(int num_servers) : num_servers_(num_servers) {}
 
   int num_servers() const override { return num_servers_; }
-  void send(int server, ps::Message request, ps::WorkerClient::Done done) override {
+  void send(int server, ps::Message request, ps::WorkerClient::Done done, bool /*may_resend*/) override {
     Sent sent;
     sent.server = server;
     sent.frame = std::make_shared<ps::Frame>(ps::Frame::parse(std::move(request)));

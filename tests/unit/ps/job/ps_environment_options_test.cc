@@ -69,9 +69,18 @@ TEST(PsEnvironmentOptions, MalformedValuesAreErrorsNamingTheVariable) {
 
 TEST(PsEnvironmentOptions, MxnetKnobsThatMeanNothingHereAreNamedNotIgnored) {
   const auto notes = mxnet_knob_notes(env_of({{"PS_RESEND", "1"}, {"MXNET_ENABLE_GPU_P2P", "0"}}));
-  ASSERT_EQ(notes.size(), 2u);
-  EXPECT_EQ(notes[0].rfind("PS_RESEND=1: accepted, not honoured", 0), 0u) << notes[0];
-  EXPECT_EQ(notes[1].rfind("MXNET_ENABLE_GPU_P2P=0: accepted", 0), 0u) << notes[1];
+  ASSERT_EQ(notes.size(), 1u);  // PS_RESEND is honoured
+  EXPECT_EQ(notes[0].rfind("MXNET_ENABLE_GPU_P2P=0: accepted", 0), 0u) << notes[0];
+}
+
+TEST(PsEnvironmentOptions, PsResendTurnsResendingOnWithItsTimeoutInMilliseconds) {
+  EXPECT_EQ(ps_options_from_environment(env_of({})).resend_timeout_s, 0);
+  EXPECT_EQ(ps_options_from_environment(env_of({{"PS_RESEND", "0"}})).resend_timeout_s, 0);
+  EXPECT_EQ(ps_options_from_environment(env_of({{"PS_RESEND", "1"}})).resend_timeout_s, 1.0);
+  EXPECT_EQ(ps_options_from_environment(env_of({{"PS_RESEND", "1"}, {"PS_RESEND_TIMEOUT", "250"}})).resend_timeout_s,
+            0.25);
+  EXPECT_NE(error_of({{"PS_RESEND", "1"}, {"PS_RESEND_TIMEOUT", "soon"}}).find("PS_RESEND_TIMEOUT"),
+            std::string::npos);
 }
 
 TEST(PsEnvironmentOptions, PsVerboseIsALogLevelNotANote) {

@@ -1,0 +1,36 @@
+#include "ps/roles/resent_requests.h"
+
+#include "ps/transport/data_codec.h"
+
+namespace dt::ps {
+
+RequestServer::Reply ResentRequests::track(const Identity& id, RequestServer::Reply reply) {
+  auto shared = std::make_shared<RequestServer::Reply>(std::move(reply));
+  std::shared_ptr<RequestServer::Reply> superseded;
+  {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    auto& slot = state_->waiting[id];
+    superseded = std::move(slot);
+    slot = shared;
+  }
+  if (superseded) {
+    // Its requester has moved on to the resend; this frees the place.
+    (*superseded)(encode_data_error(core::ErrorCode::kClosed, "superseded by its resend (PS_RESEND)"));
+  }
+  std::weak_ptr<State> weak = state_;
+  return [weak, id, shared](Message message) {
+    if (auto state = weak.lock()) {
+      std::lock_guard<std::mutex> lock(state->mutex);
+      auto it = state->waiting.find(id);
+      if (it != state->waiting.end() && it->second == shared) state->waiting.erase(it);
+    }
+    (*shared)(std::move(message));
+  };
+}
+
+size_t ResentRequests::waiting() const {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  return state_->waiting.size();
+}
+
+}  // namespace dt::ps
