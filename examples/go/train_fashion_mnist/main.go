@@ -74,6 +74,24 @@ func parseFlags() options {
 
 func main() {
 	o := parseFlags()
+	if o.kvstore != "none" {
+		// Launchers (dtrun, MXNet's launch.py) start this same program as
+		// the scheduler and the servers too, with DMLC_ROLE saying which:
+		// such a process serves its part until the job ends, as MXNet's
+		// programs do on `import mxnet`.
+		role, err := disttrain.NodeRole()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "error: %v\n", err)
+			os.Exit(1)
+		}
+		if role != disttrain.RoleWorker {
+			if err := disttrain.RunNode(nil); err != nil {
+				fmt.Fprintf(os.Stderr, "error: %v\n", err)
+				os.Exit(1)
+			}
+			return
+		}
+	}
 	if err := run(o); err != nil {
 		fmt.Fprintf(os.Stderr, "error: %v\n", err)
 		os.Exit(1)
