@@ -45,14 +45,14 @@ std::vector<int64_t> SplitSampler::epoch_indices(int64_t epoch) const {
     std::iota(part.begin(), part.end(), start);
     return part;
   }
-  std::vector<int64_t> all(static_cast<size_t>(length_));
-  std::iota(all.begin(), all.end(), int64_t{0});
+  std::iota(part.begin(), part.end(), start);
   // Fisher-Yates from the back: position i takes a uniform pick of [0, i].
-  SplitMix64 rng(epoch_state(seed_, epoch));
-  for (size_t i = all.size() - 1; i > 0; --i) {
-    std::swap(all[i], all[static_cast<size_t>(rng.below(i + 1))]);
+  // The part's index joins the seed, so workers do not visit their shards
+  // in the same pattern.
+  SplitMix64 rng(epoch_state(seed_ + static_cast<uint64_t>(part_index_), epoch));
+  for (size_t i = part.size() - 1; i > 0; --i) {
+    std::swap(part[i], part[static_cast<size_t>(rng.below(i + 1))]);
   }
-  std::copy(all.begin() + start, all.begin() + start + part_len_, part.begin());
   return part;
 }
 

@@ -15,15 +15,14 @@ class SplitSampler {
   // Error(kInvalidArgument) unless 1 <= num_parts <= length and
   // 0 <= part_index < num_parts.
   //
-  // Without shuffle, every epoch yields the tutorial's layout: the indices
-  // [part_index * part_len, (part_index + 1) * part_len) in order.
-  // With shuffle, each epoch first permutes the whole dataset with a
-  // permutation determined only by (seed, epoch), then the part takes its
-  // slice of that permutation. Workers that share the seed therefore get
-  // disjoint parts every epoch, and the dropped remainder differs between
-  // epochs instead of always being the same last samples. The permutation is
-  // computed with integer arithmetic only, so it is the same on every
-  // platform and standard library.
+  // Every epoch a part holds the tutorial's shard: the indices
+  // [part_index * part_len, (part_index + 1) * part_len), the same samples
+  // every epoch (MXNet's SplitSampler, so a worker's data never changes and
+  // the parts are disjoint whatever the seeds). Without shuffle they come in
+  // order; with shuffle, in an order determined only by (seed, part_index,
+  // epoch), new each epoch, as MXNet's random.shuffle of the shard. The
+  // permutation is computed with integer arithmetic only, so it is the same
+  // on every platform and standard library.
   SplitSampler(int64_t length, int64_t num_parts = 1, int64_t part_index = 0, bool shuffle = false,
                uint64_t seed = 0);
 

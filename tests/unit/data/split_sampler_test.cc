@@ -49,6 +49,26 @@ TEST(SplitSamplerTest, ShuffledPartsAreDisjointEqualAndInRange) {
   }
 }
 
+// MXNet's SplitSampler: a worker's shard is fixed, only its order changes.
+TEST(SplitSamplerTest, AShuffledPartKeepsItsContiguousShardEveryEpoch) {
+  const int64_t length = 103;
+  for (int64_t part = 0; part < 4; ++part) {
+    const SplitSampler sampler(length, 4, part, /*shuffle=*/true, /*seed=*/1234);
+    Indices first = sampler.epoch_indices(0);
+    EXPECT_NE(first, sampler.epoch_indices(1)) << "the order should change between epochs";
+    for (int64_t epoch = 0; epoch < 5; ++epoch) {
+      Indices sorted = sampler.epoch_indices(epoch);
+      std::sort(sorted.begin(), sorted.end());
+      for (int64_t i = 0; i < 25; ++i) ASSERT_EQ(sorted[static_cast<size_t>(i)], part * 25 + i) << "epoch " << epoch;
+    }
+  }
+  // Two workers with one seed do not visit their shards in the same pattern.
+  const Indices a = SplitSampler(100, 2, 0, true, 9).epoch_indices(0);
+  Indices b = SplitSampler(100, 2, 1, true, 9).epoch_indices(0);
+  for (int64_t& i : b) i -= 50;
+  EXPECT_NE(a, b);
+}
+
 TEST(SplitSamplerTest, OnePartShufflesTheWholeDataset) {
   const SplitSampler sampler(1000, 1, 0, true, 5);
   Indices indices = sampler.epoch_indices(3);
