@@ -794,7 +794,10 @@ typedef struct dt_trainer_options {
   int32_t update_on_kvstore;
   /* Extra devices for data parallelism in this process: the net is
    * replicated onto each, and every batch is split across the net's own
-   * context and these (like split_and_load). NULL/0: the net's only. */
+   * context and these (like split_and_load). NULL/0: the net's only.
+   * Without a kvstore, several contexts reduce through an internal one, as
+   * Gluon's kvstore='device' default: "device" when all are GPUs, else
+   * "local". */
   const dt_context *const *extra_contexts;
   size_t num_extra_contexts;
 } dt_trainer_options;

@@ -68,7 +68,14 @@ Trainer::Trainer(std::shared_ptr<nn::Net> net, optim::OptimizerConfig optimizer,
     extra_replicas_.push_back(net_->clone(ctx));
     replicas_.push_back(extra_replicas_.back().get());
   }
-  if (!kv_ && replicas_.size() > 1) kv_ = kvstore::create_kvstore("local");
+  if (!kv_ && replicas_.size() > 1) {
+    // Gluon's default, kvstore='device': replicas on GPUs reduce there;
+    // CPU replicas reduce on the CPU ("device" never falls back to it).
+    // Mixed CPU and GPU replicas stay on "local", which takes both.
+    bool all_gpu = true;
+    for (const nn::Net* replica : replicas_) all_gpu &= !replica->context()->is_cpu();
+    kv_ = kvstore::create_kvstore(all_gpu ? "device" : "local");
+  }
   if (!kv_ && options.update_on_kvstore == 1) {
     throw Error(ErrorCode::kInvalidArgument, "update_on_kvstore = 1 needs a kvstore");
   }

@@ -89,7 +89,8 @@ struct FitOptions {
 class Trainer {
  public:
   // kv may be null; several contexts without a kvstore get an internal
-  // "local" one. Error(kInvalidArgument) for a bad optimizer description.
+  // one, as Gluon's kvstore='device' default: "device" when every replica
+  // is on a GPU, else "local". Error(kInvalidArgument) for a bad optimizer description.
   Trainer(std::shared_ptr<nn::Net> net, optim::OptimizerConfig optimizer, std::shared_ptr<kvstore::KVStore> kv,
           TrainerOptions options = {});
   ~Trainer();
@@ -110,6 +111,9 @@ class Trainer {
   // the base rate (the store applies any schedule).
   double learning_rate() const;
   bool update_on_kvstore() const { return update_on_kvstore_; }
+  // The store the gradients go through (the internal one when none was
+  // given); null for a single replica without one.
+  const kvstore::KVStore* kvstore() const { return kv_.get(); }
   // Whether train_batch overlaps communication with backward.
   bool overlaps_communication() const { return overlap_; }
   int epoch() const { return epoch_; }

@@ -270,6 +270,16 @@ TEST_F(GpuTraining, TwoReplicasOnOneGpuTrainLikeOneNet) {
   expect_replicas_train_like_one_net(gpu_, core::cuda::make_gpu_context(0), "device");
 }
 
+// Gluon's default kvstore='device': GPU replicas without a kvstore reduce
+// through an internal "device" store.
+TEST_F(GpuTraining, GpuReplicasWithoutAKvstoreUseTheDeviceStore) {
+  train::TrainerOptions options;
+  options.extra_contexts = {core::cuda::make_gpu_context(0)};
+  train::Trainer trainer(lenet_on(gpu_, 31), sgd_momentum(), nullptr, options);
+  ASSERT_NE(trainer.kvstore(), nullptr);
+  EXPECT_EQ(trainer.kvstore()->type(), "device");
+}
+
 TEST_F(GpuTraining, ReplicasOnTwoGpusTrainLikeOneNet) {
   const int gpus = core::cuda::visible_device_count();
   if (gpus < 2) GTEST_SKIP() << "needs 2 GPUs, " << gpus << " visible";

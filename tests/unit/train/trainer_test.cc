@@ -168,6 +168,18 @@ TEST_F(TrainerTest, TwoCpuContextsMatchOneContextWithTheWholeBatch) {
   EXPECT_LT(max_diff, 1e-5);
 }
 
+// Gluon's kvstore='device' default, on CPUs: an internal "local" store (the
+// GPU case, "device", is in tests/gpu/gpu_training_test.cc).
+TEST_F(TrainerTest, CpuReplicasWithoutAKvstoreReduceThroughALocalStore) {
+  TrainerOptions options;
+  options.extra_contexts = {single_thread_cpu()};
+  Trainer split(lenet(11), sgd_momentum(), nullptr, options);
+  ASSERT_NE(split.kvstore(), nullptr);
+  EXPECT_EQ(split.kvstore()->type(), "local");
+  Trainer single(lenet(11), sgd_momentum(), nullptr);
+  EXPECT_EQ(single.kvstore(), nullptr);
+}
+
 TEST_F(TrainerTest, NoKvstoreAndLocalKvstoreGiveTheSameWeights) {
   auto loader = small_loader();
   loader->start_epoch(0);
