@@ -19,13 +19,15 @@
 # the issue asks) with the reason; CI runs as root, where it runs. Every wait
 # is bounded; the EXIT trap removes namespaces, links, sshd's and files.
 #
-# usage: dtrun_ssh_test.sh DTRUN WORKER DT_NODE
+# usage: dtrun_ssh_test.sh DTRUN WORKER DT_NODE [TRAINER]
 #   WORKER: dtrun_job_test (re-executed with --pushpull-worker)
+#   TRAINER: the train_fashion_mnist example, for the training case
 set -u
 
 DTRUN=$1
 WORKER=$2
 export DT_NODE_BINARY=$3
+TRAINER=${4:-}
 
 say() { echo "dtrun_ssh_test: $*"; }
 die() {
@@ -410,6 +412,20 @@ if dtrun_ends 60 255; then
   expect_output "dtrun: job failed: worker 0 on 10.231.$N.250: ssh exited with status 255"
 fi
 end_case
+
+# --- case 7: a job across both hosts trains, every process holding the job's
+# secret that dtrun made (issue 18) ------------------------------------------------
+if [ -n "$TRAINER" ]; then
+  begin_case train "$T"
+  start_dtrun -n 2 -s 1 "${DTRUN_SSH[@]}" -- "$TRAINER" --kvstore dist_sync --epochs 1 --batch-size 64 --threads 1
+  if dtrun_ends 300 0; then
+    expect_output "[worker 0] test_accuracy=" "dtrun: job finished: every process exited cleanly"
+    accuracy=$(sed -n 's/^\[worker 0\] test_accuracy=\([0-9.]*\)$/\1/p' "$T/$CASE.out" | head -1)
+    awk -v a="${accuracy:-0}" 'BEGIN { exit !(a >= 0.80) }' || fail_case "test_accuracy ${accuracy:-none} below 0.80"
+    grep -qF "warning: no job secret" "$T/$CASE.out" && fail_case "a process ran without the job's secret"
+  fi
+  end_case
+fi
 
 [ "$FAILURES" = 0 ] || die "$FAILURES check(s) failed"
 say "all cases passed"
