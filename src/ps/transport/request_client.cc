@@ -495,6 +495,13 @@ void RequestClient::close() {
   // socket's teardown. Each pending Done sees kClosed (error_for checks
   // `closed` first, whatever nng reports).
   for (State::PendingRequest* p : requests) p->aio.stop();
+  // A callback running while its aio was stopped may have re-armed it (the
+  // receive after a send, a PS_RESEND): nng then drops that operation
+  // without calling back. No callback runs any more, so whatever still has
+  // its Done is answered here.
+  for (State::PendingRequest* p : requests) {
+    if (p->done) st.finish(p, Error(ErrorCode::kClosed, "request to " + st.url + ": the client was closed"), Message());
+  }
   st.socket.close();
   st.connected_cv.notify_all();
 }
