@@ -1,6 +1,6 @@
 #include "ps/roles/resent_requests.h"
 
-#include "ps/transport/data_codec.h"
+#include "ps/transport/superseded_reply.h"
 
 namespace dt::ps {
 
@@ -14,8 +14,10 @@ RequestServer::Reply ResentRequests::track(const Identity& id, RequestServer::Re
     slot = shared;
   }
   if (superseded) {
-    // Its requester has moved on to the resend; this frees the place.
-    (*superseded)(encode_data_error(core::ErrorCode::kClosed, "superseded by its resend (PS_RESEND)"));
+    // Its requester has moved on to the resend; this frees the place. (If
+    // the copies were handled out of order and this is the one it waits
+    // for, the requester sends again.)
+    (*superseded)(superseded_reply());
   }
   std::weak_ptr<State> weak = state_;
   return [weak, id, shared](Message message) {

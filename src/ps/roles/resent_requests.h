@@ -34,7 +34,9 @@ class ResentRequests {
   ResentRequests() : state_(std::make_shared<State>()) {}
 
   // reply, remembered under id until it is used; an earlier request still
-  // waiting under id is answered now (an error its worker no longer reads).
+  // waiting under id is answered now with superseded_reply()
+  // (ps/transport/superseded_reply.h), which its worker ignores or takes as
+  // "send again".
   RequestServer::Reply track(const Identity& id, RequestServer::Reply reply);
   // Requests remembered now (for tests).
   size_t waiting() const;

@@ -14,6 +14,7 @@
 
 #include "ps/transport/auth_handshake.h"
 #include "ps/transport/nng_check.h"
+#include "ps/transport/superseded_reply.h"
 #include "ps/transport/nng_handles.h"
 #include "ps/transport/tls_config.h"
 
@@ -101,6 +102,11 @@ struct RequestClient::State {
   // retry: a transient failure (connection lost, no reply in time): held
   // requests with time left wait for another attempt.
   void handshake_failed(const Error& error, bool retry);
+
+  // PS_RESEND: sends p's copy again on its context, as a new request id (a
+  // late reply to the earlier one is dropped by nng). False when p's
+  // deadline has passed.
+  bool resend(PendingRequest* p);
 
   static void on_aio(void* arg);
   static void on_pipe_event(nng_pipe pipe, nng_pipe_ev event, void* arg);
@@ -194,6 +200,18 @@ void RequestClient::State::finish(PendingRequest* p, std::optional<Error> error,
   idle.push_back(p);
 }
 
+bool RequestClient::State::resend(PendingRequest* p) {
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(p->deadline - Clock::now());
+  if (left.count() <= 0) return false;
+  Message again = copy_of(p->copy);
+  p->receiving = false;
+  nng_aio_set_timeout(p->aio.get(), static_cast<nng_duration>(std::max<int64_t>(1, left.count())));
+  traffic.sent(again.size());
+  nng_aio_set_msg(p->aio.get(), again.release());
+  nng_ctx_send(p->ctx.get(), p->aio.get());
+  return true;
+}
+
 void RequestClient::State::on_aio(void* arg) {
   auto* p = static_cast<State::PendingRequest*>(arg);
   State* self = p->state;
@@ -202,18 +220,8 @@ void RequestClient::State::on_aio(void* arg) {
   nng_aio_set_msg(p->aio.get(), nullptr);
   if (rv != 0) {
     if (msg != nullptr) nng_msg_free(msg);  // a failed send leaves the request with us
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(p->deadline - Clock::now());
-    if (rv == NNG_ETIMEDOUT && p->receiving && p->copy.get() != nullptr && left.count() > 0) {
-      // PS_RESEND: no reply in time; the same bytes again, on a new request
-      // id of this context (a late first reply is dropped by nng).
-      Message again = copy_of(p->copy);
-      p->receiving = false;
-      nng_aio_set_timeout(p->aio.get(), static_cast<nng_duration>(std::max<int64_t>(1, left.count())));
-      self->traffic.sent(again.size());
-      nng_aio_set_msg(p->aio.get(), again.release());
-      nng_ctx_send(p->ctx.get(), p->aio.get());
-      return;
-    }
+    // PS_RESEND: no reply in time; the same bytes again.
+    if (rv == NNG_ETIMEDOUT && p->receiving && p->copy.get() != nullptr && self->resend(p)) return;
     self->finish(p, self->error_for(rv, *p), Message());
     return;
   }
@@ -227,6 +235,15 @@ void RequestClient::State::on_aio(void* arg) {
   }
   self->traffic.received(nng_msg_len(msg));
   Message reply(msg);
+  if (p->copy.get() != nullptr && is_superseded_reply(reply)) {
+    // The server took a later copy of this request for a newer one
+    // (PS_RESEND): send it again at once; the server counts it once.
+    if (!self->resend(p)) {
+      self->finish(p, Error(ErrorCode::kTimedOut, "no reply from " + self->url + " within " + seconds_text(p->budget)),
+                   Message());
+    }
+    return;
+  }
   if (!p->raw && is_handshake(reply.data(), reply.size())) {
     // The peer refused this connection (this node lacks the job's secret,
     // or the connection changed before it proved itself).
