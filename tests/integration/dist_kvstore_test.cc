@@ -510,12 +510,6 @@ std::vector<uint64_t> slice_keys(const Frame& frame) {
   return keys;
 }
 
-Message copy_of(const Message& m) {
-  Message copy = Message::with_capacity(m.size());
-  if (m.size() > 0) std::memcpy(copy.grow(m.size()), m.data(), m.size());
-  return copy;
-}
-
 // A scheduler and one server on threads; the server shows every request to
 // observe (on a handler thread, before the real ServerRequestHandler handles it)
 // and keeps serving until the job ends. observe may block to hold a request.
@@ -531,7 +525,7 @@ class ObservedJob {
       RequestServer transport(
           {url_ + "-server"}, server_receivers(workers_),
           [&server, observe](Message request, RequestServer::Reply reply) {
-            Message copy = copy_of(request);
+            Message copy = request.copy();
             try {
               observe(Frame::parse(std::move(request)));
             } catch (const Error&) {
@@ -842,7 +836,7 @@ TEST(PsAsyncInproc, AServerLostMidRequestFailsTheWaitWithPeerLost) {
     RequestServer transport(
         {url + "-server"}, server_receivers(1),
         [&](Message request, RequestServer::Reply reply) {
-          Message copy = copy_of(request);
+          Message copy = request.copy();
           const Frame frame = Frame::parse(std::move(request));
           const auto* data = frame.body<wire::DataRequest>();
           if (data != nullptr && carries_gradients(data->op())) {

@@ -138,12 +138,6 @@ Message pull(int worker, const PartInfo& info, int64_t round) {
   return ps::encode_data_request(wire::DataOp::Pull, worker, {SliceSpec{info, round, 0}}).message;
 }
 
-Message copy_of(const Message& m) {
-  Message copy = Message::with_capacity(m.size());
-  if (m.size() > 0) std::memcpy(copy.grow(m.size()), m.data(), m.size());
-  return copy;
-}
-
 // Sends every message on one fresh connection; each must be refused.
 // Sends every message on one fresh connection; each must be refused (with
 // `code`, when given).
@@ -336,7 +330,7 @@ TEST(HostilePeer, BitFlippedMessagesAreRefused) {
     const auto flips = [](const Message& m) {
       std::vector<Message> out;
       for (size_t bit = 0; bit < m.size() * 8; ++bit) {
-        Message copy = copy_of(m);
+        Message copy = m.copy();
         copy.mutable_data()[bit / 8] ^= static_cast<uint8_t>(1u << (bit % 8));
         out.push_back(std::move(copy));
       }

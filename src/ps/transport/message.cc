@@ -2,6 +2,7 @@
 
 #include <nng/nng.h>
 
+#include <cstring>
 #include <utility>
 
 #include "ps/transport/nng_check.h"
@@ -18,6 +19,12 @@ Message& Message::operator=(Message&& other) noexcept {
     msg_ = other.release();
   }
   return *this;
+}
+
+Message Message::copy() const {
+  Message out = with_capacity(size());
+  if (size() > 0) std::memcpy(out.grow(size()), data(), size());
+  return out;
 }
 
 Message Message::with_capacity(size_t capacity) {

@@ -25,6 +25,10 @@ class Message {
   // reallocate. Throws core::Error(kOutOfMemory) when nng cannot allocate.
   static Message with_capacity(size_t capacity);
 
+  // A new message with the same body (for what must be sent again or kept
+  // after this one is sent). Throws like with_capacity.
+  Message copy() const;
+
   // Appends n bytes (uninitialised) to the body and returns them. The pointer
   // stays valid until the next grow()/clear(). Allocates the nng_msg on the
   // first call of a default-constructed Message.

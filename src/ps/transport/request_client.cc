@@ -31,12 +31,6 @@ std::string seconds_text(std::chrono::milliseconds ms) {
   return buf;
 }
 
-Message copy_of(const Message& m) {
-  Message copy = Message::with_capacity(m.size());
-  if (m.size() > 0) std::memcpy(copy.grow(m.size()), m.data(), m.size());
-  return copy;
-}
-
 }  // namespace
 
 struct RequestClient::State {
@@ -203,7 +197,7 @@ void RequestClient::State::finish(PendingRequest* p, std::optional<Error> error,
 bool RequestClient::State::resend(PendingRequest* p) {
   const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(p->deadline - Clock::now());
   if (left.count() <= 0) return false;
-  Message again = copy_of(p->copy);
+  Message again = p->copy.copy();
   p->receiving = false;
   nng_aio_set_timeout(p->aio.get(), static_cast<nng_duration>(std::max<int64_t>(1, left.count())));
   traffic.sent(again.size());
@@ -323,7 +317,7 @@ void RequestClient::State::send_now(Message msg, Clock::time_point deadline, boo
   p->receiving = false;
   p->raw = raw;
   p->resend_after = resend_after;
-  if (resend_after.count() > 0) p->copy = copy_of(msg);
+  if (resend_after.count() > 0) p->copy = msg.copy();
   p->deadline = deadline;
   p->budget = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
   nng_aio_set_timeout(p->aio.get(), static_cast<nng_duration>(std::max<int64_t>(1, p->budget.count())));

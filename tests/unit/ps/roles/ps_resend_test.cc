@@ -44,7 +44,7 @@ struct LossyServer {
   LossyServer()
       : server({"tcp://127.0.0.1:0"}, 8,
                [this](Message request, RequestServer::Reply reply) {
-                 const Frame frame = Frame::parse(copy(request));
+                 const Frame frame = Frame::parse(request.copy());
                  const auto* data = frame.body<wire::DataRequest>();
                  const bool push = data != nullptr && data->op() == wire::DataOp::Push;
                  if (push) ++pushes_seen;
@@ -55,11 +55,6 @@ struct LossyServer {
                  handler.handle(std::move(request), reply);
                },
                kDefaultMaxMessageBytes) {}
-  static Message copy(const Message& m) {
-    Message c = Message::with_capacity(m.size());
-    std::memcpy(c.grow(m.size()), m.data(), m.size());
-    return c;
-  }
   std::string url() const { return server.bound_urls().front(); }
 
   ServerRequestHandler handler{2};

@@ -15,12 +15,6 @@ namespace {
 using core::Error;
 using core::ErrorCode;
 
-Message copy_of(const Message& m) {
-  Message out;
-  if (m.size() > 0) std::memcpy(out.grow(m.size()), m.data(), m.size());
-  return out;
-}
-
 Message bytes_message(const std::vector<uint8_t>& bytes) {
   Message out;
   if (!bytes.empty()) std::memcpy(out.grow(bytes.size()), bytes.data(), bytes.size());
@@ -182,7 +176,7 @@ TEST(PsFrame, EveryTruncationIsRejected) {
   auto host = fbb.CreateString("host");
   const Message full = make_message(fbb, wire::CreateRegister(fbb, wire::Role::Worker, host, 1, 0, 0, 1, 1));
   for (size_t n = 0; n < full.size(); ++n) {
-    Message m = copy_of(full);
+    Message m = full.copy();
     // Keep the header's size but cut the body, or cut inside the header.
     std::vector<uint8_t> bytes(m.data(), m.data() + n);
     EXPECT_EQ(parse_error(bytes_message(bytes)), ErrorCode::kProtocol) << "length " << n;
@@ -197,7 +191,7 @@ TEST(PsFrame, CorruptedBuffersAreRejectedOrStillValid) {
   int rejected = 0;
   for (size_t i = 0; i < full.size(); ++i) {
     for (uint8_t flip : {uint8_t{0x01}, uint8_t{0x80}, uint8_t{0xff}}) {
-      Message m = copy_of(full);
+      Message m = full.copy();
       m.mutable_data()[i] ^= flip;
       try {
         const Frame f = Frame::parse(std::move(m));
