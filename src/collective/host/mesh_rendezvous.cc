@@ -237,6 +237,11 @@ void authenticate_mesh(int rank, const std::vector<std::unique_ptr<PeerStream>>&
     streams[p]->start_send(proofs[p].data(), proofs[p].size(), nullptr, 0);
     streams[p]->wait_send("host communicator: authentication proof");
   }
+  // Every proof is read before any failure is reported: a rank that closed
+  // its streams with a peer's proof still unread would reset them (RST),
+  // and the peer could lose the proof it was about to check and report the
+  // reset instead of the wrong secret.
+  std::string impostors;
   for (size_t p = 0; p < size; ++p) {
     if (!streams[p]) continue;
     ps::Sha256Digest proof{};
@@ -247,10 +252,13 @@ void authenticate_mesh(int rank, const std::vector<std::unique_ptr<PeerStream>>&
     const ps::Sha256Digest expected =
         dialled ? ps::server_mac(secret, dialler, listener) : ps::client_mac(secret, dialler, listener);
     if (!ps::equal_in_constant_time(expected.data(), proof.data(), expected.size())) {
-      throw Error(ErrorCode::kUnauthenticated, "host communicator: the peer connected as rank " + std::to_string(p) +
-                                                   " does not hold this job's secret (a different job, or a wrong "
-                                                   "DT_JOB_SECRET on one side)");
+      impostors += (impostors.empty() ? "" : ", ") + std::to_string(p);
     }
+  }
+  if (!impostors.empty()) {
+    throw Error(ErrorCode::kUnauthenticated, "host communicator: the peer(s) connected as rank " + impostors +
+                                                 " do not hold this job's secret (a different job, or a wrong "
+                                                 "DT_JOB_SECRET on one side)");
   }
 }
 
