@@ -45,6 +45,7 @@
 #include <vector>
 
 #include "../tests/tls_test_certs.h"
+#include "resnet18_shapes.h"
 #include "core/context.h"
 #include "core/error.h"
 #include "kvstore/kvstore_factory.h"
@@ -111,15 +112,6 @@ void print(const char* op, size_t bytes, int servers, int workers, const std::st
 }
 
 // ---- worker side ------------------------------------------------------------
-
-std::vector<dt::core::Shape> resnet18_shapes() {
-  dt::nn::Net net(dt::nn::build_model_description_from_text("resnet18", ""), dt::core::make_cpu_context());
-  std::vector<dt::core::Shape> shapes;
-  for (const auto& p : net.parameters()) {
-    if (!p.auxiliary) shapes.push_back(p.value.shape());
-  }
-  return shapes;
-}
 
 // Times op over one set of keys; every worker runs the same sequence.
 void measure(dt::kvstore::KVStore& kv, const std::vector<uint64_t>& keys, const std::vector<NDArray>& grads,
