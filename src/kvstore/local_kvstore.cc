@@ -1,5 +1,6 @@
 #include "kvstore/local_kvstore.h"
 
+#include <set>
 #include <string>
 
 #include "core/error.h"
@@ -57,7 +58,51 @@ void LocalKVStore::apply_init(const std::vector<Key>& keys, const std::vector<ND
     Entry e;
     e.stored = NDArray::empty(reducer_->merge_context(), values[i].dtype(), values[i].shape());
     e.stored.copy_from(values[i]);
+    e.reducer = reducer_.get();
+    // Only "device" chooses a merge GPU per key.
+    e.placed = reduce_ != Reduce::kOnGpu;
     entries_.emplace(keys[i], std::move(e));
+  }
+}
+
+KeyReducer& LocalKVStore::reducer_on_gpu(int device) {
+  if (device == reducer_->merge_context()->device_id()) return *reducer_;
+  std::unique_ptr<KeyReducer>& r = gpu_reducers_[device];
+  if (!r) r = std::make_unique<KeyReducer>(gpu_for_kvstore(type(), device, "local"));
+  return *r;
+}
+
+void LocalKVStore::place_keys(const std::vector<Key>& keys, const std::vector<NDArray>& values) {
+  std::vector<MergeGpuPlacement::Request> requests;
+  for (const KeyGroup& group : group_keys(keys)) {
+    Entry& e = entries_.at(group.key);
+    if (e.placed) continue;
+    e.placed = true;
+    std::set<int> gpus;
+    for (size_t p : group.positions) {
+      if (!values[p].context()->is_cpu()) gpus.insert(values[p].context()->device_id());
+    }
+    const size_t bytes = e.stored.nbytes();
+    // Values only on the CPU leave the key where it is; so does optimizer
+    // state (loaded from a checkpoint), which lives beside the weight.
+    if (gpus.empty() || (optimizer_ && optimizer_->update_count(group.key) > 0)) {
+      placement_.add_load(e.stored.context()->device_id(), bytes);
+      continue;
+    }
+    requests.push_back({group.key, bytes, std::vector<int>(gpus.begin(), gpus.end())});
+  }
+  const std::vector<int> chosen = placement_.place(requests);
+  for (size_t i = 0; i < requests.size(); ++i) {
+    Entry& e = entries_.at(requests[i].key);
+    KeyReducer& reducer = reducer_on_gpu(chosen[i]);
+    if (!core::same_device(*e.stored.context(), *reducer.merge_context())) {
+      NDArray moved = NDArray::empty(reducer.merge_context(), e.stored.dtype(), e.stored.shape());
+      moved.copy_from(e.stored);
+      e.stored = moved;
+      e.merged = NDArray();
+      e.staging = NDArray();
+    }
+    e.reducer = &reducer;
   }
 }
 
@@ -72,22 +117,23 @@ void LocalKVStore::check_pull(const std::vector<Key>& keys, const std::vector<ND
 }
 
 void LocalKVStore::apply_push(const std::vector<Key>& keys, const std::vector<NDArray>& values) {
+  place_keys(keys, values);
   for (const KeyGroup& group : group_keys(keys)) {
     Entry& e = entries_.at(group.key);
     if (!optimizer_) {
-      reducer_->sum(values, group.positions, e.stored, e.staging);
+      e.reducer->sum(values, group.positions, e.stored, e.staging);
       continue;
     }
-    if (!e.merged.defined()) e.merged = NDArray::empty(reducer_->merge_context(), e.stored.dtype(), e.stored.shape());
-    reducer_->sum(values, group.positions, e.merged, e.staging);
+    if (!e.merged.defined()) e.merged = NDArray::empty(e.reducer->merge_context(), e.stored.dtype(), e.stored.shape());
+    e.reducer->sum(values, group.positions, e.merged, e.staging);
     optimizer_->update(group.key, e.stored, e.merged);
   }
 }
 
 void LocalKVStore::apply_pull(const std::vector<Key>& keys, const std::vector<NDArray>& outs) {
   for (const KeyGroup& group : group_keys(keys)) {
-    const NDArray& stored = entries_.at(group.key).stored;
-    reducer_->broadcast(stored, outs, group.positions);
+    const Entry& e = entries_.at(group.key);
+    e.reducer->broadcast(e.stored, outs, group.positions);
   }
 }
 
@@ -165,6 +211,15 @@ void LocalKVStore::set_rescale_grad(double rescale) {
 core::NamedArrays LocalKVStore::optimizer_state(const std::string& prefix) const {
   std::lock_guard<std::mutex> lock(mutex_);
   return optimizer_ ? optimizer_->state(prefix) : core::NamedArrays{};
+}
+
+std::shared_ptr<core::Context> LocalKVStore::merge_context_of(Key key) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto it = entries_.find(key);
+  if (it == entries_.end()) {
+    throw Error(ErrorCode::kNotFound, "merge_context_of: key " + std::to_string(key) + " has not been initialised");
+  }
+  return it->second.reducer->merge_context();
 }
 
 void LocalKVStore::load_optimizer_state(const core::NamedArrays& arrays, const std::string& prefix) {

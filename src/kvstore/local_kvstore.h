@@ -5,7 +5,10 @@
 // with one NCCL reduce to the merge GPU and fill its pull outputs with one
 // NCCL broadcast (MXNet's KVStoreNCCL), and sum on the merge GPU otherwise;
 // "device" falls back to peer copies in a build without NCCL, "nccl" is not
-// available there.
+// available there. "device" spreads its keys over the GPUs their values live
+// on (MXNet's CommDevice, kvstore/merge_gpu_placement.h): each key is summed,
+// updated and stored on its own merge GPU, chosen at its first push; "nccl"
+// roots every key on gpu(0), as MXNet's KVStoreNCCL does.
 #pragma once
 
 #include <map>
@@ -15,6 +18,7 @@
 #include "core/context.h"
 #include "kvstore/key_reducer.h"
 #include "kvstore/kvstore.h"
+#include "kvstore/merge_gpu_placement.h"
 #include "optim/optimizer.h"
 
 namespace dt::kvstore {
@@ -44,11 +48,17 @@ class LocalKVStore final : public KVStore {
   core::NamedArrays optimizer_state(const std::string& prefix) const override;
   void load_optimizer_state(const core::NamedArrays& arrays, const std::string& prefix) override;
 
+  // The context key is stored and summed on (for tests and diagnostics);
+  // Error(kNotFound) for a key not initialised.
+  std::shared_ptr<core::Context> merge_context_of(Key key) const;
+
  private:
   struct Entry {
     core::NDArray stored;  // the weight (or, without an optimizer, the last sum)
     core::NDArray merged;  // reused buffer for the sum of one push
     core::NDArray staging; // reused buffer for a value from another device
+    KeyReducer* reducer = nullptr;  // the one on stored's context
+    bool placed = false;            // "device": merge GPU chosen (first push)
   };
   // The unlocked halves of each operation; callers hold mutex_.
   Entry& entry(Key key, const char* op);
@@ -58,10 +68,18 @@ class LocalKVStore final : public KVStore {
   void apply_push(const std::vector<Key>& keys, const std::vector<core::NDArray>& values);
   void check_pull(const std::vector<Key>& keys, const std::vector<core::NDArray>& outs);
   void apply_pull(const std::vector<Key>& keys, const std::vector<core::NDArray>& outs);
+  // "device": moves the keys of this push that have no merge GPU yet to the
+  // one MergeGpuPlacement picks among the GPUs of their values.
+  void place_keys(const std::vector<Key>& keys, const std::vector<core::NDArray>& values);
+  KeyReducer& reducer_on_gpu(int device);
 
   const Reduce reduce_;
-  // On the CPU (kOnCpu) or gpu(0); used under mutex_.
+  // On the CPU (kOnCpu) or gpu(0): where keys live until placed; used
+  // under mutex_.
   std::unique_ptr<KeyReducer> reducer_;
+  // "device": one reducer per merge GPU other than reducer_'s.
+  std::map<int, std::unique_ptr<KeyReducer>> gpu_reducers_;
+  MergeGpuPlacement placement_;
   mutable std::mutex mutex_;
   std::map<Key, Entry> entries_;
   std::unique_ptr<optim::Optimizer> optimizer_;

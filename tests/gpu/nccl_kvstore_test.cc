@@ -155,6 +155,41 @@ TEST_P(NcclKVStore, KeysOnSeveralGpusTakeTheCollectivePath) {
   for (const NDArray& o : outs) EXPECT_EQ(host_of(o), expected);
 }
 
+// Issue 15: "device" reduces its keys round-robin over the GPUs (MXNet's
+// CommDevice): equal keys alternate merge GPUs, the optimizer runs there,
+// and the results are the CPU store's. "nccl" roots every key on gpu(0).
+TEST_P(NcclKVStore, DeviceSpreadsKeysOverTheGpusOfTheirValues) {
+  if (!has_gpus(2)) GTEST_SKIP() << "needs 2 GPUs, " << gpus_.size() << " visible";
+  LocalKVStore store(GetParam());
+  LocalKVStore local(LocalKVStore::Reduce::kOnCpu);
+  for (LocalKVStore* s : {&store, &local}) s->set_optimizer(optim::OptimizerConfig("sgd").set("learning_rate", 1.0));
+  const std::vector<Key> keys{10, 11, 12, 13};
+  std::vector<NDArray> init_gpu, init_cpu;
+  for (Key k : keys) {
+    init_gpu.push_back(on(gpus_[0], pattern(static_cast<int>(k))));
+    init_cpu.push_back(on(cpu_, pattern(static_cast<int>(k))));
+  }
+  store.init(keys, init_gpu);
+  local.init(keys, init_cpu);
+  for (int round = 0; round < 2; ++round) {
+    std::vector<Key> push_keys;
+    std::vector<NDArray> gpu, cpu;
+    for (Key k : keys) values_for(k, round, push_keys, gpu, cpu);
+    store.push(push_keys, gpu, 0);
+    local.push(push_keys, cpu, 0);
+  }
+  const bool device = GetParam() == LocalKVStore::Reduce::kOnGpu;
+  const int n = static_cast<int>(gpus_.size());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    EXPECT_EQ(store.merge_context_of(keys[i])->device_id(), device ? static_cast<int>(i) % n : 0) << "key " << keys[i];
+    NDArray out = on(gpus_[1], std::vector<float>(kCount, -1.0f));
+    NDArray ref = on(cpu_, std::vector<float>(kCount, 0.0f));
+    store.pull({keys[i]}, {out}, 0);
+    local.pull({keys[i]}, {ref}, 0);
+    EXPECT_EQ(host_of(out), host_of(ref)) << "key " << keys[i];
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(DeviceAndNccl, NcclKVStore,
                          ::testing::Values(LocalKVStore::Reduce::kOnGpu, LocalKVStore::Reduce::kNccl),
                          [](const auto& info) {
