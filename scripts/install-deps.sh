@@ -62,6 +62,12 @@ if $tests; then
     # launcher runs the Java tests; junit5 depends on junit4, which nothing
     # of ours uses)
     swig default-jdk-headless junit5 scala golang-go
+    # the Maven artifacts (bindings/maven) and their consumer test: Debian's
+    # maven and the plugins its jar lifecycle runs, offline from
+    # /usr/share/maven-repo
+    maven libmaven-compiler-plugin-java libmaven-resources-plugin-java
+    libmaven-jar-plugin-java libmaven-install-plugin-java libmaven-source-plugin-java
+    libmaven-javadoc-plugin-java libsurefire-java
     # dtrun's launchers: mpirun, and ssh/rsync between namespace "hosts"
     openmpi-bin libopenmpi-dev openssh-server openssh-client rsync iproute2
     # scripts/fuzz.sh: clang with libFuzzer and the sanitizer runtimes; the

@@ -19,6 +19,18 @@ public final class Disttrain {
     return disttrainConstants.DT_VERSION_NUMBER;
   }
 
+  /**
+   * Absolute path of the JNI glue (libdisttrain_java.so) this process loaded,
+   * loading it first if nothing has yet: from the directory of the system
+   * property {@code disttrain.library.path}, else from java.library.path,
+   * else the copy the jar carries, unpacked to a private temporary directory
+   * (this path then names that copy, deleted once loaded).
+   */
+  public static String nativeLibraryPath() {
+    disttrain.dt_version();
+    return NativeLibrary.loadedPath();
+  }
+
   /** GPUs visible to this process; 0 without CUDA. */
   public static int gpuCount() {
     int[] out = new int[1];
