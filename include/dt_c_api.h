@@ -632,11 +632,23 @@ DT_API dt_status dt_kvstore_set_optimizer(dt_kvstore *kv,
  * key part, per worker). E.g. "2bit:threshold=0.5", "topk:fraction=0.01".
  * From then on the float32 values this worker pushes travel encoded (2bit:
  * 16 values per 32-bit word; topk and threshold: (index, value) pairs) and
- * the servers decode them before summing, in worker-rank order as always;
- * pulls travel in full, so weights pulled from servers that run the
- * optimizer are never lossy. Call it on every worker with the same text,
- * before the first push: another worker's different text, or a call after a
- * push, is refused (DT_ERR_INVALID_ARGUMENT / DT_ERR_BAD_STATE naming both).
+ * the servers decode them before summing, in worker-rank order as always.
+ * Pulls: when the workers run the optimizer (no dt_kvstore_set_optimizer,
+ * a trainer's update_on_kvstore 0), a "dist_sync" server encodes each
+ * round's sum once with the same mode, adding what its earlier rounds did
+ * not send (its own residual per key part, when error feedback is on), and
+ * every worker gets the same bytes, so replicas stay identical; the
+ * worker decodes them into the float32 outputs. Weights travel in full:
+ * the values set by init, and everything pulled from servers that run the
+ * optimizer, so they are never lossy. (Sending compressed weight updates
+ * with a server-side residual instead would leave every worker's weights
+ * off the servers' by that residual, and right only for a worker that
+ * decoded every update since init; full weights are exact after any pull.)
+ * "dist_async" pulls travel in full too: without rounds there is no one
+ * encoding that every worker gets. Call it on every worker with the same
+ * text, before the first push: another worker's different text, or a call
+ * after a push, is refused (DT_ERR_INVALID_ARGUMENT / DT_ERR_BAD_STATE
+ * naming both).
  * The parameter-server types only ("dist_sync", "dist_async", their
  * "_device" forms); the others are DT_ERR_NOT_SUPPORTED. A malformed text
  * is DT_ERR_INVALID_ARGUMENT naming the field. */

@@ -20,7 +20,7 @@ import zlib
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 SCHEMA = os.path.join(ROOT, "src", "ps", "transport", "protocol.fbs")
-PROTOCOL_VERSION = 2  # kProtocolVersion in src/ps/transport/frame.h
+PROTOCOL_VERSION = 3  # kProtocolVersion in src/ps/transport/frame.h
 
 
 def write(target, name, data):
@@ -75,13 +75,17 @@ def ps_frames(tmp):
         "set_optimizer": ("DataRequest", {"op": "SetOptimizer", "worker_rank": 0,
                                           "text": '{"optimizer":"sgd","learning_rate":0.1}'}, b""),
         "data_reply": ("DataReply", {"status": 0, "message": "m", "slices": [slice_]}, floats),
+        # a compressed pull's answer: fp16 (encoding 1) of 4 values
+        "data_reply_fp16": ("DataReply", {"status": 0, "slices": [dict(slice_, encoding=1, data_bytes=8)]},
+                            struct.pack("<4e", 1.0, -2.0, 0.5, 3.25)),
     }
     for name, (body_type, body, payload) in messages.items():
         write("ps_frame", name, frame(flatc_envelope(tmp, name, body_type, body), payload))
     # Found by ps_frame_fuzzer: a push whose shape vector ([long]) sits 4 bytes
-    # off its 8-byte alignment, which the Verifier does not check.
+    # off its 8-byte alignment, which the Verifier does not check. (Byte 32,
+    # the envelope's protocol_version, follows PROTOCOL_VERSION.)
     write("ps_frame", "regression_misaligned_shape", base64.b64decode(
-        "oAAAABQAAABEVFBTAAAKABIACAAHAAwACgAAAAAAAAkCAAAAEAAAAAAACgAMAAcAAAAIAAoAAAAAAAADBAAAAAEAAAAcAAAA"
+        "oAAAABQAAABEVFBTAAAKABIACAAHAAwACgAAAAAAAAkDAAAAEAAAAAAACgAMAAcAAAAIAAoAAAAAAAADBAAAAAEAAAAcAAAA"
         "AAAWADAADAAAABQAAAAIABwAAAAkAAcAFgAAAAAAAAMEAAAAAQAAABwAAAAAABYAMAAMAAAAFAAAAAgAHAAAACQABwAWAAAA"
         "AAAAAAIAAAAAAAAAAgAAAAAAAAAAAAAAAAAAAAAAAACgAAAA"))
 

@@ -207,6 +207,21 @@ std::vector<uint8_t> RequestScheduler::compress(const Part& part, const ps::comp
   return bytes;
 }
 
+void RequestScheduler::decompress(const ps::DecodedSlice& slice, const ps::compression::GradientCodec* codec,
+                                  float* dst) {
+  if (codec == nullptr || static_cast<uint8_t>(codec->config().mode) != slice.encoding) {
+    throw Error(ErrorCode::kProtocol, "a server answered a pull of key " + std::to_string(slice.info.part.key) +
+                                          " encoded with mode " + std::to_string(slice.encoding) +
+                                          ", but this store compresses with " +
+                                          (codec ? codec->config().to_string() : std::string("none")));
+  }
+  const size_t n = static_cast<size_t>(slice.info.part.end - slice.info.part.begin);
+  // Checked before anything is written: dst is the caller's (or aliases it).
+  std::vector<float> values(n, 0.0f);
+  codec->decode_add(slice.data, slice.data_bytes, values.data(), n);
+  std::memcpy(dst, values.data(), n * sizeof(float));
+}
+
 void RequestScheduler::set_compression(const ps::compression::CompressionConfig& config) {
   config.validate();
   std::lock_guard<std::mutex> lock(mutex_);
@@ -293,18 +308,28 @@ void RequestScheduler::on_reply(int lane, const std::vector<Unit>& units, std::o
         throw Error(ErrorCode::kProtocol, "a server answered " + std::to_string(slices ? slices->size() : 0) +
                                               " slices to a pull of " + std::to_string(units.size()));
       }
+      std::shared_ptr<const ps::compression::GradientCodec> codec;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        codec = codec_;
+      }
       std::shared_lock<std::shared_mutex> memory(memory_mutex_);
       if (memory_released_) throw Error(ErrorCode::kClosed, "the request was abandoned");
       for (size_t j = 0; j < units.size(); ++j) {
         const Part& part = units[j].part;
         const ps::DecodedSlice s = ps::decode_slice(*reply, slices->Get(static_cast<flatbuffers::uoffset_t>(j)));
         if (s.info.part.key != part.key || s.info.part.begin != part.range.begin ||
-            s.info.part.end != part.range.end || s.data == nullptr) {
+            s.info.part.end != part.range.end || s.info.dtype != part.dtype ||
+            (s.data == nullptr && s.encoding == 0)) {
           throw Error(ErrorCode::kProtocol, "a server answered a pull of key " + std::to_string(part.key) +
                                                 " with another part");
         }
-        std::memcpy(part.dst + static_cast<size_t>(part.range.begin) * core::dtype_size(part.dtype), s.data,
-                    s.data_bytes);
+        uint8_t* dst = part.dst + static_cast<size_t>(part.range.begin) * core::dtype_size(part.dtype);
+        if (s.encoding != 0) {
+          decompress(s, codec.get(), reinterpret_cast<float*>(dst));
+        } else {
+          std::memcpy(dst, s.data, s.data_bytes);
+        }
       }
     } catch (const Error& e) {
       error = e;

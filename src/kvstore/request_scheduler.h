@@ -16,7 +16,7 @@
 //  - dist_sync: a pushpull leaves as one message only when the submitting
 //    thread sends it at once with nothing queued for that server; otherwise
 //    as a push and a pull of the same round (see submit()).
-//  - Replies are copied out on the link's threads. After abandon() nothing
+//  - Replies are copied out (compressed pulls decoded) on the link's threads. After abandon() nothing
 //    touches caller memory any more.
 // It does not know keys' meaning: rounds, staging and what a failure means
 // for the caller are the store's (DistKVStore).
@@ -44,6 +44,7 @@
 #include "ps/compression/gradient_codec.h"
 #include "ps/key_placement.h"
 #include "ps/roles/worker_client.h"
+#include "ps/transport/data_codec.h"
 
 namespace dt::kvstore {
 
@@ -105,8 +106,10 @@ class RequestScheduler {
   std::shared_ptr<Completion> submit(const Work& work, int priority, std::function<void()> on_success);
 
   // From now on pushed float32 parts are encoded with config (with its
-  // error feedback, per part) and sent with their encoding; other dtypes,
-  // pulls and inits go as they are. Call before the first push.
+  // error feedback, per part) and sent with their encoding; other dtypes
+  // and inits go as they are. Pulled parts that a server sent encoded (a
+  // dist_sync round's sum when the workers run the optimizer) are decoded
+  // with it into their float32 outputs. Call before the first push.
   void set_compression(const ps::compression::CompressionConfig& config);
 
   // Stops the communication thread; what is still queued fails with
@@ -152,6 +155,10 @@ class RequestScheduler {
   // A pushed float32 part, error-compensated and encoded.
   static std::vector<uint8_t> compress(const Part& part, const ps::compression::GradientCodec& codec,
                                        ps::compression::ErrorFeedback* feedback);
+  // A pulled part the server sent encoded, decoded into dst (the part's
+  // float32 elements); Error(kProtocol) when the encoding is not the job's
+  // mode or its bytes are malformed, dst then untouched.
+  static void decompress(const ps::DecodedSlice& slice, const ps::compression::GradientCodec* codec, float* dst);
   void on_reply(int lane, const std::vector<Unit>& units, std::optional<core::Error> error, const ps::Frame* reply);
   void finish_unit(const std::shared_ptr<Request>& request, const std::optional<core::Error>& error);
 

@@ -42,6 +42,11 @@ void ErrorFeedback::update(uint64_t key, int64_t begin, const float* compensated
   for (size_t i = 0; i < n; ++i) residual[i] = -residual[i];
 }
 
+void ErrorFeedback::reset(uint64_t key, int64_t begin, size_t n) {
+  std::vector<float>& residual = part(key, begin, n);
+  std::fill(residual.begin(), residual.end(), 0.0f);
+}
+
 const std::vector<float>* ErrorFeedback::residual(uint64_t key, int64_t begin) const {
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = parts_.find({key, begin});

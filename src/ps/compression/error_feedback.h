@@ -1,10 +1,11 @@
 // Error feedback (MXNet's residual, the "memory" of 1-bit SGD and top-k
 // sparsification): what a lossy codec did not send this step is added to the
 // next step's gradient, so nothing is dropped, only delayed. One object per
-// worker per store; residuals are keyed by (key, begin), begin being the
-// part's first element in the key's flattened tensor, so a store that splits
-// a key into parts (ps::KeyPlacement) compresses and compensates each part on
-// its own.
+// worker per store, and one per server for the round sums its pulls send
+// (ps/roles/server_key_store.h); residuals are keyed by (key, begin), begin
+// being the part's first element in the key's flattened tensor, so a store
+// that splits a key into parts (ps::KeyPlacement) compresses and compensates
+// each part on its own.
 //
 // Per step and part, the store does:
 //   copy the gradient part into its send buffer c
@@ -46,6 +47,10 @@ class ErrorFeedback {
   // part's residual from zero, a defined state rather than a half-written one.
   void update(uint64_t key, int64_t begin, const float* compensated, size_t n, const GradientCodec& codec,
               const uint8_t* encoded, size_t size);
+
+  // The residual of part (key, begin) = n zeros: what was not sent is
+  // dropped (a sender that sent its compensated values in full instead).
+  void reset(uint64_t key, int64_t begin, size_t n);
 
   // The residual of a part, nullptr when the part has not been seen; valid
   // until clear(). For checkpoints and tests.

@@ -43,6 +43,12 @@ struct ServerKeyStore::Entry {
   int64_t applied_round = 0;
   std::vector<HeldPush> held;  // next round's pushes, or pushes before rank 0's init
   std::vector<std::pair<int64_t, PullDone>> waiting_pulls;
+  // Compressed pulls: the applied round's sum as its pulls get it (null:
+  // they get the stored value), in mode `encoding` (0: a round that went in
+  // full); replaced, never changed, when the next round applies.
+  std::shared_ptr<const std::vector<uint8_t>> encoded;
+  uint8_t encoding = 0;
+  bool compression_counted = false;  // its residual and encoding are in compression_bytes_
 };
 
 ServerKeyStore::ServerKeyStore(int num_workers, uint64_t memory_limit_bytes)
@@ -66,7 +72,7 @@ uint64_t ServerKeyStore::memory_limit() const {
 
 uint64_t ServerKeyStore::memory_used() const {
   std::shared_lock<std::shared_mutex> lock(entries_mutex_);
-  return memory_used_;
+  return memory_used_ + compression_bytes_.load();
 }
 
 ServerKeyStore::ServerKeyStore(Mode mode, int num_workers) : ServerKeyStore(num_workers) { set_mode(mode); }
@@ -96,6 +102,11 @@ void ServerKeyStore::throw_if_failed() const {
 std::shared_ptr<optim::Optimizer> ServerKeyStore::optimizer() const {
   std::lock_guard<std::mutex> lock(optimizer_mutex_);
   return optimizer_;
+}
+
+std::shared_ptr<const compression::GradientCodec> ServerKeyStore::codec() const {
+  std::lock_guard<std::mutex> lock(optimizer_mutex_);
+  return codec_;
 }
 
 void ServerKeyStore::check(const Entry& e, const PartInfo& info, size_t bytes, const char* op) const {
@@ -144,10 +155,11 @@ void ServerKeyStore::init(int worker, const PartInfo& info, const void* data, si
       // The stored value and the round's sum: checked before anything of
       // the part exists, so a refused init leaves nothing behind.
       const uint64_t needed = 2 * static_cast<uint64_t>(p.end - p.begin) * core::dtype_size(info.dtype);
-      if (needed > memory_limit_ || memory_used_ > memory_limit_ - needed) {
+      const uint64_t used = memory_used_ + compression_bytes_.load();
+      if (needed > memory_limit_ || used > memory_limit_ - needed) {
         throw Error(ErrorCode::kOutOfMemory,
                     "init: " + part_name(p) + " needs " + std::to_string(needed) + " bytes; this server holds " +
-                        std::to_string(memory_used_) + " of its limit of " + std::to_string(memory_limit_) +
+                        std::to_string(used) + " of its limit of " + std::to_string(memory_limit_) +
                         " bytes for keys (DT_PS_SERVER_MEMORY_LIMIT" +
                         (automatic_limit_ ? ", automatic: twice the keys held at the first push" : "") + ")");
       }
@@ -272,6 +284,7 @@ void ServerKeyStore::push_locked(Entry& e, int worker, int64_t round, const void
     apply_locked(e, nullptr);
     e.summed = 0;
     ++e.applied_round;
+    encode_locked(e);
     answer_pulls_locked(e);
     release_held_locked(e);
   }
@@ -305,6 +318,8 @@ void ServerKeyStore::accumulate_locked(Entry& e, int worker, const void* data) {
 }
 
 void ServerKeyStore::apply_locked(Entry& e, const void* single_value) {
+  e.encoded.reset();  // whatever the stored value becomes, an older encoding is not it
+  e.encoding = 0;
   if (single_value != nullptr) std::memcpy(e.merged.data(), single_value, e.bytes);
   if (auto opt = optimizer()) {
     opt->update(e.optimizer_key, e.stored, e.merged);
@@ -313,13 +328,54 @@ void ServerKeyStore::apply_locked(Entry& e, const void* single_value) {
   std::swap(e.stored, e.merged);
 }
 
+void ServerKeyStore::encode_locked(Entry& e) {
+  const auto codec = this->codec();
+  if (!codec || e.info.dtype != DType::kFloat32 || optimizer()) return;
+  const size_t n = e.stored.size();
+  const uint64_t key = e.info.part.key;
+  const int64_t begin = e.info.part.begin;
+  const bool feedback = codec->config().error_feedback;
+  const size_t capacity = codec->max_encoded_size(n);
+  if (!e.compression_counted) {
+    e.compression_counted = true;
+    compression_bytes_ += (feedback ? e.bytes : 0) + capacity;
+  }
+  // merged is free until the next round's first push (release_held_locked
+  // comes after this): the compensated sum goes there.
+  float* compensated = static_cast<float*>(e.merged.data());
+  std::memcpy(compensated, e.stored.data(), e.bytes);
+  if (feedback) pull_feedback_.compensate(key, begin, compensated, n);
+  auto bytes = std::make_shared<std::vector<uint8_t>>(capacity);
+  try {
+    bytes->resize(codec->encode(compensated, n, bytes->data(), bytes->size()));
+    if (feedback) pull_feedback_.update(key, begin, compensated, n, *codec, bytes->data(), bytes->size());
+    e.encoding = static_cast<uint8_t>(codec->config().mode);
+    // Held until the next round: a threshold encoding is sized for the worst case.
+    if (bytes->size() < bytes->capacity() / 2) bytes->shrink_to_fit();
+  } catch (const Error&) {
+    // A sum the mode cannot hold (past fp16's range, a NaN): this round goes
+    // in full, what earlier rounds left out included, so nothing remains to
+    // carry. Workers see what an uncompressed job would have sent them.
+    const auto* raw = reinterpret_cast<const uint8_t*>(compensated);
+    bytes->assign(raw, raw + e.bytes);
+    if (feedback) pull_feedback_.reset(key, begin, n);
+    e.encoding = 0;
+  }
+  e.encoded = std::move(bytes);
+}
+
+ServerKeyStore::PullAnswer ServerKeyStore::answer_locked(const Entry& e) const {
+  if (!e.encoded) return PullAnswer{e.stored.data(), e.bytes, 0, nullptr};
+  return PullAnswer{e.encoded->empty() ? nullptr : e.encoded->data(), e.encoded->size(), e.encoding, e.encoded};
+}
+
 void ServerKeyStore::answer_pulls_locked(Entry& e) {
   if (!e.ready) return;
   auto& waiting = e.waiting_pulls;
   size_t kept = 0;
   for (size_t i = 0; i < waiting.size(); ++i) {
     if (waiting[i].first <= e.applied_round) {
-      waiting[i].second(nullptr, e.stored.data(), e.bytes);
+      waiting[i].second(nullptr, answer_locked(e));
     } else {
       waiting[kept++] = std::move(waiting[i]);
     }
@@ -363,7 +419,7 @@ void ServerKeyStore::pull(const PartInfo& info, int64_t round, PullDone done) {
                                           std::to_string(kRoundWindow) + " rounds ahead)");
   }
   if (e.ready && wanted <= e.applied_round) {
-    done(nullptr, e.stored.data(), e.bytes);
+    done(nullptr, answer_locked(e));
     return;
   }
   e.waiting_pulls.emplace_back(wanted, std::move(done));
@@ -371,12 +427,39 @@ void ServerKeyStore::pull(const PartInfo& info, int64_t round, PullDone done) {
 
 void ServerKeyStore::set_optimizer(const optim::OptimizerConfig& config) {
   auto created = optim::Optimizer::create(config);
-  std::lock_guard<std::mutex> lock(optimizer_mutex_);
-  if (optimizer_ && optimizer_->config() == config) return;
-  optimizer_ = std::move(created);
+  {
+    std::lock_guard<std::mutex> lock(optimizer_mutex_);
+    if (optimizer_ && optimizer_->config() == config) return;
+    optimizer_ = std::move(created);
+  }
+  // What parts hold from now on are weights, never sent encoded: no
+  // encoding of an earlier round answers a pull after this returns (a
+  // round applying now sees the optimizer, or had encoded before this
+  // clears it).
+  std::shared_lock<std::shared_mutex> map_lock(entries_mutex_);
+  for (const auto& [id, entry] : entries_) {
+    std::lock_guard<std::mutex> lock(entry->mutex);
+    entry->encoded.reset();
+    entry->encoding = 0;
+  }
 }
 
 bool ServerKeyStore::has_optimizer() const { return optimizer() != nullptr; }
+
+void ServerKeyStore::set_compression(const compression::CompressionConfig& config) {
+  std::shared_ptr<const compression::GradientCodec> codec;
+  if (compression::is_lossy(config.mode)) codec = std::make_shared<const compression::GradientCodec>(config);
+  std::lock_guard<std::mutex> lock(optimizer_mutex_);
+  codec_ = std::move(codec);
+}
+
+bool ServerKeyStore::pulls_may_be_encoded() const {
+  return mode_.load() == static_cast<int>(Mode::kSync) && codec() != nullptr && optimizer() == nullptr;
+}
+
+const std::vector<float>* ServerKeyStore::pull_residual(uint64_t key, int64_t begin) const {
+  return pull_feedback_.residual(key, begin);
+}
 
 void ServerKeyStore::set_learning_rate(double lr) {
   auto opt = optimizer();
@@ -471,7 +554,7 @@ void ServerKeyStore::fail(const Error& error) {
     std::lock_guard<std::mutex> lock(entry->mutex);
     for (HeldPush& h : entry->held) h.done(&error);
     entry->held.clear();
-    for (auto& [round, done] : entry->waiting_pulls) done(&error, nullptr, 0);
+    for (auto& [round, done] : entry->waiting_pulls) done(&error, PullAnswer{});
     entry->waiting_pulls.clear();
   }
 }

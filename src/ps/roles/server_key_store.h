@@ -27,6 +27,21 @@
 //  - dist_async (Mode::kAsync): each push is applied at once, atomically per
 //    part (the optimizer or, without one, the pushed value replaces the
 //    stored one, as MXNet's async server does).
+//  - Compressed pulls (set_compression): a dist_sync part without an
+//    optimizer holds each round's sum of gradients, which the workers pull
+//    to run their own optimizer. When a round applies, its sum is encoded
+//    once with the job's mode (ps/compression), after adding what earlier
+//    rounds' encodings did not send when the mode has error feedback (one
+//    residual per part, on this server, updated once per round, never per
+//    pull); every pull answered from that round, by any worker and a
+//    PS_RESEND copy included, gets these very bytes, so the workers'
+//    replicas stay identical. In full go: rank 0's init value (round 0:
+//    weights, not a gradient), a part with an optimizer (weights are never
+//    lossy), dist_async (no rounds: a pull reads whatever push came last,
+//    and error feedback needs one receiver that gets every encoding), dtypes
+//    other than float32, and a round whose sum the mode cannot encode (beyond
+//    fp16's range, a NaN): that round sends the compensated sum in full and
+//    the part's residual restarts from zero.
 //  - Bounds a peer cannot pass (issue 23): dist_sync pushes and pulls name a
 //    round at most kRoundWindow past the part's applied round (a pull for
 //    round 10^9 is refused, not held forever); every size is checked against
@@ -56,6 +71,8 @@
 #include "core/ndarray.h"
 #include "core/safetensors.h"
 #include "optim/optimizer.h"
+#include "ps/compression/error_feedback.h"
+#include "ps/compression/gradient_codec.h"
 #include "ps/transport/tensor_part.h"
 
 namespace dt::ps {
@@ -66,9 +83,19 @@ class ServerKeyStore {
   // Called once: error is null when the push's bytes were consumed (the
   // caller may release them), else why the held push failed.
   using PushDone = std::function<void(const core::Error* error)>;
-  // Called once with the part's value (bytes valid only during the call),
-  // or with an error and no data.
-  using PullDone = std::function<void(const core::Error* error, const void* data, size_t bytes)>;
+  // What a pull is answered with.
+  struct PullAnswer {
+    const void* data = nullptr;  // valid only during the callback (null: no bytes)
+    size_t bytes = 0;
+    // 0: the part's value as stored. Else data is a round's sum encoded in
+    // this ps::compression::CompressionMode, also held by shared, which a
+    // reply may keep after the call (it never changes).
+    uint8_t encoding = 0;
+    std::shared_ptr<const std::vector<uint8_t>> shared;
+  };
+  // Called once with the part's value or its encoding, or with an error
+  // (answer empty).
+  using PullDone = std::function<void(const core::Error* error, const PullAnswer& answer)>;
 
   // The mode is declared by the workers' init requests (set_mode); the
   // second constructor is for callers that know it up front.
@@ -83,7 +110,9 @@ class ServerKeyStore {
   static constexpr uint64_t kAutomaticMemoryFloor = uint64_t{256} << 20;
 
   // memory_limit_bytes: the most the parts' values may take (the stored
-  // value and the round's sum, 2 x the part's bytes each); 0: automatic.
+  // value and the round's sum, 2 x the part's bytes each; with compressed
+  // pulls also a part's residual and encoding, counted from its first
+  // encoded round); 0: automatic.
   explicit ServerKeyStore(int num_workers, uint64_t memory_limit_bytes = 0);
   ServerKeyStore(Mode mode, int num_workers);
   ~ServerKeyStore();
@@ -123,6 +152,20 @@ class ServerKeyStore {
   // once round is applied.
   void pull(const PartInfo& info, int64_t round, PullDone done);
 
+  // The job's gradient compression, before the first push (the request
+  // handler keeps it the same for the whole job): from now on dist_sync
+  // parts without an optimizer answer pulls of a round with its encoded sum
+  // (see the top of this file). Mode none: pulls stay in full.
+  void set_compression(const compression::CompressionConfig& config);
+  // Whether a pull may now be answered encoded (a sync store with a lossy
+  // compression and no optimizer): lets a caller skip sizing a reply from
+  // the parts before the answers come.
+  bool pulls_may_be_encoded() const;
+  // What the part's pulls did not send so far (error feedback), nullptr
+  // before its first encoded round or without error feedback. For tests:
+  // valid until the part's next round applies.
+  const std::vector<float>* pull_residual(uint64_t key, int64_t begin) const;
+
   // From now on pushes are gradients the optimizer applies. The same
   // description again is a no-op (every worker sends it); a different one
   // replaces the optimizer and its state.
@@ -159,9 +202,14 @@ class ServerKeyStore {
   void push_locked(Entry& e, int worker, int64_t round, const void* data, PushDone& done);
   void accumulate_locked(Entry& e, int worker, const void* data);
   void apply_locked(Entry& e, const void* single_value);
+  // After a dist_sync round applied: encodes the part's sum for its pulls,
+  // when they are compressed.
+  void encode_locked(Entry& e);
+  PullAnswer answer_locked(const Entry& e) const;
   void answer_pulls_locked(Entry& e);
   void release_held_locked(Entry& e);
   std::shared_ptr<optim::Optimizer> optimizer() const;
+  std::shared_ptr<const compression::GradientCodec> codec() const;
   void throw_if_failed() const;
 
   // -1 until declared, then a Mode. Atomic: read on every call, set once.
@@ -180,9 +228,18 @@ class ServerKeyStore {
   const bool automatic_limit_;
   std::atomic<bool> pushed_{false};
 
-  mutable std::mutex optimizer_mutex_;  // guards optimizer_ and failure_
+  mutable std::mutex optimizer_mutex_;  // guards optimizer_, failure_ and codec_
   std::shared_ptr<optim::Optimizer> optimizer_;
   std::unique_ptr<core::Error> failure_;
+  // Null without a lossy compression.
+  std::shared_ptr<const compression::GradientCodec> codec_;
+  // Per part, what its pulls' encodings did not send; a part's residual is
+  // touched with the part's lock held.
+  compression::ErrorFeedback pull_feedback_;
+  // The residuals and encodings of parts whose pulls are compressed: kept
+  // apart from memory_used_, which entries_mutex_ guards and a round (with
+  // its part locked) must not take.
+  std::atomic<uint64_t> compression_bytes_{0};
 };
 
 }  // namespace dt::ps

@@ -22,6 +22,11 @@ namespace {
 // One request's outstanding work (pushes consumed, pulls answered), plus one
 // count for the handler itself so the reply cannot leave before every part
 // was handed to the store. The last to finish sends the reply.
+//
+// A reply whose pulls all go in full is sized up front and the pulls copy
+// straight into it. When a pull may come encoded (its size known only then),
+// the reply is deferred: each pull's answer is kept (an encoding by
+// reference, it never changes) and the reply assembled by the last one.
 class Completion {
  public:
   Completion(RequestServer::Reply reply, size_t count) : reply_(reply), remaining_(count + 1) {}
@@ -30,11 +35,30 @@ class Completion {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!error_) error_ = std::make_unique<Error>(error);
   }
+  // A deferred reply of these slices (data_bytes and encoding come with
+  // their answers).
+  void defer(std::vector<SliceSpec> specs) {
+    deferred_ = std::move(specs);
+    kept_.resize(deferred_.size());
+  }
+  // Slice i's answer, for a deferred reply.
+  void keep(size_t i, const ServerKeyStore::PullAnswer& answer) {
+    deferred_[i].data_bytes = answer.bytes;
+    deferred_[i].encoding = answer.encoding;
+    if (answer.shared) {
+      kept_[i].shared = answer.shared;
+    } else {
+      const auto* begin = static_cast<const uint8_t*>(answer.data);
+      kept_[i].copy.assign(begin, begin + answer.bytes);
+    }
+  }
   // Settles n pieces of work; the last one replies.
   void finish(size_t n = 1) {
     if (remaining_.fetch_sub(n, std::memory_order_acq_rel) != n) return;
     if (error_) {
       reply_(encode_data_error(error_->code(), error_->what()));
+    } else if (!kept_.empty()) {
+      reply_(assemble());
     } else {
       reply_(std::move(answer.message));
     }
@@ -42,6 +66,23 @@ class Completion {
   EncodedData answer;  // filled by pull callbacks in disjoint regions
 
  private:
+  struct Kept {
+    std::shared_ptr<const std::vector<uint8_t>> shared;
+    std::vector<uint8_t> copy;
+  };
+  Message assemble() {
+    EncodedData out = encode_data_reply(deferred_);
+    for (size_t i = 0; i < kept_.size(); ++i) {
+      if (deferred_[i].data_bytes == 0) continue;
+      const uint8_t* from = kept_[i].shared ? kept_[i].shared->data() : kept_[i].copy.data();
+      std::memcpy(out.slice_data[i], from, deferred_[i].data_bytes);
+    }
+    return std::move(out.message);
+  }
+
+  std::vector<SliceSpec> deferred_;  // written in disjoint places by the pulls' callbacks
+  std::vector<Kept> kept_;
+
   RequestServer::Reply reply_;
   std::atomic<size_t> remaining_;
   std::mutex mutex_;
@@ -90,14 +131,20 @@ std::vector<float> decode_push(const compression::GradientCodec* codec, const De
 void push_pull(ServerKeyStore& store, int worker, const std::vector<DecodedSlice>& slices, bool push, bool pull,
                const compression::GradientCodec* codec, const RequestServer::Reply& reply, bool resent) {
   std::vector<SliceSpec> specs;
+  // Compressed pulls' sizes are known once they are answered.
+  const bool deferred = pull && !slices.empty() && store.pulls_may_be_encoded();
   if (pull) {
     // The reply is sized from the parts as stored, never from what the
     // request claims: an unknown or misdescribed part is refused first.
     for (const DecodedSlice& s : slices) store.check_part(s.info, "pull");
-    for (const DecodedSlice& s : slices) specs.push_back(SliceSpec{s.info, s.round, part_bytes(s.info)});
+    for (const DecodedSlice& s : slices) specs.push_back(SliceSpec{s.info, s.round, deferred ? 0 : part_bytes(s.info)});
   }
   auto completion = std::make_shared<Completion>(reply, slices.size() * ((push ? 1 : 0) + (pull ? 1 : 0)));
-  completion->answer = encode_data_reply(specs);
+  if (deferred) {
+    completion->defer(std::move(specs));
+  } else {
+    completion->answer = encode_data_reply(specs);
+  }
   size_t started = 0;
   try {
     for (size_t i = 0; i < slices.size(); ++i) {
@@ -118,12 +165,32 @@ void push_pull(ServerKeyStore& store, int worker, const std::vector<DecodedSlice
       }
       if (pull) {
         ++started;
+        if (deferred) {
+          store.pull(s.info, s.round, [completion, i](const Error* error, const ServerKeyStore::PullAnswer& a) {
+            if (error) {
+              completion->fail(*error);
+            } else {
+              try {
+                completion->keep(i, a);
+              } catch (const std::bad_alloc&) {
+                completion->fail(Error(ErrorCode::kOutOfMemory, "server out of memory answering a pull"));
+              }
+            }
+            completion->finish();
+          });
+          continue;
+        }
         uint8_t* dst = completion->answer.slice_data[i];
-        store.pull(s.info, s.round, [completion, dst](const Error* error, const void* data, size_t n) {
+        const size_t expected = part_bytes(s.info);
+        store.pull(s.info, s.round, [completion, dst, expected](const Error* error,
+                                                                 const ServerKeyStore::PullAnswer& a) {
           if (error) {
             completion->fail(*error);
+          } else if (a.encoding != 0 || a.bytes != expected) {
+            // pulls_may_be_encoded() said no: nothing encodes after it does.
+            completion->fail(Error(ErrorCode::kInternal, "a pull sized for the part's value was answered encoded"));
           } else {
-            std::memcpy(dst, data, n);
+            std::memcpy(dst, a.data, a.bytes);
           }
           completion->finish();
         });
@@ -198,6 +265,7 @@ void ServerRequestHandler::set_compression(int worker, const compression::Compre
                     ", the job's is " + current.to_string() +
                     (pushed_ ? " (rule: set before the first push)" : " (rule: every worker sets the same compression)"));
   }
+  store_.set_compression(config);
   compression_ = config;
   if (config.mode != compression::CompressionMode::kNone) codec_ = std::make_unique<compression::GradientCodec>(config);
 }

@@ -34,7 +34,10 @@
 // first push; the first fixes the job's, another must equal it. Pushed
 // slices with TensorSlice.encoding set are decoded with it and then summed
 // as any push (dist_sync stays in worker-rank order, so exact for a given
-// mode); pulls are always sent in full.
+// mode). Pulled slices carry what the store answered: a dist_sync round's
+// sum encoded once with the same mode (TensorSlice.encoding set, its own
+// server-side residual) when the servers have no optimizer, otherwise the
+// value in full (ServerKeyStore says when and why).
 // Refusals are logged at a bounded rate.
 #pragma once
 

@@ -28,8 +28,9 @@ namespace dt::ps {
 
 // Bumped whenever protocol.fbs changes in a way an older peer would misread.
 // 2: TensorSlice.encoding (compressed pushes), which a version-1 peer
-// would read as raw elements.
-constexpr uint32_t kProtocolVersion = 2;
+// would read as raw elements. 3: encoded slices in pull replies (compressed
+// pulls), which a version-2 worker would copy as raw elements.
+constexpr uint32_t kProtocolVersion = 3;
 constexpr size_t kPayloadAlignment = 16;
 constexpr size_t kFrameHeaderBytes = 4;
 

@@ -30,14 +30,15 @@ struct PullResult {
   std::vector<float> value;
   std::string error;
   ServerKeyStore::PullDone callback() {
-    return [this](const Error* e, const void* data, size_t n) {
+    return [this](const Error* e, const ServerKeyStore::PullAnswer& a) {
       done = true;
       if (e) {
         error = e->what();
         return;
       }
-      value.resize(n / sizeof(float));
-      std::memcpy(value.data(), data, n);
+      EXPECT_EQ(a.encoding, 0) << "no compression here";
+      value.resize(a.bytes / sizeof(float));
+      std::memcpy(value.data(), a.data, a.bytes);
     };
   }
 };
