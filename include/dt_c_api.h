@@ -797,6 +797,44 @@ DT_API dt_status dt_data_loader_next(dt_ndarray **out_data,
 
 typedef struct dt_trainer dt_trainer;
 
+/* How a trainer's step keeps the workers of a distributed job together:
+ * the four steps of SINGA's DistOpt (its method names in brackets).
+ * Append-only values. */
+typedef enum dt_sync_mode {
+  /* [backward_and_update] The gradients are reduced in full through the
+   * kvstore (MXNet's and Gluon's step). The default. */
+  DT_SYNC_FULL = 0,
+  /* [backward_and_update_half] The same, but every worker's float32
+   * gradients travel as float16: the trainer sets the kvstore's gradient
+   * compression to "fp16:error_feedback=off" (SINGA keeps no residual). */
+  DT_SYNC_HALF = 1,
+  /* [backward_and_partial_update] Every worker applies its own gradients
+   * to its own weights (nothing is reduced); then one chunk of the
+   * parameters is averaged across the workers: pushed and pulled through
+   * the kvstore under the parameters' keys (which then carry weights) and
+   * divided by the number of workers. The chunk rotates step by step, so
+   * every parameter is averaged once every few steps. Chunks are SINGA's
+   * partitions: the parameters in backward's order (the last layer's
+   * first); one with more than partial_chunk_elements elements is a chunk
+   * of its own, smaller ones gather until a chunk holds more than
+   * partial_chunk_elements. Needs the update on the workers
+   * (update_on_kvstore 1 is DT_ERR_INVALID_ARGUMENT; -1 picks the workers),
+   * a store that sums across the workers ("allreduce", "dist_nccl",
+   * "dist_sync", "dist_sync_device"; no kvstore is DT_ERR_INVALID_ARGUMENT,
+   * the others, dist_async included, DT_ERR_NOT_SUPPORTED), no gradient
+   * compression on it (DT_ERR_INVALID_ARGUMENT, at create or at the first
+   * step) and no extra contexts (DT_ERR_NOT_SUPPORTED). */
+  DT_SYNC_PARTIAL = 2,
+  /* [backward_and_sparse_update] The gradients are reduced, but each worker
+   * sends only its significant elements: |g| >= sparse_value (SINGA's
+   * topK=False), or with sparse_topk the sparse_value fraction of largest
+   * |g| (topK=True); with accumulation (SINGA's corr=True) what was not
+   * sent is added to the next step's gradient. The trainer sets the
+   * kvstore's gradient compression to "threshold:threshold=V" or
+   * "topk:fraction=V", with error_feedback on or off. */
+  DT_SYNC_SPARSE = 3
+} dt_sync_mode;
+
 typedef struct dt_trainer_options {
   size_t struct_size;         /* see "Option and info structs"           */
   /* -1 (default): on the store when a kvstore that runs optimizers is
@@ -812,6 +850,27 @@ typedef struct dt_trainer_options {
    * "local". */
   const dt_context *const *extra_contexts;
   size_t num_extra_contexts;
+  /* The step's sync mode (see dt_sync_mode); default DT_SYNC_FULL. Half
+   * and sparse set the kvstore's gradient compression during
+   * dt_trainer_create, as dt_kvstore_set_gradient_compression would (so
+   * every worker creates its trainer with the same mode): a kvstore that
+   * already compresses otherwise is DT_ERR_INVALID_ARGUMENT naming both, a
+   * store that does not compress ("local", "device", "dist_nccl")
+   * DT_ERR_NOT_SUPPORTED, no kvstore DT_ERR_INVALID_ARGUMENT. The fields
+   * below belong to one mode each: setting one for another mode is
+   * DT_ERR_INVALID_ARGUMENT naming it. */
+  dt_sync_mode sync_mode;
+  /* DT_SYNC_PARTIAL: the chunk size in elements; 0 (default): 2097152,
+   * SINGA's threshold. */
+  size_t partial_chunk_elements;
+  /* DT_SYNC_SPARSE: 0 (default): sparse_value is the magnitude an element
+   * must reach (> 0); 1: the fraction of each gradient sent, in (0, 1]. */
+  int32_t sparse_topk;
+  /* DT_SYNC_SPARSE: 0 (default): 0.05, SINGA's spars. */
+  double sparse_value;
+  /* DT_SYNC_SPARSE: 0 (default): accumulate what was not sent (error
+   * feedback, SINGA's corr=True); 1: drop it (corr=False). */
+  int32_t sparse_no_accumulation;
 } dt_trainer_options;
 
 DT_API dt_status dt_trainer_options_init(dt_trainer_options *options,

@@ -16,12 +16,46 @@ const (
 	UpdateOnWorker                        // workers do, the store only sums
 )
 
+// SyncMode is how a step keeps the workers of a distributed job together:
+// SINGA DistOpt's four steps (dt_sync_mode; see dt_c_api.h for each one's
+// rules and errors).
+type SyncMode int32
+
+// Sync modes; the zero value is SyncFull.
+const (
+	SyncFull    SyncMode = iota // backward_and_update: gradients reduced in full
+	SyncHalf                    // backward_and_update_half: gradients travel as float16
+	SyncPartial                 // backward_and_partial_update: local updates, one rotating chunk of weights averaged per step
+	SyncSparse                  // backward_and_sparse_update: only significant gradient elements travel
+)
+
 // TrainerOptions mirrors dt_trainer_options; the zero value is the default.
 type TrainerOptions struct {
 	Update UpdatePlacement
 	// ExtraContexts replicate the net for data parallelism in this process;
 	// TrainBatch splits each batch across the net's context and these.
 	ExtraContexts []*Context
+	// Sync is the step's sync mode; the fields after it belong to one mode
+	// each (setting one for another mode is an invalid argument), 0 meaning
+	// SINGA's default.
+	Sync SyncMode
+	// PartialChunkElements (SyncPartial): the chunk size; 0: 2097152.
+	PartialChunkElements uint64
+	// SparseTopK (SyncSparse): SparseValue is the fraction of each gradient
+	// sent rather than the magnitude an element must reach.
+	SparseTopK bool
+	// SparseValue (SyncSparse): the threshold or fraction; 0: 0.05.
+	SparseValue float64
+	// SparseNoAccumulation (SyncSparse): drop what was not sent instead of
+	// adding it to the next step's gradient.
+	SparseNoAccumulation bool
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // Trainer is net + optimizer + kvstore (Gluon's Trainer). It keeps the
@@ -87,7 +121,9 @@ func NewTrainer(net *Net, opt *Optimizer, kv *KVStore, opts *TrainerOptions) (*T
 		extra[i] = p
 	}
 	var out uintptr
-	if err := check(capi.Dt_go_trainer_create(&out, np, op, kp, int(update), first(extra), int64(len(extra)))); err != nil {
+	if err := check(capi.Dt_go_trainer_create(&out, np, op, kp, int(update), first(extra), int64(len(extra)),
+		int(opts.Sync), int64(opts.PartialChunkElements), boolInt(opts.SparseTopK), opts.SparseValue,
+		boolInt(opts.SparseNoAccumulation))); err != nil {
 		return nil, err
 	}
 	t := &Trainer{net: net, kv: kv, extra: append([]*Context(nil), opts.ExtraContexts...)}

@@ -104,3 +104,41 @@ func TestLocalTrainingLossDecreases(t *testing.T) {
 	}
 	wantStatus(t, "SetComputeDType after a forward", net.SetComputeDType(Float32), StatusBadState)
 }
+
+// The sync modes reach the library with their fields, and every combination
+// it refuses comes back as an error of the right status; the modes train in
+// the library's own 2-worker tests.
+func TestSyncModesAreCheckedAgainstTheStore(t *testing.T) {
+	ctx := cpu(t)
+	net := get(NewNet(ctx, "mlp", `{"input_shape": [1, 28, 28], "hidden": [16], "classes": 10}`))(t)
+	defer net.Close()
+	noErr(t, net.Initialize(1))
+	opt := get(NewOptimizer("sgd"))(t)
+	defer opt.Close()
+	kv := get(NewKVStore("local", nil))(t)
+	defer kv.Close()
+
+	full := get(NewTrainer(net, opt, kv, &TrainerOptions{Sync: SyncFull}))(t)
+	noErr(t, full.Close())
+	for _, c := range []struct {
+		what string
+		kv   *KVStore
+		opts TrainerOptions
+		want Status
+	}{
+		{"partial without a kvstore", nil, TrainerOptions{Sync: SyncPartial}, StatusInvalidArgument},
+		{"partial on a local kvstore", kv, TrainerOptions{Sync: SyncPartial, PartialChunkElements: 1000}, StatusNotSupported},
+		{"half on a local kvstore", kv, TrainerOptions{Sync: SyncHalf}, StatusNotSupported},
+		{"sparse top-K above 1", kv, TrainerOptions{Sync: SyncSparse, SparseTopK: true, SparseValue: 1.5}, StatusInvalidArgument},
+		{"a partial field in full mode", kv, TrainerOptions{PartialChunkElements: 1000}, StatusInvalidArgument},
+		{"a sparse field in partial mode", kv, TrainerOptions{Sync: SyncPartial, SparseNoAccumulation: true}, StatusInvalidArgument},
+		{"an unknown mode", kv, TrainerOptions{Sync: SyncMode(9)}, StatusInvalidArgument},
+	} {
+		opts := c.opts
+		tr, err := NewTrainer(net, opt, c.kv, &opts)
+		if err == nil {
+			tr.Close()
+		}
+		wantStatus(t, c.what, err, c.want)
+	}
+}

@@ -294,18 +294,28 @@ static dt_status dt_go_node_run(dt_kvstore_options *options,
 }
 
 /* dt_trainer_create with its options built here, so that the array of
- * extra contexts (Go memory) is read during this call only. */
+ * extra contexts (Go memory) is read during this call only. The sync fields
+ * are dt_trainer_options's (0: the library's default). */
 static dt_status dt_go_trainer_create(dt_trainer **out, dt_net *net,
                                       const dt_optimizer *opt, dt_kvstore *kv,
                                       int32_t update_on_kvstore,
                                       const dt_context *const *extra_contexts,
-                                      size_t num_extra_contexts) {
+                                      size_t num_extra_contexts,
+                                      int32_t sync_mode,
+                                      size_t partial_chunk_elements,
+                                      int32_t sparse_topk, double sparse_value,
+                                      int32_t sparse_no_accumulation) {
   dt_trainer_options options;
   const dt_status init = dt_trainer_options_init(&options, sizeof options);
   if (init != DT_OK) return init;
   options.update_on_kvstore = update_on_kvstore;
   options.extra_contexts = num_extra_contexts > 0 ? extra_contexts : NULL;
   options.num_extra_contexts = num_extra_contexts;
+  options.sync_mode = (dt_sync_mode)sync_mode;
+  options.partial_chunk_elements = partial_chunk_elements;
+  options.sparse_topk = sparse_topk;
+  options.sparse_value = sparse_value;
+  options.sparse_no_accumulation = sparse_no_accumulation;
   return dt_trainer_create(out, net, opt, kv, &options);
 }
 
@@ -340,7 +350,10 @@ dt_status dt_go_trainer_create(dt_trainer **out, dt_net *net,
                                const dt_optimizer *opt, dt_kvstore *kv,
                                int32_t update_on_kvstore,
                                const dt_context *const *extra_contexts,
-                               size_t num_extra_contexts);
+                               size_t num_extra_contexts, int32_t sync_mode,
+                               size_t partial_chunk_elements,
+                               int32_t sparse_topk, double sparse_value,
+                               int32_t sparse_no_accumulation);
 dt_status dt_go_trainer_fit(dt_trainer *trainer, dt_data_loader *train,
                             dt_data_loader *test, int32_t epochs,
                             const char *metrics_path,

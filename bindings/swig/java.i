@@ -569,16 +569,28 @@ dt_status dtj_optimizer_to_json(char **out_json, const dt_optimizer *opt) {
 
 /* dt_trainer_create with the option struct built here: its context list
  * must point at memory that lives through the call, which a Java-side
- * struct proxy cannot guarantee. */
+ * struct proxy cannot guarantee. The sync fields are dt_trainer_options's
+ * (0: the library's default); a negative chunk size, which size_t cannot
+ * hold, is refused here. */
 dt_status dtj_trainer_create(dt_trainer **out, dt_net *net, const dt_optimizer *opt,
                              dt_kvstore *kv, int32_t update_on_kvstore,
-                             const dt_context *const *extra_contexts, size_t num_extra_contexts) {
+                             const dt_context *const *extra_contexts, size_t num_extra_contexts,
+                             int32_t sync_mode, int64_t partial_chunk_elements, int32_t sparse_topk,
+                             double sparse_value, int32_t sparse_no_accumulation) {
   dt_trainer_options options;
   const dt_status init = dt_trainer_options_init(&options, sizeof options);
   if (init != DT_OK) return init;
+  if (partial_chunk_elements < 0) {
+    return dtj_fail(DT_ERR_INVALID_ARGUMENT, "dt_trainer_create: partialChunkElements must not be negative");
+  }
   options.update_on_kvstore = update_on_kvstore;
   options.extra_contexts = extra_contexts;
   options.num_extra_contexts = num_extra_contexts;
+  options.sync_mode = (dt_sync_mode)sync_mode;
+  options.partial_chunk_elements = (size_t)partial_chunk_elements;
+  options.sparse_topk = sparse_topk;
+  options.sparse_value = sparse_value;
+  options.sparse_no_accumulation = sparse_no_accumulation;
   return dt_trainer_create(out, net, opt, kv, &options);
 }
 

@@ -4,7 +4,7 @@
  *
  *   train_fashion_mnist [--model lenet|mlp] [--epochs N] [--batch-size N]
  *                       [--lr X] [--momentum X] [--kvstore TYPE|none]
- *                       [--compression SPEC]
+ *                       [--compression SPEC] [--sync-mode MODE]
  *                       [--data DIR] [--metrics FILE] [--checkpoint FILE]
  *                       [--resume FILE] [--seed N] [--threads N] [--help]
  *
@@ -28,6 +28,23 @@
  * --compression (dist types) compresses what the workers push, as MXNet's
  * kv.set_gradient_compression: e.g. 2bit:threshold=0.5, fp16,
  * topk:fraction=0.01 (see dt_kvstore_set_gradient_compression).
+ *
+ * --sync-mode picks SINGA DistOpt's step (see dt_sync_mode):
+ *   full                 the gradients reduced in full (the default)
+ *   half                 the gradients travel as float16
+ *   partial[:chunk=N]    every worker updates with its own gradients, then
+ *                        one chunk of about N weights (default 2097152) is
+ *                        averaged across the workers, a different one each
+ *                        step; each worker steps with the full --lr, as it
+ *                        applies its own batch's gradient alone, and rank 0
+ *                        evaluates its own weights
+ *   sparse[:topk=F|threshold=T][,accumulate=on|off]
+ *                        only significant gradient elements travel: those
+ *                        with |g| >= T (default 0.05) or the fraction F of
+ *                        largest |g|; with accumulation (the default) what
+ *                        was not sent joins the next step's gradient
+ * Half and sparse set the store's compression themselves: with
+ * --compression too, the two must agree.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -54,6 +71,7 @@ typedef struct args {
   double momentum;
   const char *kvstore;
   const char *compression;
+  const char *sync_mode;
   const char *data;
   const char *metrics;
   const char *checkpoint;
@@ -72,6 +90,8 @@ static void usage(FILE *to) {
           "  --momentum X          SGD momentum (default 0.9)\n"
           "  --kvstore TYPE|none   kvstore type, e.g. local (default local)\n"
           "  --compression SPEC    dist types: compress pushes, e.g. 2bit:threshold=0.5\n"
+          "  --sync-mode MODE      SINGA's step: full (default), half, partial[:chunk=N],\n"
+          "                        sparse[:topk=F|threshold=T][,accumulate=on|off]\n"
           "  --data DIR            Fashion-MNIST IDX files (default "
           "/usr/share/datasets/fashion-mnist)\n"
           "  --metrics FILE        JSON-lines metrics log, one line per epoch\n"
@@ -79,6 +99,62 @@ static void usage(FILE *to) {
           "  --resume FILE         continue from a checkpoint\n"
           "  --seed N              seed for initialisation and shuffling (default 1)\n"
           "  --threads N           CPU threads (default: OMP_NUM_THREADS or all)\n");
+}
+
+/* --sync-mode's text into the trainer options' sync fields (o comes from
+ * dt_trainer_options_init); 0 on success, -1 (with a message) on error.
+ * Ranges (a fraction above 1, a threshold of 0) are the library's to check. */
+static int parse_sync_mode(const char *text, dt_trainer_options *o) {
+  const char *fields = strchr(text, ':');
+  size_t name_length = fields != NULL ? (size_t)(fields - text) : strlen(text);
+  char field[64];
+  if (fields != NULL) ++fields;
+  if (strncmp(text, "full", name_length) == 0 && name_length == 4) o->sync_mode = DT_SYNC_FULL;
+  else if (strncmp(text, "half", name_length) == 0 && name_length == 4) o->sync_mode = DT_SYNC_HALF;
+  else if (strncmp(text, "partial", name_length) == 0 && name_length == 7) o->sync_mode = DT_SYNC_PARTIAL;
+  else if (strncmp(text, "sparse", name_length) == 0 && name_length == 6) o->sync_mode = DT_SYNC_SPARSE;
+  else {
+    fprintf(stderr, "error: --sync-mode '%s': the mode is none of full, half, partial, sparse\n", text);
+    return -1;
+  }
+  while (fields != NULL && *fields != '\0') {
+    const char *comma = strchr(fields, ',');
+    size_t length = comma != NULL ? (size_t)(comma - fields) : strlen(fields);
+    char *value, *end = NULL;
+    if (length >= sizeof field) length = sizeof field - 1;
+    memcpy(field, fields, length);
+    field[length] = '\0';
+    fields = comma != NULL ? comma + 1 : NULL;
+    value = strchr(field, '=');
+    if (value == NULL) {
+      fprintf(stderr, "error: --sync-mode '%s': '%s' is not name=value\n", text, field);
+      return -1;
+    }
+    *value++ = '\0';
+    errno = 0;
+    if (o->sync_mode == DT_SYNC_PARTIAL && strcmp(field, "chunk") == 0) {
+      unsigned long long chunk = strtoull(value, &end, 10);
+      if (value[0] == '-' || chunk == 0 || (unsigned long long)(size_t)chunk != chunk) end = NULL;
+      o->partial_chunk_elements = (size_t)chunk;
+    } else if (o->sync_mode == DT_SYNC_SPARSE && (strcmp(field, "topk") == 0 || strcmp(field, "threshold") == 0)) {
+      o->sparse_topk = strcmp(field, "topk") == 0;
+      o->sparse_value = strtod(value, &end);
+    } else if (o->sync_mode == DT_SYNC_SPARSE && strcmp(field, "accumulate") == 0) {
+      if (strcmp(value, "on") == 0 || strcmp(value, "off") == 0) {
+        o->sparse_no_accumulation = strcmp(value, "off") == 0;
+        end = value + strlen(value);
+      }
+    } else {
+      fprintf(stderr, "error: --sync-mode '%s': mode %.*s takes no field '%s'\n", text, (int)name_length, text,
+              field);
+      return -1;
+    }
+    if (end == NULL || end == value || *end != '\0' || errno != 0) {
+      fprintf(stderr, "error: --sync-mode '%s': bad value '%s' for %s\n", text, value, field);
+      return -1;
+    }
+  }
+  return 0;
 }
 
 /* Parses argv into a; returns 0 on success, 1 for --help, -1 on error. */
@@ -101,6 +177,7 @@ static int parse_args(int argc, char **argv, args *a) {
     else if (strcmp(flag, "--momentum") == 0) a->momentum = strtod(value, &end);
     else if (strcmp(flag, "--kvstore") == 0) a->kvstore = value;
     else if (strcmp(flag, "--compression") == 0) a->compression = value;
+    else if (strcmp(flag, "--sync-mode") == 0) a->sync_mode = value;
     else if (strcmp(flag, "--data") == 0) a->data = value;
     else if (strcmp(flag, "--metrics") == 0) a->metrics = value;
     else if (strcmp(flag, "--checkpoint") == 0) a->checkpoint = value;
@@ -125,11 +202,17 @@ static int parse_args(int argc, char **argv, args *a) {
     fprintf(stderr, "error: --epochs, --batch-size and --threads must not be negative\n");
     return -1;
   }
+  if (a->sync_mode != NULL) {
+    dt_trainer_options check;
+    if (dt_trainer_options_init(&check, sizeof check) != DT_OK || parse_sync_mode(a->sync_mode, &check) != 0) {
+      return -1;
+    }
+  }
   return 0;
 }
 
 int main(int argc, char **argv) {
-  args a = {"lenet", 5, 64, 0.02, 0.9, "local", NULL, NULL, NULL, NULL, NULL, 1, 0};
+  args a = {"lenet", 5, 64, 0.02, 0.9, "local", NULL, NULL, NULL, NULL, NULL, NULL, 1, 0};
   dt_context *cpu = NULL;
   dt_net *net = NULL;
   dt_optimizer *opt = NULL;
@@ -173,14 +256,18 @@ int main(int argc, char **argv) {
     CHECK(dt_kvstore_num_workers(&num_workers, kv));
     if (a.compression != NULL) CHECK(dt_kvstore_set_gradient_compression(kv, a.compression));
   }
+  CHECK(dt_trainer_options_init(&trainer_options, sizeof trainer_options));
+  if (a.sync_mode != NULL && parse_sync_mode(a.sync_mode, &trainer_options) != 0) goto done;
   {
     /* The canonical name: --kvstore takes MXNet's names too ("dist"). */
     const char *type = "none";
     if (kv != NULL) CHECK(dt_kvstore_type(&type, kv));
     /* The synchronous distributed stores sum the workers' gradients: the
-     * rate per worker keeps the step of one worker's batch. */
-    lr = (strcmp(type, "dist_sync") == 0 || strcmp(type, "dist_sync_device") == 0 ||
-          strcmp(type, "allreduce") == 0 || strcmp(type, "dist_nccl") == 0)
+     * rate per worker keeps the step of one worker's batch. A partial step
+     * sums no gradients: each worker applies its own at the full rate. */
+    lr = (trainer_options.sync_mode != DT_SYNC_PARTIAL &&
+          (strcmp(type, "dist_sync") == 0 || strcmp(type, "dist_sync_device") == 0 ||
+           strcmp(type, "allreduce") == 0 || strcmp(type, "dist_nccl") == 0))
              ? a.lr / num_workers
              : a.lr;
   }
@@ -201,7 +288,6 @@ int main(int argc, char **argv) {
   loader_options.part_index = 0;
   CHECK(dt_data_loader_create_mnist(&test, a.data, "t10k", &loader_options));
 
-  CHECK(dt_trainer_options_init(&trainer_options, sizeof trainer_options));
   CHECK(dt_trainer_create(&trainer, net, opt, kv, &trainer_options));
   if (a.resume != NULL) {
     int32_t epoch = 0;
@@ -211,8 +297,10 @@ int main(int argc, char **argv) {
   }
 
   if (rank == 0) {
-    printf("training %s on Fashion-MNIST: %d epochs, %d worker(s) x batch %ld, SGD lr %g momentum %g, kvstore %s\n",
-           a.model, a.epochs, (int)num_workers, a.batch_size, lr, a.momentum, a.kvstore);
+    printf("training %s on Fashion-MNIST: %d epochs, %d worker(s) x batch %ld, SGD lr %g momentum %g, kvstore %s, "
+           "sync mode %s\n",
+           a.model, a.epochs, (int)num_workers, a.batch_size, lr, a.momentum, a.kvstore,
+           a.sync_mode != NULL ? a.sync_mode : "full");
   }
   CHECK(dt_fit_options_init(&fit_options, sizeof fit_options));
   fit_options.epochs = a.epochs;

@@ -29,6 +29,54 @@ void fit_defaults(dt_fit_options* options) {
 
 dt::train::Trainer& trainer_of(dt_trainer* trainer) { return *handle(trainer, "trainer").impl; }
 
+// The sync-mode fields of the options; each set only for its own mode, 0
+// meaning SINGA's default.
+dt::train::SyncOptions sync_options(const dt_trainer_options& o) {
+  using dt::train::SyncMode;
+  dt::train::SyncOptions sync;
+  switch (o.sync_mode) {
+    case DT_SYNC_FULL:
+      sync.mode = SyncMode::kFull;
+      break;
+    case DT_SYNC_HALF:
+      sync.mode = SyncMode::kHalf;
+      break;
+    case DT_SYNC_PARTIAL:
+      sync.mode = SyncMode::kPartial;
+      break;
+    case DT_SYNC_SPARSE:
+      sync.mode = SyncMode::kSparse;
+      break;
+    default:
+      throw Error(ErrorCode::kInvalidArgument,
+                  "options->sync_mode " + std::to_string(static_cast<int>(o.sync_mode)) +
+                      " is none of DT_SYNC_FULL, DT_SYNC_HALF, DT_SYNC_PARTIAL, DT_SYNC_SPARSE");
+  }
+  const auto only_for = [&](bool set, dt_sync_mode owner, const char* field, const char* owner_name) {
+    if (set && o.sync_mode != owner) {
+      throw Error(ErrorCode::kInvalidArgument, std::string("options->") + field + " is set, but sync_mode is not " +
+                                                   owner_name + ", the only mode that reads it");
+    }
+  };
+  only_for(o.partial_chunk_elements != 0, DT_SYNC_PARTIAL, "partial_chunk_elements", "DT_SYNC_PARTIAL");
+  only_for(o.sparse_topk != 0, DT_SYNC_SPARSE, "sparse_topk", "DT_SYNC_SPARSE");
+  only_for(o.sparse_value != 0.0, DT_SYNC_SPARSE, "sparse_value", "DT_SYNC_SPARSE");
+  only_for(o.sparse_no_accumulation != 0, DT_SYNC_SPARSE, "sparse_no_accumulation", "DT_SYNC_SPARSE");
+  if (o.sparse_topk != 0 && o.sparse_topk != 1) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "options->sparse_topk must be 0 or 1, not " + std::to_string(o.sparse_topk));
+  }
+  if (o.sparse_no_accumulation != 0 && o.sparse_no_accumulation != 1) {
+    throw Error(ErrorCode::kInvalidArgument, "options->sparse_no_accumulation must be 0 or 1, not " +
+                                                 std::to_string(o.sparse_no_accumulation));
+  }
+  if (o.partial_chunk_elements != 0) sync.partial_chunk_elements = o.partial_chunk_elements;
+  sync.sparse_topk = o.sparse_topk == 1;
+  if (o.sparse_value != 0.0) sync.sparse_value = o.sparse_value;
+  sync.sparse_accumulate = o.sparse_no_accumulation == 0;
+  return sync;
+}
+
 }  // namespace
 
 extern "C" {
@@ -57,6 +105,7 @@ dt_status dt_trainer_create(dt_trainer** out, dt_net* net, const dt_optimizer* o
       const std::string param = "options->extra_contexts[" + std::to_string(i) + "]";
       trainer_options.extra_contexts.push_back(handle(o.extra_contexts[i], param.c_str()).impl);
     }
+    trainer_options.sync = sync_options(o);
     auto owned = std::make_unique<dt_trainer>();
     owned->impl = std::make_unique<dt::train::Trainer>(net_impl, config, store, std::move(trainer_options));
     *out = dt::c_api::adopt_handle(std::move(owned));

@@ -350,6 +350,12 @@ void DistKVStore::set_gradient_compression(const std::string& spec) {
   }
   broadcast_command(DataOp::SetGradientCompression, config.to_string(), 0);
   scheduler_->set_compression(config);
+  compression_ = config.to_string();
+}
+
+std::string DistKVStore::gradient_compression() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return compression_;
 }
 
 void DistKVStore::barrier() {

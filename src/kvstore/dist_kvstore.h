@@ -86,9 +86,13 @@ class DistKVStore final : public KVStore {
   // The data plane's bytes (requests to and replies from the servers).
   core::Traffic traffic() const override;
   // Tells the servers (who refuse a different one from another worker) and
-  // compresses this worker's float32 pushes from now on; pulls stay exact.
-  // Error(kBadState) after this store's first push.
+  // compresses this worker's float32 pushes from now on. dist_sync servers
+  // without an optimizer send each round's sum compressed too (with their
+  // own residual), decoded here; weights (servers with an optimizer, inits)
+  // and dist_async values are pulled in full. Error(kBadState) after this
+  // store's first push.
   void set_gradient_compression(const std::string& spec) override;
+  std::string gradient_compression() const override;
   core::NamedArrays optimizer_state(const std::string& prefix) const override;
   void load_optimizer_state(const core::NamedArrays& arrays, const std::string& prefix) override;
 
@@ -145,6 +149,7 @@ class DistKVStore final : public KVStore {
   std::map<Key, KeyMeta> keys_;
   bool has_optimizer_ = false;
   bool pushed_ = false;  // compression is fixed from the first push on
+  std::string compression_ = "none";  // canonical text
 };
 
 }  // namespace dt::kvstore

@@ -95,6 +95,10 @@ class KVStore {
   // "2bit:threshold=0.5"). Before the first push; the same on every worker.
   // Error(kNotSupported) for the stores that do not compress.
   virtual void set_gradient_compression(const std::string& spec);
+  // What set_gradient_compression set, as the canonical text of
+  // compression_mode.h ("none" until then, and for the stores that do not
+  // compress), so that a trainer can tell a compression it did not choose.
+  virtual std::string gradient_compression() const { return "none"; }
 
   // The store's optimizer state (momenta, moments, step counts) for
   // checkpoints, names starting with prefix; empty without an optimizer.

@@ -84,6 +84,7 @@ Trainer::Trainer(std::shared_ptr<nn::Net> net, optim::OptimizerConfig optimizer,
   update_on_kvstore_ =
       kv_ && options.update_on_kvstore != 0 && (options.update_on_kvstore == 1 || kv_->accepts_optimizer());
   update_on_kvstore_auto_ = options.update_on_kvstore == -1;
+  configure_sync_mode(options);
   refuse_async_updates_on_workers();
   int overlap = options.overlap_communication;
   if (overlap < -1 || overlap > 1) throw Error(ErrorCode::kInvalidArgument, "overlap_communication must be -1, 0 or 1");
@@ -95,12 +96,20 @@ Trainer::Trainer(std::shared_ptr<nn::Net> net, optim::OptimizerConfig optimizer,
     }
     overlap = text == "1" ? 1 : 0;
   }
-  overlap_ = overlap == 1 && kv_ && kv_->communicates_asynchronously();
+  // Partial steps exchange weights after the update, nothing during backward.
+  overlap_ = overlap == 1 && kv_ && kv_->communicates_asynchronously() && sync_.mode != SyncMode::kPartial;
   for (nn::Net* replica : replicas_) replica->set_loss_reduction("sum");
 
   const auto& params = net_->parameters();
   for (size_t i = 0; i < params.size(); ++i) {
     if (!params[i].auxiliary) learnable_.push_back(i);
+  }
+  if (sync_.mode == SyncMode::kPartial) {
+    // SINGA partitions the parameters in the order backward yields them.
+    partial_order_.assign(learnable_.rbegin(), learnable_.rend());
+    std::vector<size_t> sizes;
+    for (size_t index : partial_order_) sizes.push_back(params[index].value.size());
+    partial_ = std::make_unique<PartialUpdate>(sizes, sync_.partial_chunk_elements);
   }
   if (!update_on_kvstore_) {
     for (size_t r = 0; r < replicas_.size(); ++r) local_optimizers_.push_back(optim::Optimizer::create(config_));
@@ -118,6 +127,74 @@ void Trainer::refuse_async_updates_on_workers() const {
                 "trainer: kvstore '" + kv_->type() + "' needs the update on the servers (update_on_kvstore = 1 or "
                 "-1, and no dynamic loss scaling); as MXNet says, \"Please set update_on_kvstore=True when "
                 "training in async mode.\"");
+  }
+}
+
+void Trainer::configure_sync_mode(const TrainerOptions& options) {
+  sync_ = options.sync;
+  sync_.validate();
+  const std::string mode = std::string("trainer: sync mode ") + sync_mode_name(sync_.mode);
+  switch (sync_.mode) {
+    case SyncMode::kFull:
+      return;
+    case SyncMode::kHalf:
+    case SyncMode::kSparse: {
+      if (!kv_) {
+        throw Error(ErrorCode::kInvalidArgument, mode + " compresses what the workers send through a distributed "
+                                                 "kvstore (a parameter-server type or \"allreduce\"); there is none");
+      }
+      const std::string wanted = sync_.compression_spec();
+      const std::string current = kv_->gradient_compression();
+      if (current == wanted) return;
+      if (current != "none") {
+        throw Error(ErrorCode::kInvalidArgument,
+                    mode + " sets the kvstore's gradient compression to '" + wanted + "', but the store already " +
+                        "compresses with '" + current + "': set one of the two, not both");
+      }
+      try {
+        kv_->set_gradient_compression(wanted);
+      } catch (const Error& e) {
+        throw Error(e.code(), mode + ": " + e.what());
+      }
+      return;
+    }
+    case SyncMode::kPartial: {
+      if (!kv_) {
+        throw Error(ErrorCode::kInvalidArgument, mode + " averages weights across the workers of a distributed "
+                                                 "kvstore (\"allreduce\", \"dist_sync\", ...); there is none");
+      }
+      const std::string type = kv_->type();
+      if (type == "dist_async" || type == "dist_async_device") {
+        throw Error(ErrorCode::kNotSupported,
+                    mode + " needs a store that sums one push per worker into a round: dist_async servers apply "
+                           "each push on its own, so no average exists there; use dist_sync or allreduce");
+      }
+      if (type != "allreduce" && type != "dist_nccl" && type != "dist_sync" && type != "dist_sync_device") {
+        throw Error(ErrorCode::kNotSupported, mode + " averages across the workers of a job, which kvstore '" + type +
+                                                  "' does not span; use allreduce, dist_nccl, dist_sync or "
+                                                  "dist_sync_device");
+      }
+      if (options.update_on_kvstore == 1) {
+        throw Error(ErrorCode::kInvalidArgument, mode + " updates every worker with its own gradients: "
+                                                 "update_on_kvstore must be 0 or -1, not 1");
+      }
+      if (!options.extra_contexts.empty()) {
+        throw Error(ErrorCode::kNotSupported, mode + " trains one replica per worker; extra contexts are not "
+                                                 "supported with it");
+      }
+      update_on_kvstore_ = false;
+      refuse_compressed_weights();
+      return;
+    }
+  }
+}
+
+void Trainer::refuse_compressed_weights() const {
+  const std::string current = kv_->gradient_compression();
+  if (current != "none") {
+    throw Error(ErrorCode::kInvalidArgument,
+                "trainer: sync mode partial averages weights through the kvstore, which compresses with '" + current +
+                    "': the weights would be lossy; leave the store's gradient compression unset");
   }
 }
 
@@ -211,7 +288,11 @@ void Trainer::step(int64_t batch_size) {
   if (batch_size <= 0) throw Error(ErrorCode::kInvalidArgument, "step: batch_size must be positive");
   prepare_precision();
   const double rescale = 1.0 / static_cast<double>(batch_size);
-  if (kv_ && !store_initialized()) initialize_kvstore();
+  if (kv_ && !store_initialized()) {
+    // The store's compression may have been set after construction.
+    if (partial_) refuse_compressed_weights();
+    initialize_kvstore();
+  }
 
   if (!kv_) {
     if (gradients_usable()) {
@@ -221,6 +302,15 @@ void Trainer::step(int64_t batch_size) {
         if (p.grad_req != nn::GradReq::kNull) local_optimizers_[0]->update(index, p.value, p.grad);
       }
     }
+  } else if (partial_) {
+    // Each worker updates with its own gradients; then one chunk of
+    // weights is averaged (the same chunk on every worker: they count the
+    // same steps).
+    if (gradients_usable()) update_replicas(rescale);
+    std::vector<kvstore::Key> keys(partial_order_.begin(), partial_order_.end());
+    std::vector<NDArray> weights;
+    for (size_t index : partial_order_) weights.push_back(net_->parameters()[index].value);
+    partial_->average(*kv_, keys, weights, steps_);
   } else if (update_on_kvstore_) {
     if (rescale != rescale_grad_) kv_->set_rescale_grad(rescale);
     const auto keys = keys_for_all_replicas();

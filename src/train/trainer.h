@@ -37,6 +37,16 @@
 //    Error(kNotSupported) there. Checkpoints carry the loss scaler's state
 //    (scale, growth tracker, skipped steps), so a resumed float16 run goes
 //    on with the scale it had.
+//  - Sync modes (train/sync_mode.h, SINGA DistOpt's steps): full is the
+//    above; half and sparse set the kvstore's gradient compression at
+//    construction (Error(kInvalidArgument) when the store already
+//    compresses otherwise, the store's Error(kNotSupported) when it does not
+//    compress); partial updates each worker with its own gradients and
+//    averages one chunk of weights per step (train/partial_update.h). It
+//    needs the update on the workers (update_on_kvstore 1 is
+//    Error(kInvalidArgument)), one replica per process and a store that
+//    sums across workers without compressing ("allreduce", "dist_nccl",
+//    "dist_sync", "dist_sync_device"); others are Error(kNotSupported).
 #pragma once
 
 #include <cstdint>
@@ -53,7 +63,9 @@
 #include "optim/optimizer.h"
 #include "optim/optimizer_config.h"
 #include "train/metrics_log.h"
+#include "train/partial_update.h"
 #include "train/progress.h"
+#include "train/sync_mode.h"
 #include "train/training_phase.h"
 
 namespace dt::train {
@@ -67,6 +79,8 @@ struct TrainerOptions {
   // environment's DT_KVSTORE_OVERLAP (0 or 1), on when unset. Only a kvstore
   // that communicates asynchronously overlaps; others are unaffected.
   int overlap_communication = -1;
+  // How a step keeps the workers together (see above); full by default.
+  SyncOptions sync;
 };
 
 struct BatchResult {
@@ -116,6 +130,7 @@ class Trainer {
   const kvstore::KVStore* kvstore() const { return kv_.get(); }
   // Whether train_batch overlaps communication with backward.
   bool overlaps_communication() const { return overlap_; }
+  const SyncOptions& sync_options() const { return sync_; }
   int epoch() const { return epoch_; }
   // Steps taken, including those whose update loss scaling skipped.
   int64_t steps() const { return steps_; }
@@ -143,6 +158,12 @@ class Trainer {
   // Error(kInvalidArgument) for an asynchronous store with the update on
   // the workers (Gluon refuses it too).
   void refuse_async_updates_on_workers() const;
+  // Checks the sync mode against the store and the other options, sets
+  // the compression half and sparse need and prepares partial's chunks.
+  void configure_sync_mode(const TrainerOptions& options);
+  // Partial mode: Error(kInvalidArgument) when the store compresses, which
+  // would make the averaged weights lossy.
+  void refuse_compressed_weights() const;
   // The worker-side update after the store reduced the gradients.
   void update_replicas(double rescale);
   // Overlapped steps: one parameter's exchange, issued during backward; and
@@ -164,6 +185,11 @@ class Trainer {
   // before the first step (float16 loss scaling needs it).
   bool update_on_kvstore_auto_ = false;
   bool overlap_ = false;
+  SyncOptions sync_;
+  // Partial mode: the chunks, over the learnable parameters in backward
+  // order (partial_order_: their indices).
+  std::unique_ptr<PartialUpdate> partial_;
+  std::vector<size_t> partial_order_;
   std::vector<bool> issued_;  // per parameter: exchanged during this backward
   std::vector<std::unique_ptr<optim::Optimizer>> local_optimizers_;  // one per replica
   TrainingPhase phase_;

@@ -1,8 +1,9 @@
 /*
  * Trainers: options, creation with and without a kvstore, train_batch and
  * step, the learning rate, checkpoints (exact resume), fit on IDX files
- * written here, extra contexts, every bad argument, and NULL, freed and
- * mistyped handles. The net is a tiny MLP on 1x4x4 inputs.
+ * written here, extra contexts, the sync modes' options, every bad argument,
+ * and NULL, freed and mistyped handles. The net is a tiny MLP on 1x4x4
+ * inputs.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -150,6 +151,11 @@ static void test_options_init(void) {
   CHECK_EQ_I64(o.update_on_kvstore, -1);
   CHECK(o.extra_contexts == NULL);
   CHECK_EQ_U64(o.num_extra_contexts, 0);
+  CHECK_EQ_I64(o.sync_mode, DT_SYNC_FULL);
+  CHECK_EQ_U64(o.partial_chunk_elements, 0);
+  CHECK_EQ_I64(o.sparse_topk, 0);
+  CHECK(o.sparse_value == 0.0);
+  CHECK_EQ_I64(o.sparse_no_accumulation, 0);
   dt_fit_options_init(&f, sizeof f);
   CHECK_EQ_U64(f.struct_size, sizeof(dt_fit_options));
   CHECK_EQ_I64(f.epochs, 5);
@@ -691,6 +697,73 @@ static void test_extra_contexts(void) {
   dt_net_free(single_net);
 }
 
+/* The sync modes' options and every combination they refuse; the modes
+ * themselves train in the 2-worker jobs of the unit tests (TrainerSyncModes)
+ * and in the example (--sync-mode). */
+static void test_sync_modes(void) {
+  dt_net *net = make_net(14);
+  dt_optimizer *opt = make_sgd(0.1, 0.0);
+  dt_kvstore *local = NULL;
+  dt_trainer *t = CAPI_SENTINEL(dt_trainer);
+  dt_trainer_options o;
+  if (net == NULL || opt == NULL || !CHECK_OK(dt_kvstore_create(&local, "local"))) return;
+
+  /* Full is today's step, with or without a store. */
+  dt_trainer_options_init(&o, sizeof o);
+  o.sync_mode = DT_SYNC_FULL;
+  if (CHECK_OK(dt_trainer_create(&t, net, opt, local, &o))) dt_trainer_free(t);
+  t = CAPI_SENTINEL(dt_trainer);
+
+  /* Half and sparse compress through a store: none, or one that sends
+   * nothing between processes, cannot. */
+  o.sync_mode = DT_SYNC_HALF;
+  CHECK_STATUS(dt_trainer_create(&t, net, opt, NULL, &o), DT_ERR_INVALID_ARGUMENT);
+  CHECK(last_error_has("sync mode half"));
+  CHECK_STATUS(dt_trainer_create(&t, net, opt, local, &o), DT_ERR_NOT_SUPPORTED);
+  o.sync_mode = DT_SYNC_SPARSE;
+  CHECK_STATUS(dt_trainer_create(&t, net, opt, local, &o), DT_ERR_NOT_SUPPORTED);
+  o.sparse_topk = 1;
+  o.sparse_value = 1.5; /* a fraction above 1 */
+  CHECK_STATUS(dt_trainer_create(&t, net, opt, local, &o), DT_ERR_INVALID_ARGUMENT);
+  CHECK(last_error_has("(0, 1]"));
+  o.sparse_topk = 2;
+  CHECK_STATUS(dt_trainer_create(&t, net, opt, local, &o), DT_ERR_INVALID_ARGUMENT);
+  o.sparse_topk = 0;
+  o.sparse_value = -0.5;
+  CHECK_STATUS(dt_trainer_create(&t, net, opt, local, &o), DT_ERR_INVALID_ARGUMENT);
+  o.sparse_value = 0.0;
+  o.sparse_no_accumulation = 3;
+  CHECK_STATUS(dt_trainer_create(&t, net, opt, local, &o), DT_ERR_INVALID_ARGUMENT);
+
+  /* Partial averages across the workers of a distributed store. */
+  dt_trainer_options_init(&o, sizeof o);
+  o.sync_mode = DT_SYNC_PARTIAL;
+  CHECK_STATUS(dt_trainer_create(&t, net, opt, NULL, &o), DT_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(dt_trainer_create(&t, net, opt, local, &o), DT_ERR_NOT_SUPPORTED);
+  CHECK(last_error_has("allreduce"));
+  o.partial_chunk_elements = 1000;
+  CHECK_STATUS(dt_trainer_create(&t, net, opt, local, &o), DT_ERR_NOT_SUPPORTED);
+
+  /* A field of another mode, or a mode that does not exist. */
+  dt_trainer_options_init(&o, sizeof o);
+  o.partial_chunk_elements = 1000;
+  CHECK_STATUS(dt_trainer_create(&t, net, opt, local, &o), DT_ERR_INVALID_ARGUMENT);
+  CHECK(last_error_has("partial_chunk_elements"));
+  o.partial_chunk_elements = 0;
+  o.sync_mode = DT_SYNC_HALF;
+  o.sparse_value = 0.1;
+  CHECK_STATUS(dt_trainer_create(&t, net, opt, local, &o), DT_ERR_INVALID_ARGUMENT);
+  CHECK(last_error_has("sparse_value"));
+  dt_trainer_options_init(&o, sizeof o);
+  o.sync_mode = (dt_sync_mode)7;
+  CHECK_STATUS(dt_trainer_create(&t, net, opt, local, &o), DT_ERR_INVALID_ARGUMENT);
+  CHECK(t == CAPI_SENTINEL(dt_trainer));
+
+  dt_kvstore_free(local);
+  dt_optimizer_free(opt);
+  dt_net_free(net);
+}
+
 static void test_handles(void) {
   dt_net *net = make_net(13);
   dt_optimizer *opt = make_sgd(0.1, 0.0);
@@ -771,6 +844,7 @@ int main(void) {
   test_checkpoint();
   test_fit();
   test_extra_contexts();
+  test_sync_modes();
   test_handles();
   dt_ndarray_free(g_x);
   dt_ndarray_free(g_y);

@@ -306,6 +306,12 @@ void HostAllreduceKVStore::set_gradient_compression(const std::string& spec) {
   } else {
     codec_.emplace(config);
   }
+  compression_ = mine;
+}
+
+std::string HostAllreduceKVStore::gradient_compression() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return compression_;
 }
 
 void HostAllreduceKVStore::add_to_buckets(const std::vector<Key>& keys, const std::vector<NDArray>& values,

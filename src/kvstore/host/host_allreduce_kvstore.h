@@ -117,6 +117,7 @@ class HostAllreduceKVStore final : public ReducingKVStore {
   // the full gradient. fp16/bf16 are SINGA's "half" update, topk/threshold
   // with error feedback its "sparse" one. Other dtypes travel in full.
   void set_gradient_compression(const std::string& spec) override;
+  std::string gradient_compression() const override;
 
  private:
   struct Entry {
@@ -177,6 +178,7 @@ class HostAllreduceKVStore final : public ReducingKVStore {
   std::vector<float> compensated_;           // reused
   std::vector<uint8_t> encoded_;             // reused
   bool pushed_ = false;                      // guarded by mutex_
+  std::string compression_ = "none";         // canonical text; guarded by mutex_
 
   // Guards everything below, and the entries' `pending`. Collectives run
   // without it, but only one thread at a time runs them: the communication

@@ -33,6 +33,8 @@ object BindingsSuite {
       (None, "")
     } catch { case e: org.disttrain.DtException => (Some(e.status()), e.getMessage) }
 
+  private def statusOf(f: => Any): Option[Status] = statusAndMessage(f)._1
+
   private def expectStatus(status: Status)(f: => Any): Unit = {
     val got = statusOf(f)
     expect(got == Some(status), s"expected DtException($status), got $got")
@@ -147,6 +149,23 @@ object BindingsSuite {
         kv.push(Seq(1L, 1L), Seq(a, b), 0)
         kv.pull(Seq(1L), Seq(out), 0)
         expect(out.toSeq == Vector(11f, 22f), s"pulled ${out.toSeq}")
+      }
+    }
+
+    check("sync modes: the options reach the trainer, refusals carry their status") {
+      scoped { s =>
+        val ctx = s(Context.cpu.setNumThreads(1))
+        val net = s(Net(ctx, "mlp", Some("""{"input_shape": [1, 28, 28], "hidden": [8], "classes": 10}""")).initialize(1))
+        val opt = s(Optimizer("sgd", "learning_rate" -> 0.1))
+        val kv = s(KVStore("local"))
+        s(Trainer(net, opt, Some(kv), Trainer.options.syncMode(SyncMode.Full)))
+        expectStatus(org.disttrain.Status.INVALID_ARGUMENT)(Trainer(net, opt, None, Trainer.options.partial(1000)).close())
+        val (status, message) = statusAndMessage(Trainer(net, opt, Some(kv), Trainer.options.partial(1000)).close())
+        expect(status == Some(org.disttrain.Status.NOT_SUPPORTED) && message.contains("allreduce"), s"$status: $message")
+        expectStatus(org.disttrain.Status.NOT_SUPPORTED)(
+          Trainer(net, opt, Some(kv), Trainer.options.syncMode(SyncMode.Half)).close())
+        expectStatus(org.disttrain.Status.INVALID_ARGUMENT)(
+          Trainer(net, opt, Some(kv), Trainer.options.sparseThreshold(-1.0, true)).close())
       }
     }
 

@@ -13,6 +13,16 @@ public final class Trainer extends NativeHandle {
     public int updateOnKVStore = -1;
     /** Extra devices for data parallelism in this process. */
     public Context[] extraContexts = new Context[0];
+    /** The step's sync mode (SINGA's full, half, partial or sparse step); FULL by default. */
+    public SyncMode syncMode = SyncMode.FULL;
+    /** PARTIAL: the chunk size in elements; 0: the library's default (2097152, SINGA's threshold). */
+    public long partialChunkElements;
+    /** SPARSE: sparseValue is the fraction of each gradient sent (top-K) rather than a magnitude threshold. */
+    public boolean sparseTopK;
+    /** SPARSE: the threshold or fraction; 0: the library's default (0.05, SINGA's spars). */
+    public double sparseValue;
+    /** SPARSE: add what was not sent to the next step's gradient (SINGA's corr); true by default. */
+    public boolean sparseAccumulate = true;
 
     public Options updateOnKVStore(int value) {
       updateOnKVStore = value;
@@ -21,6 +31,36 @@ public final class Trainer extends NativeHandle {
 
     public Options extraContexts(Context... contexts) {
       extraContexts = contexts == null ? new Context[0] : contexts.clone();
+      return this;
+    }
+
+    public Options syncMode(SyncMode value) {
+      syncMode = value;
+      return this;
+    }
+
+    /** PARTIAL with chunks of about chunkElements weights. */
+    public Options partial(long chunkElements) {
+      syncMode = SyncMode.PARTIAL;
+      partialChunkElements = chunkElements;
+      return this;
+    }
+
+    /** SPARSE sending the elements with |g| >= threshold. */
+    public Options sparseThreshold(double threshold, boolean accumulate) {
+      return sparse(false, threshold, accumulate);
+    }
+
+    /** SPARSE sending the given fraction of largest |g|. */
+    public Options sparseTopK(double fraction, boolean accumulate) {
+      return sparse(true, fraction, accumulate);
+    }
+
+    private Options sparse(boolean topK, double value, boolean accumulate) {
+      syncMode = SyncMode.SPARSE;
+      sparseTopK = topK;
+      sparseValue = value;
+      sparseAccumulate = accumulate;
       return this;
     }
   }
@@ -107,10 +147,12 @@ public final class Trainer extends NativeHandle {
   public static Trainer create(Net net, Optimizer optimizer, KVStore kvstore, Options options) {
     Options o = options == null ? new Options() : options;
     Context[] extra = o.extraContexts == null ? new Context[0] : o.extraContexts.clone();
+    if (o.syncMode == null) throw new DtException(Status.INVALID_ARGUMENT, "syncMode must not be null");
     long[] out = new long[1];
     try {
       disttrain.dtj_trainer_create(out, handleOf(net, "net"), handleOf(optimizer, "optimizer"),
-          handleOrNull(kvstore), o.updateOnKVStore, handlesOf(extra, "extraContexts"));
+          handleOrNull(kvstore), o.updateOnKVStore, handlesOf(extra, "extraContexts"), o.syncMode.code(),
+          o.partialChunkElements, o.sparseTopK ? 1 : 0, o.sparseValue, o.sparseAccumulate ? 0 : 1);
     } finally {
       keepAlive(net);
       keepAlive(optimizer);

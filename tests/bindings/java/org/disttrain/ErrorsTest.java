@@ -202,6 +202,33 @@ class ErrorsTest {
   }
 
   @Test
+  void syncModesAreCheckedAgainstTheStore() {
+    try (Context ctx = Context.cpu().setNumThreads(1);
+        Net net = Net.create(ctx, "mlp", "{\"input_shape\": [1, 28, 28], \"hidden\": [16], \"classes\": 10}");
+        Optimizer opt = Optimizer.create("sgd");
+        KVStore kv = KVStore.create("local")) {
+      net.initialize(1);
+      try (Trainer full = Trainer.create(net, opt, kv, new Trainer.Options().syncMode(SyncMode.FULL))) {
+        assertEquals(kv, full.kvstore());
+      }
+      expect(Status.INVALID_ARGUMENT,
+          () -> Trainer.create(net, opt, null, new Trainer.Options().partial(1000)).close());
+      DtException e = expect(Status.NOT_SUPPORTED,
+          () -> Trainer.create(net, opt, kv, new Trainer.Options().partial(1000)).close());
+      assertTrue(e.getMessage().contains("allreduce"), e.getMessage());
+      expect(Status.NOT_SUPPORTED,
+          () -> Trainer.create(net, opt, kv, new Trainer.Options().syncMode(SyncMode.HALF)).close());
+      expect(Status.INVALID_ARGUMENT,
+          () -> Trainer.create(net, opt, kv, new Trainer.Options().sparseTopK(1.5, true)).close());
+      expect(Status.INVALID_ARGUMENT, () -> Trainer.create(net, opt, kv, new Trainer.Options().partial(-1)).close());
+      Trainer.Options mixed = new Trainer.Options().partial(1000).syncMode(SyncMode.FULL);
+      expect(Status.INVALID_ARGUMENT, () -> Trainer.create(net, opt, kv, mixed).close());
+      expect(Status.INVALID_ARGUMENT,
+          () -> Trainer.create(net, opt, kv, new Trainer.Options().syncMode(null)).close());
+    }
+  }
+
+  @Test
   void nodeRunAsWorkerIsRefused() {
     // DMLC_ROLE is unset in the test environment: this process is a worker.
     assertEquals(Role.WORKER, Node.role());

@@ -45,6 +45,7 @@ package object scala {
   type DeviceType = org.disttrain.DeviceType
   type GradReq = org.disttrain.GradReq
   type LastBatch = org.disttrain.LastBatch
+  type SyncMode = org.disttrain.SyncMode
   type Role = org.disttrain.Role
 
   // ---- loan pattern ------------------------------------------------------
@@ -202,7 +203,17 @@ package object scala {
     def apply(net: Net, optimizer: Optimizer, kvstore: Option[KVStore] = None,
               options: JTrainer.Options = new JTrainer.Options()): Trainer =
       JTrainer.create(net, optimizer, kvstore.orNull, options)
+    /** Trainer options, e.g. Trainer.options.partial(100000) for SINGA's partial update. */
+    def options: JTrainer.Options = new JTrainer.Options()
     def fitOptions: JTrainer.FitOptions = new JTrainer.FitOptions()
+  }
+
+  /** SINGA DistOpt's steps (org.disttrain.SyncMode): SyncMode.Partial, ... */
+  object SyncMode {
+    val Full: SyncMode = org.disttrain.SyncMode.FULL
+    val Half: SyncMode = org.disttrain.SyncMode.HALF
+    val Partial: SyncMode = org.disttrain.SyncMode.PARTIAL
+    val Sparse: SyncMode = org.disttrain.SyncMode.SPARSE
   }
 
   // ---- enrichments ----------------------------------------------------------
