@@ -122,6 +122,31 @@ TEST(DtrunJob, KilledWorkerOfAnAllreduceJobStopsItNamingIt) {
   kill_mid_epoch_stops_job("worker 1", "kill_allreduce_worker", "allreduce");
 }
 
+// Issue 19: with --worker-loss continue, a worker that dies is reported and
+// the job finishes with the others, whose later rounds sum without it.
+TEST(DtrunJob, WorkerLossContinueFinishesWithoutTheKilledWorker) {
+  DtrunProcess job(dt::test::pushpull_job({"-n", "3", "-s", "1"},
+                                          {"--worker-loss", "continue", "--env-worker", "DTRUN_TEST_ROUNDS=6",
+                                           "--env-worker", "DTRUN_TEST_LEAVE_RANK=2", "--env-worker",
+                                           "DTRUN_TEST_LEAVE_AFTER=2"}),
+                   "worker_loss_continue");
+  const std::optional<int> status = job.wait(60s);
+  ASSERT_TRUE(status) << "dtrun did not stop\n" << job.output();
+  EXPECT_EQ(exit_code(*status), 0) << job.output();
+  const std::string out = job.output();
+  EXPECT_NE(out.find("[worker 2] leaving rank=2"), std::string::npos) << out;
+  EXPECT_NE(out.find("dtrun: worker 2 killed by signal 9 (Killed); the job goes on without it"), std::string::npos)
+      << out;
+  EXPECT_NE(out.find("dtrun: job finished: every other process exited cleanly; the job went on without worker 2"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("the job goes on with 2 of 3 workers"), std::string::npos) << out;
+  // 1 + 2: worker 2's 3 is gone from the rounds after it left.
+  EXPECT_NE(out.find("[worker 0] pushpull_sum=3 rank=0 workers=3"), std::string::npos) << out;
+  EXPECT_NE(out.find("[worker 1] pushpull_sum=3 rank=1 workers=3"), std::string::npos) << out;
+  job.expect_nothing_left();
+}
+
 TEST(DtrunJob, SigintStopsEverythingWithExitCode130) {
   DtrunProcess job(pushpull_job(2, {"--env-worker", "DTRUN_TEST_HOLD=1"}), "sigint");
   ASSERT_TRUE(job.wait_for_output("[worker 1] holding", 60s)) << job.output();

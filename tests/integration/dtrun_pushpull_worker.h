@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <climits>
@@ -29,7 +30,9 @@ inline std::string self_path;
 // else "pushpull_sum=S rank=R workers=N" at the end. DTRUN_TEST_ROUNDS=K:
 // K pushpulls, each of which must give the exact sum (else it fails);
 // DTRUN_TEST_SLOW_RANK=R: that worker sleeps 5 ms before each, so the others
-// wait for it.
+// wait for it. DTRUN_TEST_LEAVE_RANK=R with DTRUN_TEST_LEAVE_AFTER=K: that
+// worker kills itself (SIGKILL) after K rounds, and the others expect the
+// rounds after it to sum without its R+1 (DT_WORKER_LOSS=continue).
 inline int pushpull_worker() {
   dt_kvstore_options options;
   dt_kvstore* kv = nullptr;
@@ -45,6 +48,10 @@ inline int pushpull_worker() {
   int round = 0;
   const char* slow_text = std::getenv("DTRUN_TEST_SLOW_RANK");
   const int slow_rank = slow_text != nullptr ? std::atoi(slow_text) : -1;
+  const char* leave_text = std::getenv("DTRUN_TEST_LEAVE_RANK");
+  const int leave_rank = leave_text != nullptr ? std::atoi(leave_text) : -1;
+  const char* leave_after_text = std::getenv("DTRUN_TEST_LEAVE_AFTER");
+  const int leave_after = leave_after_text != nullptr ? std::atoi(leave_after_text) : 0;
   float host[4];
   if (dt_kvstore_options_init(&options, sizeof options) != DT_OK ||
       dt_kvstore_create_ex(&kv, "dist_sync", &options) != DT_OK || dt_kvstore_rank(&rank, kv) != DT_OK ||
@@ -64,9 +71,15 @@ inline int pushpull_worker() {
           dt_ndarray_copy_to_host(host, sizeof host, value) != DT_OK) {
         goto failed;
       }
-      if (host[0] != static_cast<float>(workers * (workers + 1) / 2)) {
-        std::fprintf(stderr, "round %d: pushpull_sum=%g, not %d\n", round, host[0], workers * (workers + 1) / 2);
+      const int expected = workers * (workers + 1) / 2 - (leave_rank >= 0 && round >= leave_after ? leave_rank + 1 : 0);
+      if (host[0] != static_cast<float>(expected)) {
+        std::fprintf(stderr, "round %d: pushpull_sum=%g, not %d\n", round, host[0], expected);
         goto done;
+      }
+      if (rank == leave_rank && round + 1 == leave_after) {
+        std::printf("leaving rank=%d\n", rank);
+        std::fflush(stdout);
+        kill(getpid(), SIGKILL);
       }
       if (hold && !said) {
         std::printf("holding rank=%d pid=%d\n", rank, static_cast<int>(getpid()));

@@ -49,6 +49,7 @@ int run(const dt::dtrun::Options& options) {
   settings.log_dir = options.log_dir;
   settings.colour_stdout = isatty(STDOUT_FILENO) == 1;
   settings.colour_stderr = isatty(STDERR_FILENO) == 1;
+  settings.continue_after_worker_loss = continues_after_worker_loss(options, inherited);
   Supervisor supervisor(signals, settings);
   Outcome outcome;
   try {
@@ -67,6 +68,11 @@ int run(const dt::dtrun::Options& options) {
   supervisor.stop();
   if (outcome.exit_code != 0) {
     say("job failed: " + outcome.message);
+  } else if (!supervisor.lost_workers().empty()) {
+    std::string lost;
+    for (const std::string& name : supervisor.lost_workers()) lost += (lost.empty() ? "" : ", ") + name;
+    say("job finished: every other process exited cleanly; the job went on without " + lost +
+        " (DT_WORKER_LOSS=continue)");
   } else {
     say("job finished: every process exited cleanly");
   }

@@ -12,7 +12,8 @@ const char* usage_text() {
   return "usage: dtrun -n WORKERS [-s SERVERS] [--launcher local|ssh|mpi|slurm]\n"
          "             [-H HOSTFILE] [--sync-dst-dir DIR] [--env K=V]...\n"
          "             [--env-server K=V]... [--env-worker K=V]... [--interface IF]\n"
-         "             [--log-dir DIR] [--timeout S] [--tls] -- command [args...]\n"
+         "             [--log-dir DIR] [--timeout S] [--tls] [--worker-loss fail|continue]\n"
+         "             -- command [args...]\n"
          "\n"
          "Starts a parameter-server job: a scheduler and SERVERS servers (dt-node) and\n"
          "WORKERS copies of the command, with the DMLC_* variables set; prefixes their\n"
@@ -46,6 +47,9 @@ const char* usage_text() {
          "                        certificate for this job (openssl, EC P-256, valid 2\n"
          "                        days) in a private directory removed at the end, and\n"
          "                        DT_TLS_* for every process; --launcher local only\n"
+         "  --worker-loss P       fail (default): a worker that fails stops the job;\n"
+         "                        continue: the job goes on with the workers left\n"
+         "                        (DT_WORKER_LOSS for every process; local and ssh)\n"
          "  -h, --help            this text\n"
          "\n"
          "A command given as one argument holding whitespace, as launch.py users write\n"
@@ -186,6 +190,12 @@ Options parse_options(const std::vector<std::string>& args) {
       o.timeout_s = parse_seconds("--timeout", value_of(a, "--timeout"));
     } else if (a == "--tls") {
       o.tls = true;
+    } else if (is(a, "--worker-loss")) {
+      o.worker_loss = value_of(a, "--worker-loss");
+      if (o.worker_loss != "fail" && o.worker_loss != "continue") {
+        throw UsageError("--worker-loss must be fail or continue, got \"" + o.worker_loss + "\"");
+      }
+      o.env.push_back(EnvSetting{"DT_WORKER_LOSS", o.worker_loss, false});
     } else {
       throw UsageError("unknown option \"" + a + "\" (the command goes after \"--\")");
     }
@@ -205,6 +215,11 @@ Options parse_options(const std::vector<std::string>& args) {
                      "directory; put a certificate for the job on every host and pass DT_TLS_CERT_FILE, "
                      "DT_TLS_KEY_FILE, DT_TLS_CA_FILE with --env");
   }
+  if (!o.worker_loss.empty() && (o.launcher == Launcher::kMpi || o.launcher == Launcher::kSlurm)) {
+    // One mpirun or srun holds every rank, and it ends them all when one fails.
+    o.notes.push_back("--worker-loss " + o.worker_loss + ": the servers and scheduler follow it, but mpirun and srun "
+                      "stop every rank when one fails");
+  }
   if (o.launcher != Launcher::kSsh && !o.sync_dst_dir.empty()) {
     // launch.py takes it with every launcher and uses it only over ssh; job
     // scripts written for it pass it regardless.
@@ -213,6 +228,15 @@ Options parse_options(const std::vector<std::string>& args) {
     o.sync_dst_dir.clear();
   }
   return o;
+}
+
+bool continues_after_worker_loss(const Options& options, const std::map<std::string, std::string>& inherited) {
+  std::string value;
+  if (const auto it = inherited.find("DT_WORKER_LOSS"); it != inherited.end()) value = it->second;
+  for (const EnvSetting& s : options.env) {
+    if (s.name == "DT_WORKER_LOSS" && !s.from_caller) value = s.value;
+  }
+  return value == "continue";
 }
 
 }  // namespace dt::dtrun

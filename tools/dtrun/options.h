@@ -2,6 +2,7 @@
 // the two overlap (-n, -s, --launcher, --env-server, --env-worker, --env).
 #pragma once
 
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -30,6 +31,9 @@ struct Options {
   std::string log_dir;                 // one <role>-<rank>.log per process
   double timeout_s = 0;                // 0: no limit
   bool tls = false;                    // --tls: a throw-away CA and certificate for the job (job_tls.h)
+  // --worker-loss: "fail" or "continue" (DT_WORKER_LOSS for every process);
+  // empty when not given.
+  std::string worker_loss;
   std::string hostfile;                // -H: the hosts of --launcher ssh (hostfile.h)
   std::string sync_dst_dir;            // --sync-dst-dir: rsync the working directory there first (ssh only)
   std::string ssh_config;              // --ssh-config: ssh -F FILE
@@ -52,5 +56,10 @@ class UsageError : public std::runtime_error {
 Options parse_options(const std::vector<std::string>& args);
 
 const char* usage_text();
+
+// Whether the job goes on when a worker fails: DT_WORKER_LOSS=continue as
+// the processes will see it (--worker-loss, else the last --env setting of
+// it, else dtrun's own environment, inherited).
+bool continues_after_worker_loss(const Options& options, const std::map<std::string, std::string>& inherited);
 
 }  // namespace dt::dtrun

@@ -262,6 +262,7 @@ std::optional<Outcome> Supervisor::run_until(const std::function<bool()>& done, 
     // one round: the others typically exit reporting the peer they lost.
     const Child* failed = nullptr;
     for (const Child* c : events.exits) {
+      if (exit_code_of(c->status) != 0 && tolerated_worker_loss(*c)) continue;
       if (WIFSIGNALED(c->status)) {
         failed = c;
         break;
@@ -272,6 +273,19 @@ std::optional<Outcome> Supervisor::run_until(const std::function<bool()>& done, 
       return Outcome{exit_code_of(failed->status), failed->name.text() + " " + describe_wait_status(failed->status)};
     }
   }
+}
+
+bool Supervisor::tolerated_worker_loss(const Child& failed) {
+  if (!settings_.continue_after_worker_loss || failed.name.role != "worker") return false;
+  const bool others_run = std::any_of(children_.begin(), children_.end(), [&](const auto& c) {
+    return c.get() != &failed && c->name.role == "worker" && !c->exited;
+  });
+  if (!others_run) return false;
+  const std::string line = "dtrun: " + failed.name.text() + " " + describe_wait_status(failed.status) +
+                           "; the job goes on without it (DT_WORKER_LOSS=continue)\n";
+  write_all(STDERR_FILENO, line.data(), line.size());
+  lost_workers_.push_back(failed.name.text());
+  return true;
 }
 
 bool Supervisor::all_exited(const std::string& role) const {

@@ -1,8 +1,8 @@
 // Owns the processes of a job on this host: starts them in one process group
 // that it creates (the first process leads it), pumps their output through
 // LinePrefixers, reaps them, and decides when the job must stop: the first
-// process that exits non-zero or is killed, a signal to dtrun, or a
-// deadline. stop() ends every process of the group: SIGTERM, then SIGKILL
+// process that exits non-zero or is killed (but for workers under
+// continue_after_worker_loss), a signal to dtrun, or a deadline. stop() ends every process of the group: SIGTERM, then SIGKILL
 // after a grace period, and reaps them all.
 //
 // dtrun is made a child subreaper, so processes that a child forks and
@@ -63,6 +63,10 @@ struct SupervisorSettings {
   std::chrono::milliseconds grace{3000};          // SIGTERM -> SIGKILL
   std::chrono::milliseconds kill_wait{5000};      // after SIGKILL, for the reaping
   std::chrono::milliseconds output_drain{2000};   // for pipes still open after the last exit
+  // DT_WORKER_LOSS=continue: a worker that fails while another still runs
+  // is reported and the job goes on (the scheduler drops it); the last
+  // worker, a server or the scheduler failing still stops the job.
+  bool continue_after_worker_loss = false;
 };
 
 class Supervisor {
@@ -90,6 +94,8 @@ class Supervisor {
   bool all_exited(const std::string& role) const;  // every started process of the role has exited
   bool all_exited() const;
   bool has_exited(pid_t pid) const;
+  // Workers that failed and that the job went on without, e.g. "worker 2".
+  const std::vector<std::string>& lost_workers() const { return lost_workers_; }
   // Names of started processes that have not exited, e.g. "server 0, scheduler".
   std::string still_running() const;
 
@@ -111,12 +117,16 @@ class Supervisor {
   // Returns early (false) on SIGINT/SIGTERM/SIGHUP when interruptible.
   bool pump_while_stopping(const std::function<bool()>& pred, Clock::time_point deadline, bool interruptible);
   bool any_output_open() const;
+  // A failed worker the job goes on without (continue_after_worker_loss and
+  // another worker still runs); says so on stderr and records it.
+  bool tolerated_worker_loss(const Child& failed);
 
   SignalPipe& signals_;
   SupervisorSettings settings_;
   std::vector<std::unique_ptr<Child>> children_;
   pid_t pgid_ = 0;
   bool children_left_ = false;  // some process we must reap may still exist
+  std::vector<std::string> lost_workers_;
 };
 
 }  // namespace dt::dtrun

@@ -73,6 +73,16 @@ PsOptions ps_options_from_environment(const EnvLookup& env, PsOptions o) {
     if (auto timeout = read_count(env, "PS_RESEND_TIMEOUT", "milliseconds")) ms = *timeout;
     o.resend_timeout_s = static_cast<double>(ms) / 1000.0;
   }
+  if (auto policy = non_empty(env, "DT_WORKER_LOSS")) {
+    if (*policy == "fail") {
+      o.worker_loss = WorkerLossPolicy::kFail;
+    } else if (*policy == "continue") {
+      o.worker_loss = WorkerLossPolicy::kContinue;
+    } else {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "DT_WORKER_LOSS=\"" + *policy + "\" is not a policy: expected \"fail\" or \"continue\"");
+    }
+  }
   return o;
 }
 

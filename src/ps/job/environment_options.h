@@ -16,6 +16,8 @@
 //   PS_RESEND, PS_RESEND_TIMEOUT                     ps-lite's resend: 1 and
 //                                                    milliseconds (default
 //                                                    1000): resend_timeout_s
+//   DT_WORKER_LOSS                                   fail (default) or
+//                                                    continue: worker_loss
 // MXNet and ps-lite knobs that mean nothing here are accepted, each with a
 // note saying why (mxnet_knob_notes), never silently.
 #pragma once

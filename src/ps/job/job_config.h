@@ -20,6 +20,13 @@ namespace dt::ps {
 enum class Role : int { kWorker = 0, kServer = 1, kScheduler = 2 };
 const char* role_name(Role role);  // "worker", "server", "scheduler"
 
+// What a job does when it loses a worker (DT_WORKER_LOSS). kFail: the job
+// ends, every node naming the lost one (MXNet's and ps-lite's behaviour).
+// kContinue: the scheduler drops the worker and the others go on (issue 19):
+// dist_async at once; dist_sync finishes each round with the workers that
+// remain (docs/fault-tolerance.md). Servers lost always end the job.
+enum class WorkerLossPolicy { kFail, kContinue };
+
 // Mirrors dt_kvstore_options (src/c_api/ps_options.h converts), plus the
 // transport bound that the C struct does not expose.
 struct PsOptions {
@@ -33,6 +40,9 @@ struct PsOptions {
   // without a reply this long is sent again; servers answer a repeat without
   // counting it twice. 0: never resent (the default, as ps-lite's).
   double resend_timeout_s = 0;
+  // Decided by the scheduler's value; from the environment only, as
+  // PS_RESEND (no kvstore option field).
+  WorkerLossPolicy worker_loss = WorkerLossPolicy::kFail;
   // NNG_OPT_RECVMAXSZ on every socket: nng drops a larger message and its
   // connection without notice to the receiver (the requester fails with
   // kNetwork or kTimedOut), so the data plane must chunk tensors below it.

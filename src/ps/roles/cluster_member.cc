@@ -30,6 +30,8 @@ struct ClusterMember::State {
   std::condition_variable cv;
   std::vector<LostNode> lost;
   std::vector<LostCallback> callbacks;
+  std::vector<LostNode> departed;
+  std::vector<LostCallback> departed_callbacks;
   bool stop_requested = false;  // the scheduler said the job ended
   bool stopping = false;        // this node is leaving: the thread exits
   bool shut_down = false;
@@ -47,6 +49,7 @@ struct ClusterMember::State {
     return next_barrier++;
   }
   void add_lost(const LostNode& node);
+  void add_departed(const LostNode& node);
   LostNode scheduler_lost(const std::string& reason) const {
     return LostNode{Role::kScheduler, 0, job.root_url, table.scheduler_pid, reason};
   }
@@ -82,6 +85,27 @@ void ClusterMember::State::add_lost(const LostNode& node) {
   for (const LostCallback& cb : to_call) cb(node);
 }
 
+void ClusterMember::State::add_departed(const LostNode& node) {
+  if (node.role == job.role && node.rank == rank) {
+    // The others go on without this worker: it must not push into their
+    // rounds any more.
+    LostNode self = node;
+    self.reason = "the scheduler declared this worker lost (" + node.reason + ") and the job goes on without it";
+    add_lost(self);
+    return;
+  }
+  std::vector<LostCallback> to_call;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    for (const LostNode& d : departed) {
+      if (d.role == node.role && d.rank == node.rank) return;
+    }
+    departed.push_back(node);
+    to_call = departed_callbacks;
+  }
+  for (const LostCallback& cb : to_call) cb(node);
+}
+
 void ClusterMember::State::heartbeat_loop() {
   const auto interval = to_ms(options.heartbeat_interval_s);
   Clock::time_point last_ok = Clock::now();
@@ -105,6 +129,9 @@ void ClusterMember::State::heartbeat_loop() {
       last_ok = Clock::now();
       if (r.lost() != nullptr) {
         for (const auto* l : *r.lost()) add_lost(read_lost_node(*l));
+      }
+      if (r.departed() != nullptr) {
+        for (const auto* l : *r.departed()) add_departed(read_lost_node(*l));
       }
       if (r.shutdown()) {
         {
@@ -253,6 +280,21 @@ void ClusterMember::on_lost(LostCallback callback) {
     already = state_->lost;
   }
   for (const LostNode& l : already) callback(l);
+}
+
+void ClusterMember::on_departed(LostCallback callback) {
+  std::vector<LostNode> already;
+  {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    state_->departed_callbacks.push_back(callback);
+    already = state_->departed;
+  }
+  for (const LostNode& d : already) callback(d);
+}
+
+std::vector<LostNode> ClusterMember::departed() const {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  return state_->departed;
 }
 
 std::vector<LostNode> ClusterMember::lost() const {

@@ -54,6 +54,13 @@ class ClusterMember {
   // The scheduler itself going silent counts as a lost node (role scheduler).
   void on_lost(LostCallback callback);
   std::vector<LostNode> lost() const;
+  // DT_WORKER_LOSS=continue: calls callback once for every worker the job
+  // goes on without (already departed ones at once), on the heartbeat
+  // thread. Servers stop waiting for its pushes. Such a worker is not in
+  // lost(); this node itself departed (it stalled past the heartbeat
+  // timeout, say) is a loss of its own, in lost().
+  void on_departed(LostCallback callback);
+  std::vector<LostNode> departed() const;
   // Throws Error(kPeerLost) with the first lost node's message, if any.
   void check_peers() const;
 

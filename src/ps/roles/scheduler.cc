@@ -82,6 +82,8 @@ struct Scheduler::State {
   std::map<uint64_t, Clock::time_point> barrier_started;
 
   std::vector<LostNode> lost;
+  // Workers lost under DT_WORKER_LOSS=continue: the job goes on without them.
+  std::vector<LostNode> departed;
   Clock::time_point first_loss;
   bool stopping = false;  // every worker sent Shutdown
   Clock::time_point stop_time;
@@ -100,6 +102,12 @@ struct Scheduler::State {
   void on_shutdown(const wire::Shutdown& s, uint32_t pipe, RequestServer::Reply& reply);
   void on_pipe_closed(uint32_t pipe);
   void mark_lost(Member& m, const std::string& reason);
+  // DT_WORKER_LOSS=continue: m (a worker) leaves the job, which goes on.
+  void depart(Member& m, const std::string& reason);
+  // Workers neither departed nor lost: the ones a barrier and the stop wait for.
+  int live_workers() const;
+  void complete_ready_barriers();
+  void stop_if_every_worker_left();
   void fail_registrations(const Error& error);
   Message heartbeat_reply();
 };
@@ -225,7 +233,15 @@ Message Scheduler::State::heartbeat_reply() {
   flatbuffers::FlatBufferBuilder fbb(256);
   std::vector<flatbuffers::Offset<wire::LostNode>> list;
   for (const LostNode& l : lost) list.push_back(write_lost_node(fbb, l));
-  return make_message(fbb, wire::CreateHeartbeatReply(fbb, fbb.CreateVector(list), stopping));
+  std::vector<flatbuffers::Offset<wire::LostNode>> gone;
+  for (const LostNode& l : departed) gone.push_back(write_lost_node(fbb, l));
+  return make_message(fbb, wire::CreateHeartbeatReply(fbb, fbb.CreateVector(list), stopping, fbb.CreateVector(gone)));
+}
+
+int Scheduler::State::live_workers() const {
+  return static_cast<int>(std::count_if(members.begin(), members.end(), [](const auto& kv) {
+    return kv.second.info.role == Role::kWorker && !kv.second.lost;
+  }));
 }
 
 Scheduler::State::Member& Scheduler::State::speaker(Role role, int rank, uint32_t pipe, const char* what) {
@@ -258,6 +274,7 @@ void Scheduler::State::on_barrier(const wire::Barrier& b, uint32_t pipe, Request
   }
   Member& m = speaker(Role::kWorker, b.rank(), pipe, "barrier");
   if (m.left) throw Error(ErrorCode::kBadState, "barrier from " + m.info.describe() + " after its Shutdown");
+  if (m.lost) throw Error(ErrorCode::kPeerLost, "barrier from " + m.info.describe() + ", which the job already lost");
   // Each worker enters barriers 0, 1, 2, ... in order: an id from elsewhere
   // would open a barrier nobody else enters and hold a reply for nothing.
   if (b.barrier_id() != m.next_barrier) {
@@ -273,10 +290,19 @@ void Scheduler::State::on_barrier(const wire::Barrier& b, uint32_t pipe, Request
   std::optional<std::vector<uint8_t>> data;
   if (b.data() != nullptr) data.emplace(b.data()->begin(), b.data()->end());
   waiters.push_back(Waiter{b.rank(), reply, std::move(data)});
-  if (static_cast<int>(waiters.size()) == job.num_workers) {
-    complete_barrier(b.barrier_id(), waiters);
-    barriers.erase(b.barrier_id());
-    barrier_started.erase(b.barrier_id());
+  complete_ready_barriers();
+}
+
+void Scheduler::State::complete_ready_barriers() {
+  const size_t live = static_cast<size_t>(live_workers());
+  for (auto it = barriers.begin(); it != barriers.end();) {
+    if (it->second.size() < live) {
+      ++it;
+      continue;
+    }
+    complete_barrier(it->first, it->second);
+    barrier_started.erase(it->first);
+    it = barriers.erase(it);
   }
 }
 
@@ -316,8 +342,13 @@ void Scheduler::State::on_shutdown(const wire::Shutdown& s, uint32_t pipe, Reque
   if (m.left) throw Error(ErrorCode::kBadState, "shutdown from " + m.info.describe() + " twice");
   m.left = true;
   reply(make_ack());
+  stop_if_every_worker_left();
+}
+
+void Scheduler::State::stop_if_every_worker_left() {
+  // A departed worker (DT_WORKER_LOSS=continue) never says goodbye.
   const bool all_left = std::all_of(members.begin(), members.end(), [](const auto& kv) {
-    return kv.second.info.role != Role::kWorker || kv.second.left;
+    return kv.second.info.role != Role::kWorker || kv.second.left || kv.second.lost;
   });
   if (all_left && !stopping) {
     stopping = true;
@@ -326,6 +357,11 @@ void Scheduler::State::on_shutdown(const wire::Shutdown& s, uint32_t pipe, Reque
 }
 
 void Scheduler::State::mark_lost(Member& m, const std::string& reason) {
+  // The last worker lost, or a server, ends the job whatever the policy.
+  if (options.worker_loss == WorkerLossPolicy::kContinue && m.info.role == Role::kWorker && live_workers() > 1) {
+    depart(m, reason);
+    return;
+  }
   m.lost = true;
   LostNode l{m.info.role, m.info.rank, m.info.host, m.info.pid, reason};
   std::fprintf(stderr, "disttrain scheduler: %s\n", l.message().c_str());
@@ -337,6 +373,24 @@ void Scheduler::State::mark_lost(Member& m, const std::string& reason) {
   barriers.clear();
   barrier_started.clear();
   for (auto& [key, other] : members) other.told = false;
+}
+
+void Scheduler::State::depart(Member& m, const std::string& reason) {
+  m.lost = true;
+  LostNode l{m.info.role, m.info.rank, m.info.host, m.info.pid, reason};
+  departed.push_back(l);
+  const int live = live_workers();
+  std::fprintf(stderr,
+               "disttrain scheduler: %s; the job goes on with %d of %d workers (DT_WORKER_LOSS=continue): the "
+               "data shard of worker %d is no longer trained on\n",
+               l.message().c_str(), live, job.num_workers, m.info.rank);
+  // Its place in a barrier no longer counts, and the others may all be there.
+  for (auto& [id, waiters] : barriers) {
+    waiters.erase(std::remove_if(waiters.begin(), waiters.end(), [&](const Waiter& w) { return w.rank == m.info.rank; }),
+                  waiters.end());
+  }
+  complete_ready_barriers();
+  stop_if_every_worker_left();
 }
 
 void Scheduler::State::fail_registrations(const Error& error) {
@@ -447,7 +501,7 @@ void Scheduler::run() {
       }
       auto& waiters = st.barriers[it->first];
       const std::string text = "barrier " + std::to_string(it->first) + ": only " + std::to_string(waiters.size()) + " of " +
-                               std::to_string(st.job.num_workers) + " workers arrived within " +
+                               std::to_string(st.live_workers()) + " workers arrived within " +
                                seconds_text(o.request_timeout_s);
       for (auto& w : waiters) w.reply(make_error_reply(ErrorCode::kTimedOut, text));
       st.barriers.erase(it->first);

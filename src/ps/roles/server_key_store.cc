@@ -39,7 +39,8 @@ struct ServerKeyStore::Entry {
   // ranks below them are summed.
   std::vector<std::vector<uint8_t>> staged;
   std::vector<int64_t> pushed_round;  // per worker: the last round it pushed (0: none)
-  int summed = 0;                     // ranks [0, summed) are in merged
+  int summed = 0;                     // ranks [0, summed) are in merged, or passed (departed)
+  int terms = 0;                      // how many pushes merged holds this round
   int64_t applied_round = 0;
   std::vector<HeldPush> held;  // next round's pushes, or pushes before rank 0's init
   std::vector<std::pair<int64_t, PullDone>> waiting_pulls;
@@ -54,9 +55,11 @@ struct ServerKeyStore::Entry {
 ServerKeyStore::ServerKeyStore(int num_workers, uint64_t memory_limit_bytes)
     : num_workers_(num_workers),
       cpu_(core::make_cpu_context()),
+      departed_(new std::atomic<bool>[static_cast<size_t>(std::max(num_workers, 1))]),
       memory_limit_(memory_limit_bytes),
       automatic_limit_(memory_limit_bytes == 0) {
   if (num_workers < 1) throw Error(ErrorCode::kInvalidArgument, "a server store needs at least one worker");
+  for (int w = 0; w < num_workers; ++w) departed_[static_cast<size_t>(w)] = false;
   if (automatic_limit_) {
     const long pages = ::sysconf(_SC_PHYS_PAGES);
     const long page = ::sysconf(_SC_PAGESIZE);
@@ -142,6 +145,9 @@ void ServerKeyStore::init(int worker, const PartInfo& info, const void* data, si
     throw Error(ErrorCode::kInvalidArgument, "init from worker " + std::to_string(worker) + " of " +
                                                  std::to_string(num_workers_));
   }
+  if (has_departed(worker)) {
+    throw Error(ErrorCode::kPeerLost, "init from worker " + std::to_string(worker) + ", which the job goes on without");
+  }
   const PartKey& p = info.part;
   if (p.begin < 0 || p.end <= p.begin || p.end > info.shape.numel()) {
     throw Error(ErrorCode::kInvalidArgument, "init: " + part_name(p) + " is not inside a tensor of " +
@@ -203,6 +209,10 @@ void ServerKeyStore::push(int worker, const PartInfo& info, int64_t round, const
   if (worker < 0 || worker >= num_workers_) {
     throw Error(ErrorCode::kInvalidArgument, "push from worker " + std::to_string(worker) + " of " +
                                                  std::to_string(num_workers_));
+  }
+  if (has_departed(worker)) {
+    // Its round may already have completed without it: never counted late.
+    throw Error(ErrorCode::kPeerLost, "push from worker " + std::to_string(worker) + ", which the job goes on without");
   }
   if (automatic_limit_ && !pushed_.exchange(true)) {
     // The job's initial key set is known once training starts.
@@ -280,41 +290,82 @@ void ServerKeyStore::push_locked(Entry& e, int worker, int64_t round, const void
   e.pushed_round[static_cast<size_t>(worker)] = round;
   accumulate_locked(e, worker, data);
   done(nullptr);
-  if (e.summed == num_workers_) {
-    apply_locked(e, nullptr);
-    e.summed = 0;
-    ++e.applied_round;
-    encode_locked(e);
-    answer_pulls_locked(e);
-    release_held_locked(e);
-  }
+  advance_locked(e);
+}
+
+void ServerKeyStore::complete_round_locked(Entry& e) {
+  apply_locked(e, nullptr);
+  e.summed = 0;
+  e.terms = 0;
+  ++e.applied_round;
+  encode_locked(e);
+  answer_pulls_locked(e);
+  release_held_locked(e);
 }
 
 void ServerKeyStore::accumulate_locked(Entry& e, int worker, const void* data) {
+  // The rank-order sum merged = ((g0 + g1) + g2) + ..., exactly what a local
+  // kvstore computes for push([g0, g1, ...]): copy the first, add the rest.
+  // A push whose turn has come goes in at once; others wait in staged.
   if (worker != e.summed) {
     auto& staged = e.staged[static_cast<size_t>(worker)];
     staged.resize(e.bytes);
     std::memcpy(staged.data(), data, e.bytes);
     return;
   }
-  // The rank-order sum merged = ((g0 + g1) + g2) + ..., exactly what a local
-  // kvstore computes for push([g0, g1, ...]): copy the first, add the rest.
-  const size_t count = e.merged.size();
-  const DType dtype = e.info.dtype;
-  if (worker == 0) {
+  if (e.terms == 0) {
     std::memcpy(e.merged.data(), data, e.bytes);
   } else {
-    ops::cpu::add(dtype, e.merged.data(), e.merged.data(), data, count);
+    ops::cpu::add(e.info.dtype, e.merged.data(), e.merged.data(), data, e.merged.size());
   }
+  ++e.terms;
   ++e.summed;
-  // Ranks that arrived early follow as soon as their turn comes.
+}
+
+void ServerKeyStore::advance_locked(Entry& e) {
+  const int64_t round = e.applied_round + 1;
+  // Ranks that arrived early follow as soon as their turn comes; a departed
+  // rank with no push for this round is passed over.
   while (e.summed < num_workers_) {
-    auto& staged = e.staged[static_cast<size_t>(e.summed)];
-    if (staged.empty()) break;
-    ops::cpu::add(dtype, e.merged.data(), e.merged.data(), staged.data(), count);
-    staged.clear();  // keeps the capacity for the next round
+    const size_t rank = static_cast<size_t>(e.summed);
+    auto& staged = e.staged[rank];
+    if (!staged.empty()) {
+      if (e.terms == 0) {
+        std::memcpy(e.merged.data(), staged.data(), e.bytes);
+      } else {
+        ops::cpu::add(e.info.dtype, e.merged.data(), e.merged.data(), staged.data(), e.merged.size());
+      }
+      ++e.terms;
+      staged.clear();  // keeps the capacity for the next round
+    } else if (!(departed_[rank] && e.pushed_round[rank] < round)) {
+      return;
+    }
     ++e.summed;
   }
+  // A round with no push at all (every worker departed: the job is ending)
+  // leaves nothing to apply.
+  if (e.terms > 0) {
+    complete_round_locked(e);
+  } else {
+    e.summed = 0;
+  }
+}
+
+void ServerKeyStore::worker_departed(int worker) {
+  if (worker < 0 || worker >= num_workers_ || departed_[static_cast<size_t>(worker)].exchange(true)) return;
+  std::shared_lock<std::shared_mutex> map_lock(entries_mutex_);
+  for (const auto& [id, entry] : entries_) {
+    Entry& e = *entry;
+    std::lock_guard<std::mutex> lock(e.mutex);
+    if (mode_.load() != static_cast<int>(Mode::kSync) || !e.ready) continue;
+    // Its pushes held for later rounds were made before it left: they
+    // count in their rounds, as the ones it finished did.
+    advance_locked(e);
+  }
+}
+
+bool ServerKeyStore::has_departed(int worker) const {
+  return worker >= 0 && worker < num_workers_ && departed_[static_cast<size_t>(worker)].load();
 }
 
 void ServerKeyStore::apply_locked(Entry& e, const void* single_value) {

@@ -189,6 +189,15 @@ class ServerKeyStore {
   // throw it (a lost peer ends the job; nothing waits forever).
   void fail(const core::Error& error);
 
+  // DT_WORKER_LOSS=continue: the job goes on without worker (docs/
+  // fault-tolerance.md). dist_sync rounds stop waiting for its pushes: a
+  // round it has not pushed completes with the others' (still summed in
+  // rank order, skipping it), and one it did push counts that push, as do
+  // pushes it made for later rounds before it left. Its pushes and inits
+  // from now on are Error(kPeerLost). Idempotent.
+  void worker_departed(int worker);
+  bool has_departed(int worker) const;
+
  private:
   struct Entry;
   struct HeldPush {
@@ -201,6 +210,11 @@ class ServerKeyStore {
   void check(const Entry& e, const PartInfo& info, size_t bytes, const char* op) const;
   void push_locked(Entry& e, int worker, int64_t round, const void* data, PushDone& done);
   void accumulate_locked(Entry& e, int worker, const void* data);
+  // Adds the staged pushes that are next in rank order, passing departed
+  // workers that did not push this round; completes the round when every
+  // rank is passed.
+  void advance_locked(Entry& e);
+  void complete_round_locked(Entry& e);
   void apply_locked(Entry& e, const void* single_value);
   // After a dist_sync round applied: encodes the part's sum for its pulls,
   // when they are compressed.
@@ -216,6 +230,9 @@ class ServerKeyStore {
   std::atomic<int> mode_{-1};
   const int num_workers_;
   const std::shared_ptr<core::Context> cpu_;
+  // Per worker: dropped from the job (worker_departed). Set once, read under
+  // any part's lock.
+  std::unique_ptr<std::atomic<bool>[]> departed_;
 
   // Guards the map's shape (insertions); entries have their own locks.
   mutable std::shared_mutex entries_mutex_;

@@ -111,5 +111,26 @@ TEST(DtrunOptions, TlsIsForTheLocalLauncherOnly) {
   EXPECT_THROW(parse({"-n", "1", "--tls", "--launcher", "ssh", "-H", "hosts", "--", "w"}), UsageError);
 }
 
+// Issue 19: --worker-loss reaches every process as DT_WORKER_LOSS, and
+// dtrun itself keeps the job going when the processes will.
+TEST(DtrunOptions, WorkerLossPolicyReachesEveryProcessAndDtrun) {
+  const Options o = parse({"-n", "2", "--worker-loss", "continue", "--", "w"});
+  EXPECT_EQ(o.worker_loss, "continue");
+  ASSERT_EQ(o.env.size(), 1u);
+  EXPECT_EQ(o.env[0].name, "DT_WORKER_LOSS");
+  EXPECT_EQ(o.env[0].value, "continue");
+  EXPECT_TRUE(continues_after_worker_loss(o, {}));
+  EXPECT_FALSE(continues_after_worker_loss(parse({"-n", "2", "--worker-loss=fail", "--", "w"}),
+                                           {{"DT_WORKER_LOSS", "continue"}}));
+  // Without the flag: an --env setting, else dtrun's own environment.
+  const Options plain = parse({"-n", "2", "--", "w"});
+  EXPECT_FALSE(continues_after_worker_loss(plain, {}));
+  EXPECT_TRUE(continues_after_worker_loss(plain, {{"DT_WORKER_LOSS", "continue"}}));
+  EXPECT_TRUE(continues_after_worker_loss(parse({"-n", "2", "--env", "DT_WORKER_LOSS=continue", "--", "w"}), {}));
+  EXPECT_THROW(parse({"-n", "2", "--worker-loss", "retry", "--", "w"}), UsageError);
+  // mpirun and srun end every rank when one fails: accepted, with a note.
+  EXPECT_EQ(parse({"-n", "2", "--worker-loss", "continue", "--launcher", "mpi", "--", "w"}).notes.size(), 1u);
+}
+
 }  // namespace
 }  // namespace dt::dtrun

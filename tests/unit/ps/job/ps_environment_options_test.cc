@@ -83,6 +83,14 @@ TEST(PsEnvironmentOptions, PsResendTurnsResendingOnWithItsTimeoutInMilliseconds)
             std::string::npos);
 }
 
+TEST(PsEnvironmentOptions, WorkerLossIsFailOrContinue) {
+  EXPECT_EQ(ps_options_from_environment(env_of({})).worker_loss, WorkerLossPolicy::kFail);
+  EXPECT_EQ(ps_options_from_environment(env_of({{"DT_WORKER_LOSS", "fail"}})).worker_loss, WorkerLossPolicy::kFail);
+  EXPECT_EQ(ps_options_from_environment(env_of({{"DT_WORKER_LOSS", "continue"}})).worker_loss,
+            WorkerLossPolicy::kContinue);
+  EXPECT_NE(error_of({{"DT_WORKER_LOSS", "ignore"}}).find("DT_WORKER_LOSS=\"ignore\""), std::string::npos);
+}
+
 TEST(PsEnvironmentOptions, PsVerboseIsALogLevelNotANote) {
   EXPECT_EQ(ps_verbose_level(env_of({})), 0);
   EXPECT_EQ(ps_verbose_level(env_of({{"PS_VERBOSE", ""}})), 0);

@@ -1,0 +1,220 @@
+// Issue 19, item 2: DT_WORKER_LOSS=continue. A job of 1 scheduler, 2 servers
+// and 3 real worker processes over tcp loopback, where worker 2 leaves
+// without a goodbye (its process ends, or it stalls past the heartbeat
+// timeout): the other two finish the job with exact results.
+//
+// Every worker pushes the value (rank + 1) into every element of two keys
+// (one of them split across both servers) each round, and the servers run
+// sgd with learning rate 1, so after R rounds of which worker 2 took part in
+// K, every weight is init - 6 K - 3 (R - K) exactly (dist_sync: the rounds
+// after the loss complete with the two workers that remain; dist_async:
+// every push applied once).
+//
+// Every wait has a deadline; the fixture SIGKILLs whatever still runs.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/context.h"
+#include "core/error.h"
+#include "kvstore/kvstore_factory.h"
+#include "optim/optimizer_config.h"
+#include "process_harness.h"
+#include "ps/job/environment_options.h"
+
+namespace dt::ps {
+namespace {
+
+using core::DType;
+using core::Error;
+using core::ErrorCode;
+using core::NDArray;
+using core::Shape;
+using test::Child;
+using test::read_file;
+using namespace std::chrono_literals;
+
+std::string self_path;
+constexpr int kRounds = 6;
+constexpr int kLeaverRounds = 2;  // worker 2's rounds before it leaves
+constexpr float kInit = 100.0f;
+// Key 1 is larger than the big-array bound below: split across both servers.
+const std::vector<int64_t> kSizes = {4, 3000};
+
+int env_int(const char* name) {
+  const char* v = std::getenv(name);
+  return v == nullptr ? -1 : std::atoi(v);
+}
+
+// A worker: kRounds pushpulls, except worker 2, which after kLeaverRounds
+// either ends its process without a goodbye (DT_TEST_LEAVE=exit) or says
+// "stalling" and pauses, for the test to stop it with SIGSTOP past the
+// heartbeat timeout (DT_TEST_LEAVE=stall).
+int worker_main() {
+  try {
+    const std::string mode = std::getenv("DT_TEST_STORE");
+    auto kv = kvstore::create_kvstore(mode, ps_options_from_environment());
+    const int rank = kv->rank();
+    auto cpu = core::make_cpu_context();
+    std::vector<uint64_t> keys;
+    std::vector<NDArray> values, outs;
+    for (size_t k = 0; k < kSizes.size(); ++k) {
+      keys.push_back(k);
+      NDArray init = NDArray::empty(cpu, DType::kFloat32, Shape({kSizes[k]}));
+      float* x = init.data_as<float>();
+      for (int64_t i = 0; i < kSizes[k]; ++i) x[i] = kInit;
+      values.push_back(init);
+      outs.push_back(NDArray::zeros(cpu, DType::kFloat32, Shape({kSizes[k]})));
+    }
+    kv->set_optimizer(optim::OptimizerConfig("sgd").set("learning_rate", 1.0));
+    kv->init(keys, values);
+    for (NDArray& v : values) {
+      float* x = v.data_as<float>();
+      for (size_t i = 0; i < v.size(); ++i) x[i] = static_cast<float>(rank + 1);
+    }
+    const std::string leave = std::getenv("DT_TEST_LEAVE");
+    for (int round = 1; round <= kRounds; ++round) {
+      kv->pushpull(keys, values, outs, 0);
+      if (rank == 2 && round == kLeaverRounds) {
+        if (leave == "exit") {
+          std::cout << "leaving" << std::endl;
+          _exit(0);  // no goodbye: the scheduler sees the connection close
+        }
+        std::cout << "stalling" << std::endl;
+        // The test SIGSTOPs this process now and SIGCONTs it once the
+        // others are done; what follows must fail: the job went on without it.
+        std::this_thread::sleep_for(300ms);
+      }
+    }
+    kv->barrier();
+    kv->pull(keys, outs, 0);
+    std::ofstream out(std::getenv("DT_TEST_OUT") + std::string(".") + std::to_string(rank));
+    for (const NDArray& o : outs) {
+      for (size_t i = 0; i < o.size(); ++i) out << o.data_as<float>()[i] << "\n";
+    }
+    return 0;
+  } catch (const Error& e) {
+    std::cerr << "worker failed: " << e.what() << std::endl;
+    return e.code() == ErrorCode::kPeerLost ? 3 : 5;
+  }
+}
+
+class WorkerLoss : public test::JobProcesses {
+ protected:
+  std::map<std::string, std::string> job(const std::string& store, const std::string& leave) {
+    std::map<std::string, std::string> env = {{"DMLC_NUM_SERVER", "2"},
+                                              {"DMLC_NUM_WORKER", "3"},
+                                              {"DT_STARTUP_TIMEOUT_S", "20"},
+                                              {"DT_REQUEST_TIMEOUT_S", "30"},
+                                              {"DT_HEARTBEAT_INTERVAL_S", "0.2"},
+                                              {"DT_HEARTBEAT_TIMEOUT_S", "2"},
+                                              {"DT_SHUTDOWN_TIMEOUT_S", "5"},
+                                              {"DT_BIGARRAY_BOUND_BYTES", "4096"},
+                                              {"DT_WORKER_LOSS", "continue"},
+                                              {"DT_TEST_STORE", store},
+                                              {"DT_TEST_LEAVE", leave}};
+    const std::string port = start_tcp_scheduler(env);
+    env["DMLC_PS_ROOT_URI"] = "127.0.0.1";
+    env["DMLC_PS_ROOT_PORT"] = port;
+    auto server = env;
+    server["DMLC_ROLE"] = "server";
+    spawn(dt_node(), {}, server);
+    spawn(dt_node(), {}, server);
+    for (int w = 0; w < 3; ++w) {
+      auto worker = env;
+      worker["DMLC_ROLE"] = "worker";
+      worker["DMLC_WORKER_ID"] = std::to_string(w);
+      worker["DT_TEST_OUT"] = out_prefix();
+      spawn(self_path, {"--loss-worker"}, worker);
+    }
+    return env;
+  }
+  std::string out_prefix() const { return "/tmp/dt-worker-loss-" + std::to_string(::getpid()); }
+
+  // Every weight of a survivor's final pull.
+  void expect_weights(int rank, float expected) {
+    const std::string path = out_prefix() + "." + std::to_string(rank);
+    const std::string text = read_file(path);
+    std::remove(path.c_str());
+    size_t count = 0;
+    size_t wrong = 0;
+    for (size_t start = 0; start < text.size();) {
+      const size_t end = text.find('\n', start);
+      if (std::stof(text.substr(start, end - start)) != expected) ++wrong;
+      ++count;
+      start = end + 1;
+    }
+    EXPECT_EQ(count, static_cast<size_t>(kSizes[0] + kSizes[1])) << "worker " << rank;
+    EXPECT_EQ(wrong, 0u) << "worker " << rank << ": weights differ from " << expected;
+  }
+
+  static float expected_weight() {
+    return kInit - 6.0f * kLeaverRounds - 3.0f * static_cast<float>(kRounds - kLeaverRounds);
+  }
+};
+
+TEST_F(WorkerLoss, DistSyncFinishesEveryRoundWithTheWorkersThatRemain) {
+  job("dist_sync", "exit");
+  Child& leaver = children_[5];
+  ASSERT_TRUE(wait_exit(leaver, 60s));
+  EXPECT_EQ(leaver.status, 0);
+  for (size_t i = 0; i < 5; ++i) {
+    ASSERT_TRUE(wait_exit(children_[i], 60s)) << "process " << i << " hung after worker 2 left";
+    EXPECT_EQ(children_[i].status, 0) << "process " << i << ": " << read_file(children_[i].err);
+  }
+  expect_weights(0, expected_weight());
+  expect_weights(1, expected_weight());
+  const std::string scheduler_log = read_file(children_[0].err);
+  EXPECT_NE(scheduler_log.find("worker 2"), std::string::npos) << scheduler_log;
+  EXPECT_NE(scheduler_log.find("goes on with 2 of 3 workers"), std::string::npos) << scheduler_log;
+  EXPECT_NE(scheduler_log.find("data shard of worker 2"), std::string::npos) << scheduler_log;
+}
+
+TEST_F(WorkerLoss, DistAsyncGoesOnAtOnce) {
+  job("dist_async", "exit");
+  for (size_t i = 0; i < children_.size(); ++i) {
+    ASSERT_TRUE(wait_exit(children_[i], 60s)) << "process " << i << " hung after worker 2 left";
+    EXPECT_EQ(children_[i].status, 0) << "process " << i << ": " << read_file(children_[i].err);
+  }
+  expect_weights(0, expected_weight());
+  expect_weights(1, expected_weight());
+}
+
+// A worker that stalls past the heartbeat timeout is dropped like a dead
+// one; when it wakes it must not push into the others' rounds: it fails
+// with kPeerLost, naming itself, and the others' results stay exact.
+TEST_F(WorkerLoss, AStalledWorkerIsDroppedAndFailsWhenItWakes) {
+  job("dist_sync", "stall");
+  Child& staller = children_[5];
+  ASSERT_TRUE(wait_output(staller, "stalling", 60s)) << read_file(staller.err);
+  ASSERT_EQ(::kill(staller.pid, SIGSTOP), 0);
+  for (size_t i = 0; i < 5; ++i) {
+    if (i == 0) continue;  // the scheduler ends after every process left
+    ASSERT_TRUE(wait_exit(children_[i], 60s)) << "process " << i << " hung while worker 2 stalled";
+    EXPECT_EQ(children_[i].status, 0) << "process " << i << ": " << read_file(children_[i].err);
+  }
+  ::kill(staller.pid, SIGCONT);
+  ASSERT_TRUE(wait_exit(staller, 30s));
+  EXPECT_EQ(staller.status, 3) << read_file(staller.err);
+  ASSERT_TRUE(wait_exit(children_[0], 30s));
+  EXPECT_EQ(children_[0].status, 0) << read_file(children_[0].err);
+  expect_weights(0, expected_weight());
+  expect_weights(1, expected_weight());
+}
+
+}  // namespace
+}  // namespace dt::ps
+
+int main(int argc, char** argv) {
+  dt::ps::self_path = dt::test::self_executable();
+  return dt::test::member_or_tests(argc, argv, "--loss-worker", dt::ps::worker_main);
+}
