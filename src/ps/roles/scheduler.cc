@@ -414,7 +414,9 @@ void Scheduler::State::on_pipe_closed(uint32_t pipe) {
   } else {
     for (auto& [key, m] : members) {
       if (m.pipe != pipe) continue;
-      if (m.left) {
+      // A member told of the job's loss closes as it exits: that is the end
+      // the scheduler waits for, not another loss.
+      if (m.left || (m.told && !lost.empty())) {
         m.disconnected = true;
       } else if (!m.lost) {
         mark_lost(m, "connection closed");
@@ -508,10 +510,14 @@ void Scheduler::run() {
       it = st.barrier_started.erase(it);
     }
     if (!st.lost.empty()) {
-      const bool all_told = std::all_of(st.members.begin(), st.members.end(), [](const auto& kv) {
-        return kv.second.lost || kv.second.left || kv.second.told;
+      // Told is not enough here either: a reply still queued when this
+      // process exits is dropped, and its node would then name the
+      // scheduler instead of the node the job lost. Each node closes its
+      // connection once it has the news (it exits).
+      const bool all_gone = std::all_of(st.members.begin(), st.members.end(), [](const auto& kv) {
+        return kv.second.lost || kv.second.left || (kv.second.told && kv.second.disconnected);
       });
-      if (all_told || seconds_since(st.first_loss) > grace) throw Error(ErrorCode::kPeerLost, st.lost.front().message());
+      if (all_gone || seconds_since(st.first_loss) > grace) throw Error(ErrorCode::kPeerLost, st.lost.front().message());
     } else if (st.stopping) {
       // Told is not enough: the transport drops replies still queued when
       // this process closes its socket, and a server that missed its stop
