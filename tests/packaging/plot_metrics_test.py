@@ -5,6 +5,8 @@ with one "plot-metrics: error:" line naming the problem, not a traceback.
 
   plot_metrics_test.py SCRIPTS/plot-metrics WORKDIR
 """
+import importlib.machinery
+import importlib.util
 import os
 import shutil
 import struct
@@ -53,6 +55,22 @@ def main():
         failures.append(f"printed {r.stdout.strip()!r}, not the PNG's path {png!r}")
     elif png_size(png) != (900, 400):
         failures.append(f"the PNG is {png_size(png)}, not (900, 400)")
+
+    # The logs as the script reads them: an epoch without test_accuracy has
+    # no test point (a worker that never evaluates gets no test line), a null
+    # loss is a gap.
+    loader = importlib.machinery.SourceFileLoader("plot_metrics", tool)
+    module = importlib.util.module_from_spec(importlib.util.spec_from_loader("plot_metrics", loader))
+    loader.exec_module(module)
+    read = module.read_log(w0)
+    if read["test_epoch"] != [1, 2] or read["test_accuracy"] != [0.78, 0.84]:
+        failures.append(f"worker 0's test points: {read['test_epoch']} {read['test_accuracy']}, not [1, 2] [0.78, 0.84]")
+    if read["epoch"] != [1, 2, 3] or read["loss"][2] == read["loss"][2]:
+        failures.append(f"worker 0's epochs {read['epoch']} and loss {read['loss']}: epoch 3's loss should be NaN")
+    train_only = os.path.join(work, "train-only.jsonl")
+    log(train_only, [(1, 0.9, 0.6, None), (2, 0.5, 0.8, None)])
+    if module.read_log(train_only)["test_epoch"]:
+        failures.append("a log without test_accuracy has test points")
 
     # Without -o: next to the first log, default size.
     r = run(tool, w1)
