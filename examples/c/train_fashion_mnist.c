@@ -15,8 +15,9 @@
  * servers run dt-node); with --kvstore allreduce, of a job without servers
  * whose workers all-reduce among themselves (dtrun -n N -s 0). Each worker
  * trains on its rank-th part of the training set with --batch-size samples
- * per step, and only rank 0 evaluates, prints, and writes the metrics log
- * and checkpoints.
+ * per step; only rank 0 evaluates, prints and writes checkpoints, and each
+ * worker writes its own metrics log (rank r > 0 beside rank 0's, as
+ * FILE-worker<r>.EXT), so its curve can be drawn next to the others.
  *
  * --lr is the rate single-machine training would use for the job's global
  * batch (workers x batch size). As in MXNet, every worker rescales its
@@ -94,7 +95,8 @@ static void usage(FILE *to) {
           "                        sparse[:topk=F|threshold=T][,accumulate=on|off]\n"
           "  --data DIR            Fashion-MNIST IDX files (default "
           "/usr/share/datasets/fashion-mnist)\n"
-          "  --metrics FILE        JSON-lines metrics log, one line per epoch\n"
+          "  --metrics FILE        JSON-lines metrics log, one line per epoch (rank r > 0\n"
+          "                        of a job: FILE-worker<r>.EXT, without test accuracy)\n"
           "  --checkpoint FILE     checkpoint written after every epoch\n"
           "  --resume FILE         continue from a checkpoint\n"
           "  --seed N              seed for initialisation and shuffling (default 1)\n"
@@ -211,6 +213,18 @@ static int parse_args(int argc, char **argv, args *a) {
   return 0;
 }
 
+/* path with "-worker<rank>" before its extension ("m.jsonl" ->
+ * "m-worker1.jsonl"; "m" -> "m-worker1"): each worker's own metrics log.
+ * 0 when it does not fit in out. */
+static int worker_metrics_path(char *out, size_t size, const char *path, int rank) {
+  const char *slash = strrchr(path, '/');
+  const char *dot = strrchr(path, '.');
+  size_t stem = strlen(path);
+  if (dot != NULL && dot > (slash != NULL ? slash + 1 : path)) stem = (size_t)(dot - path);
+  const int n = snprintf(out, size, "%.*s-worker%d%s", (int)stem, path, rank, path + stem);
+  return n > 0 && (size_t)n < size;
+}
+
 int main(int argc, char **argv) {
   args a = {"lenet", 5, 64, 0.02, 0.9, "local", NULL, NULL, NULL, NULL, NULL, NULL, 1, 0};
   dt_context *cpu = NULL;
@@ -223,6 +237,7 @@ int main(int argc, char **argv) {
   dt_trainer_options trainer_options;
   dt_fit_options fit_options;
   double test_accuracy = 0.0;
+  char worker_metrics[4096];
   int32_t rank = 0, num_workers = 1;
   double lr;
   int rc = 1;
@@ -309,6 +324,13 @@ int main(int argc, char **argv) {
     fit_options.checkpoint_path = a.checkpoint;
   } else {
     fit_options.progress = 2; /* silent: rank 0 speaks for the job */
+    if (a.metrics != NULL) {
+      if (!worker_metrics_path(worker_metrics, sizeof worker_metrics, a.metrics, rank)) {
+        fprintf(stderr, "--metrics %s: the path is too long\n", a.metrics);
+        goto done;
+      }
+      fit_options.metrics_path = worker_metrics;
+    }
   }
   CHECK(dt_trainer_fit(trainer, train, rank == 0 ? test : NULL, &fit_options));
   if (rank == 0) {
