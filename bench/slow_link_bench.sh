@@ -24,7 +24,7 @@ set -u
 BUILD=${1:?usage: slow_link_bench.sh BUILD_DIR [--rates R,...] [--modes M,...] [--steps N] [--update-on S]}
 shift
 RATES="1gbit,100mbit"
-MODES="none,fp16,bf16,2bit:threshold=0.005,1bit:threshold=0,topk:fraction=0.01"
+MODES="none,fp16,bf16,2bit:threshold=0.005,1bit:threshold=0.005,topk:fraction=0.01"
 STEPS=5
 UPDATE_ON="servers"
 while [ $# -gt 0 ]; do
