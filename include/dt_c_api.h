@@ -649,9 +649,13 @@ DT_API dt_status dt_kvstore_set_optimizer(dt_kvstore *kv,
  * text, before the first push: another worker's different text, or a call
  * after a push, is refused (DT_ERR_INVALID_ARGUMENT / DT_ERR_BAD_STATE
  * naming both).
- * The parameter-server types only ("dist_sync", "dist_async", their
- * "_device" forms); the others are DT_ERR_NOT_SUPPORTED. A malformed text
- * is DT_ERR_INVALID_ARGUMENT naming the field. */
+ * The parameter-server types ("dist_sync", "dist_async", their "_device"
+ * forms) and "allreduce" take every mode; "dist_nccl" takes "fp16" and
+ * "bf16" (a cast on the GPU around the NCCL all-reduce, with error feedback
+ * unless error_feedback=off; the workers compare their texts when they
+ * set it, so all of them must call it at the same point); the other modes
+ * there, and the in-process stores, are DT_ERR_NOT_SUPPORTED. A malformed
+ * text is DT_ERR_INVALID_ARGUMENT naming the field. */
 DT_API dt_status dt_kvstore_set_gradient_compression(dt_kvstore *kv,
                                                      const char *spec);
 /* Returns when every worker has reached the barrier. */
@@ -855,8 +859,9 @@ typedef struct dt_trainer_options {
    * dt_trainer_create, as dt_kvstore_set_gradient_compression would (so
    * every worker creates its trainer with the same mode): a kvstore that
    * already compresses otherwise is DT_ERR_INVALID_ARGUMENT naming both, a
-   * store that does not compress ("local", "device", "dist_nccl")
-   * DT_ERR_NOT_SUPPORTED, no kvstore DT_ERR_INVALID_ARGUMENT. The fields
+   * store that does not compress ("local", "device"; "dist_nccl" for
+   * sparse, which it cannot carry) DT_ERR_NOT_SUPPORTED, no kvstore
+   * DT_ERR_INVALID_ARGUMENT. The fields
    * below belong to one mode each: setting one for another mode is
    * DT_ERR_INVALID_ARGUMENT naming it. */
   dt_sync_mode sync_mode;

@@ -21,6 +21,7 @@
 #include "nn/model_builders.h"
 #include "nn/net.h"
 #include "optim/optimizer_config.h"
+#include "ps/compression/compression_mode.h"
 #include "train/trainer.h"
 #include "unit/ps/dist_device_arrays.h"
 #include "unit/ps/dist_device_job.h"
@@ -121,6 +122,70 @@ TEST(AllreduceKVStore, RunsNoOptimizerAndTrainersUpdateOnTheWorkers) {
     auto net = std::make_shared<nn::Net>(nn::build_model_description_from_text("mlp", R"({"hidden": [8]})"), gpu(0));
     train::Trainer trainer(net, optim::OptimizerConfig("sgd").set("learning_rate", 0.1), kv);
     EXPECT_FALSE(trainer.update_on_kvstore());
+  }
+  for (const auto& outcome : job.outcomes()) EXPECT_EQ(outcome, "");
+}
+
+// Issue 16: "fp16"/"bf16" compression on dist_nccl is a cast around the
+// all-reduce; with error feedback what the cast lost goes into the next
+// push. One worker: the all-reduce is the identity, so the results are the
+// host's own conversions, exactly.
+TEST(AllreduceKVStore, Fp16AndBf16CompressionCastWithErrorFeedback) {
+  for (const std::string spec : {"fp16", "bf16", "fp16:error_feedback=off"}) {
+    const bool bf16 = spec == "bf16";
+    const bool feedback = spec.find("off") == std::string::npos;
+    const auto round_trip = [bf16](float v) {
+      return bf16 ? core::bfloat16_to_float(core::float_to_bfloat16(v)) : core::half_to_float(core::float_to_half(v));
+    };
+    test::ThreadedJob job(1, 1);
+    {
+      AllreduceKVStore kv(job.worker(0), job.options(), options_for(0, DType::kFloat32));
+      kv.set_gradient_compression(spec);
+      EXPECT_EQ(kv.gradient_compression(), ps::compression::CompressionConfig::parse(spec).to_string());
+      // 1 + 2^-11 is half a float16 step above 1, 1 + 2^-8 half a bfloat16
+      // step: each rounds (to even) down to 1, and the residual of the first
+      // push lifts the second to the next step up only with error feedback.
+      const float half_step16 = 1.0f / 2048, half_step_b16 = 1.0f / 256;
+      const std::vector<float> g1 = {1.0f + half_step16, 1.0f + half_step_b16, 1.0f / 3, -2.5f};
+      const std::vector<float> g2 = {1.0f + half_step16, 1.0f + half_step_b16, 1.0f / 3, 0.0f};
+      kv.init({5}, {float_array(gpu(0), {0, 0, 0, 0})});
+      NDArray a = float_array(gpu(0), g1);
+      kv.pushpull({5}, {a}, {a}, 0);
+      std::vector<float> sent1, expected2;
+      for (size_t i = 0; i < g1.size(); ++i) sent1.push_back(round_trip(g1[i]));
+      EXPECT_EQ(floats_of(a), sent1) << spec;
+      for (size_t i = 0; i < g2.size(); ++i) {
+        const float residual = feedback ? g1[i] - sent1[i] : 0.0f;
+        expected2.push_back(round_trip(g2[i] + residual));
+      }
+      NDArray b = float_array(gpu(0), g2);
+      kv.pushpull({5}, {b}, {b}, 0);
+      EXPECT_EQ(floats_of(b), expected2) << spec << ": the second push carries what the first cast lost";
+      try {
+        kv.set_gradient_compression("none");
+        ADD_FAILURE() << "compression changed after a push";
+      } catch (const core::Error& e) {
+        EXPECT_EQ(e.code(), core::ErrorCode::kBadState);
+      }
+    }
+    for (const auto& outcome : job.outcomes()) EXPECT_EQ(outcome, "");
+  }
+}
+
+TEST(AllreduceKVStore, CompressionItCannotCarryIsNotSupported) {
+  test::ThreadedJob job(1, 1);
+  {
+    AllreduceKVStore kv(job.worker(0), job.options(), options_for(0, DType::kFloat32));
+    for (const char* spec : {"2bit", "1bit:threshold=0.1", "topk:fraction=0.01", "threshold:threshold=0.1"}) {
+      try {
+        kv.set_gradient_compression(spec);
+        ADD_FAILURE() << spec << " was taken";
+      } catch (const core::Error& e) {
+        EXPECT_EQ(e.code(), core::ErrorCode::kNotSupported) << spec;
+        EXPECT_NE(std::string(e.what()).find("'allreduce'"), std::string::npos) << e.what();
+      }
+    }
+    EXPECT_EQ(kv.gradient_compression(), "none");
   }
   for (const auto& outcome : job.outcomes()) EXPECT_EQ(outcome, "");
 }

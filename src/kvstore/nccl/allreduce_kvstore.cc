@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "kvstore/argument_checks.h"
 #include "ops/tensor_math.h"
+#include "ps/compression/compression_mode.h"
 
 namespace dt::kvstore {
 
@@ -129,18 +130,29 @@ void AllreduceKVStore::init(const std::vector<Key>& keys, const std::vector<NDAr
   collective([&](Communicator& comm, cudaStream_t stream) {
     for (const NDArray& s : stored) comm.broadcast(s.data(), s.data(), s.size(), s.dtype(), 0, stream);
   });
-  for (size_t i = 0; i < keys.size(); ++i) entries_.emplace(keys[i], Entry{stored[i], {}, {}});
+  for (size_t i = 0; i < keys.size(); ++i) entries_.emplace(keys[i], Entry{stored[i], {}, {}, {}});
 }
 
 void AllreduceKVStore::apply_push(const std::vector<Key>& keys, const std::vector<NDArray>& values) {
+  pushed_ = true;
   const auto groups = group_keys(keys);
   std::vector<Entry*> reduced;
   for (const KeyGroup& group : groups) {
     Entry& e = entries_.at(group.key);
     reducer_->sum(values, group.positions, e.stored, e.scratch);
-    if (wire_dtype_ == DType::kFloat16 && e.stored.dtype() == DType::kFloat32) {
-      if (!e.wire.defined()) e.wire = NDArray::empty(gpu_, DType::kFloat16, e.stored.shape());
+    if (wire_dtype_ != DType::kFloat32 && e.stored.dtype() == DType::kFloat32) {
+      if (!e.wire.defined()) e.wire = NDArray::empty(gpu_, wire_dtype_, e.stored.shape());
+      if (error_feedback_) {
+        if (!e.residual.defined()) e.residual = NDArray::zeros(gpu_, DType::kFloat32, e.stored.shape());
+        ops::add(e.stored, e.stored, e.residual);  // what earlier casts lost
+      }
       ops::cast(e.wire, e.stored);
+      if (error_feedback_) {
+        // residual = stored - float32(wire), in three exact steps on the GPU.
+        ops::cast(e.residual, e.wire);
+        ops::axpy(e.residual, -1.0, e.stored);
+        ops::scale(e.residual, -1.0);
+      }
     }
     reduced.push_back(&e);
   }
@@ -184,5 +196,48 @@ void AllreduceKVStore::pushpull(const std::vector<Key>& keys, const std::vector<
 }
 
 void AllreduceKVStore::barrier() { member_->barrier(); }
+
+void AllreduceKVStore::set_gradient_compression(const std::string& spec) {
+  const ps::compression::CompressionConfig config = ps::compression::CompressionConfig::parse(spec);
+  using ps::compression::CompressionMode;
+  if (config.mode != CompressionMode::kNone && config.mode != CompressionMode::kFp16 &&
+      config.mode != CompressionMode::kBf16) {
+    throw Error(ErrorCode::kNotSupported, "kvstore 'dist_nccl' compresses by a cast on the GPU: fp16 or bf16, not '" +
+                                              config.to_string() +
+                                              "' (the 'allreduce' store and the parameter-server stores have it)");
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (pushed_) {
+    throw Error(ErrorCode::kBadState, "set_gradient_compression('" + config.to_string() +
+                                          "') on kvstore 'dist_nccl' after its first push (it is fixed from then on)");
+  }
+  // All workers or none: a worker all-reducing float16 against another's
+  // float32 would sum garbage, so they compare texts first (one all-gather
+  // through the scheduler, which every worker makes at this point).
+  const std::string mine = config.to_string();
+  const std::vector<std::vector<uint8_t>> all = member_->allgather(std::vector<uint8_t>(mine.begin(), mine.end()));
+  for (size_t r = 0; r < all.size(); ++r) {
+    const std::string theirs(all[r].begin(), all[r].end());
+    if (theirs != mine) {
+      throw Error(ErrorCode::kInvalidArgument, "gradient compression '" + mine + "' on worker " +
+                                                   std::to_string(member_->rank()) + " but '" + theirs + "' on worker " +
+                                                   std::to_string(r) + " (dist_nccl: every worker sets the same)");
+    }
+  }
+  wire_dtype_ = config.mode == CompressionMode::kFp16   ? DType::kFloat16
+                : config.mode == CompressionMode::kBf16 ? DType::kBFloat16
+                                                        : DType::kFloat32;
+  error_feedback_ = config.error_feedback;
+  compression_ = mine;
+  for (auto& [key, e] : entries_) {
+    e.wire = NDArray();  // a new wire type; no residual yet (no push happened)
+    e.residual = NDArray();
+  }
+}
+
+std::string AllreduceKVStore::gradient_compression() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return compression_;
+}
 
 }  // namespace dt::kvstore

@@ -23,6 +23,16 @@
 //    the store is unusable afterwards.
 //  - Option: all-reduce float32 keys as float16 (cast on the GPU before,
 //    back after), halving the bytes on the wire at float16's precision.
+//  - Gradient compression (set_gradient_compression, issue 16): "fp16" and
+//    "bf16" all-reduce float32 keys in that type, by a cast on the GPU, and
+//    with error feedback (on by default) keep per key what the cast lost
+//    and add it to the next push; "none" goes back to float32. The other
+//    modes (2bit, 1bit, topk, threshold) need the host codecs and an
+//    exchange of unequal sizes that a sum all-reduce cannot carry:
+//    Error(kNotSupported) naming the stores that have them. Every worker
+//    sets the same text before its first push (an exchange among the
+//    workers checks it: a different text is Error(kInvalidArgument) on
+//    every worker, never a collective of mismatched types).
 #pragma once
 
 #include <functional>
@@ -78,12 +88,15 @@ class AllreduceKVStore final : public ReducingKVStore {
                 const std::vector<core::NDArray>& outs, int priority) override;
 
   void barrier() override;
+  void set_gradient_compression(const std::string& spec) override;
+  std::string gradient_compression() const override;
 
  private:
   struct Entry {
     core::NDArray stored;   // on gpu_: the last all-reduced sum, or the initial value
-    core::NDArray wire;     // float16 copy for the all-reduce, allocated on first need
-    core::NDArray scratch;  // KeyReducer's
+    core::NDArray wire;      // float16/bfloat16 copy for the all-reduce, allocated on first need
+    core::NDArray scratch;   // KeyReducer's
+    core::NDArray residual;  // error feedback: what the cast to wire lost, float32
   };
   Entry& entry(Key key, const char* op);
   void check_arrays(const std::vector<Key>& keys, const std::vector<core::NDArray>& arrays, const char* op,
@@ -95,14 +108,19 @@ class AllreduceKVStore final : public ReducingKVStore {
   void collective(const std::function<void(collective::nccl::Communicator&, cudaStream_t)>& enqueue);
 
   const ps::PsOptions options_;
-  const core::DType wire_dtype_;
+  // Guarded by mutex_: float32, float16 or bfloat16, and whether casts keep
+  // their residual; fixed from the first push on.
+  core::DType wire_dtype_;
+  bool error_feedback_ = false;
+  bool pushed_ = false;
+  std::string compression_ = "none";
   // Chosen before joining when the device is known then (a missing GPU
   // fails before the job waits for this worker), else by rank.
   std::shared_ptr<core::Context> gpu_;
   std::unique_ptr<ps::ClusterMember> member_;
   std::unique_ptr<collective::nccl::Communicator> comm_;
   std::unique_ptr<KeyReducer> reducer_;  // on gpu_
-  std::mutex mutex_;  // one call at a time: collectives must leave in the same order everywhere
+  mutable std::mutex mutex_;  // one call at a time: collectives must leave in the same order everywhere
   std::map<Key, Entry> entries_;
 };
 
