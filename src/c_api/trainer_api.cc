@@ -34,7 +34,10 @@ dt::train::Trainer& trainer_of(dt_trainer* trainer) { return *handle(trainer, "t
 dt::train::SyncOptions sync_options(const dt_trainer_options& o) {
   using dt::train::SyncMode;
   dt::train::SyncOptions sync;
-  switch (o.sync_mode) {
+  // Read as an int: a caller's out-of-range value is no dt_sync_mode, and
+  // loading it as one would be undefined.
+  const int mode = dt::c_api::raw_enum(o.sync_mode);
+  switch (mode) {
     case DT_SYNC_FULL:
       sync.mode = SyncMode::kFull;
       break;
@@ -49,11 +52,11 @@ dt::train::SyncOptions sync_options(const dt_trainer_options& o) {
       break;
     default:
       throw Error(ErrorCode::kInvalidArgument,
-                  "options->sync_mode " + std::to_string(static_cast<int>(o.sync_mode)) +
+                  "options->sync_mode " + std::to_string(mode) +
                       " is none of DT_SYNC_FULL, DT_SYNC_HALF, DT_SYNC_PARTIAL, DT_SYNC_SPARSE");
   }
   const auto only_for = [&](bool set, dt_sync_mode owner, const char* field, const char* owner_name) {
-    if (set && o.sync_mode != owner) {
+    if (set && mode != static_cast<int>(owner)) {
       throw Error(ErrorCode::kInvalidArgument, std::string("options->") + field + " is set, but sync_mode is not " +
                                                    owner_name + ", the only mode that reads it");
     }
