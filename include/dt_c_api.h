@@ -935,6 +935,18 @@ typedef struct dt_fit_options {
   /* -1 (default): a progress bar on a TTY, plain lines otherwise;
    * 0: plain lines; 1: always the bar; 2: silent. */
   int32_t progress;
+  /* A job's checkpoint directory; NULL (default): none. Every worker
+   * writes its checkpoint there after each epoch
+   * (epoch-<E>/worker-<rank>.safetensors); once all have (a kvstore
+   * barrier), worker 0 replaces MANIFEST.json naming the epoch, by a rename,
+   * and removes older epochs. A trainer that has not stepped yet first
+   * resumes from the manifest's epoch, each worker from its own file: the
+   * same command restarts a stopped or killed job from the last epoch every
+   * worker finished (bit-identical for dist_sync: the servers' optimizer
+   * state travels in the workers' checkpoints). A manifest of a job with
+   * another number of workers is DT_ERR_INVALID_ARGUMENT, a malformed one
+   * DT_ERR_IO. */
+  const char *checkpoint_dir;
 } dt_fit_options;
 
 DT_API dt_status dt_fit_options_init(dt_fit_options *options,

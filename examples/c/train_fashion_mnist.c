@@ -6,6 +6,7 @@
  *                       [--lr X] [--momentum X] [--kvstore TYPE|none]
  *                       [--compression SPEC] [--sync-mode MODE]
  *                       [--data DIR] [--metrics FILE] [--checkpoint FILE]
+ *                       [--checkpoint-dir DIR]
  *                       [--resume FILE] [--seed N] [--threads N] [--help]
  *
  * Prints per-epoch progress; the last line is test_accuracy=<fraction>.
@@ -76,6 +77,7 @@ typedef struct args {
   const char *data;
   const char *metrics;
   const char *checkpoint;
+  const char *checkpoint_dir;
   const char *resume;
   unsigned long long seed;
   int threads;
@@ -98,6 +100,9 @@ static void usage(FILE *to) {
           "  --metrics FILE        JSON-lines metrics log, one line per epoch (rank r > 0\n"
           "                        of a job: FILE-worker<r>.EXT, without test accuracy)\n"
           "  --checkpoint FILE     checkpoint written after every epoch\n"
+          "  --checkpoint-dir DIR  the job's checkpoints, every worker's after every epoch;\n"
+          "                        the same command restarts from the last epoch all\n"
+          "                        workers finished\n"
           "  --resume FILE         continue from a checkpoint\n"
           "  --seed N              seed for initialisation and shuffling (default 1)\n"
           "  --threads N           CPU threads (default: OMP_NUM_THREADS or all)\n");
@@ -183,6 +188,7 @@ static int parse_args(int argc, char **argv, args *a) {
     else if (strcmp(flag, "--data") == 0) a->data = value;
     else if (strcmp(flag, "--metrics") == 0) a->metrics = value;
     else if (strcmp(flag, "--checkpoint") == 0) a->checkpoint = value;
+    else if (strcmp(flag, "--checkpoint-dir") == 0) a->checkpoint_dir = value;
     else if (strcmp(flag, "--resume") == 0) a->resume = value;
     else if (strcmp(flag, "--seed") == 0) a->seed = strtoull(value, &end, 10);
     else if (strcmp(flag, "--threads") == 0) a->threads = (int)strtol(value, &end, 10);
@@ -226,7 +232,7 @@ static int worker_metrics_path(char *out, size_t size, const char *path, int ran
 }
 
 int main(int argc, char **argv) {
-  args a = {"lenet", 5, 64, 0.02, 0.9, "local", NULL, NULL, NULL, NULL, NULL, NULL, 1, 0};
+  args a = {"lenet", 5, 64, 0.02, 0.9, "local", NULL, NULL, NULL, NULL, NULL, NULL, NULL, 1, 0};
   dt_context *cpu = NULL;
   dt_net *net = NULL;
   dt_optimizer *opt = NULL;
@@ -319,6 +325,7 @@ int main(int argc, char **argv) {
   }
   CHECK(dt_fit_options_init(&fit_options, sizeof fit_options));
   fit_options.epochs = a.epochs;
+  fit_options.checkpoint_dir = a.checkpoint_dir; /* every worker */
   if (rank == 0) {
     fit_options.metrics_path = a.metrics;
     fit_options.checkpoint_path = a.checkpoint;

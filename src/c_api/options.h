@@ -26,7 +26,7 @@ DT_KNOWN_END(dt_build_info, gpu_count);
 DT_KNOWN_END(dt_loss_scaling_options, growth_interval);
 DT_KNOWN_END(dt_data_loader_options, num_workers);
 DT_KNOWN_END(dt_trainer_options, sparse_no_accumulation);
-DT_KNOWN_END(dt_fit_options, progress);
+DT_KNOWN_END(dt_fit_options, checkpoint_dir);
 DT_KNOWN_END(dt_kvstore_options, tls_ca_file);
 #undef DT_KNOWN_END
 

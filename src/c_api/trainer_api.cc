@@ -179,6 +179,7 @@ dt_status dt_trainer_fit(dt_trainer* trainer, dt_data_loader* train, dt_data_loa
     fit.epochs = o.epochs;
     if (o.metrics_path != nullptr) fit.metrics_path = o.metrics_path;
     if (o.checkpoint_path != nullptr) fit.checkpoint_path = o.checkpoint_path;
+    if (o.checkpoint_dir != nullptr) fit.checkpoint_dir = o.checkpoint_dir;
     fit.progress = static_cast<dt::train::ProgressMode>(o.progress);
     t.fit(train_loader, test_loader, fit);
   });

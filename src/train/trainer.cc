@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "core/safetensors.h"
 #include "kvstore/kvstore_factory.h"
+#include "train/checkpoint_directory.h"
 #include "train/metrics.h"
 
 namespace dt::train {
@@ -451,6 +452,15 @@ EpochRecord Trainer::fit(data::BatchLoader& train, data::BatchLoader* test, cons
   if (!options.metrics_path.empty()) log = std::make_unique<MetricsLog>(options.metrics_path, epoch_ > 0);
   Progress progress(options.progress);
   EpochRecord record;
+  std::optional<CheckpointDirectory> directory;
+  if (!options.checkpoint_dir.empty()) {
+    directory.emplace(options.checkpoint_dir, kv_ ? kv_->rank() : 0, kv_ ? kv_->num_workers() : 1);
+    if (steps_ == 0 && epoch_ == 0) {
+      if (const std::optional<int> done = directory->last_complete_epoch(); done && *done > 0) {
+        load_checkpoint(directory->worker_file(*done));
+      }
+    }
+  }
   const int64_t total = train.batches_per_epoch();
   while (epoch_ < options.epochs) {
     train.start_epoch(epoch_);
@@ -484,6 +494,10 @@ EpochRecord Trainer::fit(data::BatchLoader& train, data::BatchLoader* test, cons
     if (log) log->write(record);
     progress.epoch_end(record, options.epochs);
     if (!options.checkpoint_path.empty()) save_checkpoint(options.checkpoint_path);
+    if (directory) {
+      save_checkpoint(directory->worker_file(epoch_));
+      directory->commit(epoch_, kv_.get());
+    }
   }
   return record;
 }

@@ -97,6 +97,11 @@ struct FitOptions {
   int epochs = 5;
   std::string metrics_path;     // empty: no metrics log
   std::string checkpoint_path;  // empty: no checkpoints
+  // A job's checkpoint directory (train/checkpoint_directory.h): every
+  // worker writes its checkpoint there after each epoch, and a trainer that
+  // has not stepped yet first resumes from the directory's last complete
+  // epoch, so the same command restarts a stopped job. Empty: none.
+  std::string checkpoint_dir;
   ProgressMode progress = ProgressMode::kAuto;
 };
 

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -62,6 +63,16 @@ std::string temp_path(const std::string& name) {
   return "/tmp/dt-trainer-test-" + std::to_string(::getpid()) + "-" + name;
 }
 
+// Every weight of b equals a's, bit for bit.
+void expect_same_weights(const nn::Net& a, const nn::Net& b) {
+  const auto x = all_weights(a);
+  const auto y = all_weights(b);
+  ASSERT_EQ(x.size(), y.size());
+  size_t differing = 0;
+  for (size_t i = 0; i < x.size(); ++i) differing += x[i] != y[i];
+  EXPECT_EQ(differing, 0u) << "of " << x.size() << " weights";
+}
+
 FitOptions quiet(int epochs) {
   FitOptions options;
   options.epochs = epochs;
@@ -104,12 +115,45 @@ TEST_F(TrainerTest, ResumedRunIsBitIdenticalToAnUninterruptedOne) {
     trainer.fit(*loader, nullptr, quiet(3));
   }
   std::remove(checkpoint.c_str());
-  const auto a = all_weights(*straight);
-  const auto b = all_weights(*resumed);
-  ASSERT_EQ(a.size(), b.size());
-  size_t differing = 0;
-  for (size_t i = 0; i < a.size(); ++i) differing += a[i] != b[i];
-  EXPECT_EQ(differing, 0u) << "of " << a.size() << " weights";
+  expect_same_weights(*straight, *resumed);
+}
+
+// Issue 19, item 4: with a checkpoint directory the same fit call restarts
+// a stopped job from the manifest's epoch, bit for bit; an epoch whose
+// files were being written when the job died (no manifest yet) is ignored.
+TEST_F(TrainerTest, ACheckpointDirectoryRestartsTheSameCommandFromTheLastCompleteEpoch) {
+  auto straight = lenet(3);
+  {
+    Trainer trainer(straight, sgd_momentum(), kvstore::create_kvstore("local"));
+    auto loader = small_loader();
+    trainer.fit(*loader, nullptr, quiet(3));
+  }
+  const std::string dir = temp_path("checkpoints");
+  std::filesystem::remove_all(dir);
+  FitOptions options = quiet(2);
+  options.checkpoint_dir = dir;
+  {
+    Trainer trainer(lenet(3), sgd_momentum(), kvstore::create_kvstore("local"));
+    auto loader = small_loader();
+    trainer.fit(*loader, nullptr, options);  // "stopped" after epoch 2
+  }
+  EXPECT_TRUE(std::filesystem::exists(dir + "/MANIFEST.json"));
+  EXPECT_TRUE(std::filesystem::exists(dir + "/epoch-2/worker-0.safetensors"));
+  EXPECT_FALSE(std::filesystem::exists(dir + "/epoch-1")) << "older epochs are removed";
+  // A half-written epoch 3, as a killed job leaves it: not in the manifest.
+  std::filesystem::create_directories(dir + "/epoch-3");
+  { std::ofstream(dir + "/epoch-3/worker-0.safetensors") << "partial"; }
+  auto resumed = lenet(99);  // the directory's checkpoint must replace these weights
+  options.epochs = 3;
+  {
+    Trainer trainer(resumed, sgd_momentum(), kvstore::create_kvstore("local"));
+    auto loader = small_loader();
+    const EpochRecord last = trainer.fit(*loader, nullptr, options);
+    EXPECT_EQ(last.epoch, 3) << "one epoch trained after resuming from epoch 2";
+  }
+  expect_same_weights(*straight, *resumed);
+  EXPECT_FALSE(std::filesystem::exists(dir + "/epoch-2"));
+  std::filesystem::remove_all(dir);
 }
 
 TEST_F(TrainerTest, ResumeWorksWithWorkerSideUpdatesToo) {
