@@ -10,7 +10,7 @@
 #  2. -Ddisttrain.library.path=<build tree> loads the build tree's libraries;
 #  3. -Ddisttrain.library.path=<empty directory> fails, naming the property.
 # Also checks that the POMs, sources and javadoc jars were installed.
-# Exits 77 (skipped) where the build had no Maven.
+# Fails, naming the packages, where the build found no Maven.
 #
 #   maven_consumer.sh MVN SETTINGS REPO CONSUMER_SRC VERSION JAVA NATIVE_DIR [scala]
 set -eu
@@ -23,8 +23,9 @@ java="$6"
 native_dir="$7"
 with_scala="${8:-}"
 if [ -z "$mvn" ] || [ ! -x "$mvn" ]; then
-  echo "SKIP: the build found no Maven (Debian: maven), so it installed no artifacts"
-  exit 77
+  echo "FAIL: the build found no Maven, so it installed no artifacts (scripts/install-deps.sh --tests installs"
+  echo "      maven and its plugin packages; then configure again)"
+  exit 1
 fi
 fail() { echo "FAIL: $*"; exit 1; }
 
