@@ -313,13 +313,17 @@ void ServerKeyStore::accumulate_locked(Entry& e, int worker, const void* data) {
     std::memcpy(staged.data(), data, e.bytes);
     return;
   }
+  add_term_locked(e, data);
+  ++e.summed;
+}
+
+void ServerKeyStore::add_term_locked(Entry& e, const void* data) {
   if (e.terms == 0) {
     std::memcpy(e.merged.data(), data, e.bytes);
   } else {
     ops::cpu::add(e.info.dtype, e.merged.data(), e.merged.data(), data, e.merged.size());
   }
   ++e.terms;
-  ++e.summed;
 }
 
 void ServerKeyStore::advance_locked(Entry& e) {
@@ -330,12 +334,7 @@ void ServerKeyStore::advance_locked(Entry& e) {
     const size_t rank = static_cast<size_t>(e.summed);
     auto& staged = e.staged[rank];
     if (!staged.empty()) {
-      if (e.terms == 0) {
-        std::memcpy(e.merged.data(), staged.data(), e.bytes);
-      } else {
-        ops::cpu::add(e.info.dtype, e.merged.data(), e.merged.data(), staged.data(), e.merged.size());
-      }
-      ++e.terms;
+      add_term_locked(e, staged.data());
       staged.clear();  // keeps the capacity for the next round
     } else if (!(departed_[rank] && e.pushed_round[rank] < round)) {
       return;

@@ -210,6 +210,8 @@ class ServerKeyStore {
   void check(const Entry& e, const PartInfo& info, size_t bytes, const char* op) const;
   void push_locked(Entry& e, int worker, int64_t round, const void* data, PushDone& done);
   void accumulate_locked(Entry& e, int worker, const void* data);
+  // merged = data for the round's first term, merged += data after it.
+  void add_term_locked(Entry& e, const void* data);
   // Adds the staged pushes that are next in rank order, passing departed
   // workers that did not push this round; completes the round when every
   // rank is passed.
