@@ -106,16 +106,7 @@ int worker_main() {
 class DistProcesses : public test::JobProcesses {};
 
 std::map<std::string, std::string> fast_job(int servers, int workers) {
-  return {{"DMLC_NUM_SERVER", std::to_string(servers)},
-          {"DMLC_NUM_WORKER", std::to_string(workers)},
-          {"DT_STARTUP_TIMEOUT_S", "20"},
-          {"DT_REQUEST_TIMEOUT_S", "20"},
-          {"DT_HEARTBEAT_INTERVAL_S", "0.2"},
-          // Killed processes are seen at once by their closed connections;
-          // the timeout only has to stay above how long a heartbeat can be
-          // delayed on two busy cores.
-          {"DT_HEARTBEAT_TIMEOUT_S", "3"},
-          {"DT_SHUTDOWN_TIMEOUT_S", "5"}};
+  return test::fast_job_env(servers, workers, "3");
 }
 
 std::string reference_weights() {

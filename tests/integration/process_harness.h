@@ -138,6 +138,20 @@ class JobProcesses : public ::testing::Test {
   std::vector<Child> children_;
 };
 
+// A job layout with deadlines short enough for tests: a lost peer is seen
+// within heartbeat_timeout_s (killed processes at once, by their closed
+// connections; the timeout only has to stay above how long a heartbeat can
+// be delayed on two busy cores).
+inline std::map<std::string, std::string> fast_job_env(int servers, int workers, const std::string& heartbeat_timeout_s) {
+  return {{"DMLC_NUM_SERVER", std::to_string(servers)},
+          {"DMLC_NUM_WORKER", std::to_string(workers)},
+          {"DT_STARTUP_TIMEOUT_S", "20"},
+          {"DT_REQUEST_TIMEOUT_S", "20"},
+          {"DT_HEARTBEAT_INTERVAL_S", "0.2"},
+          {"DT_HEARTBEAT_TIMEOUT_S", heartbeat_timeout_s},
+          {"DT_SHUTDOWN_TIMEOUT_S", "5"}};
+}
+
 // This program's own path, for re-executing itself as a member process.
 inline std::string self_executable() {
   char resolved[4096];

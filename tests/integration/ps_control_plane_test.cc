@@ -131,13 +131,7 @@ class PsProcesses : public test::JobProcesses {
 };
 
 std::map<std::string, std::string> fast_job(int servers, int workers) {
-  return {{"DMLC_NUM_SERVER", std::to_string(servers)},
-          {"DMLC_NUM_WORKER", std::to_string(workers)},
-          {"DT_STARTUP_TIMEOUT_S", "20"},
-          {"DT_REQUEST_TIMEOUT_S", "20"},
-          {"DT_HEARTBEAT_INTERVAL_S", "0.2"},
-          {"DT_HEARTBEAT_TIMEOUT_S", "1"},
-          {"DT_SHUTDOWN_TIMEOUT_S", "5"}};
+  return test::fast_job_env(servers, workers, "1");
 }
 
 

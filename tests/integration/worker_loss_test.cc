@@ -111,17 +111,12 @@ int worker_main() {
 class WorkerLoss : public test::JobProcesses {
  protected:
   std::map<std::string, std::string> job(const std::string& store, const std::string& leave) {
-    std::map<std::string, std::string> env = {{"DMLC_NUM_SERVER", "2"},
-                                              {"DMLC_NUM_WORKER", "3"},
-                                              {"DT_STARTUP_TIMEOUT_S", "20"},
-                                              {"DT_REQUEST_TIMEOUT_S", "30"},
-                                              {"DT_HEARTBEAT_INTERVAL_S", "0.2"},
-                                              {"DT_HEARTBEAT_TIMEOUT_S", "2"},
-                                              {"DT_SHUTDOWN_TIMEOUT_S", "5"},
-                                              {"DT_BIGARRAY_BOUND_BYTES", "4096"},
-                                              {"DT_WORKER_LOSS", "continue"},
-                                              {"DT_TEST_STORE", store},
-                                              {"DT_TEST_LEAVE", leave}};
+    std::map<std::string, std::string> env = test::fast_job_env(2, 3, "2");
+    env["DT_REQUEST_TIMEOUT_S"] = "30";
+    env["DT_BIGARRAY_BOUND_BYTES"] = "4096";
+    env["DT_WORKER_LOSS"] = "continue";
+    env["DT_TEST_STORE"] = store;
+    env["DT_TEST_LEAVE"] = leave;
     const std::string port = start_tcp_scheduler(env);
     env["DMLC_PS_ROOT_URI"] = "127.0.0.1";
     env["DMLC_PS_ROOT_PORT"] = port;
