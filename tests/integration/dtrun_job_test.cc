@@ -171,6 +171,49 @@ TEST(DtrunJob, FailingWorkerExitCodeIsTheJobs) {
   job.expect_nothing_left();
 }
 
+// Issue 19: --max-restarts starts a failed job again, whole, as torchrun
+// does; DT_RESTART_COUNT tells each run which it is. Here the workers fail in
+// the first run only.
+TEST(DtrunJob, MaxRestartsStartsTheFailedJobAgainWhole) {
+  std::vector<std::string> args = {"-n", "2", "-s", "1", "--max-restarts", "2"};
+  args.insert(args.end(), kFastHeartbeats.begin(), kFastHeartbeats.end());
+  args.push_back("--");
+  args.push_back("echo run-$DT_RESTART_COUNT; [ $DT_RESTART_COUNT -ge 1 ] || exit 3; exec " + self_path +
+                 " --pushpull-worker");
+  DtrunProcess job(args, "restart");
+  const std::optional<int> status = job.wait(90s);
+  ASSERT_TRUE(status) << "dtrun did not finish\n" << job.output();
+  EXPECT_EQ(exit_code(*status), 0) << job.output();
+  for (const char* line : {"[worker 0] run-0", "[worker 1] run-0",
+                           "dtrun: restarting the whole job (restart 1 of at most 2, DT_RESTART_COUNT=1)",
+                           "[worker 0] run-1", "[worker 1] run-1", "[worker 0] pushpull_sum=3",
+                           "[worker 1] pushpull_sum=3", "dtrun: job finished (after 1 restart)"}) {
+    EXPECT_NE(job.output().find(line), std::string::npos) << line << "\n" << job.output();
+  }
+  EXPECT_EQ(job.output().find("restart 2 of"), std::string::npos) << job.output();
+  job.expect_nothing_left();
+}
+
+TEST(DtrunJob, MaxRestartsGivesUpAfterTheLastRestart) {
+  DtrunProcess job({"-n", "2", "-s", "1", "--max-restarts", "2", "--", "sh", "-c", "exit 3"}, "give-up");
+  const std::optional<int> status = job.wait(60s);
+  ASSERT_TRUE(status) << "dtrun did not stop\n" << job.output();
+  EXPECT_EQ(exit_code(*status), 3) << job.output();
+  EXPECT_NE(job.output().find("restart 2 of at most 2"), std::string::npos) << job.output();
+  EXPECT_EQ(job.output().find("restart 3 of"), std::string::npos) << job.output();
+  EXPECT_TRUE(std::regex_search(job.output(),
+                                std::regex("job failed \\(after 2 restarts\\): worker [01] exited with status 3")))
+      << job.output();
+  job.expect_nothing_left();
+}
+
+TEST(DtrunJob, MaxRestartsLeavesATimeoutAlone) {
+  DtrunProcess job(pushpull_job(2, {"--env-worker", "DTRUN_TEST_HOLD=1", "--timeout", "3", "--max-restarts", "2"}),
+                   "timeout-no-restart");
+  expect_job_failed(job, 30s, 124, "job failed: timed out after 3 s");
+  EXPECT_EQ(job.output().find("restarting"), std::string::npos) << job.output();
+}
+
 TEST(DtrunJob, OneQuotedCommandLineRunsThroughTheShell) {
   // As launch.py users write it: the whole command in one argument; the
   // shell expands $DMLC_WORKER_ID, so it is a shell that ran it.

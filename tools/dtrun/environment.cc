@@ -20,9 +20,9 @@ const char* role_name(Role role) {
 }
 
 namespace {
-constexpr std::array<const char*, 8> kLauncherVariables = {
-    "DMLC_ROLE",       "DMLC_PS_ROOT_URI", "DMLC_PS_ROOT_PORT", "DMLC_NUM_SERVER",
-    "DMLC_NUM_WORKER", "DMLC_WORKER_ID",   "DT_PS_PORT_FILE",   "DT_PS_ROOT_URL",
+constexpr std::array<const char*, 9> kLauncherVariables = {
+    "DMLC_ROLE",       "DMLC_PS_ROOT_URI", "DMLC_PS_ROOT_PORT", "DMLC_NUM_SERVER",      "DMLC_NUM_WORKER",
+    "DMLC_WORKER_ID",  "DT_PS_PORT_FILE",  "DT_PS_ROOT_URL",    kRestartCountVariable,
 };
 }  // namespace
 
@@ -86,6 +86,7 @@ EnvMap environment_for(const EnvMap& inherited, const Options& options, const Jo
   if (role == Role::kWorker) env["DMLC_WORKER_ID"] = std::to_string(rank);
   if (role == Role::kScheduler && !layout.port_file.empty()) env["DT_PS_PORT_FILE"] = layout.port_file;
   if (!layout.interface.empty()) env["DMLC_INTERFACE"] = layout.interface;
+  env[kRestartCountVariable] = std::to_string(layout.restart_count);
   return env;
 }
 

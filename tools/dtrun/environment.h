@@ -23,7 +23,13 @@ struct JobLayout {
   int num_workers = 0;
   std::string port_file;  // DT_PS_PORT_FILE, given to the scheduler only
   std::string interface;  // DMLC_INTERFACE when not empty
+  int restart_count = 0;  // DT_RESTART_COUNT: how many times --max-restarts restarted the job
 };
+
+// Every process of the job sees how many times dtrun restarted the job
+// (0 at first), as torchrun's TORCHELASTIC_RESTART_COUNT: a program may log
+// it, or load its checkpoint only when it is not 0.
+constexpr const char* kRestartCountVariable = "DT_RESTART_COUNT";
 
 // Variables that describe the job layout: dtrun sets them, so --env may not.
 bool is_launcher_variable(const std::string& name);

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <utility>
 
 namespace dt::dtrun {
 
@@ -44,12 +45,25 @@ std::string find_dt_node(const EnvMap& inherited) {
   return "dt-node";
 }
 
+JobLayout job_layout(const JobContext& job, std::string root_uri) {
+  JobLayout layout;
+  layout.root_uri = std::move(root_uri);
+  layout.num_servers = job.options.num_servers;
+  layout.num_workers = job.options.num_workers;
+  layout.interface = job.options.interface;
+  layout.restart_count = job.restart_count;
+  return layout;
+}
+
 Outcome timed_out(const Options& options) {
   return Outcome{124, "timed out after " + seconds_text(options.timeout_s) + " (--timeout)"};
 }
 
 std::optional<Outcome> start_scheduler(Supervisor& supervisor, const JobContext& job, JobLayout& layout) {
   layout.port_file = job.work_dir + "/scheduler.port";
+  // A restarted job's scheduler binds a new port; the last run's file must
+  // not be taken for its report.
+  std::remove(layout.port_file.c_str());
   ChildSpec spec{{"scheduler", -1}, {job.dt_node}, child_environment(job.inherited, job.options, layout, Role::kScheduler, -1)};
   const pid_t pid = supervisor.start(spec);
   std::optional<int> port;

@@ -20,7 +20,12 @@ struct JobContext {
   std::string dt_node;     // the scheduler/server program
   std::string work_dir;    // private scratch directory (the port file)
   Clock::time_point deadline;  // --timeout, or Clock::time_point::max()
+  int restart_count = 0;       // 0 for the first run, k for the k-th restart (--max-restarts)
 };
+
+// The layout every launcher starts from: the options' counts and interface,
+// the restart count, and the scheduler's address as the launcher sees it.
+JobLayout job_layout(const JobContext& job, std::string root_uri);
 
 // How long the scheduler may take to report its port, and how long servers
 // and scheduler may take to shut down after the last worker finished (dt-node

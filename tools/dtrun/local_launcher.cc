@@ -4,11 +4,7 @@ namespace dt::dtrun {
 
 Outcome run_local(Supervisor& supervisor, const JobContext& job) {
   const Options& o = job.options;
-  JobLayout layout;
-  layout.root_uri = "127.0.0.1";
-  layout.num_servers = o.num_servers;
-  layout.num_workers = o.num_workers;
-  layout.interface = o.interface;
+  JobLayout layout = job_layout(job, "127.0.0.1");
   if (std::optional<Outcome> failed = start_scheduler(supervisor, job, layout)) return *failed;
   for (int s = 0; s < o.num_servers; ++s) {
     supervisor.start({{"server", s}, {job.dt_node}, child_environment(job.inherited, o, layout, Role::kServer, s)});

@@ -29,27 +29,12 @@ void say(const std::string& text) {
   dt::dtrun::write_all(STDERR_FILENO, line.data(), line.size());
 }
 
-int run(const dt::dtrun::Options& options) {
+// One run of the whole job under its own supervisor, which has stopped
+// every process of it when this returns.
+dt::dtrun::Outcome run_once(const dt::dtrun::JobContext& job, dt::dtrun::SignalPipe& signals,
+                            const dt::dtrun::SupervisorSettings& settings, std::vector<std::string>& lost_workers) {
   using namespace dt::dtrun;
-  // Installed before any child exists, so no SIGCHLD or Ctrl-C is missed.
-  SignalPipe signals;
-  TempDir work("dtrun");
-  EnvMap inherited = current_environment();
-  // Every process of the job proves it holds this before its first message.
-  for (const auto& [name, value] : job_secret_environment(inherited)) inherited[name] = value;
-  if (options.tls) {
-    // Every process (scheduler, servers, workers) gets the job's files.
-    for (const auto& [name, value] : make_job_tls(work.path())) inherited[name] = value;
-  }
-  JobContext job{options, inherited, find_dt_node(inherited), work.path(),
-                 options.timeout_s > 0 ? Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                                            std::chrono::duration<double>(options.timeout_s))
-                                       : Clock::time_point::max()};
-  SupervisorSettings settings;
-  settings.log_dir = options.log_dir;
-  settings.colour_stdout = isatty(STDOUT_FILENO) == 1;
-  settings.colour_stderr = isatty(STDERR_FILENO) == 1;
-  settings.continue_after_worker_loss = continues_after_worker_loss(options, inherited);
+  const Options& options = job.options;
   Supervisor supervisor(signals, settings);
   Outcome outcome;
   try {
@@ -66,15 +51,56 @@ int run(const dt::dtrun::Options& options) {
   if (outcome.exit_code != 0) say(outcome.message + "; stopping the job (process group " +
                                   std::to_string(supervisor.process_group()) + ")");
   supervisor.stop();
+  lost_workers = supervisor.lost_workers();
+  return outcome;
+}
+
+int run(const dt::dtrun::Options& options) {
+  using namespace dt::dtrun;
+  // Installed before any child exists, so no SIGCHLD or Ctrl-C is missed.
+  SignalPipe signals;
+  TempDir work("dtrun");
+  EnvMap inherited = current_environment();
+  // Every process of the job proves it holds this before its first message;
+  // a restarted job keeps the secret and the TLS files of the first run.
+  for (const auto& [name, value] : job_secret_environment(inherited)) inherited[name] = value;
+  if (options.tls) {
+    // Every process (scheduler, servers, workers) gets the job's files.
+    for (const auto& [name, value] : make_job_tls(work.path())) inherited[name] = value;
+  }
+  JobContext job{options, inherited, find_dt_node(inherited), work.path(),
+                 options.timeout_s > 0 ? Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                                            std::chrono::duration<double>(options.timeout_s))
+                                       : Clock::time_point::max()};
+  SupervisorSettings settings;
+  settings.log_dir = options.log_dir;
+  settings.colour_stdout = isatty(STDOUT_FILENO) == 1;
+  settings.colour_stderr = isatty(STDERR_FILENO) == 1;
+  settings.continue_after_worker_loss = continues_after_worker_loss(options, inherited);
+  std::vector<std::string> lost_workers;
+  Outcome outcome = run_once(job, signals, settings, lost_workers);
+  // torchrun's --max-restarts: the failed job starts again, whole, and its
+  // processes resume from what they saved. Only a process's failure is worth
+  // another run; Ctrl-C and --timeout are the user's decisions.
+  while (outcome.exit_code != 0 && outcome.process_failed && job.restart_count < options.max_restarts) {
+    ++job.restart_count;
+    settings.append_logs = true;
+    say("restarting the whole job (restart " + std::to_string(job.restart_count) + " of at most " +
+        std::to_string(options.max_restarts) + ", DT_RESTART_COUNT=" + std::to_string(job.restart_count) + ")");
+    outcome = run_once(job, signals, settings, lost_workers);
+  }
+  const std::string restarts =
+      job.restart_count == 0 ? "" : " (after " + std::to_string(job.restart_count) + " restart" +
+                                         (job.restart_count == 1 ? "" : "s") + ")";
   if (outcome.exit_code != 0) {
-    say("job failed: " + outcome.message);
-  } else if (!supervisor.lost_workers().empty()) {
+    say("job failed" + restarts + ": " + outcome.message);
+  } else if (!lost_workers.empty()) {
     std::string lost;
-    for (const std::string& name : supervisor.lost_workers()) lost += (lost.empty() ? "" : ", ") + name;
-    say("job finished: every other process exited cleanly; the job went on without " + lost +
+    for (const std::string& name : lost_workers) lost += (lost.empty() ? "" : ", ") + name;
+    say("job finished" + restarts + ": every other process exited cleanly; the job went on without " + lost +
         " (DT_WORKER_LOSS=continue)");
   } else {
-    say("job finished: every process exited cleanly");
+    say("job finished" + restarts + ": every process exited cleanly");
   }
   return outcome.exit_code;
 }

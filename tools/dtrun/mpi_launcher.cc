@@ -36,7 +36,7 @@ Options roles_only(const Options& options) {
 std::vector<std::string> mpirun_forwarded_names(const EnvMap& inherited, const Options& options,
                                                 const JobLayout& layout) {
   std::set<std::string> names = {"DMLC_PS_ROOT_URI", "DMLC_PS_ROOT_PORT", "DMLC_NUM_SERVER", "DMLC_NUM_WORKER",
-                                 "OMP_WAIT_POLICY", kDieWithLauncherVariable};
+                                 "OMP_WAIT_POLICY", kDieWithLauncherVariable, kRestartCountVariable};
   if (!layout.interface.empty()) names.insert("DMLC_INTERFACE");
   // The job's secret and TLS files: by name, so that the secret's value
   // travels in mpirun's environment, never on its command line.
@@ -80,11 +80,7 @@ std::vector<std::string> mpirun_argv(const EnvMap& inherited, const Options& opt
 
 Outcome run_mpi(Supervisor& supervisor, const JobContext& job) {
   const Options& o = job.options;
-  JobLayout layout;
-  layout.root_uri = o.hostfile.empty() ? "127.0.0.1" : host_address(o.interface);
-  layout.num_servers = o.num_servers;
-  layout.num_workers = o.num_workers;
-  layout.interface = o.interface;
+  JobLayout layout = job_layout(job, o.hostfile.empty() ? "127.0.0.1" : host_address(o.interface));
   if (std::optional<Outcome> failed = start_scheduler(supervisor, job, layout)) return *failed;
   EnvMap env = launcher_environment(job.inherited, o, layout);
   env[kDieWithLauncherVariable] = "1";

@@ -13,6 +13,7 @@ const char* usage_text() {
          "             [-H HOSTFILE] [--sync-dst-dir DIR] [--env K=V]...\n"
          "             [--env-server K=V]... [--env-worker K=V]... [--interface IF]\n"
          "             [--log-dir DIR] [--timeout S] [--tls] [--worker-loss fail|continue]\n"
+         "             [--max-restarts N]\n"
          "             -- command [args...]\n"
          "\n"
          "Starts a parameter-server job: a scheduler and SERVERS servers (dt-node) and\n"
@@ -50,6 +51,13 @@ const char* usage_text() {
          "  --worker-loss P       fail (default): a worker that fails stops the job;\n"
          "                        continue: the job goes on with the workers left\n"
          "                        (DT_WORKER_LOSS for every process; local and ssh)\n"
+         "  --max-restarts N      when a process of the job fails, stop every process and\n"
+         "                        start the whole job again, up to N times (default 0),\n"
+         "                        as torchrun does; DT_RESTART_COUNT tells the processes\n"
+         "                        which run they are. A program that saves a checkpoint\n"
+         "                        directory (dt_fit_options.checkpoint_dir) goes on from\n"
+         "                        its last complete checkpoint. Not after Ctrl-C, a\n"
+         "                        signal to dtrun or --timeout (one deadline for all runs)\n"
          "  -h, --help            this text\n"
          "\n"
          "A command given as one argument holding whitespace, as launch.py users write\n"
@@ -196,6 +204,8 @@ Options parse_options(const std::vector<std::string>& args) {
         throw UsageError("--worker-loss must be fail or continue, got \"" + o.worker_loss + "\"");
       }
       o.env.push_back(EnvSetting{"DT_WORKER_LOSS", o.worker_loss, false});
+    } else if (is(a, "--max-restarts")) {
+      o.max_restarts = parse_count("--max-restarts", value_of(a, "--max-restarts"), 0);
     } else {
       throw UsageError("unknown option \"" + a + "\" (the command goes after \"--\")");
     }

@@ -34,6 +34,8 @@ struct Options {
   // --worker-loss: "fail" or "continue" (DT_WORKER_LOSS for every process);
   // empty when not given.
   std::string worker_loss;
+  // --max-restarts: how many times a failed job is started again, whole.
+  int max_restarts = 0;
   std::string hostfile;                // -H: the hosts of --launcher ssh (hostfile.h)
   std::string sync_dst_dir;            // --sync-dst-dir: rsync the working directory there first (ssh only)
   std::string ssh_config;              // --ssh-config: ssh -F FILE

@@ -55,11 +55,7 @@ std::string multi_prog_text(const EnvMap& inherited, const Options& options, con
 
 Outcome run_slurm(Supervisor& supervisor, const JobContext& job) {
   const Options& o = job.options;
-  JobLayout layout;
-  layout.root_uri = host_address(o.interface);
-  layout.num_servers = o.num_servers;
-  layout.num_workers = o.num_workers;
-  layout.interface = o.interface;
+  JobLayout layout = job_layout(job, host_address(o.interface));
   const std::string multi_prog = job.work_dir + "/srun.multi-prog";
   {
     std::ofstream out(multi_prog);

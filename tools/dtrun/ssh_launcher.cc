@@ -183,7 +183,8 @@ EnvMap remote_environment(const EnvMap& inherited, const Options& options, const
   // dtrun's own environment.
   const EnvMap full = child_environment(inherited, options, layout, role, rank);
   for (const auto& [name, value] : full) {
-    if (starts_with(name, "DMLC_") && is_launcher_variable(name)) env[name] = value;
+    const bool for_remote = starts_with(name, "DMLC_") || name == kRestartCountVariable;
+    if (for_remote && is_launcher_variable(name)) env[name] = value;
   }
   for (const char* name : kForwardedVariables) {
     if (auto it = full.find(name); it != full.end()) env[name] = it->second;
@@ -230,11 +231,12 @@ Outcome describe_remote_outcome(const Outcome& outcome, const std::vector<Remote
       } else {
         text += " exited with status " + std::to_string(status);
       }
-      return Outcome{outcome.exit_code, text};
+      return Outcome{outcome.exit_code, text, outcome.process_failed};
     }
     if (starts_with(outcome.message, r.name + " ")) {
       // The local ssh itself ended otherwise (a signal to it).
-      return Outcome{outcome.exit_code, r.name + " (ssh to " + r.host + ")" + outcome.message.substr(r.name.size())};
+      return Outcome{outcome.exit_code, r.name + " (ssh to " + r.host + ")" + outcome.message.substr(r.name.size()),
+                     outcome.process_failed};
     }
   }
   return outcome;
@@ -244,11 +246,8 @@ Outcome run_ssh(Supervisor& supervisor, const JobContext& job, SignalPipe& signa
                 const SupervisorSettings& settings) {
   const Options& o = job.options;
   const std::vector<SshHost> hosts = read_hostfile(o.hostfile);
-  JobLayout layout;
-  layout.root_uri = o.interface.empty() ? route_address(hosts.front().address) : host_address(o.interface);
-  layout.num_servers = o.num_servers;
-  layout.num_workers = o.num_workers;
-  layout.interface = o.interface;
+  JobLayout layout =
+      job_layout(job, o.interface.empty() ? route_address(hosts.front().address) : host_address(o.interface));
   char cwd[4096];
   if (getcwd(cwd, sizeof cwd) == nullptr) throw system_error("getcwd");
   if (!o.sync_dst_dir.empty()) {

@@ -63,7 +63,7 @@ constexpr const char* kForwardedVariables[] = {"DMLC_INTERFACE", "KMP_AFFINITY",
                                                "OMP_NUM_THREADS"};
 
 // What a remote process runs with: the --env settings of its role, the job's
-// DMLC_* variables and kForwardedVariables (from dtrun's environment unless
+// DMLC_* variables, DT_RESTART_COUNT and kForwardedVariables (from dtrun's environment unless
 // --env or --interface set them); nothing else of dtrun's environment.
 EnvMap remote_environment(const EnvMap& inherited, const Options& options, const JobLayout& layout, Role role,
                           int rank);

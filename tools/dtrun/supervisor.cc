@@ -93,7 +93,8 @@ pid_t Supervisor::start(const ChildSpec& spec) {
     const std::string path = settings_.log_dir + "/" +
                              (spec.name.rank < 0 ? spec.name.role : spec.name.role + "-" + std::to_string(spec.name.rank)) +
                              ".log";
-    child->log.reset(open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    const int mode = settings_.append_logs ? O_APPEND : O_TRUNC;
+    child->log.reset(open(path.c_str(), O_WRONLY | O_CREAT | mode | O_CLOEXEC, 0644));
     if (!child->log) throw system_error("cannot open log file " + path);
   }
   int out[2], err[2], report[2];
@@ -270,7 +271,8 @@ std::optional<Outcome> Supervisor::run_until(const std::function<bool()>& done, 
       if (failed == nullptr && exit_code_of(c->status) != 0) failed = c;
     }
     if (failed != nullptr) {
-      return Outcome{exit_code_of(failed->status), failed->name.text() + " " + describe_wait_status(failed->status)};
+      return Outcome{exit_code_of(failed->status), failed->name.text() + " " + describe_wait_status(failed->status),
+                     true};
     }
   }
 }

@@ -49,6 +49,9 @@ struct ChildSpec {
 struct Outcome {
   int exit_code = 0;
   std::string message;  // empty for a job that ended cleanly
+  // A process of the job failed (what --max-restarts restarts the job
+  // after); not a signal to dtrun, a deadline or a launcher's own error.
+  bool process_failed = false;
 };
 
 // "exited with status 3", "killed by signal 9 (Killed)"; the exit code a
@@ -58,6 +61,7 @@ int exit_code_of(int status);
 
 struct SupervisorSettings {
   std::string log_dir;  // empty: no log files
+  bool append_logs = false;  // a restarted job's processes add to the first run's log files
   bool colour_stdout = false;
   bool colour_stderr = false;
   std::chrono::milliseconds grace{3000};          // SIGTERM -> SIGKILL

@@ -16,7 +16,10 @@ JobLayout layout() {
 }
 
 TEST(DtrunEnvironment, EachRoleGetsTheLayoutAndItsOwnVariables) {
-  const EnvMap inherited{{"PATH", "/bin"}, {"DMLC_WORKER_ID", "9"}, {"DT_PS_ROOT_URL", "inproc://old"}};
+  const EnvMap inherited{{"PATH", "/bin"},
+                         {"DMLC_WORKER_ID", "9"},
+                         {"DT_PS_ROOT_URL", "inproc://old"},
+                         {"DT_RESTART_COUNT", "7"}};
   const Options o = parse_options({"-n", "3", "-s", "2", "--", "w"});
   const EnvMap worker = child_environment(inherited, o, layout(), Role::kWorker, 2);
   EXPECT_EQ(worker.at("PATH"), "/bin");
@@ -28,6 +31,10 @@ TEST(DtrunEnvironment, EachRoleGetsTheLayoutAndItsOwnVariables) {
   EXPECT_EQ(worker.at("DMLC_NUM_WORKER"), "3");
   EXPECT_EQ(worker.count("DT_PS_PORT_FILE"), 0u);
   EXPECT_EQ(worker.count("DT_PS_ROOT_URL"), 0u);  // a stale one would bypass the layout
+  EXPECT_EQ(worker.at("DT_RESTART_COUNT"), "0");    // this job's first run, not the shell's
+  JobLayout restarted = layout();
+  restarted.restart_count = 2;
+  EXPECT_EQ(child_environment(inherited, o, restarted, Role::kServer, 0).at("DT_RESTART_COUNT"), "2");
 
   const EnvMap server = child_environment(inherited, o, layout(), Role::kServer, 1);
   EXPECT_EQ(server.at("DMLC_ROLE"), "server");

@@ -25,8 +25,8 @@ TEST(DtrunMpi, OneMpirunRunsEveryRankThroughDtNode) {
   EXPECT_EQ(mpirun_argv({}, o, layout_of(o), "/opt/dt/bin/dt-node", false),
             (Words{"mpirun", "--oversubscribe", "--tag-output", "-np", "3",
                    "-x", "DMLC_NUM_SERVER", "-x", "DMLC_NUM_WORKER", "-x", "DMLC_PS_ROOT_PORT",
-                   "-x", "DMLC_PS_ROOT_URI", "-x", "DTRUN_DIE_WITH_LAUNCHER", "-x", "OMP_WAIT_POLICY",
-                   "/opt/dt/bin/dt-node", "--", "./train", "--epochs", "1"}));
+                   "-x", "DMLC_PS_ROOT_URI", "-x", "DTRUN_DIE_WITH_LAUNCHER", "-x", "DT_RESTART_COUNT",
+                   "-x", "OMP_WAIT_POLICY", "/opt/dt/bin/dt-node", "--", "./train", "--epochs", "1"}));
 }
 
 TEST(DtrunMpi, RootHostfileInterfaceAndEnvironment) {
@@ -39,7 +39,7 @@ TEST(DtrunMpi, RootHostfileInterfaceAndEnvironment) {
             (Words{"mpirun", "--allow-run-as-root", "--hostfile", "/tmp/hosts", "--tag-output", "-np", "6",
                    "-x", "A", "-x", "DMLC_INTERFACE", "-x", "DMLC_NUM_SERVER", "-x", "DMLC_NUM_WORKER",
                    "-x", "DMLC_PS_ROOT_PORT", "-x", "DMLC_PS_ROOT_URI", "-x", "DTRUN_DIE_WITH_LAUNCHER",
-                   "-x", "HOME", "-x", "OMP_WAIT_POLICY",
+                   "-x", "DT_RESTART_COUNT", "-x", "HOME", "-x", "OMP_WAIT_POLICY",
                    "dt-node", "--env-server", "S=2", "--env-worker", "W=x y", "--", "w"}));
 }
 

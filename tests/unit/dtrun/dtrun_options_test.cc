@@ -132,5 +132,15 @@ TEST(DtrunOptions, WorkerLossPolicyReachesEveryProcessAndDtrun) {
   EXPECT_EQ(parse({"-n", "2", "--worker-loss", "continue", "--launcher", "mpi", "--", "w"}).notes.size(), 1u);
 }
 
+// Issue 19: --max-restarts, torchrun's name; 0 (no restart) by default.
+TEST(DtrunOptions, MaxRestartsCountsWholeJobRestarts) {
+  EXPECT_EQ(parse({"-n", "2", "--", "w"}).max_restarts, 0);
+  EXPECT_EQ(parse({"-n", "2", "--max-restarts", "3", "--", "w"}).max_restarts, 3);
+  EXPECT_EQ(parse({"-n", "2", "--max-restarts=0", "--", "w"}).max_restarts, 0);
+  EXPECT_THROW(parse({"-n", "2", "--max-restarts", "-1", "--", "w"}), UsageError);
+  EXPECT_THROW(parse({"-n", "2", "--max-restarts", "two", "--", "w"}), UsageError);
+  EXPECT_NE(std::string(usage_text()).find("--max-restarts N"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace dt::dtrun

@@ -291,6 +291,7 @@ TEST(DtrunSsh, RemoteEnvironmentIsDmlcForwardedAndEnvOnly) {
   layout.num_servers = 2;
   layout.num_workers = 2;
   layout.port_file = "/tmp/port";
+  layout.restart_count = 1;
   const EnvMap worker = remote_environment(inherited, o, layout, Role::kWorker, 1);
   const EnvMap expected = {{"A", "1"},
                            {"PASSED", "from-shell"},
@@ -301,6 +302,7 @@ TEST(DtrunSsh, RemoteEnvironmentIsDmlcForwardedAndEnvOnly) {
                            {"DMLC_NUM_SERVER", "2"},
                            {"DMLC_NUM_WORKER", "2"},
                            {"DMLC_WORKER_ID", "1"},
+                           {"DT_RESTART_COUNT", "1"},  // the run of a job that --max-restarts restarted
                            // What launch.py forwards from its shell; not the AWS keys.
                            {"DMLC_INTERFACE", "eth9"},
                            {"OMP_NUM_THREADS", "4"},
