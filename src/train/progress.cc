@@ -42,4 +42,11 @@ void Progress::epoch_end(const EpochRecord& r, int total_epochs) {
   std::fflush(stdout);
 }
 
+void Progress::resumed(int epochs_done, int total_epochs, const std::string& directory) {
+  if (silent_) return;
+  std::printf("resuming after epoch %d/%d from checkpoint directory %s\n", epochs_done, total_epochs,
+              directory.c_str());
+  std::fflush(stdout);
+}
+
 }  // namespace dt::train

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "train/metrics_log.h"
 
@@ -17,6 +18,8 @@ class Progress {
   // After each batch of the epoch (0-based epoch shown 1-based).
   void batch(int epoch, int64_t done, int64_t total, double loss, double accuracy, double images_per_s);
   void epoch_end(const EpochRecord& record, int total_epochs);
+  // Before the first batch, when fit goes on from a checkpoint directory.
+  void resumed(int epochs_done, int total_epochs, const std::string& directory);
 
  private:
   bool bar_;

@@ -458,6 +458,7 @@ EpochRecord Trainer::fit(data::BatchLoader& train, data::BatchLoader* test, cons
     if (steps_ == 0 && epoch_ == 0) {
       if (const std::optional<int> done = directory->last_complete_epoch(); done && *done > 0) {
         load_checkpoint(directory->worker_file(*done));
+        progress.resumed(*done, options.epochs, options.checkpoint_dir);
       }
     }
   }
