@@ -12,7 +12,7 @@
 #                                                   each of a process drawn from
 #                                                   the scheduler, the servers and
 #                                                   the workers, at a time drawn
-#                                                   from 5-75% of the uninterrupted
+#                                                   from 5-60% of the uninterrupted
 #                                                   job's time into a run;
 #                                                   --max-restarts = the kills
 #
@@ -20,6 +20,7 @@
 # replayed with the same seed); where in training a delay lands still depends
 # on the machine's speed. A kill drawn after the job has finished is skipped.
 set -euo pipefail
+source "$(dirname "$0")/lib/job_processes.sh"
 dtrun="$1" example="$2"
 shift 2
 work=$(mktemp -d "${TMPDIR:-/tmp}/dt-chaos.XXXXXX")
@@ -31,29 +32,12 @@ job_args=(--model mlp --kvstore dist_sync --batch-size 64 --threads 1 --lr 0.05 
 # are found among its processes only (other jobs may run on this machine).
 tag="dt-chaos-$$-$RANDOM"
 
-# pid of ROLE (scheduler, server, worker) number RANK of the job's run that
-# has DT_RESTART_COUNT=RESTART; servers are told apart by the order of their
-# pids. Empty while it does not run.
-find_process() {
-  local role=$1 rank=$2 restart=$3 p env matches=()
-  for p in /proc/[0-9]*; do
-    env=$(tr '\0' '\n' 2>/dev/null < "$p/environ") || continue
-    grep -qx "DT_CHAOS_TAG=$tag" <<< "$env" || continue
-    grep -qx "DT_RESTART_COUNT=$restart" <<< "$env" || continue
-    grep -qx "DMLC_ROLE=$role" <<< "$env" || continue
-    if [ "$role" = worker ]; then
-      grep -qx "DMLC_WORKER_ID=$rank" <<< "$env" && { echo "${p#/proc/}"; return; }
-    else
-      matches+=("${p#/proc/}")
-    fi
-  done
-  [ "${#matches[@]}" -gt 0 ] || return 0
-  printf '%s\n' "${matches[@]}" | sort -n | sed -n "$((rank + 1))p"
-}
+# pid of ROLE number RANK of the job's run that has DT_RESTART_COUNT=RESTART.
+find_process() { job_process "$tag" "$1" "$2" "$3"; }
 
 # Starts the job in the background with --max-restarts $1; sets job_pid.
 start_job() {
-  "$dtrun" -n 2 -s 2 --timeout 600 --max-restarts "$1" --env "DT_CHAOS_TAG=$tag" -- "$example" "${job_args[@]}" \
+  "$dtrun" -n 2 -s 2 --timeout 600 --max-restarts "$1" --env "DT_JOB_TAG=$tag" -- "$example" "${job_args[@]}" \
     --checkpoint-dir "$work/dir" --checkpoint "$work/chaos.safetensors" > "$work/chaos.log" 2>&1 &
   job_pid=$!
 }
@@ -128,8 +112,8 @@ for seed in "$@"; do
   kills=$((1 + RANDOM % 2))
   plan=() done_kills=0
   for k in $(seq "$kills"); do
-    # tenths of a second: 5-75% of the uninterrupted job's time (its start included)
-    plan+=("${victims[RANDOM % ${#victims[@]}]}@$((straight_tenths * (5 + RANDOM % 71) / 100))")
+    # tenths of a second: 5-60% of the uninterrupted job's time (its start included)
+    plan+=("${victims[RANDOM % ${#victims[@]}]}@$((straight_tenths * (5 + RANDOM % 56) / 100))")
   done
   start_job "$kills"
   for k in "${!plan[@]}"; do
@@ -142,6 +126,6 @@ for seed in "$@"; do
   # A drawn kill that found its run over is not made: the job may need fewer
   # restarts than it may take.
   check_job "$done_kills" "seed $seed: ${plan[*]}"
-  echo "OK: seed $seed: kill -9 of ${plan[*]:0:done_kills} (victim:rank@tenths of a second into a run," \
-    "the uninterrupted job took $straight_tenths); bit-identical after $done_kills restart(s)"
+  echo "OK: seed $seed: drawn ${plan[*]} (victim:rank@tenths of a second into a run; the uninterrupted job" \
+    "took $straight_tenths), $done_kills made; bit-identical after $done_kills restart(s)"
 done

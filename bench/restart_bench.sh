@@ -1,0 +1,98 @@
+#!/bin/bash
+# Issue 19: how long a job takes to go on after kill -9 of a worker, for the
+# two ways it can go on. One JSON line per way.
+#
+#   bench/restart_bench.sh [--build-dir DIR] [--epochs N] [--heartbeat-timeout-s S]
+#
+# The job is the example's (MLP on Fashion-MNIST, dist_sync, 2 servers,
+# 2 workers, batch 64). Worker 1 is killed just after epoch 1 is complete:
+#  - "restart": dtrun --max-restarts 1 with a checkpoint directory; times
+#    from the kill to dtrun's restart line, to the new run's "resuming after
+#    epoch 1" (training goes on), and to the end of its first epoch; beside
+#    the epoch time of the run before the kill.
+#  - "continue": --worker-loss continue; times from the kill to dtrun's
+#    report of the loss and to the scheduler's ("the job goes on"), and the
+#    epoch in which the kill fell beside the epoch before it (with one worker
+#    left an epoch has half the samples to train: the shard of the lost one
+#    is not trained on).
+# Every output line is stamped as it arrives, so the times include the
+# pipe's delay (milliseconds).
+set -euo pipefail
+build=build epochs=3 hb_timeout=5
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --build-dir) build=$2; shift 2 ;;
+    --epochs) epochs=$2; shift 2 ;;
+    --heartbeat-timeout-s) hb_timeout=$2; shift 2 ;;
+    *) echo "usage: $0 [--build-dir DIR] [--epochs N] [--heartbeat-timeout-s S]" >&2; exit 2 ;;
+  esac
+done
+here=$(cd "$(dirname "$0")" && pwd)
+source "$here/../tests/integration/lib/job_processes.sh"
+dtrun="$build/dtrun" example="$build/examples/train_fashion_mnist"
+work=$(mktemp -d "${TMPDIR:-/tmp}/dt-restart-bench.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+export OMP_WAIT_POLICY=passive
+tag="dt-restart-bench-$$"
+
+# Lines of stdin, each after the time it arrived (s since the epoch).
+stamp() { while IFS= read -r line; do printf '%s %s\n' "$(date +%s.%N)" "$line"; done; }
+
+# The stamp of the first line of FILE after time T that matches PATTERN.
+first_after() {
+  awk -v t="$2" -v p="$3" '$1 >= t && index($0, p) { print $1; exit }' "$1"
+}
+# The seconds an epoch line of worker 0 reports ("epoch E/N: ... 12.3 s").
+epoch_seconds() { grep "\[worker 0\] epoch $2/$epochs:" "$1" | head -1 | sed 's/.* \([0-9.]*\) s\( sent.*\)\?$/\1/'; }
+
+# Runs the job with the extra dtrun options $@ (before --), kills worker 1
+# once epoch 1 is in the log, waits for the job; sets kill_at.
+run_job() {
+  local log=$1
+  shift
+  local -a example_args=("${job_args[@]}")
+  ("$dtrun" -n 2 -s 2 --timeout 900 --env "DT_JOB_TAG=$tag" --env "DT_HEARTBEAT_TIMEOUT_S=$hb_timeout" "$@" \
+    -- "$example" "${example_args[@]}" 2>&1 | stamp > "$log") &
+  local job=$!
+  # With a checkpoint directory, epoch 1 is complete once the manifest says so.
+  for _ in $(seq 6000); do
+    if [ -n "$ckpt_dir" ]; then
+      grep -qs '"epoch":1' "$ckpt_dir/MANIFEST.json" && break
+    else
+      grep -q "\[worker 0\] epoch 1/$epochs:" "$log" && break
+    fi
+    kill -0 "$job" 2>/dev/null || break
+    sleep 0.05
+  done
+  local pid
+  pid=$(job_process "$tag" worker 1 0)
+  [ -n "$pid" ] || { echo "restart_bench: worker 1 was not running after epoch 1" >&2; cat "$log" >&2; exit 1; }
+  kill_at=$(date +%s.%N)
+  kill -9 "$pid"
+  wait "$job" || true
+  grep -q "dtrun: job finished" "$log" || { echo "restart_bench: the job did not finish" >&2; tail "$log" >&2; exit 1; }
+}
+
+since() { awk -v a="$1" -v b="$2" 'BEGIN { if (b == "") print "null"; else printf "%.3f", b - a }'; }
+
+ckpt_dir="$work/dir"
+job_args=(--model mlp --kvstore dist_sync --batch-size 64 --threads 1 --lr 0.05 --momentum 0.9 --epochs "$epochs"
+          --checkpoint-dir "$ckpt_dir")
+run_job "$work/restart.log" --max-restarts 1
+printf '{"bench":"restart_after_kill","way":"restart","victim":"worker 1","epochs":%d,"epoch_s_before":%s,' \
+  "$epochs" "$(epoch_seconds "$work/restart.log" 1)"
+printf '"kill_to_restart_s":%s,"kill_to_resumed_s":%s,"kill_to_first_epoch_end_s":%s,"first_epoch_s_after":%s}\n' \
+  "$(since "$kill_at" "$(first_after "$work/restart.log" "$kill_at" "dtrun: restarting the whole job")")" \
+  "$(since "$kill_at" "$(first_after "$work/restart.log" "$kill_at" "[worker 0] resuming after epoch")")" \
+  "$(since "$kill_at" "$(first_after "$work/restart.log" "$kill_at" "[worker 0] epoch 2/$epochs:")")" \
+  "$(epoch_seconds "$work/restart.log" 2)"
+
+ckpt_dir=""
+job_args=(--model mlp --kvstore dist_sync --batch-size 64 --threads 1 --lr 0.05 --momentum 0.9 --epochs "$epochs")
+run_job "$work/continue.log" --worker-loss continue
+printf '{"bench":"restart_after_kill","way":"continue","victim":"worker 1","epochs":%d,"heartbeat_timeout_s":%s,' \
+  "$epochs" "$hb_timeout"
+printf '"kill_to_dtrun_notice_s":%s,"kill_to_scheduler_goes_on_s":%s,"epoch_s_before":%s,"epoch_s_with_kill":%s}\n' \
+  "$(since "$kill_at" "$(first_after "$work/continue.log" "$kill_at" "the job goes on without it")")" \
+  "$(since "$kill_at" "$(first_after "$work/continue.log" "$kill_at" "the job goes on with")")" \
+  "$(epoch_seconds "$work/continue.log" 1)" "$(epoch_seconds "$work/continue.log" 2)"
