@@ -214,6 +214,23 @@ TEST(DtrunJob, MaxRestartsLeavesATimeoutAlone) {
   EXPECT_EQ(job.output().find("restarting"), std::string::npos) << job.output();
 }
 
+// Ctrl-C while dtrun stops a failed job means the user wants it over.
+TEST(DtrunJob, MaxRestartsLeavesAJobInterruptedWhileItStops) {
+  // Worker 1 ignores SIGTERM, so stopping the job takes the 3 s grace.
+  DtrunProcess job({"-n", "2", "-s", "1", "--max-restarts", "2", "--", "sh", "-c",
+                    "if [ $DMLC_WORKER_ID = 0 ]; then sleep 1; exit 3; fi; trap '' TERM; sleep 60"},
+                   "interrupted-stop");
+  ASSERT_TRUE(job.wait_for_output("worker 0 exited with status 3; stopping the job", 60s)) << job.output();
+  ASSERT_EQ(kill(job.pid(), SIGINT), 0);
+  const std::optional<int> status = job.wait(30s);
+  ASSERT_TRUE(status) << "dtrun did not stop\n" << job.output();
+  EXPECT_EQ(exit_code(*status), 3) << job.output();
+  EXPECT_NE(job.output().find("interrupted while the failed job stopped: no restart"), std::string::npos)
+      << job.output();
+  EXPECT_EQ(job.output().find("restarting"), std::string::npos) << job.output();
+  job.expect_nothing_left();
+}
+
 TEST(DtrunJob, OneQuotedCommandLineRunsThroughTheShell) {
   // As launch.py users write it: the whole command in one argument; the
   // shell expands $DMLC_WORKER_ID, so it is a shell that ran it.

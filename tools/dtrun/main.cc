@@ -52,6 +52,10 @@ dt::dtrun::Outcome run_once(const dt::dtrun::JobContext& job, dt::dtrun::SignalP
                                   std::to_string(supervisor.process_group()) + ")");
   supervisor.stop();
   lost_workers = supervisor.lost_workers();
+  if (supervisor.interrupted_while_stopping() && outcome.process_failed) {
+    say("interrupted while the failed job stopped: no restart");
+    outcome.process_failed = false;
+  }
   return outcome;
 }
 

@@ -328,6 +328,7 @@ bool Supervisor::pump_while_stopping(const std::function<bool()>& pred, Clock::t
   while (!pred()) {
     if (Clock::now() >= deadline) return false;
     const Events events = poll_once(std::min(until(deadline), milliseconds(100)));
+    if (!events.signals.empty()) interrupted_while_stopping_ = true;
     if (interruptible && !events.signals.empty()) return false;
   }
   return true;

@@ -106,6 +106,9 @@ class Supervisor {
   // Ends every process of the job and reaps them, bounded by the settings'
   // times; a second SIGINT/SIGTERM meanwhile skips to SIGKILL. Idempotent.
   void stop();
+  // A SIGINT, SIGTERM or SIGHUP came while stop() ran: the user wants the
+  // job over, so it must not be restarted.
+  bool interrupted_while_stopping() const { return interrupted_while_stopping_; }
 
  private:
   struct Child;
@@ -131,6 +134,7 @@ class Supervisor {
   pid_t pgid_ = 0;
   bool children_left_ = false;  // some process we must reap may still exist
   std::vector<std::string> lost_workers_;
+  bool interrupted_while_stopping_ = false;
 };
 
 }  // namespace dt::dtrun
