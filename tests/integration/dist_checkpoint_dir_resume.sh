@@ -24,8 +24,10 @@ for r in 0 1; do
   [ -f "$work/dir/epoch-1/worker-$r.safetensors" ] || { echo "FAIL: worker $r wrote no checkpoint"; exit 1; }
 done
 job --epochs 2 --checkpoint-dir "$work/dir" --checkpoint "$work/resumed.safetensors"
-grep -q "epoch 2/2" "$work/last.log" || { echo "FAIL: the restarted job did not train epoch 2"; tail "$work/last.log"; exit 1; }
-if grep -q "epoch 1/2" "$work/last.log"; then echo "FAIL: the restarted job trained epoch 1 again"; exit 1; fi
+grep -q "epoch 2/2:" "$work/last.log" || { echo "FAIL: the restarted job did not train epoch 2"; tail "$work/last.log"; exit 1; }
+if grep -q "epoch 1/2:" "$work/last.log"; then echo "FAIL: the restarted job trained epoch 1 again"; exit 1; fi
+grep -q "resuming after epoch 1/2 from checkpoint directory" "$work/last.log" ||
+  { echo "FAIL: the restarted job did not say where it resumed"; tail "$work/last.log"; exit 1; }
 grep -q '"epoch":2' "$work/dir/MANIFEST.json" || { echo "FAIL: manifest after the restart: $(cat "$work/dir/MANIFEST.json")"; exit 1; }
 cmp -s "$work/straight.safetensors" "$work/resumed.safetensors" ||
   { echo "FAIL: the restarted job's weights differ from the uninterrupted job's"; exit 1; }

@@ -97,7 +97,7 @@ if [ $# -eq 0 ]; then
   grep -q "job finished (after 1 restart)" "$work/chaos.log" || { echo "FAIL: no final word"; tail "$work/chaos.log"; exit 1; }
   grep -q "\[worker 0\] resuming after epoch 1/$epochs from checkpoint directory" "$work/chaos.log" ||
     { echo "FAIL: the restarted job did not say where it resumed"; tail "$work/chaos.log"; exit 1; }
-  if grep -q "\[worker 0\] epoch 1/$epochs" <(sed -n '/restarting the whole job/,$p' "$work/chaos.log"); then
+  if grep -q "\[worker 0\] epoch 1/$epochs:" <(sed -n '/restarting the whole job/,$p' "$work/chaos.log"); then
     echo "FAIL: the restarted job trained epoch 1 again"; exit 1
   fi
   echo "OK: worker 1 killed after epoch 1; dtrun restarted the job, which resumed at epoch 2 and ended" \
