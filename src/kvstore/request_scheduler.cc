@@ -200,10 +200,8 @@ std::vector<uint8_t> RequestScheduler::compress(const Part& part, const ps::comp
   const size_t n = static_cast<size_t>(part.range.end - part.range.begin);
   std::vector<float> values(n);
   std::memcpy(values.data(), part.src + static_cast<size_t>(part.range.begin) * sizeof(float), n * sizeof(float));
-  if (feedback) feedback->compensate(part.key, part.range.begin, values.data(), n);
-  std::vector<uint8_t> bytes(codec.max_encoded_size(n));
-  bytes.resize(codec.encode(values.data(), n, bytes.data(), bytes.size()));
-  if (feedback) feedback->update(part.key, part.range.begin, values.data(), n, codec, bytes.data(), bytes.size());
+  std::vector<uint8_t> bytes;
+  ps::compression::encode_with_feedback(codec, feedback, part.key, part.range.begin, values.data(), n, bytes);
   return bytes;
 }
 

@@ -63,4 +63,12 @@ void ErrorFeedback::clear() {
   parts_.clear();
 }
 
+void encode_with_feedback(const GradientCodec& codec, ErrorFeedback* feedback, uint64_t key, int64_t begin,
+                          float* values, size_t n, std::vector<uint8_t>& out) {
+  if (feedback) feedback->compensate(key, begin, values, n);
+  out.resize(codec.max_encoded_size(n));
+  out.resize(codec.encode(values, n, out.data(), out.size()));
+  if (feedback) feedback->update(key, begin, values, n, codec, out.data(), out.size());
+}
+
 }  // namespace dt::ps::compression

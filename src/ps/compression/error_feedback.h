@@ -67,4 +67,14 @@ class ErrorFeedback {
   std::map<std::pair<uint64_t, int64_t>, std::unique_ptr<std::vector<float>>> parts_;
 };
 
+// What every sender of a part does, workers pushing and servers answering
+// pulls alike: values[0, n) += the residual of (key, begin); out = the
+// encoding of values (resized to its length); the residual = values - what
+// out decodes to. feedback null: error feedback is off, values are encoded
+// as they are. values holds the compensated gradient afterwards (a sender
+// that cannot encode it may send it in full and reset() the residual). The
+// codec's errors propagate.
+void encode_with_feedback(const GradientCodec& codec, ErrorFeedback* feedback, uint64_t key, int64_t begin,
+                          float* values, size_t n, std::vector<uint8_t>& out);
+
 }  // namespace dt::ps::compression

@@ -394,11 +394,10 @@ void ServerKeyStore::encode_locked(Entry& e) {
   // comes after this): the compensated sum goes there.
   float* compensated = static_cast<float*>(e.merged.data());
   std::memcpy(compensated, e.stored.data(), e.bytes);
-  if (feedback) pull_feedback_.compensate(key, begin, compensated, n);
-  auto bytes = std::make_shared<std::vector<uint8_t>>(capacity);
+  auto bytes = std::make_shared<std::vector<uint8_t>>();
   try {
-    bytes->resize(codec->encode(compensated, n, bytes->data(), bytes->size()));
-    if (feedback) pull_feedback_.update(key, begin, compensated, n, *codec, bytes->data(), bytes->size());
+    compression::encode_with_feedback(*codec, feedback ? &pull_feedback_ : nullptr, key, begin, compensated, n,
+                                      *bytes);
     e.encoding = static_cast<uint8_t>(codec->config().mode);
     // Held until the next round: a threshold encoding is sized for the worst case.
     if (bytes->size() < bytes->capacity() / 2) bytes->shrink_to_fit();
