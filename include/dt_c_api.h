@@ -650,12 +650,15 @@ DT_API dt_status dt_kvstore_set_optimizer(dt_kvstore *kv,
  * after a push, is refused (DT_ERR_INVALID_ARGUMENT / DT_ERR_BAD_STATE
  * naming both).
  * The parameter-server types ("dist_sync", "dist_async", their "_device"
- * forms) and "allreduce" take every mode; "dist_nccl" takes "fp16" and
- * "bf16" (a cast on the GPU around the NCCL all-reduce, with error feedback
- * unless error_feedback=off; the workers compare their texts when they
- * set it, so all of them must call it at the same point); the other modes
- * there, and the in-process stores, are DT_ERR_NOT_SUPPORTED. A malformed
- * text is DT_ERR_INVALID_ARGUMENT naming the field. */
+ * forms), "allreduce" and "dist_nccl" take every mode. On "dist_nccl",
+ * "fp16" and "bf16" are a cast on the GPU around the NCCL all-reduce (with
+ * error feedback unless error_feedback=off); "2bit", "1bit", "topk" and
+ * "threshold" encode each float32 key in host memory and all-gather the
+ * encodings over NCCL (each worker decodes and adds them in rank order),
+ * as "allreduce" does. The workers of the all-reduce stores compare their
+ * texts when they set it, so all of them must call it at the same point.
+ * The in-process stores are DT_ERR_NOT_SUPPORTED. A malformed text is
+ * DT_ERR_INVALID_ARGUMENT naming the field. */
 DT_API dt_status dt_kvstore_set_gradient_compression(dt_kvstore *kv,
                                                      const char *spec);
 /* Returns when every worker has reached the barrier. */
@@ -859,8 +862,8 @@ typedef struct dt_trainer_options {
    * dt_trainer_create, as dt_kvstore_set_gradient_compression would (so
    * every worker creates its trainer with the same mode): a kvstore that
    * already compresses otherwise is DT_ERR_INVALID_ARGUMENT naming both, a
-   * store that does not compress ("local", "device"; "dist_nccl" for
-   * sparse, which it cannot carry) DT_ERR_NOT_SUPPORTED, no kvstore
+   * store that does not compress ("local", "device") DT_ERR_NOT_SUPPORTED,
+   * no kvstore
    * DT_ERR_INVALID_ARGUMENT. The fields
    * below belong to one mode each: setting one for another mode is
    * DT_ERR_INVALID_ARGUMENT naming it. */

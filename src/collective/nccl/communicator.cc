@@ -199,6 +199,12 @@ void Communicator::broadcast(const void* send, void* recv, size_t count, core::D
   DT_NCCL_CHECK(ncclBroadcast(send, recv, count, to_nccl(dtype), root, comm_, stream));
 }
 
+void Communicator::all_gather(const void* send, void* recv, size_t count, core::DType dtype, cudaStream_t stream) {
+  check_usable();
+  core::cuda::DeviceGuard guard(device_);
+  DT_NCCL_CHECK(ncclAllGather(send, recv, count, to_nccl(dtype), comm_, stream));
+}
+
 void Communicator::synchronize(cudaStream_t stream, double timeout_s) {
   check_usable();
   wait_ready(timeout_s);

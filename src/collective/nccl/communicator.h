@@ -60,6 +60,9 @@ class Communicator {
   void reduce_sum(const void* send, void* recv, size_t count, core::DType dtype, int root, cudaStream_t stream);
   // recv on every rank = send of rank root (send is ignored elsewhere).
   void broadcast(const void* send, void* recv, size_t count, core::DType dtype, int root, cudaStream_t stream);
+  // recv[r * count, (r + 1) * count) on every rank = send of rank r (in place
+  // when send is recv + rank() * count).
+  void all_gather(const void* send, void* recv, size_t count, core::DType dtype, cudaStream_t stream);
 
   // Waits for the work queued on stream. Error(kNccl) with NCCL's reason when
   // the communicator failed (a peer lost), Error(kTimedOut) after timeout_s;

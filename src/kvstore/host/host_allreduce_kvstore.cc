@@ -161,11 +161,14 @@ void HostAllreduceKVStore::all_reduce_run(const std::vector<Entry*>& run, size_t
   for (const Entry* e : run) keys.emplace_back(e->key, e->stored.nbytes());
   const uint64_t tag = tag_of(keys);
   const DType dtype = run[0]->stored.dtype();
-  const bool compressed = codec_ && dtype == DType::kFloat32;
+  const bool compressed = compressed_ && dtype == DType::kFloat32;
+  const AllGatherBytes all_gather = [this, tag](const uint8_t* data, size_t size) {
+    return collective::host::all_gather(*comm_, data, size, tag);
+  };
   try {
     if (run.size() == 1) {
       if (compressed) {
-        all_reduce_compressed(static_cast<float*>(run[0]->stored.data()), run[0]->stored.size(), tag);
+        compressed_->run(static_cast<float*>(run[0]->stored.data()), run[0]->stored.size(), tag, all_gather);
       } else {
         comm_->all_reduce_sum(run[0]->stored.data(), run[0]->stored.size(), dtype, tag);
       }
@@ -178,7 +181,7 @@ void HostAllreduceKVStore::all_reduce_run(const std::vector<Entry*>& run, size_t
       at += e->stored.nbytes();
     }
     if (compressed) {
-      all_reduce_compressed(reinterpret_cast<float*>(fusion_.data()), bytes / sizeof(float), tag);
+      compressed_->run(reinterpret_cast<float*>(fusion_.data()), bytes / sizeof(float), tag, all_gather);
     } else {
       comm_->all_reduce_sum(fusion_.data(), bytes / core::dtype_size(dtype), dtype, tag);
     }
@@ -193,27 +196,6 @@ void HostAllreduceKVStore::all_reduce_run(const std::vector<Entry*>& run, size_t
                 "allreduce: worker " + std::to_string(member_->rank()) + " all-reduces keys " + keys_text(keys) +
                     " here and another worker something else (keys pushed in another order, or other keys or "
                     "shapes: every worker must push the same keys in the same order): " + e.what());
-  }
-}
-
-void HostAllreduceKVStore::all_reduce_compressed(float* data, size_t n, uint64_t tag) {
-  const ps::compression::GradientCodec& codec = *codec_;
-  const bool feedback = codec.config().error_feedback;
-  compensated_.assign(data, data + n);
-  if (feedback) feedback_.compensate(tag, 0, compensated_.data(), n);
-  encoded_.resize(codec.max_encoded_size(n));
-  const size_t size = codec.encode(compensated_.data(), n, encoded_.data(), encoded_.size());
-  if (feedback) feedback_.update(tag, 0, compensated_.data(), n, codec, encoded_.data(), size);
-  const std::vector<std::vector<uint8_t>> all = collective::host::all_gather(*comm_, encoded_.data(), size, tag);
-  // Every worker adds the same encodings in the same (rank) order.
-  std::fill(data, data + n, 0.0f);
-  for (size_t r = 0; r < all.size(); ++r) {
-    try {
-      codec.decode_add(all[r].data(), all[r].size(), data, n);
-    } catch (const Error& e) {
-      throw Error(ErrorCode::kProtocol,
-                  "allreduce: worker " + std::to_string(r) + "'s compressed gradient does not decode: " + e.what());
-    }
   }
 }
 
@@ -300,11 +282,11 @@ void HostAllreduceKVStore::set_gradient_compression(const std::string& spec) {
                                                    " for '" + mine + "': every worker must set the same");
     }
   }
-  feedback_.clear();
+  // A new object: residuals of an earlier setting are dropped.
   if (config.mode == ps::compression::CompressionMode::kNone) {
-    codec_.reset();
+    compressed_.reset();
   } else {
-    codec_.emplace(config);
+    compressed_.emplace("allreduce", config);
   }
   compression_ = mine;
 }

@@ -55,11 +55,10 @@
 #include "core/context.h"
 #include "core/error.h"
 #include "kvstore/completion.h"
+#include "kvstore/compressed_all_reduce.h"
 #include "kvstore/key_reducer.h"
 #include "kvstore/kvstore.h"
 #include "kvstore/reducing_kvstore.h"
-#include "ps/compression/error_feedback.h"
-#include "ps/compression/gradient_codec.h"
 #include "ps/job/job_config.h"
 #include "ps/roles/cluster_member.h"
 
@@ -159,8 +158,6 @@ class HostAllreduceKVStore final : public ReducingKVStore {
   // One run (bytes in all): one all-reduce, tagged with its keys so that
   // workers whose runs differ fail naming them.
   void all_reduce_run(const std::vector<Entry*>& run, size_t bytes);
-  // What all_reduce_run does to n float32 values in place under codec_.
-  void all_reduce_compressed(float* data, size_t n, uint64_t tag);
 
   const ps::PsOptions options_;
   const HostAllreduceOptions allreduce_;
@@ -172,13 +169,11 @@ class HostAllreduceKVStore final : public ReducingKVStore {
   KeyReducer caller_reducer_;  // sums pushes on the caller's thread
   KeyReducer comm_reducer_;    // delivers sums on the communication thread
   std::vector<uint8_t> fusion_;  // a bucket's keys back to back; reused
-  // Gradient compression (set_gradient_compression): empty for none.
-  std::optional<ps::compression::GradientCodec> codec_;
-  ps::compression::ErrorFeedback feedback_;  // keyed by the bucket's tag
-  std::vector<float> compensated_;           // reused
-  std::vector<uint8_t> encoded_;             // reused
-  bool pushed_ = false;                      // guarded by mutex_
-  std::string compression_ = "none";         // canonical text; guarded by mutex_
+  // Gradient compression (set_gradient_compression): empty for none; its
+  // error feedback is keyed by the bucket's tag.
+  std::optional<CompressedAllReduce> compressed_;
+  bool pushed_ = false;               // guarded by mutex_
+  std::string compression_ = "none";  // canonical text; guarded by mutex_
 
   // Guards everything below, and the entries' `pending`. Collectives run
   // without it, but only one thread at a time runs them: the communication

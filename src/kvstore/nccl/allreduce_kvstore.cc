@@ -2,7 +2,10 @@
 
 #include <cstdlib>
 #include <string>
+#include <utility>
+#include <vector>
 
+#include "collective/nccl/all_gather_bytes.h"
 #include "collective/nccl/job_communicator.h"
 #include "core/cuda/gpu_context.h"
 #include "core/error.h"
@@ -137,9 +140,14 @@ void AllreduceKVStore::apply_push(const std::vector<Key>& keys, const std::vecto
   pushed_ = true;
   const auto groups = group_keys(keys);
   std::vector<Entry*> reduced;
+  std::vector<std::pair<Key, Entry*>> encoded;  // through the codec, after the NCCL group
   for (const KeyGroup& group : groups) {
     Entry& e = entries_.at(group.key);
     reducer_->sum(values, group.positions, e.stored, e.scratch);
+    if (compressed_ && e.stored.dtype() == DType::kFloat32) {
+      encoded.emplace_back(group.key, &e);
+      continue;
+    }
     if (wire_dtype_ != DType::kFloat32 && e.stored.dtype() == DType::kFloat32) {
       if (!e.wire.defined()) e.wire = NDArray::empty(gpu_, wire_dtype_, e.stored.shape());
       if (error_feedback_) {
@@ -166,8 +174,21 @@ void AllreduceKVStore::apply_push(const std::vector<Key>& keys, const std::vecto
   for (Entry* e : reduced) {
     if (e->wire.defined()) ops::cast(e->stored, e->wire);
   }
+  for (const auto& [key, e] : encoded) all_reduce_encoded(key, *e);
   // The casts back ran on our stream; pulls copy from it on other streams.
   gpu_->synchronize();
+}
+
+void AllreduceKVStore::all_reduce_encoded(Key key, Entry& e) {
+  const size_t n = e.stored.size();
+  host_.resize(n);
+  e.stored.copy_to_host(host_.data(), e.stored.nbytes());
+  // No rank's encoding of n values is longer: a longer one is another key.
+  const size_t limit = compressed_->codec().max_encoded_size(n);
+  compressed_->run(host_.data(), n, key, [&](const uint8_t* data, size_t size) {
+    return collective::nccl::all_gather_bytes(*comm_, gpu_, data, size, key, limit, options_.request_timeout_s);
+  });
+  e.stored.copy_from_host(host_.data(), e.stored.nbytes());
 }
 
 void AllreduceKVStore::apply_pull(const std::vector<Key>& keys, const std::vector<NDArray>& outs) {
@@ -200,20 +221,15 @@ void AllreduceKVStore::barrier() { member_->barrier(); }
 void AllreduceKVStore::set_gradient_compression(const std::string& spec) {
   const ps::compression::CompressionConfig config = ps::compression::CompressionConfig::parse(spec);
   using ps::compression::CompressionMode;
-  if (config.mode != CompressionMode::kNone && config.mode != CompressionMode::kFp16 &&
-      config.mode != CompressionMode::kBf16) {
-    throw Error(ErrorCode::kNotSupported, "kvstore 'dist_nccl' compresses by a cast on the GPU: fp16 or bf16, not '" +
-                                              config.to_string() +
-                                              "' (the 'allreduce' store and the parameter-server stores have it)");
-  }
   std::lock_guard<std::mutex> lock(mutex_);
   if (pushed_) {
     throw Error(ErrorCode::kBadState, "set_gradient_compression('" + config.to_string() +
                                           "') on kvstore 'dist_nccl' after its first push (it is fixed from then on)");
   }
   // All workers or none: a worker all-reducing float16 against another's
-  // float32 would sum garbage, so they compare texts first (one all-gather
-  // through the scheduler, which every worker makes at this point).
+  // float32 would sum garbage, one all-gathering encodings against another's
+  // all-reduce would wait for it in vain, so they compare texts first (one
+  // all-gather through the scheduler, which every worker makes at this point).
   const std::string mine = config.to_string();
   const std::vector<std::vector<uint8_t>> all = member_->allgather(std::vector<uint8_t>(mine.begin(), mine.end()));
   for (size_t r = 0; r < all.size(); ++r) {
@@ -228,6 +244,13 @@ void AllreduceKVStore::set_gradient_compression(const std::string& spec) {
                 : config.mode == CompressionMode::kBf16 ? DType::kBFloat16
                                                         : DType::kFloat32;
   error_feedback_ = config.error_feedback;
+  // The cast modes need no codec; a new one starts without residuals.
+  if (config.mode == CompressionMode::kNone || config.mode == CompressionMode::kFp16 ||
+      config.mode == CompressionMode::kBf16) {
+    compressed_.reset();
+  } else {
+    compressed_.emplace(kType, config);
+  }
   compression_ = mine;
   for (auto& [key, e] : entries_) {
     e.wire = NDArray();  // a new wire type; no residual yet (no push happened)

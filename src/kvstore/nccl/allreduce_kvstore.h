@@ -26,25 +26,34 @@
 //  - Gradient compression (set_gradient_compression, issue 16): "fp16" and
 //    "bf16" all-reduce float32 keys in that type, by a cast on the GPU, and
 //    with error feedback (on by default) keep per key what the cast lost
-//    and add it to the next push; "none" goes back to float32. The other
-//    modes (2bit, 1bit, topk, threshold) need the host codecs and an
-//    exchange of unequal sizes that a sum all-reduce cannot carry:
-//    Error(kNotSupported) naming the stores that have them. Every worker
-//    sets the same text before its first push (an exchange among the
-//    workers checks it: a different text is Error(kInvalidArgument) on
-//    every worker, never a collective of mismatched types).
+//    and add it to the next push; "none" goes back to float32. "2bit",
+//    "1bit", "topk" and "threshold" go as on the "allreduce" store
+//    (CompressedAllReduce): each float32 key's local sum is copied to host
+//    memory, encoded with this worker's error feedback for the key, the
+//    encodings are all-gathered (collective::nccl::all_gather_bytes) and
+//    every worker decodes and adds them in rank order, so the sums are
+//    bit-identical everywhere; the result is copied back to the key's GPU
+//    array. Through host memory because the codecs are host code and the
+//    encodings differ in size from worker to worker, which a sum
+//    all-reduce cannot carry; only the encodings (padded to the largest)
+//    cross the network. Other dtypes travel in full. Every worker sets the same text before its
+//    first push (an exchange among the workers checks it: a different
+//    text is Error(kInvalidArgument) on every worker, never a collective
+//    of mismatched types or sizes).
 #pragma once
 
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "collective/nccl/communicator.h"
 #include "core/context.h"
 #include "core/dtype.h"
+#include "kvstore/compressed_all_reduce.h"
 #include "kvstore/key_reducer.h"
 #include "kvstore/kvstore.h"
 #include "kvstore/reducing_kvstore.h"
@@ -103,6 +112,9 @@ class AllreduceKVStore final : public ReducingKVStore {
                     const char* what);
   void apply_push(const std::vector<Key>& keys, const std::vector<core::NDArray>& values);
   void apply_pull(const std::vector<Key>& keys, const std::vector<core::NDArray>& outs);
+  // The compressed all-reduce of a float32 key's local sum, in place,
+  // through host memory (compressed_ is set).
+  void all_reduce_encoded(Key key, Entry& e);
   // Runs the collectives that enqueue queues (one NCCL group) and waits for
   // them, bounded by request_timeout_s.
   void collective(const std::function<void(collective::nccl::Communicator&, cudaStream_t)>& enqueue);
@@ -112,6 +124,10 @@ class AllreduceKVStore final : public ReducingKVStore {
   // their residual; fixed from the first push on.
   core::DType wire_dtype_;
   bool error_feedback_ = false;
+  // Guarded by mutex_: the codec modes (2bit, 1bit, topk, threshold), with
+  // this worker's residuals keyed by key; empty otherwise.
+  std::optional<CompressedAllReduce> compressed_;
+  std::vector<float> host_;  // a key's values on their way through the codec; reused
   bool pushed_ = false;
   std::string compression_ = "none";
   // Chosen before joining when the device is known then (a missing GPU
