@@ -50,9 +50,8 @@ epoch_seconds() { grep "\[worker 0\] epoch $2/$epochs:" "$1" | head -1 | sed 's/
 run_job() {
   local log=$1
   shift
-  local -a example_args=("${job_args[@]}")
   ("$dtrun" -n 2 -s 2 --timeout 900 --env "DT_JOB_TAG=$tag" --env "DT_HEARTBEAT_TIMEOUT_S=$hb_timeout" "$@" \
-    -- "$example" "${example_args[@]}" 2>&1 | stamp > "$log") &
+    -- "$example" "${job_args[@]}" 2>&1 | stamp > "$log") &
   local job=$!
   # With a checkpoint directory, epoch 1 is complete once the manifest says so.
   for _ in $(seq 6000); do
