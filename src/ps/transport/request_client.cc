@@ -297,7 +297,7 @@ void RequestClient::on_disconnect(std::function<void()> callback) {
 
 RequestClient::~RequestClient() {
   close();
-  // Every aio has completed (close() stopped them); free them outside any callback.
+  // close() freed the aios; the contexts went with the socket.
   state_->all.clear();
 }
 
@@ -513,6 +513,13 @@ void RequestClient::close() {
   for (State::PendingRequest* p : requests) {
     if (p->done) st.finish(p, Error(ErrorCode::kClosed, "request to " + st.url + ": the client was closed"), Message());
   }
+  // Free the aios before the socket goes. nng's expiry thread detaches a
+  // timed-out aio's cancel function and calls it outside its lock; when the
+  // reply completes the aio meanwhile (likely with PS_RESEND's 1 ms
+  // timeouts), nng_aio_stop returns at once and the late cancel runs after
+  // nng_close has freed the context and the socket's mutex ("panic:
+  // pthread_mutex_lock: Invalid argument"). nng_aio_free waits for it.
+  for (State::PendingRequest* p : requests) p->aio.reset();
   st.socket.close();
   st.connected_cv.notify_all();
 }
