@@ -56,6 +56,7 @@ inline ps::PsOptions ps_options_from(const dt_kvstore_options& options) {
   const ps::PsOptions from_environment = ps::ps_options_from_environment();
   out.resend_timeout_s = from_environment.resend_timeout_s;
   out.worker_loss = from_environment.worker_loss;
+  out.server_replicas = from_environment.server_replicas;
   out.validate();
   return out;
 }

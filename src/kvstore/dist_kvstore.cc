@@ -1,7 +1,9 @@
 #include "kvstore/dist_kvstore.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -72,9 +74,24 @@ DistKVStore::DistKVStore(const std::string& type, const ps::JobConfig& job, cons
       client_(std::make_unique<ps::WorkerClient>(member_->table(), job.node_host, transport, options, job.security)),
       placement_(member_->table().num_servers, options.bigarray_bound_bytes) {
   scheduler_ = std::make_unique<RequestScheduler>(RequestScheduler::link_to(*client_), member_->rank(), sync_,
-                                                  max_in_flight_per_server);
+                                                  max_in_flight_per_server, options.server_replicas > 0,
+                                                  // As report() waits for a lost peer's name.
+                                                  ps::to_ms(2 * options.heartbeat_timeout_s));
   ps::WorkerClient* client = client_.get();
   member_->on_lost([client](const ps::LostNode& lost) { client->fail(Error(ErrorCode::kPeerLost, lost.message())); });
+  // A server the job goes on without (the scheduler's DT_SERVER_REPLICATION=1).
+  RequestScheduler* scheduler = scheduler_.get();
+  member_->on_departed([client, scheduler](const ps::LostNode& gone) {
+    if (gone.role != ps::Role::kServer) return;
+    if (scheduler->replicated()) {
+      std::fprintf(stderr, "disttrain worker: %s; its key parts are pulled from their replicas\n",
+                   gone.message().c_str());
+      scheduler->server_lost(gone.rank);
+      return;
+    }
+    client->fail(Error(ErrorCode::kPeerLost, gone.message() + " (the scheduler replicates servers, this worker does "
+                                                              "not: DT_SERVER_REPLICATION differs between them)"));
+  });
 }
 
 DistKVStore::~DistKVStore() {
@@ -103,11 +120,54 @@ void DistKVStore::broadcast_command(DataOp op, const std::string& text, double n
   // Commands apply to what follows them: earlier requests finish first.
   wait_outstanding();
   client_->check();
-  ps::WorkerClient::Exchange exchange(*client_, [](size_t, const ps::Frame&) {});
+  exchange_with_servers([&](int) { return ps::encode_data_request(op, member_->rank(), {}, text, number).message; },
+                        [](int, const ps::Frame&) {});
+}
+
+void DistKVStore::exchange_with_servers(const std::function<ps::Message(int server)>& request,
+                                        const std::function<void(int server, const ps::Frame& reply)>& on_reply) const {
+  std::vector<int> servers;  // the ones still to answer
   for (int s = 0; s < client_->num_servers(); ++s) {
-    exchange.send(s, ps::encode_data_request(op, member_->rank(), {}, text, number).message);
+    if (scheduler_->server_alive(s)) servers.push_back(s);
   }
-  exchange.wait();
+  for (;;) {
+    const auto answered = std::make_unique<std::atomic<bool>[]>(servers.size());
+    try {
+      ps::WorkerClient::Exchange exchange(*client_, [&](size_t index, const ps::Frame& reply) {
+        on_reply(servers[index], reply);
+        answered[index] = true;
+      });
+      for (size_t i = 0; i < servers.size(); ++i) exchange.send(servers[i], request(servers[i]));
+      exchange.wait();
+      return;
+    } catch (const Error& e) {
+      if (!scheduler_->replicated() || !lost_server_among(servers, e)) throw;
+    }
+    // A server was lost meanwhile: again, to the others that did not answer.
+    std::vector<int> left;
+    for (size_t i = 0; i < servers.size(); ++i) {
+      if (!answered[i] && scheduler_->server_alive(servers[i])) left.push_back(servers[i]);
+    }
+    if (left.empty()) return;
+    servers.swap(left);
+  }
+}
+
+bool DistKVStore::lost_server_among(const std::vector<int>& servers, const Error& error) const {
+  if (error.code() != ErrorCode::kNetwork && error.code() != ErrorCode::kTimedOut &&
+      error.code() != ErrorCode::kClosed && error.code() != ErrorCode::kPeerLost) {
+    return false;
+  }
+  // The scheduler's verdict comes within the heartbeat timeout, as report() waits for it.
+  const auto verdict = std::chrono::steady_clock::now() + ps::to_ms(2 * options_.heartbeat_timeout_s);
+  for (;;) {
+    if (auto failure = client_->failure()) throw *failure;
+    for (int s : servers) {
+      if (!scheduler_->server_alive(s)) return true;
+    }
+    if (std::chrono::steady_clock::now() >= verdict) return false;
+    std::this_thread::sleep_for(kFailurePoll);
+  }
 }
 
 // ---- waiting ----------------------------------------------------------------
@@ -370,7 +430,10 @@ core::NamedArrays DistKVStore::optimizer_state(const std::string& prefix) const 
   // Per server, the names and copies of its arrays ("<key>/<begin>/<end>.<slot>").
   std::vector<std::vector<std::pair<std::string, NDArray>>> replies(static_cast<size_t>(client_->num_servers()));
   {
-    ps::WorkerClient::Exchange exchange(*client_, [&](size_t index, const ps::Frame& reply) {
+    // With replicas, a part's state comes from both of its servers, the
+    // same bytes twice.
+    const auto request = [&](int) { return ps::encode_data_request(DataOp::GetOptimizerState, member_->rank(), {}).message; };
+    exchange_with_servers(request, [&](int server, const ps::Frame& reply) {
       const auto& data = reply.expect<ps::wire::DataReply>();
       const std::string names = data.message() ? data.message()->str() : "";
       const size_t count = data.slices() ? data.slices()->size() : 0;
@@ -380,14 +443,10 @@ core::NamedArrays DistKVStore::optimizer_state(const std::string& prefix) const 
         const ps::DecodedSlice s = ps::decode_slice(reply, data.slices()->Get(static_cast<flatbuffers::uoffset_t>(i)));
         NDArray copy = NDArray::empty(cpu_, s.info.dtype, s.info.shape);
         copy.copy_from_host(s.data, s.data_bytes);
-        replies[index].emplace_back(names.substr(start, end - start), copy);
+        replies[static_cast<size_t>(server)].emplace_back(names.substr(start, end - start), copy);
         start = end + 1;
       }
     });
-    for (int s = 0; s < client_->num_servers(); ++s) {
-      exchange.send(s, ps::encode_data_request(DataOp::GetOptimizerState, member_->rank(), {}).message);
-    }
-    exchange.wait();
   }
   // Reassemble each key's slots from its parts, in ascending key order.
   int64_t num_update = 0;
@@ -476,22 +535,25 @@ void DistKVStore::load_optimizer_state(const core::NamedArrays& arrays, const st
     const size_t element = core::dtype_size(array.dtype());
     for (const ps::PartRange& part : m.parts) {
       const std::string part_name = key_text + "/" + std::to_string(part.begin) + "/" + std::to_string(part.end) + slot;
-      if (!per_part) {
-        per_server[static_cast<size_t>(part.server)].emplace_back(part_name, host);
-        continue;
+      NDArray piece = host;
+      if (per_part) {
+        piece = NDArray::empty(cpu_, array.dtype(), core::Shape({part.end - part.begin}));
+        piece.copy_from_host(static_cast<const uint8_t*>(host.data()) + static_cast<size_t>(part.begin) * element,
+                             piece.nbytes());
       }
-      NDArray piece = NDArray::empty(cpu_, array.dtype(), core::Shape({part.end - part.begin}));
-      piece.copy_from_host(static_cast<const uint8_t*>(host.data()) + static_cast<size_t>(part.begin) * element,
-                           piece.nbytes());
       per_server[static_cast<size_t>(part.server)].emplace_back(part_name, piece);
+      // Its replica keeps the same state.
+      if (scheduler_->replicated()) {
+        per_server[static_cast<size_t>(ps::replica_server(part.server, client_->num_servers()))].emplace_back(
+            part_name, piece);
+      }
     }
   }
   // Rank 0's state is the one kept (as its init values are), and the barrier
   // keeps every worker's first push behind it: a push applied before the
   // load would be overwritten.
   if (member_->rank() == 0) {
-    ps::WorkerClient::Exchange exchange(*client_, [](size_t, const ps::Frame&) {});
-    for (int s = 0; s < client_->num_servers(); ++s) {
+    const auto request = [&](int s) {
       const auto& list = per_server[static_cast<size_t>(s)];
       std::vector<ps::SliceSpec> specs;
       std::string names;
@@ -505,9 +567,9 @@ void DistKVStore::load_optimizer_state(const core::NamedArrays& arrays, const st
       for (size_t i = 0; i < list.size(); ++i) {
         std::memcpy(encoded.slice_data[i], list[i].second.data(), specs[i].data_bytes);
       }
-      exchange.send(s, std::move(encoded.message));
-    }
-    exchange.wait();
+      return std::move(encoded.message);
+    };
+    exchange_with_servers(request, [](int, const ps::Frame&) {});
   }
   member_->barrier();
 }

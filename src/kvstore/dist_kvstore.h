@@ -26,6 +26,7 @@
 //    with update_on_kvstore resumes exactly.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -133,6 +134,18 @@ class DistKVStore final : public KVStore {
   // name one within 2 x heartbeat_timeout_s of a dropped connection.
   [[noreturn]] void report(const core::Error& error);
   void broadcast_command(ps::wire::DataOp op, const std::string& text, double number);
+  // One request to each server still alive (request(server) makes it), all
+  // in flight at once, and on_reply(server, reply) for each answer on a
+  // transport thread. Throws the first error, except that with replicated
+  // servers a server lost meanwhile is left out: once the scheduler's
+  // verdict came, the request goes again to the servers that did not
+  // answer and are still alive (every such request is idempotent).
+  void exchange_with_servers(const std::function<ps::Message(int server)>& request,
+                             const std::function<void(int server, const ps::Frame& reply)>& on_reply) const;
+  // Whether error (a dropped connection, a timeout) came from one of
+  // servers that the scheduler has declared lost by now, waiting up to
+  // 2 x heartbeat_timeout_s for its verdict; throws the job's failure.
+  bool lost_server_among(const std::vector<int>& servers, const core::Error& error) const;
 
   const std::string type_;
   const bool sync_;

@@ -39,6 +39,7 @@ class WorkerClientLink final : public RequestScheduler::Link {
   bool resends() const override { return client_.resends(); }
   std::optional<Error> failure() const override { return client_.failure(); }
   void fail(const Error& error) override { client_.fail(error); }
+  void drop_server(int server) override { client_.drop_server(server); }
 
  private:
   ps::WorkerClient& client_;
@@ -51,6 +52,32 @@ int checked_window(int max_in_flight_per_server) {
                                                  std::to_string(ps::kLaneWindow));
   }
   return max_in_flight_per_server > 0 ? max_in_flight_per_server : ps::kLaneWindow;
+}
+
+bool checked_replication(bool replicated, bool sync, int num_servers) {
+  if (!replicated) return false;
+  // dist_async servers apply pushes in arrival order, which differs between
+  // two servers: their copies would drift apart.
+  if (!sync) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "DT_SERVER_REPLICATION=1 needs dist_sync: a dist_async server applies pushes as they arrive, so a "
+                "replica would not hold the same values");
+  }
+  if (num_servers < 2) {
+    throw Error(ErrorCode::kInvalidArgument, "DT_SERVER_REPLICATION=1 needs 2 or more servers, the job has " +
+                                                 std::to_string(num_servers));
+  }
+  return true;
+}
+
+// Whether a failed message may mean its server died, which the scheduler
+// confirms or not within its heartbeat timeout: the connection dropped, or
+// the server answered that it is leaving the job (kPeerLost: one that
+// stalled past the heartbeat timeout learns on waking that the job went on
+// without it, and fails what it still holds).
+bool may_be_a_lost_server(const Error& error) {
+  return error.code() == ErrorCode::kNetwork || error.code() == ErrorCode::kTimedOut ||
+         error.code() == ErrorCode::kClosed || error.code() == ErrorCode::kPeerLost;
 }
 
 }  // namespace
@@ -70,12 +97,17 @@ struct RequestScheduler::Request {
 };
 
 RequestScheduler::RequestScheduler(std::unique_ptr<Link> link, int worker_rank, bool sync,
-                                   int max_in_flight_per_server)
+                                   int max_in_flight_per_server, bool replicated,
+                                   std::chrono::milliseconds verdict_wait)
     : link_(std::move(link)),
       worker_rank_(worker_rank),
       sync_(sync),
       window_(checked_window(max_in_flight_per_server)),
+      replicated_(checked_replication(replicated, sync, link_->num_servers())),
+      verdict_wait_(verdict_wait),
       lanes_(2 * static_cast<size_t>(link_->num_servers())),
+      lost_servers_(static_cast<size_t>(link_->num_servers()), false),
+      parked_(static_cast<size_t>(link_->num_servers())),
       last_progress_(std::chrono::steady_clock::now()) {
   thread_ = std::thread([this] { communicate(); });
 }
@@ -84,6 +116,7 @@ RequestScheduler::~RequestScheduler() { close(); }
 
 void RequestScheduler::close() {
   {
+    std::unique_lock<std::shared_mutex> link(link_mutex_);
     std::lock_guard<std::mutex> lock(mutex_);
     stop_ = true;
   }
@@ -104,7 +137,22 @@ std::vector<std::shared_ptr<RequestScheduler::Request>> RequestScheduler::drop_q
     for (auto& [order, unit] : lane.queued) dropped.push_back(unit.request);
     lane.queued.clear();
   }
+  for (std::vector<Parked>& parked : parked_) {
+    for (const Parked& p : parked) dropped.push_back(p.unit.request);
+    parked.clear();
+  }
   return dropped;
+}
+
+RequestScheduler::Ended RequestScheduler::take_expired_locked() {
+  Ended expired;
+  const auto now = std::chrono::steady_clock::now();
+  for (std::vector<Parked>& parked : parked_) {
+    auto waiting = std::partition(parked.begin(), parked.end(), [&](const Parked& p) { return now - p.since < verdict_wait_; });
+    for (auto it = waiting; it != parked.end(); ++it) expired.emplace_back(it->unit.request, it->error);
+    parked.erase(waiting, parked.end());
+  }
+  return expired;
 }
 
 void RequestScheduler::abandon(const Error& error) {
@@ -152,6 +200,16 @@ void RequestScheduler::communicate() {
       lock.unlock();
       for (const auto& request : dropped) finish_unit(request, failure);
       lock.lock();
+    }
+    if (replicated_) {
+      // A connection that dropped without its server being declared lost:
+      // the error was the request's after all.
+      const Ended expired = take_expired_locked();
+      if (!expired.empty()) {
+        lock.unlock();
+        for (const auto& [request, error] : expired) finish_unit(request, error);
+        lock.lock();
+      }
     }
     std::vector<std::pair<int, std::vector<Unit>>> batches;  // (lane, units)
     for (size_t i = 0; i < lanes_.size(); ++i) {
@@ -252,13 +310,20 @@ void RequestScheduler::send_batch(int lane, std::vector<Unit> units) {
     specs.reserve(units.size());
     // Compressed parts' bytes, encoded first: their sizes go into the message.
     std::vector<std::vector<uint8_t>> compressed(units.size());
+    std::vector<const std::vector<uint8_t>*> encodings(units.size(), nullptr);
     for (size_t j = 0; j < units.size(); ++j) {
       const Part& part = units[j].part;
       ps::PartInfo info{ps::PartKey{part.key, part.range.begin, part.range.end}, part.dtype, *part.shape};
       ps::SliceSpec spec{info, part.round, part.src ? ps::part_bytes(info) : 0};
       if (codec && part.src && part.dtype == core::DType::kFloat32) {
-        compressed[j] = compress(part, *codec, feedback.get());
-        spec.data_bytes = compressed[j].size();
+        if (SharedEncoding* shared = units[j].encoding.get()) {
+          std::call_once(shared->once, [&] { shared->bytes = compress(part, *codec, feedback.get()); });
+          encodings[j] = &shared->bytes;
+        } else {
+          compressed[j] = compress(part, *codec, feedback.get());
+          encodings[j] = &compressed[j];
+        }
+        spec.data_bytes = encodings[j]->size();
         spec.encoding = static_cast<uint8_t>(codec->config().mode);
       }
       specs.push_back(std::move(spec));
@@ -274,7 +339,7 @@ void RequestScheduler::send_batch(int lane, std::vector<Unit> units) {
       const Part& part = units[j].part;
       if (part.src == nullptr || specs[j].data_bytes == 0) continue;
       const uint8_t* from = specs[j].encoding != 0
-                                ? compressed[j].data()
+                                ? encodings[j]->data()
                                 : part.src + static_cast<size_t>(part.range.begin) * core::dtype_size(part.dtype);
       std::memcpy(encoded->slice_data[j], from, specs[j].data_bytes);
     }
@@ -334,15 +399,103 @@ void RequestScheduler::on_reply(int lane, const std::vector<Unit>& units, std::o
     }
   }
   bool waiting;  // whether the lane has queued messages the freed slot lets go
+  bool rerouted = false;  // replicated: the units are not this reply's to finish
+  Ended ended;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     Lane& l = lanes_[static_cast<size_t>(lane)];
     --l.in_flight;
     waiting = !l.queued.empty();
     last_progress_ = std::chrono::steady_clock::now();
+    if (error && replicated_) rerouted = reroute_locked(lane / 2, units, *error, ended);
   }
-  if (waiting) wake_.notify_all();
+  if (waiting || rerouted) wake_.notify_all();
+  if (rerouted) {
+    for (const auto& [request, e] : ended) finish_unit(request, e);
+    return;
+  }
   for (const Unit& unit : units) finish_unit(unit.request, error);
+}
+
+bool RequestScheduler::reroute_locked(int server, const std::vector<Unit>& units, const Error& error, Ended& ended) {
+  if (lost_servers_[static_cast<size_t>(server)]) {
+    redirect_locked(server, units, ended);
+    return true;
+  }
+  // A dropped connection is usually a dead server: wait for the verdict
+  // rather than fail a request its replica would have served. Nothing is
+  // parked once the store closes or the job failed: no verdict comes then.
+  if (stop_ || !may_be_a_lost_server(error) || link_->failure()) return false;
+  const auto now = std::chrono::steady_clock::now();
+  for (const Unit& unit : units) parked_[static_cast<size_t>(server)].push_back(Parked{unit, error, now});
+  return true;
+}
+
+std::optional<int> RequestScheduler::pull_server_locked(int primary) const {
+  if (!lost_servers_[static_cast<size_t>(primary)]) return primary;
+  const int replica = ps::replica_server(primary, static_cast<int>(lost_servers_.size()));
+  if (!lost_servers_[static_cast<size_t>(replica)]) return replica;
+  return std::nullopt;
+}
+
+void RequestScheduler::redirect_locked(int server, std::vector<Unit> units, Ended& ended) {
+  for (Unit& unit : units) {
+    const int primary = unit.part.range.server;
+    const int other = server == primary ? ps::replica_server(primary, static_cast<int>(lost_servers_.size())) : primary;
+    if (lost_servers_[static_cast<size_t>(other)]) {
+      ended.emplace_back(unit.request, Error(ErrorCode::kPeerLost,
+                                             "both servers holding key " + std::to_string(unit.part.key) +
+                                                 " elements [" + std::to_string(unit.part.range.begin) + ", " +
+                                                 std::to_string(unit.part.range.end) + ") were lost"));
+      continue;
+    }
+    if (unit.op == DataOp::Push || unit.op == DataOp::Init) {
+      // Its copy to the other server is acknowledged there, or fails there.
+      ended.emplace_back(unit.request, std::nullopt);
+      continue;
+    }
+    if (unit.op == DataOp::PushPull) {
+      // Fused: its push's copy went to the other server already; what is
+      // left is the pull.
+      unit.op = DataOp::Pull;
+      unit.part.src = nullptr;
+      unit.encoding.reset();
+    }
+    const int64_t order = -static_cast<int64_t>(unit.priority);
+    lanes_[2 * static_cast<size_t>(other) + 1].queued.emplace(std::make_pair(order, next_sequence_++), std::move(unit));
+  }
+}
+
+void RequestScheduler::server_lost(int server) {
+  std::shared_lock<std::shared_mutex> link(link_mutex_);
+  Ended ended;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!replicated_ || stop_ || server < 0 || server >= static_cast<int>(lost_servers_.size()) ||
+        lost_servers_[static_cast<size_t>(server)]) {
+      return;
+    }
+    lost_servers_[static_cast<size_t>(server)] = true;
+    std::vector<Unit> units;
+    for (Parked& p : parked_[static_cast<size_t>(server)]) units.push_back(std::move(p.unit));
+    parked_[static_cast<size_t>(server)].clear();
+    for (size_t lane : {2 * static_cast<size_t>(server), 2 * static_cast<size_t>(server) + 1}) {
+      for (auto& [order, unit] : lanes_[lane].queued) units.push_back(std::move(unit));
+      lanes_[lane].queued.clear();
+    }
+    redirect_locked(server, std::move(units), ended);
+    last_progress_ = std::chrono::steady_clock::now();
+  }
+  wake_.notify_all();
+  for (const auto& [request, error] : ended) finish_unit(request, error);
+  // What is in flight to it comes back now (kClosed), through on_reply, to
+  // the replicas.
+  link_->drop_server(server);
+}
+
+bool RequestScheduler::server_alive(int server) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return !lost_servers_.at(static_cast<size_t>(server));
 }
 
 void RequestScheduler::finish_unit(const std::shared_ptr<Request>& request, const std::optional<Error>& error) {
@@ -407,18 +560,68 @@ std::shared_ptr<Completion> RequestScheduler::submit(const Work& work, int prior
     };
     std::vector<int> fused(lanes_.size() / 2, -1);  // per server: unknown, no, yes
     std::vector<bool> touched(lanes_.size(), false);
-    auto place = [&](DataOp op, const Part& part, bool waits) {
+    auto place_on = [&](int server, DataOp op, const Part& part, bool waits,
+                        std::shared_ptr<SharedEncoding> encoding) {
       // Pulls that wait for a round have their own lane: they never keep
       // the pushes that complete rounds from leaving.
-      const size_t lane = 2 * static_cast<size_t>(part.range.server) + (waits ? 1 : 0);
+      const size_t lane = 2 * static_cast<size_t>(server) + (waits ? 1 : 0);
       lanes_.at(lane).queued.emplace(std::make_pair(-static_cast<int64_t>(priority), next_sequence_++),
-                                     Unit{request, op, part});
+                                     Unit{request, op, part, std::move(encoding), priority});
       touched[lane] = true;
       ++request->units;
     };
+    auto place = [&](DataOp op, const Part& part, bool waits) {
+      place_on(part.range.server, op, part, waits, nullptr);
+    };
+    // Replicated: a push or init to the part's server and to its replica,
+    // as far as they are alive; a pull to the first of them alive. A
+    // pushpull to the part's server may leave fused (as above), its push
+    // to the replica apart.
+    auto place_replicated = [&](DataOp op, const Part& part) {
+      const int primary = part.range.server;
+      const int replica = ps::replica_server(primary, static_cast<int>(lost_servers_.size()));
+      const auto p = static_cast<size_t>(primary);
+      bool placed = false;
+      auto encoding = codec_ && part.src && op != DataOp::Pull ? std::make_shared<SharedEncoding>() : nullptr;
+      if (op == DataOp::PushPull && !lost_servers_[p]) {
+        if (fused[p] < 0) fused[p] = fuse(p) ? 1 : 0;
+        if (fused[p] == 1) {
+          place_on(primary, op, part, true, encoding);
+          if (!lost_servers_[static_cast<size_t>(replica)]) {
+            place_on(replica, DataOp::Push, Part{part.key, part.dtype, part.shape, part.range, part.round, part.src, nullptr},
+                     false, encoding);
+          }
+          return;
+        }
+      }
+      if (op != DataOp::Pull) {
+        const Part pushed{part.key, part.dtype, part.shape, part.range, part.round, part.src, nullptr};
+        for (int server : {primary, replica}) {
+          if (lost_servers_[static_cast<size_t>(server)]) continue;
+          place_on(server, op == DataOp::Init ? DataOp::Init : DataOp::Push, pushed, false, encoding);
+          placed = true;
+        }
+      }
+      if (op == DataOp::Pull || op == DataOp::PushPull) {
+        const std::optional<int> server = pull_server_locked(primary);
+        if (server) {
+          place_on(*server, DataOp::Pull, Part{part.key, part.dtype, part.shape, part.range, part.round, nullptr, part.dst},
+                   true, nullptr);
+        }
+        placed = server.has_value();
+      }
+      if (!placed) {
+        std::lock_guard<std::mutex> lock(request->mutex);
+        request->error = Error(ErrorCode::kPeerLost, "both servers holding key " + std::to_string(part.key) +
+                                                         " elements [" + std::to_string(part.range.begin) + ", " +
+                                                         std::to_string(part.range.end) + ") were lost");
+      }
+    };
     for (const auto& [op, part] : work) {
       const size_t server = static_cast<size_t>(part.range.server);
-      if (sync_ && op == DataOp::PushPull) {
+      if (replicated_) {
+        place_replicated(op, part);
+      } else if (sync_ && op == DataOp::PushPull) {
         if (fused[server] < 0) fused[server] = fuse(server) ? 1 : 0;
         if (fused[server] == 1) {
           place(op, part, true);

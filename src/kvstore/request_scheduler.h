@@ -18,6 +18,17 @@
 //    as a push and a pull of the same round (see submit()).
 //  - Replies are copied out (compressed pulls decoded) on the link's threads. After abandon() nothing
 //    touches caller memory any more.
+//  - Replicated (DT_SERVER_REPLICATION=1, dist_sync only): every push and
+//    init goes to the part's server and to its replica
+//    (ps::replica_server), each copy in its server's push lane, encoded
+//    once; pulls go to the part's server. A request finishes once both
+//    copies were acknowledged, so a round's pushes are on both servers
+//    before any worker goes past it. A dist_sync pushpull fuses on the
+//    part's server by the rule above; its push to the replica leaves apart.
+//    After server_lost(s), s's pushes count as delivered (the other copy
+//    carries them) and its pulls (a fused pushpull's included) go to the
+//    replicas, which answer the same bytes: both servers sum the same
+//    pushes in rank order with the same optimizer.
 // It does not know keys' meaning: rounds, staging and what a failure means
 // for the caller are the store's (DistKVStore).
 #pragma once
@@ -67,6 +78,9 @@ class RequestScheduler {
     virtual std::optional<core::Error> failure() const = 0;
     // Ends the job for this worker: every later and pending send fails.
     virtual void fail(const core::Error& error) = 0;
+    // Closes the connection to a server the job went on without: its
+    // pending sends end with kClosed, later ones at once.
+    virtual void drop_server(int server) = 0;
   };
   static std::unique_ptr<Link> link_to(ps::WorkerClient& client);
 
@@ -88,14 +102,20 @@ class RequestScheduler {
   // rules for pushpulls and the mode init announces.
   // max_in_flight_per_server: 0 picks ps::kLaneWindow, at most that
   // (Error(kInvalidArgument) otherwise); tests pass 1 to make the priority
-  // order observable. Starts the communication thread.
-  RequestScheduler(std::unique_ptr<Link> link, int worker_rank, bool sync, int max_in_flight_per_server);
+  // order observable. replicated: pushes and inits also go to each part's
+  // replica (Error(kInvalidArgument) unless sync and 2 or more servers);
+  // verdict_wait: how long a request whose connection dropped waits for
+  // server_lost() before it fails with the connection's error.
+  // Starts the communication thread.
+  RequestScheduler(std::unique_ptr<Link> link, int worker_rank, bool sync, int max_in_flight_per_server,
+                   bool replicated = false, std::chrono::milliseconds verdict_wait = std::chrono::seconds(10));
   // close().
   ~RequestScheduler();
   RequestScheduler(const RequestScheduler&) = delete;
   RequestScheduler& operator=(const RequestScheduler&) = delete;
 
   int window() const { return window_; }
+  bool replicated() const { return replicated_; }
 
   // Queues work as one request at priority (larger first) and returns its
   // completion, finished once every part was answered: with the first
@@ -111,6 +131,14 @@ class RequestScheduler {
   // dist_sync round's sum when the workers run the optimizer) are decoded
   // with it into their float32 outputs. Call before the first push.
   void set_compression(const ps::compression::CompressionConfig& config);
+
+  // Replicated: the job goes on without server (the scheduler said so).
+  // Its queued and failed pushes count as delivered, its pulls go to their
+  // replicas, and the link drops it; so do later requests. Ignored when not
+  // replicated or after close(). Any thread.
+  void server_lost(int server);
+  // Whether server still serves this worker's requests (not server_lost()).
+  bool server_alive(int server) const;
 
   // Stops the communication thread; what is still queued fails with
   // kClosed. Messages in flight are answered by the link. Idempotent.
@@ -134,11 +162,29 @@ class RequestScheduler {
 
  private:
   struct Request;
+  // A pushed part's encoding, made once for both of its copies: encoding
+  // moves the part's error feedback, which must move once per push.
+  struct SharedEncoding {
+    std::once_flag once;
+    std::vector<uint8_t> bytes;
+  };
   // A part waiting in a lane.
   struct Unit {
     std::shared_ptr<Request> request;
     ps::wire::DataOp op;
     Part part;
+    std::shared_ptr<SharedEncoding> encoding;  // replicated compressed pushes, else null
+    int priority = 0;                          // its request's
+  };
+  // A unit that ended here instead of in a reply: with its error, or none
+  // when the other copy of a push carries it.
+  using Ended = std::vector<std::pair<std::shared_ptr<Request>, std::optional<core::Error>>>;
+  // A unit whose message failed on a connection that dropped, waiting for
+  // the scheduler's verdict on its server.
+  struct Parked {
+    Unit unit;
+    core::Error error;
+    std::chrono::steady_clock::time_point since;
   };
   // Lane 2s is server s's pushes (and everything that never waits), lane
   // 2s + 1 its pulls.
@@ -148,8 +194,12 @@ class RequestScheduler {
   };
 
   void communicate();
-  // Takes every queued unit out of the lanes (mutex_ held).
+  // Takes every queued unit out of the lanes, and every parked one
+  // (mutex_ held).
   std::vector<std::shared_ptr<Request>> drop_queued();
+  // Parked units whose verdict did not come within verdict_wait_, with
+  // their errors (mutex_ held).
+  Ended take_expired_locked();
   std::vector<Unit> take_batch(Lane& lane);
   void send_batch(int lane, std::vector<Unit> units);
   // A pushed float32 part, error-compensated and encoded.
@@ -160,18 +210,36 @@ class RequestScheduler {
   // mode or its bytes are malformed, dst then untouched.
   static void decompress(const ps::DecodedSlice& slice, const ps::compression::GradientCodec* codec, float* dst);
   void on_reply(int lane, const std::vector<Unit>& units, std::optional<core::Error> error, const ps::Frame* reply);
+  // Replicated, mutex_ held: what becomes of units whose message to server
+  // failed with error. Units of a lost server move to the part's other
+  // holder (redirect_locked); a dropped connection to a server not yet
+  // declared lost parks them until the scheduler's verdict (server_lost,
+  // or the job's failure). Returns false when error is the units' to keep.
+  bool reroute_locked(int server, const std::vector<Unit>& units, const core::Error& error, Ended& ended);
+  // Units that were for the lost server: pushes and inits end (their other
+  // copy carries them), pulls are queued for the part's other holder.
+  void redirect_locked(int server, std::vector<Unit> units, Ended& ended);
+  // Which server a pull of a part placed on primary goes to now.
+  std::optional<int> pull_server_locked(int primary) const;
   void finish_unit(const std::shared_ptr<Request>& request, const std::optional<core::Error>& error);
 
   const std::unique_ptr<Link> link_;
   const int worker_rank_;
   const bool sync_;
   const int window_;
+  const bool replicated_;
+  const std::chrono::milliseconds verdict_wait_;
 
   mutable std::mutex mutex_;
   std::condition_variable wake_;
   std::vector<Lane> lanes_;
   uint64_t next_sequence_ = 0;
   bool stop_ = false;
+  std::vector<bool> lost_servers_;              // replicated: server_lost() said so
+  std::vector<std::vector<Parked>> parked_;     // replicated: per server, awaiting the verdict on it
+  // server_lost() holds it shared while it uses the link; close() takes it
+  // exclusively, so the link is not used after close() returned.
+  std::shared_mutex link_mutex_;
   std::vector<std::shared_ptr<Completion>> outstanding_;  // submitted, maybe not finished
   std::shared_ptr<Completion> unreported_;               // failed, nobody waited for it yet
   std::chrono::steady_clock::time_point last_progress_;

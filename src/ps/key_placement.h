@@ -28,6 +28,12 @@ struct PartRange {
   int64_t end = 0;
 };
 
+// Where a part placed on server keeps its copy when servers are replicated
+// (DT_SERVER_REPLICATION=1): on the next server, so that the copies of each
+// server's parts are all on one other server and a lost server's parts are
+// all served by that one. Needs num_servers >= 2.
+inline int replica_server(int server, int num_servers) { return (server + 1) % num_servers; }
+
 class KeyPlacement {
  public:
   static constexpr size_t kDefaultPartBytes = size_t{4} << 20;

@@ -17,28 +17,22 @@
 
 #include <chrono>
 #include <cstdlib>
-#include <fstream>
 #include <iostream>
 #include <map>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "core/context.h"
 #include "core/error.h"
 #include "kvstore/kvstore_factory.h"
-#include "optim/optimizer_config.h"
 #include "process_harness.h"
 #include "ps/job/environment_options.h"
+#include "rank_sum_job.h"
 
 namespace dt::ps {
 namespace {
 
-using core::DType;
 using core::Error;
-using core::ErrorCode;
-using core::NDArray;
-using core::Shape;
 using test::Child;
 using test::read_file;
 using namespace std::chrono_literals;
@@ -64,26 +58,10 @@ int worker_main() {
     const std::string mode = std::getenv("DT_TEST_STORE");
     auto kv = kvstore::create_kvstore(mode, ps_options_from_environment());
     const int rank = kv->rank();
-    auto cpu = core::make_cpu_context();
-    std::vector<uint64_t> keys;
-    std::vector<NDArray> values, outs;
-    for (size_t k = 0; k < kSizes.size(); ++k) {
-      keys.push_back(k);
-      NDArray init = NDArray::empty(cpu, DType::kFloat32, Shape({kSizes[k]}));
-      float* x = init.data_as<float>();
-      for (int64_t i = 0; i < kSizes[k]; ++i) x[i] = kInit;
-      values.push_back(init);
-      outs.push_back(NDArray::zeros(cpu, DType::kFloat32, Shape({kSizes[k]})));
-    }
-    kv->set_optimizer(optim::OptimizerConfig("sgd").set("learning_rate", 1.0));
-    kv->init(keys, values);
-    for (NDArray& v : values) {
-      float* x = v.data_as<float>();
-      for (size_t i = 0; i < v.size(); ++i) x[i] = static_cast<float>(rank + 1);
-    }
+    test::RankSumKeys k = test::init_rank_sum_keys(*kv, kSizes, kInit);
     const std::string leave = std::getenv("DT_TEST_LEAVE");
     for (int round = 1; round <= kRounds; ++round) {
-      kv->pushpull(keys, values, outs, 0);
+      kv->pushpull(k.keys, k.values, k.outs, 0);
       if (rank == 2 && round == kLeaverRounds) {
         if (leave == "exit") {
           std::cout << "leaving" << std::endl;
@@ -95,16 +73,9 @@ int worker_main() {
         std::this_thread::sleep_for(300ms);
       }
     }
-    kv->barrier();
-    kv->pull(keys, outs, 0);
-    std::ofstream out(std::getenv("DT_TEST_OUT") + std::string(".") + std::to_string(rank));
-    for (const NDArray& o : outs) {
-      for (size_t i = 0; i < o.size(); ++i) out << o.data_as<float>()[i] << "\n";
-    }
-    return 0;
+    return test::finish_rank_sum_worker(*kv, k);
   } catch (const Error& e) {
-    std::cerr << "worker failed: " << e.what() << std::endl;
-    return e.code() == ErrorCode::kPeerLost ? 3 : 5;
+    return test::rank_sum_worker_failed(e);
   }
 }
 
@@ -137,19 +108,8 @@ class WorkerLoss : public test::JobProcesses {
 
   // Every weight of a survivor's final pull.
   void expect_weights(int rank, float expected) {
-    const std::string path = out_prefix() + "." + std::to_string(rank);
-    const std::string text = read_file(path);
-    std::remove(path.c_str());
-    size_t count = 0;
-    size_t wrong = 0;
-    for (size_t start = 0; start < text.size();) {
-      const size_t end = text.find('\n', start);
-      if (std::stof(text.substr(start, end - start)) != expected) ++wrong;
-      ++count;
-      start = end + 1;
-    }
-    EXPECT_EQ(count, static_cast<size_t>(kSizes[0] + kSizes[1])) << "worker " << rank;
-    EXPECT_EQ(wrong, 0u) << "worker " << rank << ": weights differ from " << expected;
+    test::expect_weights_file(out_prefix() + "." + std::to_string(rank), static_cast<size_t>(kSizes[0] + kSizes[1]),
+                              expected, "worker " + std::to_string(rank));
   }
 
   static float expected_weight() {

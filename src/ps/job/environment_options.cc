@@ -83,6 +83,14 @@ PsOptions ps_options_from_environment(const EnvLookup& env, PsOptions o) {
                   "DT_WORKER_LOSS=\"" + *policy + "\" is not a policy: expected \"fail\" or \"continue\"");
     }
   }
+  if (auto replicas = non_empty(env, "DT_SERVER_REPLICATION")) {
+    if (*replicas != "0" && *replicas != "1") {
+      throw Error(ErrorCode::kInvalidArgument, "DT_SERVER_REPLICATION=\"" + *replicas +
+                                                   "\" is not a replication factor: expected 0 or 1 (one replica "
+                                                   "per key part)");
+    }
+    o.server_replicas = *replicas == "1" ? 1 : 0;
+  }
   return o;
 }
 

@@ -18,6 +18,8 @@
 //                                                    1000): resend_timeout_s
 //   DT_WORKER_LOSS                                   fail (default) or
 //                                                    continue: worker_loss
+//   DT_SERVER_REPLICATION                            0 (default) or 1:
+//                                                    server_replicas
 // MXNet and ps-lite knobs that mean nothing here are accepted, each with a
 // note saying why (mxnet_knob_notes), never silently.
 #pragma once

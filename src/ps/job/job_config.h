@@ -43,6 +43,12 @@ struct PsOptions {
   // Decided by the scheduler's value; from the environment only, as
   // PS_RESEND (no kvstore option field).
   WorkerLossPolicy worker_loss = WorkerLossPolicy::kFail;
+  // DT_SERVER_REPLICATION (0 or 1; environment only, as worker_loss): 1
+  // keeps every key part on a second server too, its replica, so that a
+  // lost server is not the job's end (docs/fault-tolerance.md). The
+  // scheduler's value decides whether a lost server departs or fails the
+  // job; the workers' whether they push to replicas.
+  int server_replicas = 0;
   // NNG_OPT_RECVMAXSZ on every socket: nng drops a larger message and its
   // connection without notice to the receiver (the requester fails with
   // kNetwork or kTimedOut), so the data plane must chunk tensors below it.

@@ -87,10 +87,12 @@ void ClusterMember::State::add_lost(const LostNode& node) {
 
 void ClusterMember::State::add_departed(const LostNode& node) {
   if (node.role == job.role && node.rank == rank) {
-    // The others go on without this worker: it must not push into their
-    // rounds any more.
+    // The others go on without this node: a worker must not push into
+    // their rounds any more, nor a server answer for parts its replicas now
+    // serve.
     LostNode self = node;
-    self.reason = "the scheduler declared this worker lost (" + node.reason + ") and the job goes on without it";
+    self.reason = "the scheduler declared this " + std::string(role_name(node.role)) + " lost (" + node.reason +
+                  ") and the job goes on without it";
     add_lost(self);
     return;
   }

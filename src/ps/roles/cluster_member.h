@@ -56,9 +56,10 @@ class ClusterMember {
   std::vector<LostNode> lost() const;
   // DT_WORKER_LOSS=continue: calls callback once for every worker the job
   // goes on without (already departed ones at once), on the heartbeat
-  // thread. Servers stop waiting for its pushes. Such a worker is not in
-  // lost(); this node itself departed (it stalled past the heartbeat
-  // timeout, say) is a loss of its own, in lost().
+  // thread. Servers stop waiting for its pushes. Likewise for a server under
+  // DT_SERVER_REPLICATION=1 (role kServer): workers move its parts to their
+  // replicas. Such a node is not in lost(); this node itself departed (it
+  // stalled past the heartbeat timeout, say) is a loss of its own, in lost().
   void on_departed(LostCallback callback);
   std::vector<LostNode> departed() const;
   // Throws Error(kPeerLost) with the first lost node's message, if any.

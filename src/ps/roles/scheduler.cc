@@ -13,6 +13,7 @@
 
 #include "core/error.h"
 #include "ps/job/environment_options.h"
+#include "ps/key_placement.h"
 #include "ps/roles/node_table.h"
 #include "ps/transport/frame.h"
 #include "ps/transport/rate_limited_log.h"
@@ -82,7 +83,8 @@ struct Scheduler::State {
   std::map<uint64_t, Clock::time_point> barrier_started;
 
   std::vector<LostNode> lost;
-  // Workers lost under DT_WORKER_LOSS=continue: the job goes on without them.
+  // Workers lost under DT_WORKER_LOSS=continue, a server lost under
+  // DT_SERVER_REPLICATION=1: the job goes on without them.
   std::vector<LostNode> departed;
   Clock::time_point first_loss;
   bool stopping = false;  // every worker sent Shutdown
@@ -102,10 +104,13 @@ struct Scheduler::State {
   void on_shutdown(const wire::Shutdown& s, uint32_t pipe, RequestServer::Reply& reply);
   void on_pipe_closed(uint32_t pipe);
   void mark_lost(Member& m, const std::string& reason);
-  // DT_WORKER_LOSS=continue: m (a worker) leaves the job, which goes on.
+  // DT_WORKER_LOSS=continue: m (a worker) leaves the job, which goes on;
+  // likewise a server under DT_SERVER_REPLICATION=1.
   void depart(Member& m, const std::string& reason);
   // Workers neither departed nor lost: the ones a barrier and the stop wait for.
   int live_workers() const;
+  // Servers not departed (DT_SERVER_REPLICATION=1) nor lost.
+  int live_servers() const;
   void complete_ready_barriers();
   void stop_if_every_worker_left();
   void fail_registrations(const Error& error);
@@ -244,6 +249,12 @@ int Scheduler::State::live_workers() const {
   }));
 }
 
+int Scheduler::State::live_servers() const {
+  return static_cast<int>(std::count_if(members.begin(), members.end(), [](const auto& kv) {
+    return kv.second.info.role == Role::kServer && !kv.second.lost;
+  }));
+}
+
 Scheduler::State::Member& Scheduler::State::speaker(Role role, int rank, uint32_t pipe, const char* what) {
   auto it = members.find({static_cast<int>(role), rank});
   if (!published || it == members.end()) {
@@ -357,8 +368,15 @@ void Scheduler::State::stop_if_every_worker_left() {
 }
 
 void Scheduler::State::mark_lost(Member& m, const std::string& reason) {
-  // The last worker lost, or a server, ends the job whatever the policy.
+  // The last worker lost ends the job whatever the policy; so does a server,
+  // unless the servers are replicated and none was lost before: with one
+  // replica per part, the second loss may take both copies of a part.
   if (options.worker_loss == WorkerLossPolicy::kContinue && m.info.role == Role::kWorker && live_workers() > 1) {
+    depart(m, reason);
+    return;
+  }
+  if (options.server_replicas > 0 && m.info.role == Role::kServer && job.num_servers >= 2 &&
+      live_servers() == job.num_servers) {
     depart(m, reason);
     return;
   }
@@ -379,6 +397,15 @@ void Scheduler::State::depart(Member& m, const std::string& reason) {
   m.lost = true;
   LostNode l{m.info.role, m.info.rank, m.info.host, m.info.pid, reason};
   departed.push_back(l);
+  if (m.info.role == Role::kServer) {
+    // Workers switch its parts to their replicas when their heartbeats
+    // bring the news; its own replicas are not replaced (no state transfer).
+    std::fprintf(stderr,
+                 "disttrain scheduler: %s; the job goes on with %d of %d servers (DT_SERVER_REPLICATION=1): its key "
+                 "parts are served by their replicas on server %d, and the parts it replicated now have one copy\n",
+                 l.message().c_str(), live_servers(), job.num_servers, replica_server(m.info.rank, job.num_servers));
+    return;
+  }
   const int live = live_workers();
   std::fprintf(stderr,
                "disttrain scheduler: %s; the job goes on with %d of %d workers (DT_WORKER_LOSS=continue): the "
@@ -524,7 +551,8 @@ void Scheduler::run() {
       // would then report the scheduler lost. So wait until each server has
       // closed its connection, which it does once the stop has arrived.
       const bool servers_gone = std::all_of(st.members.begin(), st.members.end(), [](const auto& kv) {
-        return kv.second.info.role != Role::kServer || (kv.second.told && kv.second.disconnected);
+        return kv.second.info.role != Role::kServer || kv.second.lost ||
+               (kv.second.told && kv.second.disconnected);
       });
       if (servers_gone || seconds_since(st.stop_time) > o.shutdown_timeout_s) return;
     }

@@ -126,7 +126,11 @@ void run_server(const JobConfig& job, const PsOptions& options) {
   ClusterMember member(job, options, transport.bound_urls());
   member.on_lost([&server](const LostNode& lost) { server.fail(core::Error(core::ErrorCode::kPeerLost, lost.message())); });
   // DT_WORKER_LOSS=continue: rounds stop waiting for a worker the job goes on without.
-  member.on_departed([&server](const LostNode& gone) { server.store().worker_departed(gone.rank); });
+  // A departed server (DT_SERVER_REPLICATION=1) is the workers' business:
+  // they move its parts to their replicas.
+  member.on_departed([&server](const LostNode& gone) {
+    if (gone.role == Role::kWorker) server.store().worker_departed(gone.rank);
+  });
   member.wait_for_stop();
   member.shutdown();
 }

@@ -50,6 +50,11 @@ WorkerClient::~WorkerClient() {
   for (auto& server : servers_) server->close();
 }
 
+void WorkerClient::drop_server(int server) {
+  verbose_log(1, "worker: data connection to server " + std::to_string(server) + " closed (the job goes on without it)");
+  servers_.at(static_cast<size_t>(server))->close();
+}
+
 void WorkerClient::fail(const Error& error) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!failure_) failure_ = error;

@@ -81,6 +81,9 @@ class WorkerClient {
   // Whether may_resend requests are resent (PS_RESEND).
   bool resends() const { return options_.resend_timeout_s > 0; }
 
+  // The job went on without server (DT_SERVER_REPLICATION=1): its pending
+  // requests end with kClosed, and so do later ones, at once.
+  void drop_server(int server);
   // A node was lost: every current and later exchange fails with error.
   void fail(const core::Error& error);
   // Throws the recorded failure, if any.

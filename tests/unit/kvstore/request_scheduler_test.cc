@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
@@ -99,6 +100,14 @@ class FakeServers final : public RequestScheduler::Link {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!failure_) failure_ = error;
   }
+  void drop_server(int server) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    dropped_.push_back(server);
+  }
+  std::vector<int> dropped() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return dropped_;
+  }
 
   // The oldest message not taken yet, waiting up to kDeadline for one.
   Sent take() {
@@ -121,6 +130,7 @@ class FakeServers final : public RequestScheduler::Link {
   std::condition_variable cv_;
   std::deque<Sent> sent_;
   std::optional<Error> failure_;
+  std::vector<int> dropped_;
 };
 
 // A float32 key of numel elements on one server, with its own push data
@@ -151,13 +161,36 @@ struct TestKey {
 
 class RequestSchedulerTest : public ::testing::Test {
  protected:
-  void start(int num_servers, bool sync, int window, int worker_rank = 0) {
+  void start(int num_servers, bool sync, int window, int worker_rank = 0, bool replicated = false,
+             std::chrono::milliseconds verdict_wait = std::chrono::seconds(10)) {
     auto servers = std::make_unique<FakeServers>(num_servers);
     servers_ = servers.get();
-    scheduler_ = std::make_unique<RequestScheduler>(std::move(servers), worker_rank, sync, window);
+    scheduler_.reset();
+    scheduler_ = std::make_unique<RequestScheduler>(std::move(servers), worker_rank, sync, window, replicated,
+                                                    verdict_wait);
+  }
+  // The next n messages, ordered by (server, op): the order in which lanes
+  // send is not part of the contract.
+  std::vector<Sent> take_sorted(size_t n) {
+    std::vector<Sent> sent;
+    for (size_t i = 0; i < n; ++i) sent.push_back(servers_->take());
+    std::sort(sent.begin(), sent.end(), [](const Sent& a, const Sent& b) {
+      return std::make_pair(a.server, static_cast<int>(a.op)) < std::make_pair(b.server, static_cast<int>(b.op));
+    });
+    return sent;
   }
   std::shared_ptr<Completion> push(TestKey& key, int priority, int64_t round = -1) {
     return scheduler_->submit({{DataOp::Push, key.part(true, false, round)}}, priority, nullptr);
+  }
+  // Replicated, 2 servers: first_'s push, acknowledged by server 1 and
+  // failed by a dropped connection to server 0, waiting for the verdict.
+  std::shared_ptr<Completion> park_a_push() {
+    auto done = push(first_, 0, 1);
+    std::vector<Sent> sent = take_sorted(2);
+    sent[1].ack();
+    sent[0].done(Error(ErrorCode::kNetwork, "connection closed"), nullptr);
+    EXPECT_FALSE(done->wait_for(std::chrono::milliseconds(20)));
+    return done;
   }
   static std::vector<Key> keys_of(const Sent& sent) {
     std::vector<Key> keys;
@@ -447,6 +480,168 @@ TEST_F(RequestSchedulerTest, AfterAbandonNoReplyTouchesCallerMemory) {
   EXPECT_EQ(code_after_wait(done), ErrorCode::kClosed);
   EXPECT_FALSE(spread);
   EXPECT_EQ(key.dst, std::vector<float>(4, 0.0f));
+}
+
+// ---- replicated servers (DT_SERVER_REPLICATION=1) ---------------------------
+
+TEST_F(RequestSchedulerTest, ReplicationNeedsDistSyncAndTwoServers) {
+  EXPECT_EQ(code_of([&] { start(2, false, 1, 0, true); }), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(code_of([&] { start(1, true, 1, 0, true); }), ErrorCode::kInvalidArgument);
+  start(2, true, 1, 0, true);
+  EXPECT_TRUE(scheduler_->replicated());
+}
+
+TEST_F(RequestSchedulerTest, AReplicatedPushGoesToItsServerAndTheNextAndFinishesWhenBothAcknowledged) {
+  start(3, true, 1, 0, true);
+  TestKey key(5, 4, 2, 1.5f);  // on server 2: its replica is server 0
+  for (const DataOp op : {DataOp::Init, DataOp::Push}) {
+    auto done = scheduler_->submit({{op, key.part(true, false, op == DataOp::Push ? 1 : -1)}}, 0, nullptr);
+    std::vector<Sent> sent = take_sorted(2);
+    EXPECT_EQ(sent[0].server, 0);
+    EXPECT_EQ(sent[1].server, 2);
+    for (Sent& s : sent) {
+      EXPECT_EQ(s.op, op);
+      EXPECT_EQ(s.data(0), key.src);
+    }
+    sent[1].ack();
+    EXPECT_FALSE(done->wait_for(std::chrono::milliseconds(50)));
+    sent[0].ack();
+    EXPECT_EQ(code_after_wait(done), std::nullopt);
+  }
+  EXPECT_EQ(servers_->untaken(), 0u);
+}
+
+TEST_F(RequestSchedulerTest, AReplicatedPushPullPushesToBothAndPullsFromItsServer) {
+  start(2, true, 1, 0, true);
+  TestKey key(5, 4, 1, 1.5f);
+  TestKey behind(6, 4, 1, 2.5f);
+  // Nothing queued: fused on its server, the replica's push apart.
+  auto done = scheduler_->submit({{DataOp::PushPull, key.part(true, true, 1)}}, 0, nullptr);
+  // Behind it, with server 1's pull window full: a push and a pull of its round.
+  auto later = scheduler_->submit({{DataOp::PushPull, behind.part(true, true, 1)}}, 0, nullptr);
+  std::vector<Sent> sent = take_sorted(3);
+  EXPECT_EQ(sent[0].server, 0);
+  EXPECT_EQ(sent[0].op, DataOp::Push);  // key's copy
+  EXPECT_EQ(sent[0].data(0), key.src);
+  EXPECT_EQ(sent[1].server, 1);
+  EXPECT_EQ(sent[1].op, DataOp::Push);  // behind's push
+  EXPECT_EQ(sent[1].data(0), behind.src);
+  EXPECT_EQ(sent[2].server, 1);
+  EXPECT_EQ(sent[2].op, DataOp::PushPull);
+  EXPECT_EQ(sent[2].slices[0].round, 1);
+  EXPECT_EQ(sent[2].data(0), key.src);
+  for (Sent& s : sent) {
+    if (s.op == DataOp::Push) s.ack();
+  }
+  sent[2].answer({4.0f});
+  EXPECT_EQ(code_after_wait(done), std::nullopt);
+  EXPECT_EQ(key.dst, std::vector<float>(4, 4.0f));
+  std::vector<Sent> rest = take_sorted(2);  // behind's copy to server 0, its pull from server 1
+  EXPECT_EQ(rest[0].server, 0);
+  EXPECT_EQ(rest[0].op, DataOp::Push);
+  EXPECT_EQ(rest[0].data(0), behind.src);
+  EXPECT_EQ(rest[1].server, 1);
+  EXPECT_EQ(rest[1].op, DataOp::Pull);
+  rest[0].ack();
+  rest[1].answer({5.0f});
+  EXPECT_EQ(code_after_wait(later), std::nullopt);
+  EXPECT_EQ(behind.dst, std::vector<float>(4, 5.0f));
+  EXPECT_EQ(servers_->untaken(), 0u);
+}
+
+TEST_F(RequestSchedulerTest, ALostServersPullsGoToItsReplicaAndItsPushesCountAsDelivered) {
+  start(2, true, 1, 0, true);
+  TestKey key(5, 4, 0, 1.5f);
+  auto done = scheduler_->submit({{DataOp::PushPull, key.part(true, true, 3)}}, 7, nullptr);
+  std::vector<Sent> sent = take_sorted(2);  // pushpull to 0, push to 1
+  ASSERT_EQ(sent[0].server, 0);
+  ASSERT_EQ(sent[0].op, DataOp::PushPull);
+  sent[1].ack();
+  // Server 0 dies: its connection drops before the scheduler's verdict.
+  // The request waits for the verdict instead of failing.
+  sent[0].done(Error(ErrorCode::kNetwork, "connection closed"), nullptr);
+  EXPECT_FALSE(done->wait_for(std::chrono::milliseconds(50)));
+  EXPECT_TRUE(scheduler_->server_alive(0));
+  scheduler_->server_lost(0);
+  EXPECT_FALSE(scheduler_->server_alive(0));
+  EXPECT_EQ(servers_->dropped(), std::vector<int>{0});
+  // The pull, same round, now from the replica.
+  Sent again = servers_->take();
+  EXPECT_EQ(again.server, 1);
+  EXPECT_EQ(again.op, DataOp::Pull);
+  EXPECT_EQ(again.slices[0].round, 3);
+  again.answer({6.0f});
+  EXPECT_EQ(code_after_wait(done), std::nullopt);
+  EXPECT_EQ(key.dst, std::vector<float>(4, 6.0f));
+  // Later requests leave the lost server out: a push and a pull of the
+  // round to the replica.
+  auto next = scheduler_->submit({{DataOp::PushPull, key.part(true, true, 4)}}, 0, nullptr);
+  std::vector<Sent> later = take_sorted(2);
+  EXPECT_EQ(later[0].server, 1);
+  EXPECT_EQ(later[0].op, DataOp::Push);
+  EXPECT_EQ(later[1].server, 1);
+  EXPECT_EQ(later[1].op, DataOp::Pull);
+  EXPECT_EQ(later[1].slices[0].round, 4);
+  later[0].ack();
+  later[1].answer({8.0f});
+  EXPECT_EQ(code_after_wait(next), std::nullopt);
+  EXPECT_EQ(servers_->untaken(), 0u);
+}
+
+TEST_F(RequestSchedulerTest, WithoutReplicationADroppedConnectionFailsTheRequest) {
+  start(2, true, 1);
+  TestKey key(5, 4, 0, 1.5f);
+  auto done = push(key, 0, 1);
+  servers_->take().done(Error(ErrorCode::kNetwork, "connection closed"), nullptr);
+  EXPECT_EQ(code_after_wait(done), ErrorCode::kNetwork);
+  scheduler_->server_lost(0);  // ignored
+  EXPECT_TRUE(scheduler_->server_alive(0));
+  EXPECT_TRUE(servers_->dropped().empty());
+}
+
+TEST_F(RequestSchedulerTest, AJobFailureEndsRequestsParkedForAVerdict) {
+  start(2, true, 1, 0, true);
+  auto done = park_a_push();
+  servers_->fail(Error(ErrorCode::kPeerLost, "server 0 lost"));
+  EXPECT_EQ(code_after_wait(done), ErrorCode::kPeerLost);
+}
+
+TEST_F(RequestSchedulerTest, WithoutAVerdictAParkedRequestFailsWithItsOwnError) {
+  start(2, true, 1, 0, true, std::chrono::milliseconds(100));
+  auto done = park_a_push();
+  EXPECT_EQ(code_after_wait(done), ErrorCode::kNetwork);
+}
+
+TEST_F(RequestSchedulerTest, AReplicatedCompressedPushIsEncodedOnceForBothServers) {
+  // Error feedback moves once per push: both copies of each push carry the
+  // bytes an unreplicated store sends.
+  const auto config = ps::compression::CompressionConfig::parse("2bit:threshold=0.5");
+  auto encodings = [&](bool replicated) {
+    start(2, true, 1, 0, replicated);
+    scheduler_->set_compression(config);
+    TestKey key(5, 8, 0, 0.3f);  // below the threshold: sent only once the residual adds up
+    std::vector<std::vector<uint8_t>> bytes;
+    for (int64_t round = 1; round <= 3; ++round) {
+      auto done = push(key, 0, round);
+      std::vector<Sent> sent = take_sorted(replicated ? 2 : 1);
+      for (Sent& s : sent) {
+        EXPECT_NE(s.slices[0].encoding, 0);
+        bytes.emplace_back(s.slices[0].data, s.slices[0].data + s.slices[0].data_bytes);
+        s.ack();
+      }
+      EXPECT_EQ(code_after_wait(done), std::nullopt);
+    }
+    return bytes;
+  };
+  const auto single = encodings(false);
+  const auto both = encodings(true);
+  ASSERT_EQ(single.size(), 3u);
+  ASSERT_EQ(both.size(), 6u);
+  for (size_t round = 0; round < 3; ++round) {
+    EXPECT_EQ(both[2 * round], single[round]) << round;
+    EXPECT_EQ(both[2 * round + 1], single[round]) << round;
+  }
+  EXPECT_NE(single[0], single[1]);  // the residual did move the second push
 }
 
 }  // namespace

@@ -91,6 +91,17 @@ TEST(PsEnvironmentOptions, WorkerLossIsFailOrContinue) {
   EXPECT_NE(error_of({{"DT_WORKER_LOSS", "ignore"}}).find("DT_WORKER_LOSS=\"ignore\""), std::string::npos);
 }
 
+TEST(PsEnvironmentOptions, ServerReplicationIsZeroOrOne) {
+  EXPECT_EQ(ps_options_from_environment(env_of({})).server_replicas, 0);
+  EXPECT_EQ(ps_options_from_environment(env_of({{"DT_SERVER_REPLICATION", "0"}})).server_replicas, 0);
+  EXPECT_EQ(ps_options_from_environment(env_of({{"DT_SERVER_REPLICATION", "1"}})).server_replicas, 1);
+  for (const char* bad : {"2", "yes", "-1"}) {
+    EXPECT_NE(error_of({{"DT_SERVER_REPLICATION", bad}}).find("DT_SERVER_REPLICATION=\"" + std::string(bad) + "\""),
+              std::string::npos)
+        << bad;
+  }
+}
+
 TEST(PsEnvironmentOptions, PsVerboseIsALogLevelNotANote) {
   EXPECT_EQ(ps_verbose_level(env_of({})), 0);
   EXPECT_EQ(ps_verbose_level(env_of({{"PS_VERBOSE", ""}})), 0);

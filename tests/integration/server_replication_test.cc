@@ -1,0 +1,178 @@
+// Issue 19, item 1: DT_SERVER_REPLICATION=1. A dist_sync job of 1 scheduler,
+// 2 servers and 2 real worker processes over tcp loopback, where one server
+// is lost mid-training (kill -9, or a stall past the heartbeat timeout): the
+// workers finish on the replicas, with exact results, and no push is lost or
+// counted twice.
+//
+// Every worker pushes the value (rank + 1) into every element of two keys
+// (one of them split across both servers) each round, and the servers run
+// sgd with learning rate 1, so after R rounds every weight is init - 3 R
+// exactly; a push lost would leave + 1 or + 2 behind, a push counted twice
+// take them off again.
+//
+// Every wait has a deadline; the fixture SIGKILLs whatever still runs.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <iostream>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/error.h"
+#include "kvstore/kvstore_factory.h"
+#include "process_harness.h"
+#include "ps/job/environment_options.h"
+#include "rank_sum_job.h"
+
+namespace dt::ps {
+namespace {
+
+using core::Error;
+using test::Child;
+using test::read_file;
+using namespace std::chrono_literals;
+
+std::string self_path;
+constexpr int kRounds = 60;
+constexpr int kLossRound = 10;  // worker 0 says so after this round: the test then takes a server
+constexpr float kInit = 1000.0f;
+// Key 1 is larger than the big-array bound below: split across both servers.
+const std::vector<int64_t> kSizes = {4, 3000};
+
+// A worker: kRounds pushpulls, a little apart so that the loss lands among
+// them, then a barrier and a final pull written to DT_TEST_OUT.<rank>.
+int worker_main() {
+  try {
+    auto kv = kvstore::create_kvstore("dist_sync", ps_options_from_environment());
+    const int rank = kv->rank();
+    test::RankSumKeys k = test::init_rank_sum_keys(*kv, kSizes, kInit);
+    for (int round = 1; round <= kRounds; ++round) {
+      kv->pushpull(k.keys, k.values, k.outs, 0);
+      if (rank == 0 && round == kLossRound) std::cout << "take a server" << std::endl;
+      std::this_thread::sleep_for(20ms);
+    }
+    return test::finish_rank_sum_worker(*kv, k);
+  } catch (const Error& e) {
+    return test::rank_sum_worker_failed(e);
+  }
+}
+
+class ServerReplication : public test::JobProcesses {
+ protected:
+  // children_: 0 the scheduler, 1 and 2 the servers, 3 and 4 the workers.
+  void job(const std::string& replication, const std::string& heartbeat_timeout_s = "2") {
+    std::map<std::string, std::string> env = test::fast_job_env(2, 2, heartbeat_timeout_s);
+    env["DT_BIGARRAY_BOUND_BYTES"] = "4096";
+    env["DT_SERVER_REPLICATION"] = replication;
+    const std::string port = start_tcp_scheduler(env);
+    env["DMLC_PS_ROOT_URI"] = "127.0.0.1";
+    env["DMLC_PS_ROOT_PORT"] = port;
+    auto server = env;
+    server["DMLC_ROLE"] = "server";
+    spawn(dt_node(), {}, server);
+    spawn(dt_node(), {}, server);
+    for (int w = 0; w < 2; ++w) {
+      auto worker = env;
+      worker["DMLC_ROLE"] = "worker";
+      worker["DMLC_WORKER_ID"] = std::to_string(w);
+      worker["DT_TEST_OUT"] = out_prefix();
+      spawn(self_path, {"--replication-worker"}, worker);
+    }
+  }
+  std::string out_prefix() const { return "/tmp/dt-server-replication-" + std::to_string(::getpid()); }
+
+  // Every weight of a worker's final pull is init - 3 kRounds.
+  void expect_exact_weights(int rank) {
+    test::expect_weights_file(out_prefix() + "." + std::to_string(rank), static_cast<size_t>(kSizes[0] + kSizes[1]),
+                              kInit - 3.0f * kRounds, "worker " + std::to_string(rank));
+  }
+
+  // Until the scheduler says it went on without a server.
+  void wait_for_departure() {
+    const auto end = std::chrono::steady_clock::now() + 30s;
+    while (read_file(children_[0].err).find("the job goes on with 1 of 2 servers") == std::string::npos &&
+           std::chrono::steady_clock::now() < end) {
+      std::this_thread::sleep_for(10ms);
+    }
+  }
+
+  // Waits for the workers and the scheduler to end cleanly.
+  void expect_job_finished() {
+    for (size_t i : {size_t{3}, size_t{4}, size_t{0}}) {
+      ASSERT_TRUE(wait_exit(children_[i], 60s)) << "process " << i << " hung after the server loss";
+      EXPECT_EQ(children_[i].status, 0) << "process " << i << ": " << read_file(children_[i].err);
+    }
+    expect_exact_weights(0);
+    expect_exact_weights(1);
+  }
+};
+
+TEST_F(ServerReplication, AKilledServersKeysAreServedByTheirReplicasExactly) {
+  job("1");
+  ASSERT_TRUE(wait_output(children_[3], "take a server", 60s)) << read_file(children_[3].err);
+  ASSERT_EQ(::kill(children_[1].pid, SIGKILL), 0);
+  expect_job_finished();
+  ASSERT_TRUE(wait_exit(children_[2], 30s));
+  EXPECT_EQ(children_[2].status, 0) << read_file(children_[2].err);
+  const std::string scheduler_log = read_file(children_[0].err);
+  EXPECT_NE(scheduler_log.find("the job goes on with 1 of 2 servers"), std::string::npos) << scheduler_log;
+  EXPECT_NE(read_file(children_[3].err).find("pulled from their replicas"), std::string::npos)
+      << read_file(children_[3].err);
+}
+
+// A server that stalls past the heartbeat timeout is dropped like a dead
+// one; when it wakes it fails, and what it still answers (kPeerLost) does
+// not fail the workers, whose results stay exact.
+TEST_F(ServerReplication, AStalledServerIsDroppedAndFailsWhenItWakes) {
+  job("1", "1");
+  ASSERT_TRUE(wait_output(children_[3], "take a server", 60s)) << read_file(children_[3].err);
+  ASSERT_EQ(::kill(children_[2].pid, SIGSTOP), 0);
+  // Woken as soon as the scheduler dropped it, while the job still runs.
+  wait_for_departure();
+  ::kill(children_[2].pid, SIGCONT);
+  expect_job_finished();
+  ASSERT_TRUE(wait_exit(children_[2], 30s));
+  // It learns that it was dropped, or, when its own heartbeat deadline
+  // passes first, takes the scheduler for lost: it ends either way.
+  EXPECT_NE(children_[2].status, 0);
+  EXPECT_NE(read_file(children_[2].err).find("lost"), std::string::npos) << read_file(children_[2].err);
+}
+
+// One replica per part: the second server lost takes the only copy of
+// some parts, and ends the job.
+TEST_F(ServerReplication, ASecondLostServerEndsTheJob) {
+  job("1");
+  ASSERT_TRUE(wait_output(children_[3], "take a server", 60s)) << read_file(children_[3].err);
+  ASSERT_EQ(::kill(children_[1].pid, SIGKILL), 0);
+  wait_for_departure();
+  ASSERT_EQ(::kill(children_[2].pid, SIGKILL), 0);
+  for (size_t i : {size_t{3}, size_t{4}}) {
+    ASSERT_TRUE(wait_exit(children_[i], 60s)) << "worker process " << i << " hung after the second server loss";
+    EXPECT_EQ(children_[i].status, 3) << read_file(children_[i].err);
+  }
+}
+
+// Without replication a lost server still ends the job, naming it (MXNet's
+// behaviour, the default).
+TEST_F(ServerReplication, WithoutItALostServerEndsTheJob) {
+  job("0");
+  ASSERT_TRUE(wait_output(children_[3], "take a server", 60s)) << read_file(children_[3].err);
+  ASSERT_EQ(::kill(children_[1].pid, SIGKILL), 0);
+  for (size_t i : {size_t{3}, size_t{4}}) {
+    ASSERT_TRUE(wait_exit(children_[i], 60s)) << "worker process " << i << " hung after the server loss";
+    EXPECT_EQ(children_[i].status, 3) << read_file(children_[i].err);
+  }
+}
+
+}  // namespace
+}  // namespace dt::ps
+
+int main(int argc, char** argv) {
+  dt::ps::self_path = dt::test::self_executable();
+  return dt::test::member_or_tests(argc, argv, "--replication-worker", dt::ps::worker_main);
+}
