@@ -32,7 +32,8 @@ void say(const std::string& text) {
 // One run of the whole job under its own supervisor, which has stopped
 // every process of it when this returns.
 dt::dtrun::Outcome run_once(const dt::dtrun::JobContext& job, dt::dtrun::SignalPipe& signals,
-                            const dt::dtrun::SupervisorSettings& settings, std::vector<std::string>& lost_workers) {
+                            const dt::dtrun::SupervisorSettings& settings, std::vector<std::string>& lost_workers,
+                            std::vector<std::string>& lost_servers) {
   using namespace dt::dtrun;
   const Options& options = job.options;
   Supervisor supervisor(signals, settings);
@@ -52,6 +53,7 @@ dt::dtrun::Outcome run_once(const dt::dtrun::JobContext& job, dt::dtrun::SignalP
                                   std::to_string(supervisor.process_group()) + ")");
   supervisor.stop();
   lost_workers = supervisor.lost_workers();
+  lost_servers = supervisor.lost_servers();
   if (supervisor.interrupted_while_stopping() && outcome.process_failed) {
     say("interrupted while the failed job stopped: no restart");
     outcome.process_failed = false;
@@ -81,8 +83,10 @@ int run(const dt::dtrun::Options& options) {
   settings.colour_stdout = isatty(STDOUT_FILENO) == 1;
   settings.colour_stderr = isatty(STDERR_FILENO) == 1;
   settings.continue_after_worker_loss = continues_after_worker_loss(options, inherited);
+  settings.tolerated_server_losses = tolerated_server_losses(options, inherited);
   std::vector<std::string> lost_workers;
-  Outcome outcome = run_once(job, signals, settings, lost_workers);
+  std::vector<std::string> lost_servers;
+  Outcome outcome = run_once(job, signals, settings, lost_workers, lost_servers);
   // torchrun's --max-restarts: the failed job starts again, whole, and its
   // processes resume from what they saved. Only a process's failure is worth
   // another run; Ctrl-C and --timeout are the user's decisions.
@@ -91,18 +95,26 @@ int run(const dt::dtrun::Options& options) {
     settings.append_logs = true;
     say("restarting the whole job (restart " + std::to_string(job.restart_count) + " of at most " +
         std::to_string(options.max_restarts) + ", DT_RESTART_COUNT=" + std::to_string(job.restart_count) + ")");
-    outcome = run_once(job, signals, settings, lost_workers);
+    outcome = run_once(job, signals, settings, lost_workers, lost_servers);
   }
   const std::string restarts =
       job.restart_count == 0 ? "" : " (after " + std::to_string(job.restart_count) + " restart" +
                                          (job.restart_count == 1 ? "" : "s") + ")";
   if (outcome.exit_code != 0) {
     say("job failed" + restarts + ": " + outcome.message);
-  } else if (!lost_workers.empty()) {
-    std::string lost;
-    for (const std::string& name : lost_workers) lost += (lost.empty() ? "" : ", ") + name;
-    say("job finished" + restarts + ": every other process exited cleanly; the job went on without " + lost +
-        " (DT_WORKER_LOSS=continue)");
+  } else if (!lost_workers.empty() || !lost_servers.empty()) {
+    const auto listed = [](const std::vector<std::string>& names) {
+      std::string text;
+      for (const std::string& name : names) text += (text.empty() ? "" : ", ") + name;
+      return text;
+    };
+    std::string went_on;
+    if (!lost_workers.empty()) went_on = "without " + listed(lost_workers) + " (DT_WORKER_LOSS=continue)";
+    if (!lost_servers.empty()) {
+      went_on += (went_on.empty() ? "" : " and ") + std::string("without ") + listed(lost_servers) +
+                 ", on the replicas of its keys (DT_SERVER_REPLICATION=1)";
+    }
+    say("job finished" + restarts + ": every other process exited cleanly; the job went on " + went_on);
   } else {
     say("job finished" + restarts + ": every process exited cleanly");
   }

@@ -13,7 +13,7 @@ const char* usage_text() {
          "             [-H HOSTFILE] [--sync-dst-dir DIR] [--env K=V]...\n"
          "             [--env-server K=V]... [--env-worker K=V]... [--interface IF]\n"
          "             [--log-dir DIR] [--timeout S] [--tls] [--worker-loss fail|continue]\n"
-         "             [--max-restarts N]\n"
+         "             [--server-replication N] [--max-restarts N]\n"
          "             -- command [args...]\n"
          "\n"
          "Starts a parameter-server job: a scheduler and SERVERS servers (dt-node) and\n"
@@ -51,6 +51,11 @@ const char* usage_text() {
          "  --worker-loss P       fail (default): a worker that fails stops the job;\n"
          "                        continue: the job goes on with the workers left\n"
          "                        (DT_WORKER_LOSS for every process; local and ssh)\n"
+         "  --server-replication N\n"
+         "                        1: every key part is kept on two servers (its own and\n"
+         "                        the next one), so the job goes on when one server is\n"
+         "                        lost (DT_SERVER_REPLICATION for every process;\n"
+         "                        dist_sync, 2 or more servers; local and ssh)\n"
          "  --max-restarts N      when a process of the job fails, stop every process and\n"
          "                        start the whole job again, up to N times (default 0),\n"
          "                        as torchrun does; DT_RESTART_COUNT tells the processes\n"
@@ -204,6 +209,13 @@ Options parse_options(const std::vector<std::string>& args) {
         throw UsageError("--worker-loss must be fail or continue, got \"" + o.worker_loss + "\"");
       }
       o.env.push_back(EnvSetting{"DT_WORKER_LOSS", o.worker_loss, false});
+    } else if (is(a, "--server-replication")) {
+      o.server_replication = value_of(a, "--server-replication");
+      if (o.server_replication != "0" && o.server_replication != "1") {
+        throw UsageError("--server-replication must be 0 or 1 (one replica per key part), got \"" +
+                         o.server_replication + "\"");
+      }
+      o.env.push_back(EnvSetting{"DT_SERVER_REPLICATION", o.server_replication, false});
     } else if (is(a, "--max-restarts")) {
       o.max_restarts = parse_count("--max-restarts", value_of(a, "--max-restarts"), 0);
     } else {
@@ -230,6 +242,14 @@ Options parse_options(const std::vector<std::string>& args) {
     o.notes.push_back("--worker-loss " + o.worker_loss + ": the servers and scheduler follow it, but mpirun and srun "
                       "stop every rank when one fails");
   }
+  if (o.server_replication == "1" && o.num_servers < 2) {
+    // The replica of a key part lives on the next server; one server has none.
+    throw UsageError("--server-replication 1 needs 2 or more servers (-s)");
+  }
+  if (!o.server_replication.empty() && (o.launcher == Launcher::kMpi || o.launcher == Launcher::kSlurm)) {
+    o.notes.push_back("--server-replication " + o.server_replication + ": the servers keep the replicas, but mpirun "
+                      "and srun stop every rank when one fails");
+  }
   if (o.launcher != Launcher::kSsh && !o.sync_dst_dir.empty()) {
     // launch.py takes it with every launcher and uses it only over ssh; job
     // scripts written for it pass it regardless.
@@ -247,6 +267,15 @@ bool continues_after_worker_loss(const Options& options, const std::map<std::str
     if (s.name == "DT_WORKER_LOSS" && !s.from_caller) value = s.value;
   }
   return value == "continue";
+}
+
+int tolerated_server_losses(const Options& options, const std::map<std::string, std::string>& inherited) {
+  std::string value;
+  if (const auto it = inherited.find("DT_SERVER_REPLICATION"); it != inherited.end()) value = it->second;
+  for (const EnvSetting& s : options.env) {
+    if (s.name == "DT_SERVER_REPLICATION" && !s.from_caller) value = s.value;
+  }
+  return value == "1" ? 1 : 0;
 }
 
 }  // namespace dt::dtrun

@@ -34,6 +34,9 @@ struct Options {
   // --worker-loss: "fail" or "continue" (DT_WORKER_LOSS for every process);
   // empty when not given.
   std::string worker_loss;
+  // --server-replication: "0" or "1" (DT_SERVER_REPLICATION for every
+  // process); empty when not given.
+  std::string server_replication;
   // --max-restarts: how many times a failed job is started again, whole.
   int max_restarts = 0;
   std::string hostfile;                // -H: the hosts of --launcher ssh (hostfile.h)
@@ -63,5 +66,12 @@ const char* usage_text();
 // the processes will see it (--worker-loss, else the last --env setting of
 // it, else dtrun's own environment, inherited).
 bool continues_after_worker_loss(const Options& options, const std::map<std::string, std::string>& inherited);
+
+// How many failed servers the job goes on without: 1 when
+// DT_SERVER_REPLICATION=1 as the processes will see it (--server-replication,
+// else the last --env setting of it, else dtrun's own environment,
+// inherited), since every key part then has a replica on the next server;
+// else 0.
+int tolerated_server_losses(const Options& options, const std::map<std::string, std::string>& inherited);
 
 }  // namespace dt::dtrun

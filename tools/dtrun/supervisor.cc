@@ -263,7 +263,7 @@ std::optional<Outcome> Supervisor::run_until(const std::function<bool()>& done, 
     // one round: the others typically exit reporting the peer they lost.
     const Child* failed = nullptr;
     for (const Child* c : events.exits) {
-      if (exit_code_of(c->status) != 0 && tolerated_worker_loss(*c)) continue;
+      if (exit_code_of(c->status) != 0 && (tolerated_worker_loss(*c) || tolerated_server_loss(*c))) continue;
       if (WIFSIGNALED(c->status)) {
         failed = c;
         break;
@@ -287,6 +287,21 @@ bool Supervisor::tolerated_worker_loss(const Child& failed) {
                            "; the job goes on without it (DT_WORKER_LOSS=continue)\n";
   write_all(STDERR_FILENO, line.data(), line.size());
   lost_workers_.push_back(failed.name.text());
+  return true;
+}
+
+bool Supervisor::tolerated_server_loss(const Child& failed) {
+  if (failed.name.role != "server" || static_cast<int>(lost_servers_.size()) >= settings_.tolerated_server_losses) {
+    return false;
+  }
+  const bool others_run = std::any_of(children_.begin(), children_.end(), [&](const auto& c) {
+    return c.get() != &failed && c->name.role == "server" && !c->exited;
+  });
+  if (!others_run) return false;
+  const std::string line = "dtrun: " + failed.name.text() + " " + describe_wait_status(failed.status) +
+                           "; the job goes on with the replicas of its keys (DT_SERVER_REPLICATION=1)\n";
+  write_all(STDERR_FILENO, line.data(), line.size());
+  lost_servers_.push_back(failed.name.text());
   return true;
 }
 

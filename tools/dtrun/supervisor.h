@@ -2,8 +2,9 @@
 // that it creates (the first process leads it), pumps their output through
 // LinePrefixers, reaps them, and decides when the job must stop: the first
 // process that exits non-zero or is killed (but for workers under
-// continue_after_worker_loss), a signal to dtrun, or a deadline. stop() ends every process of the group: SIGTERM, then SIGKILL
-// after a grace period, and reaps them all.
+// continue_after_worker_loss and servers under tolerated_server_losses), a
+// signal to dtrun, or a deadline. stop() ends every process of the group:
+// SIGTERM, then SIGKILL after a grace period, and reaps them all.
 //
 // dtrun is made a child subreaper, so processes that a child forks and
 // leaves behind are reparented to it and reaped here too: "no children left"
@@ -71,6 +72,11 @@ struct SupervisorSettings {
   // is reported and the job goes on (the scheduler drops it); the last
   // worker, a server or the scheduler failing still stops the job.
   bool continue_after_worker_loss = false;
+  // DT_SERVER_REPLICATION=1: every key part has a replica on the next
+  // server, so this many servers may fail while another still runs and the
+  // job goes on with the replicas of their keys; one more server failing, or
+  // the scheduler, still stops the job.
+  int tolerated_server_losses = 0;
 };
 
 class Supervisor {
@@ -100,6 +106,9 @@ class Supervisor {
   bool has_exited(pid_t pid) const;
   // Workers that failed and that the job went on without, e.g. "worker 2".
   const std::vector<std::string>& lost_workers() const { return lost_workers_; }
+  // Servers that failed and whose keys the job went on with from their
+  // replicas, e.g. "server 1".
+  const std::vector<std::string>& lost_servers() const { return lost_servers_; }
   // Names of started processes that have not exited, e.g. "server 0, scheduler".
   std::string still_running() const;
 
@@ -127,6 +136,10 @@ class Supervisor {
   // A failed worker the job goes on without (continue_after_worker_loss and
   // another worker still runs); says so on stderr and records it.
   bool tolerated_worker_loss(const Child& failed);
+  // A failed server the job goes on without (fewer than
+  // tolerated_server_losses lost so far and another server still runs); says
+  // so on stderr and records it.
+  bool tolerated_server_loss(const Child& failed);
 
   SignalPipe& signals_;
   SupervisorSettings settings_;
@@ -134,6 +147,7 @@ class Supervisor {
   pid_t pgid_ = 0;
   bool children_left_ = false;  // some process we must reap may still exist
   std::vector<std::string> lost_workers_;
+  std::vector<std::string> lost_servers_;
   bool interrupted_while_stopping_ = false;
 };
 

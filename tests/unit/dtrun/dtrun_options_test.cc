@@ -132,6 +132,76 @@ TEST(DtrunOptions, WorkerLossPolicyReachesEveryProcessAndDtrun) {
   EXPECT_EQ(parse({"-n", "2", "--worker-loss", "continue", "--launcher", "mpi", "--", "w"}).notes.size(), 1u);
 }
 
+// --server-replication reaches every process as DT_SERVER_REPLICATION, and
+// dtrun itself keeps the job going after one lost server when they will.
+TEST(DtrunOptions, ServerReplicationReachesEveryProcessAndDtrun) {
+  const Options o = parse({"-n", "2", "--server-replication", "1", "--", "w"});
+  EXPECT_EQ(o.server_replication, "1");
+  ASSERT_EQ(o.env.size(), 1u);
+  EXPECT_EQ(o.env[0].name, "DT_SERVER_REPLICATION");
+  EXPECT_EQ(o.env[0].value, "1");
+  EXPECT_FALSE(o.env[0].from_caller);
+  EXPECT_TRUE(o.notes.empty());
+  EXPECT_EQ(tolerated_server_losses(o, {}), 1);
+  const Options off = parse({"-n", "2", "--server-replication=0", "--", "w"});
+  EXPECT_EQ(off.server_replication, "0");
+  ASSERT_EQ(off.env.size(), 1u);
+  EXPECT_EQ(off.env[0].value, "0");
+  // The option wins over dtrun's own environment.
+  EXPECT_EQ(tolerated_server_losses(off, {{"DT_SERVER_REPLICATION", "1"}}), 0);
+  // Without the flag: an --env setting, else dtrun's own environment.
+  const Options plain = parse({"-n", "2", "--", "w"});
+  EXPECT_TRUE(plain.server_replication.empty());
+  EXPECT_TRUE(plain.env.empty());
+  EXPECT_EQ(tolerated_server_losses(plain, {}), 0);
+  EXPECT_EQ(tolerated_server_losses(plain, {{"DT_SERVER_REPLICATION", "1"}}), 1);
+  EXPECT_EQ(tolerated_server_losses(plain, {{"DT_SERVER_REPLICATION", "0"}}), 0);
+  EXPECT_EQ(tolerated_server_losses(parse({"-n", "2", "--env", "DT_SERVER_REPLICATION=1", "--", "w"}), {}), 1);
+  EXPECT_EQ(tolerated_server_losses(parse({"-n", "2", "--env", "DT_SERVER_REPLICATION=0", "--", "w"}),
+                                    {{"DT_SERVER_REPLICATION", "1"}}),
+            0);
+  // A bare --env K passes dtrun's own value on: the inherited one decides.
+  EXPECT_EQ(tolerated_server_losses(parse({"-n", "2", "--env", "DT_SERVER_REPLICATION", "--", "w"}),
+                                    {{"DT_SERVER_REPLICATION", "1"}}),
+            1);
+  EXPECT_NE(std::string(usage_text()).find("--server-replication N"), std::string::npos);
+}
+
+TEST(DtrunOptions, ServerReplicationIsZeroOrOneWithTwoOrMoreServers) {
+  for (const char* bad : {"2", "x", "", "01", "-1"}) {
+    try {
+      parse({"-n", "2", "--server-replication", bad, "--", "w"});
+      ADD_FAILURE() << "accepted \"" << bad << "\"";
+    } catch (const UsageError& e) {
+      EXPECT_EQ(std::string(e.what()),
+                std::string("--server-replication must be 0 or 1 (one replica per key part), got \"") + bad + "\"");
+    }
+  }
+  EXPECT_THROW(parse({"-n", "2", "--server-replication", "--", "w"}), UsageError);
+  EXPECT_THROW(parse({"-n", "2", "--server-replication"}), UsageError);
+  // The replica of a key part lives on the next server: one server has none.
+  for (const std::vector<std::string>& servers :
+       {std::vector<std::string>{"-n", "1"}, {"-n", "4", "-s", "1"}, {"-n", "4", "-s", "0"}}) {
+    std::vector<std::string> args = servers;
+    args.insert(args.end(), {"--server-replication", "1", "--", "w"});
+    try {
+      parse(args);
+      ADD_FAILURE() << "accepted " << args[1];
+    } catch (const UsageError& e) {
+      EXPECT_EQ(std::string(e.what()), "--server-replication 1 needs 2 or more servers (-s)");
+    }
+  }
+  EXPECT_EQ(parse({"-n", "1", "-s", "2", "--server-replication", "1", "--", "w"}).num_servers, 2);
+  EXPECT_NO_THROW(parse({"-n", "1", "--server-replication", "0", "--", "w"}));
+  // mpirun and srun end every rank when one fails: accepted, with a note.
+  for (const char* launcher : {"mpi", "slurm"}) {
+    const Options o = parse({"-n", "2", "--server-replication", "1", "--launcher", launcher, "--", "w"});
+    ASSERT_EQ(o.notes.size(), 1u) << launcher;
+    EXPECT_NE(o.notes[0].find("--server-replication 1"), std::string::npos) << o.notes[0];
+    EXPECT_NE(o.notes[0].find("mpirun and srun stop every rank"), std::string::npos) << o.notes[0];
+  }
+}
+
 // Issue 19: --max-restarts, torchrun's name; 0 (no restart) by default.
 TEST(DtrunOptions, MaxRestartsCountsWholeJobRestarts) {
   EXPECT_EQ(parse({"-n", "2", "--", "w"}).max_restarts, 0);
