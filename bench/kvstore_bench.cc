@@ -16,7 +16,13 @@
 // with the openssl tool, as the tests make them): `--transport tcp,tls`
 // measures what TLS costs in one run.
 //
+// --replication 0,1 runs each job without and with replicated servers
+// (DT_SERVER_REPLICATION; 2 or more servers), one after the other: what
+// replication costs, as a ratio within one run. Lines then carry
+// "replication".
+//
 // kvstore_bench --train [--servers N] [--workers N] [--transport tcp|ipc]
+//               [--models lenet,resnet18] [--replication 0[,1]]
 // measures whole dist_sync training steps instead (synthetic data, LeNet at
 // batch 64 and ResNet-18 at batch 4 per worker, sgd with momentum, the
 // trainer's defaults) with communication overlapping backward and without
@@ -49,6 +55,7 @@
 #include "core/context.h"
 #include "core/error.h"
 #include "kvstore/kvstore_factory.h"
+#include "ps/job/environment_options.h"
 #include "nn/model_builders.h"
 #include "nn/net.h"
 #include "optim/optimizer_config.h"
@@ -98,6 +105,12 @@ struct Timings {
   }
 };
 
+// DT_SERVER_REPLICATION as the job runs it: 0 or 1.
+int replication_from_env() {
+  const char* value = std::getenv("DT_SERVER_REPLICATION");
+  return value != nullptr && std::strcmp(value, "1") == 0 ? 1 : 0;
+}
+
 void print(const char* op, size_t bytes, int servers, int workers, const std::string& transport, const Timings& t,
            const char* what = nullptr) {
   // pushpull and the raw baseline move the bytes twice (there and back).
@@ -105,9 +118,9 @@ void print(const char* op, size_t bytes, int servers, int workers, const std::st
   const double secs_per_op = t.median();
   const double gbps = (both_ways ? 2.0 : 1.0) * double(bytes) / secs_per_op / 1e9;
   std::printf("{\"op\":\"%s\",\"bytes\":%zu,\"servers\":%d,\"workers\":%d,\"transport\":\"%s\",%s%s%s\"gbps\":%.3f,"
-              "\"latency_us\":%.1f,\"mean_us\":%.1f,\"reps\":%zu}\n",
+              "\"latency_us\":%.1f,\"mean_us\":%.1f,\"reps\":%zu,\"replication\":%d}\n",
               op, bytes, servers, workers, transport.c_str(), what ? "\"set\":\"" : "", what ? what : "",
-              what ? "\"," : "", gbps, secs_per_op * 1e6, t.mean() * 1e6, t.seconds.size());
+              what ? "\"," : "", gbps, secs_per_op * 1e6, t.mean() * 1e6, t.seconds.size(), replication_from_env());
   std::fflush(stdout);
 }
 
@@ -148,7 +161,7 @@ int worker_main() {
   try {
     const std::string transport = std::getenv("DT_BENCH_TRANSPORT");
     const int servers = std::atoi(std::getenv("DMLC_NUM_SERVER"));
-    auto kv = dt::kvstore::create_kvstore("dist_sync");
+    auto kv = dt::kvstore::create_kvstore("dist_sync", dt::ps::ps_options_from_environment());
     auto cpu = dt::core::make_cpu_context();
     const size_t max_bytes = max_bytes_from_env();
     uint64_t next_key = 0;
@@ -190,7 +203,7 @@ int train_worker_main() {
     const std::string transport = std::getenv("DT_BENCH_TRANSPORT");
     const std::string model = std::getenv("DT_BENCH_MODEL");
     const int servers = std::atoi(std::getenv("DMLC_NUM_SERVER"));
-    std::shared_ptr<dt::kvstore::KVStore> kv = dt::kvstore::create_kvstore("dist_sync");
+    std::shared_ptr<dt::kvstore::KVStore> kv = dt::kvstore::create_kvstore("dist_sync", dt::ps::ps_options_from_environment());
     auto ctx = dt::core::make_cpu_context();
     ctx->set_num_threads(1);  // the cores are shared with the other worker and the servers
     auto net = std::make_shared<dt::nn::Net>(dt::nn::build_model_description_from_text(model, ""), ctx);
@@ -218,11 +231,11 @@ int train_worker_main() {
     const double compute_s = (trainer.compute_seconds() - compute_before) / steps;
     if (kv->rank() == 0) {
       std::printf("{\"op\":\"train_step\",\"model\":\"%s\",\"batch\":%lld,\"overlap\":%d,\"servers\":%d,"
-                  "\"workers\":%d,\"transport\":\"%s\",\"update_on_kvstore\":%d,\"step_ms\":%.2f,"
-                  "\"compute_ms\":%.2f,\"exposed_comm_ms\":%.2f}\n",
+                  "\"workers\":%d,\"transport\":\"%s\",\"update_on_kvstore\":%d,\"replication\":%d,"
+                  "\"step_ms\":%.2f,\"compute_ms\":%.2f,\"exposed_comm_ms\":%.2f}\n",
                   model.c_str(), static_cast<long long>(batch), trainer.overlaps_communication() ? 1 : 0, servers,
-                  kv->num_workers(), transport.c_str(), trainer.update_on_kvstore() ? 1 : 0, step_s * 1e3,
-                  compute_s * 1e3, (step_s - compute_s) * 1e3);
+                  kv->num_workers(), transport.c_str(), trainer.update_on_kvstore() ? 1 : 0, replication_from_env(),
+                  step_s * 1e3, compute_s * 1e3, (step_s - compute_s) * 1e3);
       std::fflush(stdout);
     }
     kv->barrier();
@@ -314,8 +327,21 @@ std::vector<std::string> tls_environment(dt::test::TlsTestCerts& certs) {
           "DT_TLS_CA_FILE=" + files.ca_file};
 }
 
+// A comma-separated list; false when an item is empty.
+bool split_list(const char* text, std::vector<std::string>& items) {
+  items.clear();
+  std::stringstream list(text);
+  std::string item;
+  while (std::getline(list, item, ',')) {
+    if (item.empty()) return false;
+    items.push_back(item);
+  }
+  return !items.empty();
+}
+
 bool run_job(const std::string& self, const std::string& node, int servers, int workers, const std::string& transport,
-             const std::string& worker_flag = "--worker", const std::vector<std::string>& worker_env = {}) {
+             const std::string& worker_flag = "--worker", const std::vector<std::string>& worker_env = {},
+             int replication = 0) {
   const std::string port_file = "/tmp/dt-kvbench-port-" + std::to_string(::getpid());
   std::remove(port_file.c_str());
   const bool tls = transport == "tls";
@@ -324,7 +350,8 @@ bool run_job(const std::string& self, const std::string& node, int servers, int 
                                      "DMLC_PS_ROOT_URI=127.0.0.1",
                                      "DT_PS_DATA_TRANSPORT=" + (tls ? std::string("tcp") : transport),
                                      "DT_BENCH_TRANSPORT=" + transport,
-                                     "DT_REQUEST_TIMEOUT_S=120", "DT_STARTUP_TIMEOUT_S=30"};
+                                     "DT_REQUEST_TIMEOUT_S=120", "DT_STARTUP_TIMEOUT_S=30",
+                                     "DT_SERVER_REPLICATION=" + std::to_string(replication)};
   std::unique_ptr<dt::test::TlsTestCerts> certs;
   if (tls) {
     certs = std::make_unique<dt::test::TlsTestCerts>();
@@ -386,28 +413,47 @@ int main(int argc, char** argv) {
   self[n] = '\0';
   const char* node_env = std::getenv("DT_NODE_BINARY");
   const std::string node = node_env ? node_env : std::string(self).substr(0, std::string(self).rfind("/bench/")) + "/dt-node";
+  // --replication: the factors each job runs with, in order.
+  std::vector<int> replications = {0};
+  auto parse_replications = [&](const char* text) {
+    std::vector<std::string> items;
+    if (!split_list(text, items)) return false;
+    replications.clear();
+    for (const std::string& item : items) {
+      if (item != "0" && item != "1") return false;
+      replications.push_back(item == "1" ? 1 : 0);
+    }
+    return true;
+  };
   if (argc > 1 && std::strcmp(argv[1], "--train") == 0) {
     int servers = 1, workers = 2;
     std::string transport = "ipc";
+    std::vector<std::string> models = {"lenet", "resnet18"};
     if (argc % 2 != 0) {
       std::fprintf(stderr, "kvstore_bench: --train options take a value each\n");
       return 2;
     }
     for (int i = 2; i + 1 < argc; i += 2) {
+      bool ok = true;
       if (std::strcmp(argv[i], "--servers") == 0) servers = std::atoi(argv[i + 1]);
       else if (std::strcmp(argv[i], "--workers") == 0) workers = std::atoi(argv[i + 1]);
       else if (std::strcmp(argv[i], "--transport") == 0) transport = argv[i + 1];
-      else {
-        std::fprintf(stderr, "kvstore_bench: unknown option %s\n", argv[i]);
+      else if (std::strcmp(argv[i], "--models") == 0) ok = split_list(argv[i + 1], models);
+      else if (std::strcmp(argv[i], "--replication") == 0) ok = parse_replications(argv[i + 1]);
+      else ok = false;
+      if (!ok) {
+        std::fprintf(stderr, "kvstore_bench: bad option %s %s\n", argv[i], argv[i + 1]);
         return 2;
       }
     }
     bool ok = true;
-    for (const char* model : {"lenet", "resnet18"}) {
+    for (const std::string& model : models) {
       for (const char* overlap : {"0", "1"}) {
-        ok = run_job(self, node, servers, workers, transport, "--train-worker",
-                     {std::string("DT_BENCH_MODEL=") + model, std::string("DT_KVSTORE_OVERLAP=") + overlap}) &&
-             ok;
+        for (int replication : replications) {
+          ok = run_job(self, node, servers, workers, transport, "--train-worker",
+                       {"DT_BENCH_MODEL=" + model, std::string("DT_KVSTORE_OVERLAP=") + overlap}, replication) &&
+               ok;
+        }
       }
     }
     return ok ? 0 : 1;
@@ -432,6 +478,8 @@ int main(int argc, char** argv) {
         transports.push_back(item);
       }
       usage = usage || transports.empty();
+    } else if (std::strcmp(argv[i], "--replication") == 0) {
+      usage = !parse_replications(value);
     } else if (std::strcmp(argv[i], "--layouts") == 0) {
       layouts.clear();
       std::stringstream list(value);
@@ -449,10 +497,12 @@ int main(int argc, char** argv) {
   if (usage) {
     std::fprintf(stderr,
                  "usage: kvstore_bench [--max-bytes N] [--transport tcp|ipc|tls[,...]] [--layouts SxW,...]\n"
+                 "                     [--replication 0[,1]]\n"
                  "         raw TCP, then push/pull/pushpull for sizes 4 KiB..N (default 64 MiB, with the\n"
                  "         ResNet-18 set) for each layout (default 1x1,2x2) over each transport (default tcp,ipc;\n"
                  "         tls: tcp with every node on TLS)\n"
-                 "       kvstore_bench --train [--servers N] [--workers N] [--transport tcp|ipc]\n");
+                 "       kvstore_bench --train [--servers N] [--workers N] [--transport tcp|ipc]\n"
+                 "                     [--models lenet,resnet18] [--replication 0[,1]]\n");
     return std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0 ? 0 : 2;
   }
   for (size_t bytes : kSizes) {
@@ -461,7 +511,11 @@ int main(int argc, char** argv) {
   bool ok = true;
   const std::vector<std::string> env = {"DT_BENCH_MAX_BYTES=" + std::to_string(max_bytes)};
   for (const std::string& transport : transports) {
-    for (const auto& [servers, workers] : layouts) ok = run_job(self, node, servers, workers, transport, "--worker", env) && ok;
+    for (const auto& [servers, workers] : layouts) {
+      for (int replication : replications) {
+        ok = run_job(self, node, servers, workers, transport, "--worker", env, replication) && ok;
+      }
+    }
   }
   return ok ? 0 : 1;
 }
