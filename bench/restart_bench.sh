@@ -1,6 +1,6 @@
 #!/bin/bash
-# Issue 19: how long a job takes to go on after kill -9 of a worker, for the
-# two ways it can go on. One JSON line per way.
+# Issue 19: how long a job takes to go on after kill -9 of a worker (two ways
+# it can go on) or of a server (replicated). One JSON line per way.
 #
 #   bench/restart_bench.sh [--build-dir DIR] [--epochs N] [--heartbeat-timeout-s S]
 #
@@ -15,6 +15,10 @@
 #    epoch in which the kill fell beside the epoch before it (with one worker
 #    left an epoch has half the samples to train: the shard of the lost one
 #    is not trained on).
+#  - "replica": --server-replication 1, and server 0 is killed instead;
+#    times from the kill to dtrun's and the scheduler's report, and to
+#    worker 0's switch to the replicas; the epoch with the kill beside the
+#    one before.
 # Every output line is stamped as it arrives, so the times include the
 # pipe's delay (milliseconds).
 set -euo pipefail
@@ -45,11 +49,11 @@ first_after() {
 # The seconds an epoch line of worker 0 reports ("epoch E/N: ... 12.3 s").
 epoch_seconds() { grep "\[worker 0\] epoch $2/$epochs:" "$1" | head -1 | sed 's/.* \([0-9.]*\) s\( sent.*\)\?$/\1/'; }
 
-# Runs the job with the extra dtrun options $@ (before --), kills worker 1
+# Runs the job with the extra dtrun options $@ (before --), kills ROLE RANK
 # once epoch 1 is in the log, waits for the job; sets kill_at.
 run_job() {
-  local log=$1
-  shift
+  local log=$1 role=$2 rank=$3
+  shift 3
   ("$dtrun" -n 2 -s 2 --timeout 900 --env "DT_JOB_TAG=$tag" --env "DT_HEARTBEAT_TIMEOUT_S=$hb_timeout" "$@" \
     -- "$example" "${job_args[@]}" 2>&1 | stamp > "$log") &
   local job=$!
@@ -58,14 +62,14 @@ run_job() {
     if [ -n "$ckpt_dir" ]; then
       grep -qs '"epoch":1' "$ckpt_dir/MANIFEST.json" && break
     else
-      grep -q "\[worker 0\] epoch 1/$epochs:" "$log" && break
+      grep -qs "\[worker 0\] epoch 1/$epochs:" "$log" && break
     fi
     kill -0 "$job" 2>/dev/null || break
     sleep 0.05
   done
   local pid
-  pid=$(job_process "$tag" worker 1 0)
-  [ -n "$pid" ] || { echo "restart_bench: worker 1 was not running after epoch 1" >&2; cat "$log" >&2; exit 1; }
+  pid=$(job_process "$tag" "$role" "$rank" 0)
+  [ -n "$pid" ] || { echo "restart_bench: $role $rank was not running after epoch 1" >&2; cat "$log" >&2; exit 1; }
   kill_at=$(date +%s.%N)
   kill -9 "$pid"
   wait "$job" || true
@@ -77,7 +81,7 @@ since() { awk -v a="$1" -v b="$2" 'BEGIN { if (b == "") print "null"; else print
 ckpt_dir="$work/dir"
 job_args=(--model mlp --kvstore dist_sync --batch-size 64 --threads 1 --lr 0.05 --momentum 0.9 --epochs "$epochs"
           --checkpoint-dir "$ckpt_dir")
-run_job "$work/restart.log" --max-restarts 1
+run_job "$work/restart.log" worker 1 --max-restarts 1
 printf '{"bench":"restart_after_kill","way":"restart","victim":"worker 1","epochs":%d,"epoch_s_before":%s,' \
   "$epochs" "$(epoch_seconds "$work/restart.log" 1)"
 printf '"kill_to_restart_s":%s,"kill_to_resumed_s":%s,"kill_to_first_epoch_end_s":%s,"first_epoch_s_after":%s}\n' \
@@ -88,10 +92,20 @@ printf '"kill_to_restart_s":%s,"kill_to_resumed_s":%s,"kill_to_first_epoch_end_s
 
 ckpt_dir=""
 job_args=(--model mlp --kvstore dist_sync --batch-size 64 --threads 1 --lr 0.05 --momentum 0.9 --epochs "$epochs")
-run_job "$work/continue.log" --worker-loss continue
+run_job "$work/continue.log" worker 1 --worker-loss continue
 printf '{"bench":"restart_after_kill","way":"continue","victim":"worker 1","epochs":%d,"heartbeat_timeout_s":%s,' \
   "$epochs" "$hb_timeout"
 printf '"kill_to_dtrun_notice_s":%s,"kill_to_scheduler_goes_on_s":%s,"epoch_s_before":%s,"epoch_s_with_kill":%s}\n' \
   "$(since "$kill_at" "$(first_after "$work/continue.log" "$kill_at" "the job goes on without it")")" \
   "$(since "$kill_at" "$(first_after "$work/continue.log" "$kill_at" "the job goes on with")")" \
   "$(epoch_seconds "$work/continue.log" 1)" "$(epoch_seconds "$work/continue.log" 2)"
+
+run_job "$work/replica.log" server 0 --server-replication 1
+printf '{"bench":"restart_after_kill","way":"replica","victim":"server 0","epochs":%d,"heartbeat_timeout_s":%s,' \
+  "$epochs" "$hb_timeout"
+printf '"kill_to_dtrun_notice_s":%s,"kill_to_scheduler_goes_on_s":%s,"kill_to_worker_switched_s":%s,' \
+  "$(since "$kill_at" "$(first_after "$work/replica.log" "$kill_at" "the job goes on with the replicas")")" \
+  "$(since "$kill_at" "$(first_after "$work/replica.log" "$kill_at" "the job goes on with 1 of 2 servers")")" \
+  "$(since "$kill_at" "$(first_after "$work/replica.log" "$kill_at" "[worker 0] disttrain worker: server")")"
+printf '"epoch_s_before":%s,"epoch_s_with_kill":%s}\n' \
+  "$(epoch_seconds "$work/replica.log" 1)" "$(epoch_seconds "$work/replica.log" 2)"
