@@ -64,18 +64,19 @@ int worker_main() {
 
 class ServerReplication : public test::JobProcesses {
  protected:
-  // children_: 0 the scheduler, 1 and 2 the servers, 3 and 4 the workers.
-  void job(const std::string& replication, const std::string& heartbeat_timeout_s = "2") {
-    std::map<std::string, std::string> env = test::fast_job_env(2, 2, heartbeat_timeout_s);
+  // children_: 0 the scheduler, 1 .. servers the servers, then the 2 workers.
+  void job(const std::string& replication, const std::string& heartbeat_timeout_s = "2", int servers = 2) {
+    servers_ = servers;
+    std::map<std::string, std::string> env = test::fast_job_env(servers, 2, heartbeat_timeout_s);
     env["DT_BIGARRAY_BOUND_BYTES"] = "4096";
     env["DT_SERVER_REPLICATION"] = replication;
+    env["PS_VERBOSE"] = "1";  // the scheduler lists the node table: which pid has which rank
     const std::string port = start_tcp_scheduler(env);
     env["DMLC_PS_ROOT_URI"] = "127.0.0.1";
     env["DMLC_PS_ROOT_PORT"] = port;
     auto server = env;
     server["DMLC_ROLE"] = "server";
-    spawn(dt_node(), {}, server);
-    spawn(dt_node(), {}, server);
+    for (int s = 0; s < servers; ++s) spawn(dt_node(), {}, server);
     for (int w = 0; w < 2; ++w) {
       auto worker = env;
       worker["DMLC_ROLE"] = "worker";
@@ -83,6 +84,20 @@ class ServerReplication : public test::JobProcesses {
       worker["DT_TEST_OUT"] = out_prefix();
       spawn(self_path, {"--replication-worker"}, worker);
     }
+  }
+  Child& worker_process(int rank) { return children_[static_cast<size_t>(1 + servers_ + rank)]; }
+  // The process the scheduler gave rank (servers register in any order).
+  Child& server_process(int rank) {
+    const std::string log = read_file(children_[0].err);
+    const std::string name = "server " + std::to_string(rank) + " (pid ";
+    const size_t at = log.find(name);
+    EXPECT_NE(at, std::string::npos) << log;
+    const pid_t pid = at == std::string::npos ? -1 : std::stoi(log.substr(at + name.size()));
+    for (int s = 1; s <= servers_; ++s) {
+      if (children_[static_cast<size_t>(s)].pid == pid) return children_[static_cast<size_t>(s)];
+    }
+    ADD_FAILURE() << "no server process has the pid of server " << rank;
+    return children_[1];
   }
   std::string out_prefix() const { return "/tmp/dt-server-replication-" + std::to_string(::getpid()); }
 
@@ -92,37 +107,40 @@ class ServerReplication : public test::JobProcesses {
                               kInit - 3.0f * kRounds, "worker " + std::to_string(rank));
   }
 
-  // Until the scheduler says it went on without a server.
-  void wait_for_departure() {
+  // Until the scheduler says it went on with `left` servers.
+  void wait_for_departure(int left = 1) {
+    const std::string text =
+        "the job goes on with " + std::to_string(left) + " of " + std::to_string(servers_) + " servers";
     const auto end = std::chrono::steady_clock::now() + 30s;
-    while (read_file(children_[0].err).find("the job goes on with 1 of 2 servers") == std::string::npos &&
-           std::chrono::steady_clock::now() < end) {
+    while (read_file(children_[0].err).find(text) == std::string::npos && std::chrono::steady_clock::now() < end) {
       std::this_thread::sleep_for(10ms);
     }
   }
 
   // Waits for the workers and the scheduler to end cleanly.
   void expect_job_finished() {
-    for (size_t i : {size_t{3}, size_t{4}, size_t{0}}) {
-      ASSERT_TRUE(wait_exit(children_[i], 60s)) << "process " << i << " hung after the server loss";
-      EXPECT_EQ(children_[i].status, 0) << "process " << i << ": " << read_file(children_[i].err);
+    for (Child* c : {&worker_process(0), &worker_process(1), &children_[0]}) {
+      ASSERT_TRUE(wait_exit(*c, 60s)) << "pid " << c->pid << " hung after the server loss";
+      EXPECT_EQ(c->status, 0) << "pid " << c->pid << ": " << read_file(c->err);
     }
     expect_exact_weights(0);
     expect_exact_weights(1);
   }
+
+  int servers_ = 2;
 };
 
 TEST_F(ServerReplication, AKilledServersKeysAreServedByTheirReplicasExactly) {
   job("1");
-  ASSERT_TRUE(wait_output(children_[3], "take a server", 60s)) << read_file(children_[3].err);
+  ASSERT_TRUE(wait_output(worker_process(0), "take a server", 60s)) << read_file(worker_process(0).err);
   ASSERT_EQ(::kill(children_[1].pid, SIGKILL), 0);
   expect_job_finished();
   ASSERT_TRUE(wait_exit(children_[2], 30s));
   EXPECT_EQ(children_[2].status, 0) << read_file(children_[2].err);
   const std::string scheduler_log = read_file(children_[0].err);
   EXPECT_NE(scheduler_log.find("the job goes on with 1 of 2 servers"), std::string::npos) << scheduler_log;
-  EXPECT_NE(read_file(children_[3].err).find("pulled from their replicas"), std::string::npos)
-      << read_file(children_[3].err);
+  EXPECT_NE(read_file(worker_process(0).err).find("pulled from their replicas"), std::string::npos)
+      << read_file(worker_process(0).err);
 }
 
 // A server that stalls past the heartbeat timeout is dropped like a dead
@@ -130,7 +148,7 @@ TEST_F(ServerReplication, AKilledServersKeysAreServedByTheirReplicasExactly) {
 // not fail the workers, whose results stay exact.
 TEST_F(ServerReplication, AStalledServerIsDroppedAndFailsWhenItWakes) {
   job("1", "1");
-  ASSERT_TRUE(wait_output(children_[3], "take a server", 60s)) << read_file(children_[3].err);
+  ASSERT_TRUE(wait_output(worker_process(0), "take a server", 60s)) << read_file(worker_process(0).err);
   ASSERT_EQ(::kill(children_[2].pid, SIGSTOP), 0);
   // Woken as soon as the scheduler dropped it, while the job still runs.
   wait_for_departure();
@@ -147,25 +165,37 @@ TEST_F(ServerReplication, AStalledServerIsDroppedAndFailsWhenItWakes) {
 // some parts, and ends the job.
 TEST_F(ServerReplication, ASecondLostServerEndsTheJob) {
   job("1");
-  ASSERT_TRUE(wait_output(children_[3], "take a server", 60s)) << read_file(children_[3].err);
+  ASSERT_TRUE(wait_output(worker_process(0), "take a server", 60s)) << read_file(worker_process(0).err);
   ASSERT_EQ(::kill(children_[1].pid, SIGKILL), 0);
   wait_for_departure();
   ASSERT_EQ(::kill(children_[2].pid, SIGKILL), 0);
-  for (size_t i : {size_t{3}, size_t{4}}) {
-    ASSERT_TRUE(wait_exit(children_[i], 60s)) << "worker process " << i << " hung after the second server loss";
-    EXPECT_EQ(children_[i].status, 3) << read_file(children_[i].err);
+  for (int w : {0, 1}) {
+    ASSERT_TRUE(wait_exit(worker_process(w), 60s)) << "worker " << w << " hung after the second server loss";
+    EXPECT_EQ(worker_process(w).status, 3) << read_file(worker_process(w).err);
   }
+}
+
+// Every part is on a server and the next: servers 1 and 3 of 4 may both
+// go, since each part keeps a copy on 0 or 2.
+TEST_F(ServerReplication, ServersNotNextToEachOtherMayBothBeLost) {
+  job("1", "2", 4);
+  ASSERT_TRUE(wait_output(worker_process(0), "take a server", 60s)) << read_file(worker_process(0).err);
+  ASSERT_EQ(::kill(server_process(1).pid, SIGKILL), 0);
+  wait_for_departure(3);
+  ASSERT_EQ(::kill(server_process(3).pid, SIGKILL), 0);
+  wait_for_departure(2);
+  expect_job_finished();
 }
 
 // Without replication a lost server still ends the job, naming it (MXNet's
 // behaviour, the default).
 TEST_F(ServerReplication, WithoutItALostServerEndsTheJob) {
   job("0");
-  ASSERT_TRUE(wait_output(children_[3], "take a server", 60s)) << read_file(children_[3].err);
+  ASSERT_TRUE(wait_output(worker_process(0), "take a server", 60s)) << read_file(worker_process(0).err);
   ASSERT_EQ(::kill(children_[1].pid, SIGKILL), 0);
-  for (size_t i : {size_t{3}, size_t{4}}) {
-    ASSERT_TRUE(wait_exit(children_[i], 60s)) << "worker process " << i << " hung after the server loss";
-    EXPECT_EQ(children_[i].status, 3) << read_file(children_[i].err);
+  for (int w : {0, 1}) {
+    ASSERT_TRUE(wait_exit(worker_process(w), 60s)) << "worker " << w << " hung after the server loss";
+    EXPECT_EQ(worker_process(w).status, 3) << read_file(worker_process(w).err);
   }
 }
 

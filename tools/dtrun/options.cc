@@ -1,5 +1,6 @@
 #include "options.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -53,8 +54,9 @@ const char* usage_text() {
          "                        (DT_WORKER_LOSS for every process; local and ssh)\n"
          "  --server-replication N\n"
          "                        1: every key part is kept on two servers (its own and\n"
-         "                        the next one), so the job goes on when one server is\n"
-         "                        lost (DT_SERVER_REPLICATION for every process;\n"
+         "                        the next one), so the job goes on when a server is\n"
+         "                        lost, unless one next to it was lost before\n"
+         "                        (DT_SERVER_REPLICATION for every process;\n"
          "                        dist_sync, 2 or more servers; local and ssh)\n"
          "  --max-restarts N      when a process of the job fails, stop every process and\n"
          "                        start the whole job again, up to N times (default 0),\n"
@@ -275,7 +277,9 @@ int tolerated_server_losses(const Options& options, const std::map<std::string, 
   for (const EnvSetting& s : options.env) {
     if (s.name == "DT_SERVER_REPLICATION" && !s.from_caller) value = s.value;
   }
-  return value == "1" ? 1 : 0;
+  // Losses of servers not next to each other leave a copy of every part:
+  // at most half of them, which the scheduler checks loss by loss.
+  return value == "1" ? std::max(1, options.num_servers / 2) : 0;
 }
 
 }  // namespace dt::dtrun

@@ -67,11 +67,12 @@ const char* usage_text();
 // it, else dtrun's own environment, inherited).
 bool continues_after_worker_loss(const Options& options, const std::map<std::string, std::string>& inherited);
 
-// How many failed servers the job goes on without: 1 when
+// How many failed servers the job may go on without: with
 // DT_SERVER_REPLICATION=1 as the processes will see it (--server-replication,
 // else the last --env setting of it, else dtrun's own environment,
-// inherited), since every key part then has a replica on the next server;
-// else 0.
+// inherited) half the servers (at least 1), since every key part then has a
+// replica on the next server and losses of servers not next to each other
+// leave a copy of each (the scheduler ends the job otherwise); else 0.
 int tolerated_server_losses(const Options& options, const std::map<std::string, std::string>& inherited);
 
 }  // namespace dt::dtrun

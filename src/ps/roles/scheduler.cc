@@ -111,6 +111,10 @@ struct Scheduler::State {
   int live_workers() const;
   // Servers not departed (DT_SERVER_REPLICATION=1) nor lost.
   int live_servers() const;
+  // DT_SERVER_REPLICATION=1: whether every part that server holds (its own
+  // and the copies of its predecessor's) has its other copy on a server
+  // still in the job.
+  bool copies_survive(int server) const;
   void complete_ready_barriers();
   void stop_if_every_worker_left();
   void fail_registrations(const Error& error);
@@ -249,6 +253,18 @@ int Scheduler::State::live_workers() const {
   }));
 }
 
+bool Scheduler::State::copies_survive(int server) const {
+  const int n = job.num_servers;
+  if (n < 2) return false;
+  const auto alive = [&](int rank) {
+    auto it = members.find({static_cast<int>(Role::kServer), rank});
+    return it != members.end() && !it->second.lost;
+  };
+  const int next = replica_server(server, n);  // holds the copies of server's parts
+  const int previous = (server + n - 1) % n;  // its parts' copies are on server
+  return alive(next) && alive(previous);
+}
+
 int Scheduler::State::live_servers() const {
   return static_cast<int>(std::count_if(members.begin(), members.end(), [](const auto& kv) {
     return kv.second.info.role == Role::kServer && !kv.second.lost;
@@ -369,14 +385,13 @@ void Scheduler::State::stop_if_every_worker_left() {
 
 void Scheduler::State::mark_lost(Member& m, const std::string& reason) {
   // The last worker lost ends the job whatever the policy; so does a server,
-  // unless the servers are replicated and none was lost before: with one
-  // replica per part, the second loss may take both copies of a part.
+  // unless the servers are replicated and every part it holds has its other
+  // copy on a server still there.
   if (options.worker_loss == WorkerLossPolicy::kContinue && m.info.role == Role::kWorker && live_workers() > 1) {
     depart(m, reason);
     return;
   }
-  if (options.server_replicas > 0 && m.info.role == Role::kServer && job.num_servers >= 2 &&
-      live_servers() == job.num_servers) {
+  if (options.server_replicas > 0 && m.info.role == Role::kServer && copies_survive(m.info.rank)) {
     depart(m, reason);
     return;
   }
@@ -402,7 +417,8 @@ void Scheduler::State::depart(Member& m, const std::string& reason) {
     // bring the news; its own replicas are not replaced (no state transfer).
     std::fprintf(stderr,
                  "disttrain scheduler: %s; the job goes on with %d of %d servers (DT_SERVER_REPLICATION=1): its key "
-                 "parts are served by their replicas on server %d, and the parts it replicated now have one copy\n",
+                 "parts are served by their replicas on server %d, and the parts it replicated now have one copy "
+                 "(losing a server next to it would end the job)\n",
                  l.message().c_str(), live_servers(), job.num_servers, replica_server(m.info.rank, job.num_servers));
     return;
   }
