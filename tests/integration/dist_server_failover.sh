@@ -10,12 +10,15 @@
 #                                                   epoch 2
 #   dist_server_failover.sh DTRUN EXAMPLE SEED...   per seed, kill -9 of a
 #                                                   server drawn from both, at a
-#                                                   time drawn from 10-80% of the
+#                                                   time after training started
+#                                                   drawn from 5-75% of the
 #                                                   uninterrupted job's time
 #
 # The seed fixes the victim and the delay's fraction (printed, so that a
 # failure can be replayed); where in training the delay lands still depends on
-# the machine's speed.
+# the machine's speed. The clock starts when worker 0 says it trains: a server
+# lost before the job's node table is published ends the job (nobody can wait
+# for a node that never joined), replicated or not.
 set -euo pipefail
 source "$(dirname "$0")/lib/job_processes.sh"
 dtrun="$1" example="$2"
@@ -36,15 +39,16 @@ start_job() {
   job_pid=$!
 }
 
-# Waits until the job's server RANK runs; false when the job ends first.
-wait_for_server() {
+# Waits until worker 0 says it trains (the job has started) and the job's
+# server RANK runs; false when the job ends first.
+wait_for_training() {
   local i
   for i in $(seq 600); do
     kill -0 "$job_pid" 2>/dev/null || return 1
-    [ -n "$(job_process "$tag" server "$1" 0)" ] && return 0
+    grep -qs "\[worker 0\] training " "$work/failover.log" && [ -n "$(job_process "$tag" server "$1" 0)" ] && return 0
     sleep 0.1
   done
-  echo "FAIL: server $1 did not start within 60 s"
+  echo "FAIL: the job did not start training within 60 s"
   exit 1
 }
 
@@ -70,7 +74,7 @@ straight_tenths=$(( ($(date +%s%N) - started) / 100000000 ))
 
 if [ $# -eq 0 ]; then
   start_job
-  wait_for_server 0 || { echo "FAIL: the job ended before it started"; tail "$work/failover.log"; exit 1; }
+  wait_for_training 0 || { echo "FAIL: the job ended before it started"; tail "$work/failover.log"; exit 1; }
   for i in $(seq 1200); do
     grep -qs "\[worker 0\] epoch 1/$epochs:" "$work/failover.log" && break
     kill -0 "$job_pid" 2>/dev/null || break
@@ -90,9 +94,9 @@ fi
 for seed in "$@"; do
   RANDOM=$seed
   victim=$((RANDOM % 2))
-  delay=$((straight_tenths * (10 + RANDOM % 71) / 100))  # tenths of a second
+  delay=$((straight_tenths * (5 + RANDOM % 71) / 100))  # tenths of a second
   start_job
-  wait_for_server "$victim" || { echo "FAIL: seed $seed: the job ended before it started"; exit 1; }
+  wait_for_training "$victim" || { echo "FAIL: seed $seed: the job ended before it started"; exit 1; }
   sleep "$((delay / 10)).$((delay % 10))"
   pid=$(job_process "$tag" server "$victim" 0)
   if [ -z "$pid" ]; then
@@ -103,6 +107,6 @@ for seed in "$@"; do
   fi
   kill -9 "$pid"
   check_job "$victim" "seed $seed: server $victim@$delay"
-  echo "OK: seed $seed: server $victim killed $delay tenths of a second into the job (the uninterrupted job" \
+  echo "OK: seed $seed: server $victim killed $delay tenths of a second into training (the uninterrupted job" \
     "took $straight_tenths); bit-identical"
 done
