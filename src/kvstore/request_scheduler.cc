@@ -116,7 +116,6 @@ RequestScheduler::~RequestScheduler() { close(); }
 
 void RequestScheduler::close() {
   {
-    std::unique_lock<std::shared_mutex> link(link_mutex_);
     std::lock_guard<std::mutex> lock(mutex_);
     stop_ = true;
   }
@@ -194,6 +193,15 @@ void RequestScheduler::communicate() {
   std::unique_lock<std::mutex> lock(mutex_);
   size_t first = 0;  // rotates, so no server is always served last
   while (!stop_) {
+    if (!to_drop_.empty()) {
+      // Closing a connection waits for its transport's callbacks, which
+      // take mutex_.
+      std::vector<int> servers;
+      servers.swap(to_drop_);
+      lock.unlock();
+      for (int server : servers) link_->drop_server(server);
+      lock.lock();
+    }
     if (auto failure = link_->failure()) {
       // A lost peer: nothing queued will ever be answered.
       std::vector<std::shared_ptr<Request>> dropped = drop_queued();
@@ -308,22 +316,33 @@ void RequestScheduler::send_batch(int lane, std::vector<Unit> units) {
     if (memory_released_) throw Error(ErrorCode::kClosed, "the request was abandoned before it was sent");
     std::vector<ps::SliceSpec> specs;
     specs.reserve(units.size());
-    // Compressed parts' bytes, encoded first: their sizes go into the message.
+    // Compressed parts' bytes, encoded first: their sizes go into the
+    // message; likewise replicated parts' bytes, taken once for both copies.
     std::vector<std::vector<uint8_t>> compressed(units.size());
     std::vector<const std::vector<uint8_t>*> encodings(units.size(), nullptr);
     for (size_t j = 0; j < units.size(); ++j) {
       const Part& part = units[j].part;
       ps::PartInfo info{ps::PartKey{part.key, part.range.begin, part.range.end}, part.dtype, *part.shape};
       ps::SliceSpec spec{info, part.round, part.src ? ps::part_bytes(info) : 0};
-      if (codec && part.src && part.dtype == core::DType::kFloat32) {
-        if (SharedEncoding* shared = units[j].encoding.get()) {
-          std::call_once(shared->once, [&] { shared->bytes = compress(part, *codec, feedback.get()); });
-          encodings[j] = &shared->bytes;
-        } else {
-          compressed[j] = compress(part, *codec, feedback.get());
-          encodings[j] = &compressed[j];
-        }
-        spec.data_bytes = encodings[j]->size();
+      const bool compresses = codec && part.src && part.dtype == core::DType::kFloat32;
+      SharedEncoding* shared = part.src ? units[j].encoding.get() : nullptr;
+      if (shared) {
+        std::call_once(shared->once, [&] {
+          if (compresses) {
+            shared->bytes = compress(part, *codec, feedback.get());
+            shared->encoding = static_cast<uint8_t>(codec->config().mode);
+          } else {
+            const uint8_t* begin = part.src + static_cast<size_t>(part.range.begin) * core::dtype_size(part.dtype);
+            shared->bytes.assign(begin, begin + spec.data_bytes);
+          }
+        });
+        encodings[j] = &shared->bytes;
+        spec.data_bytes = shared->bytes.size();
+        spec.encoding = shared->encoding;
+      } else if (compresses) {
+        compressed[j] = compress(part, *codec, feedback.get());
+        encodings[j] = &compressed[j];
+        spec.data_bytes = compressed[j].size();
         spec.encoding = static_cast<uint8_t>(codec->config().mode);
       }
       specs.push_back(std::move(spec));
@@ -338,7 +357,7 @@ void RequestScheduler::send_batch(int lane, std::vector<Unit> units) {
     for (size_t j = 0; j < units.size(); ++j) {
       const Part& part = units[j].part;
       if (part.src == nullptr || specs[j].data_bytes == 0) continue;
-      const uint8_t* from = specs[j].encoding != 0
+      const uint8_t* from = encodings[j] != nullptr
                                 ? encodings[j]->data()
                                 : part.src + static_cast<size_t>(part.range.begin) * core::dtype_size(part.dtype);
       std::memcpy(encoded->slice_data[j], from, specs[j].data_bytes);
@@ -467,7 +486,6 @@ void RequestScheduler::redirect_locked(int server, std::vector<Unit> units, Ende
 }
 
 void RequestScheduler::server_lost(int server) {
-  std::shared_lock<std::shared_mutex> link(link_mutex_);
   Ended ended;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -484,13 +502,11 @@ void RequestScheduler::server_lost(int server) {
       lanes_[lane].queued.clear();
     }
     redirect_locked(server, std::move(units), ended);
+    to_drop_.push_back(server);
     last_progress_ = std::chrono::steady_clock::now();
   }
   wake_.notify_all();
   for (const auto& [request, error] : ended) finish_unit(request, error);
-  // What is in flight to it comes back now (kClosed), through on_reply, to
-  // the replicas.
-  link_->drop_server(server);
 }
 
 bool RequestScheduler::server_alive(int server) const {
@@ -582,7 +598,7 @@ std::shared_ptr<Completion> RequestScheduler::submit(const Work& work, int prior
       const int replica = ps::replica_server(primary, static_cast<int>(lost_servers_.size()));
       const auto p = static_cast<size_t>(primary);
       bool placed = false;
-      auto encoding = codec_ && part.src && op != DataOp::Pull ? std::make_shared<SharedEncoding>() : nullptr;
+      auto encoding = part.src && op != DataOp::Pull ? std::make_shared<SharedEncoding>() : nullptr;
       if (op == DataOp::PushPull && !lost_servers_[p]) {
         if (fused[p] < 0) fused[p] = fuse(p) ? 1 : 0;
         if (fused[p] == 1) {

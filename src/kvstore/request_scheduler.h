@@ -20,8 +20,9 @@
 //    touches caller memory any more.
 //  - Replicated (DT_SERVER_REPLICATION=1, dist_sync only): every push and
 //    init goes to the part's server and to its replica
-//    (ps::replica_server), each copy in its server's push lane, encoded
-//    once; pulls go to the part's server. A request finishes once both
+//    (ps::replica_server), each copy in its server's push lane, its bytes
+//    taken (and encoded) once, when the first copy leaves; pulls go to the
+//    part's server. A request finishes once both
 //    copies were acknowledged, so a round's pushes are on both servers
 //    before any worker goes past it. A dist_sync pushpull fuses on the
 //    part's server by the rule above; its push to the replica leaves apart.
@@ -134,8 +135,10 @@ class RequestScheduler {
 
   // Replicated: the job goes on without server (the scheduler said so).
   // Its queued and failed pushes count as delivered, its pulls go to their
-  // replicas, and the link drops it; so do later requests. Ignored when not
-  // replicated or after close(). Any thread.
+  // replicas, and so do later requests; the communication thread then has
+  // the link drop it (what is in flight to it comes back to the replicas).
+  // Ignored when not replicated or after close(). Any thread; never waits
+  // for the network (heartbeat threads call it).
   void server_lost(int server);
   // Whether server still serves this worker's requests (not server_lost()).
   bool server_alive(int server) const;
@@ -162,18 +165,25 @@ class RequestScheduler {
 
  private:
   struct Request;
-  // A pushed part's encoding, made once for both of its copies: encoding
-  // moves the part's error feedback, which must move once per push.
+  // The bytes of a replicated push of a part, taken once, when its first
+  // copy leaves, for both copies:
+  //  - the caller's buffer may be the pull's target too (the trainer
+  //    pushpulls in place), and the part's server may answer the pull
+  //    before the copy to the replica has left: that copy must not send the
+  //    pulled weights;
+  //  - encoding moves the part's error feedback, which must move once per
+  //    push.
   struct SharedEncoding {
     std::once_flag once;
     std::vector<uint8_t> bytes;
+    uint8_t encoding = 0;  // the compression mode, 0 for the raw elements
   };
   // A part waiting in a lane.
   struct Unit {
     std::shared_ptr<Request> request;
     ps::wire::DataOp op;
     Part part;
-    std::shared_ptr<SharedEncoding> encoding;  // replicated compressed pushes, else null
+    std::shared_ptr<SharedEncoding> encoding;  // replicated pushes and inits, else null
     int priority = 0;                          // its request's
   };
   // A unit that ended here instead of in a reply: with its error, or none
@@ -237,9 +247,7 @@ class RequestScheduler {
   bool stop_ = false;
   std::vector<bool> lost_servers_;              // replicated: server_lost() said so
   std::vector<std::vector<Parked>> parked_;     // replicated: per server, awaiting the verdict on it
-  // server_lost() holds it shared while it uses the link; close() takes it
-  // exclusively, so the link is not used after close() returned.
-  std::shared_mutex link_mutex_;
+  std::vector<int> to_drop_;                    // lost servers the link still has to drop
   std::vector<std::shared_ptr<Completion>> outstanding_;  // submitted, maybe not finished
   std::shared_ptr<Completion> unreported_;               // failed, nobody waited for it yet
   std::chrono::steady_clock::time_point last_progress_;

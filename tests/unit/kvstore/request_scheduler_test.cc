@@ -564,6 +564,11 @@ TEST_F(RequestSchedulerTest, ALostServersPullsGoToItsReplicaAndItsPushesCountAsD
   EXPECT_TRUE(scheduler_->server_alive(0));
   scheduler_->server_lost(0);
   EXPECT_FALSE(scheduler_->server_alive(0));
+  // The communication thread has the link drop it.
+  const auto end = std::chrono::steady_clock::now() + kDeadline;
+  while (servers_->dropped().empty() && std::chrono::steady_clock::now() < end) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
   EXPECT_EQ(servers_->dropped(), std::vector<int>{0});
   // The pull, same round, now from the replica.
   Sent again = servers_->take();
@@ -610,6 +615,32 @@ TEST_F(RequestSchedulerTest, WithoutAVerdictAParkedRequestFailsWithItsOwnError) 
   start(2, true, 1, 0, true, std::chrono::milliseconds(100));
   auto done = park_a_push();
   EXPECT_EQ(code_after_wait(done), ErrorCode::kNetwork);
+}
+
+TEST_F(RequestSchedulerTest, AReplicaGetsThePushedBytesEvenWhenThePullOverwroteThemFirst) {
+  // The trainer pushpulls in place: the pull's reply lands where the push
+  // came from. The copy for the replica, held behind a full window, must
+  // still carry what was pushed.
+  start(2, true, 1, 0, true);
+  TestKey blocker(1, 4, 0, 1.0f);
+  auto first = push(blocker, 0, 1);  // fills both servers' push windows
+  TestKey key(2, 4, 1, 1.5f);
+  RequestScheduler::Part in_place = key.part(true, true, 1);
+  in_place.dst = reinterpret_cast<uint8_t*>(key.src.data());
+  auto done = scheduler_->submit({{DataOp::PushPull, in_place}}, 0, nullptr);
+  std::vector<Sent> sent = take_sorted(3);  // blocker's push to 0 and to 1, key's pushpull to 1
+  ASSERT_EQ(sent[2].op, DataOp::PushPull);
+  sent[2].answer({9.0f});
+  EXPECT_EQ(key.src, std::vector<float>(4, 9.0f));
+  sent[0].ack();  // server 0's window frees: key's copy leaves
+  Sent copy = servers_->take();
+  EXPECT_EQ(copy.server, 0);
+  EXPECT_EQ(copy.op, DataOp::Push);
+  EXPECT_EQ(copy.data(0), std::vector<float>(4, 1.5f));
+  copy.ack();
+  sent[1].ack();
+  EXPECT_EQ(code_after_wait(first), std::nullopt);
+  EXPECT_EQ(code_after_wait(done), std::nullopt);
 }
 
 TEST_F(RequestSchedulerTest, AReplicatedCompressedPushIsEncodedOnceForBothServers) {
