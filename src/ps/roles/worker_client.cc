@@ -51,8 +51,8 @@ WorkerClient::~WorkerClient() {
 }
 
 void WorkerClient::drop_server(int server) {
-  verbose_log(1, "worker: data connection to server " + std::to_string(server) + " closed (the job goes on without it)");
-  servers_.at(static_cast<size_t>(server))->close();
+  verbose_log(1, "worker: data connection to server " + std::to_string(server) + " abandoned (the job goes on without it)");
+  servers_.at(static_cast<size_t>(server))->abandon();
 }
 
 void WorkerClient::fail(const Error& error) {

@@ -82,7 +82,8 @@ class WorkerClient {
   bool resends() const { return options_.resend_timeout_s > 0; }
 
   // The job went on without server (DT_SERVER_REPLICATION=1): its pending
-  // requests end with kClosed, and so do later ones, at once.
+  // requests end with kClosed, and so do later ones, at once; its socket is
+  // left alone until the process ends (RequestClient::abandon).
   void drop_server(int server);
   // A node was lost: every current and later exchange fails with error.
   void fail(const core::Error& error);

@@ -30,6 +30,8 @@ class Socket {
     if (valid()) nng_close(s_);
     s_ = NNG_SOCKET_INITIALIZER;
   }
+  // Forgets the socket without closing it: it lives until the process ends.
+  void release() { s_ = NNG_SOCKET_INITIALIZER; }
 
  private:
   nng_socket s_ = NNG_SOCKET_INITIALIZER;

@@ -67,6 +67,7 @@ struct RequestClient::State {
   std::condition_variable connected_cv;
   int pipes = 0;
   bool closed = false;
+  bool abandoned = false;  // abandon(): the socket is never closed
   std::function<void()> on_disconnect;  // guarded by mutex
   // Requests between acquire() and their nng_ctx_send: close() waits for
   // them, since nng 1.5 may use a context's freed lock when a send races the
@@ -107,6 +108,10 @@ struct RequestClient::State {
   PendingRequest* acquire();  // a free slot; counts the request as sending
   void sent();                // the send was handed to nng
   void finish(PendingRequest* p, std::optional<Error> error, Message reply);
+  // close() and abandon(): marks the client closed, answers every request
+  // with kClosed and stops the aios; the requests' slots, or nullopt when
+  // the client was closed already.
+  std::optional<std::vector<PendingRequest*>> fail_pending();
   Error error_for(int rv, const PendingRequest& p);
 };
 
@@ -297,7 +302,9 @@ void RequestClient::on_disconnect(std::function<void()> callback) {
 
 RequestClient::~RequestClient() {
   close();
-  // close() freed the aios; the contexts went with the socket.
+  // close() freed the aios and the contexts went with the socket; after
+  // abandon() the contexts close on the socket that stays.
+  if (state_->abandoned) state_->socket.release();
   state_->all.clear();
 }
 
@@ -487,11 +494,41 @@ Message RequestClient::call(Message msg, std::chrono::milliseconds deadline) {
 
 void RequestClient::close() {
   State& st = *state_;
+  const std::optional<std::vector<State::PendingRequest*>> requests = st.fail_pending();
+  if (!requests) return;
+  // Free the aios before the socket goes. nng's expiry thread detaches a
+  // timed-out aio's cancel function and calls it outside its lock; when the
+  // reply completes the aio meanwhile (likely with PS_RESEND's 1 ms
+  // timeouts), nng_aio_stop returns at once and the late cancel runs after
+  // nng_close has freed the context and the socket's mutex ("panic:
+  // pthread_mutex_lock: Invalid argument"). nng_aio_free waits for it.
+  for (State::PendingRequest* p : *requests) p->aio.reset();
+  st.socket.close();
+  st.connected_cv.notify_all();
+}
+
+void RequestClient::abandon() {
+  State& st = *state_;
+  {
+    std::lock_guard<std::mutex> lock(st.mutex);
+    if (st.closed) return;
+    st.abandoned = true;
+  }
+  st.fail_pending();
+  // The socket may still connect (a stalled peer that wakes): no callback
+  // into this client, which may be gone by then.
+  nng_pipe_notify(st.socket.get(), NNG_PIPE_EV_ADD_POST, nullptr, nullptr);
+  nng_pipe_notify(st.socket.get(), NNG_PIPE_EV_REM_POST, nullptr, nullptr);
+  st.connected_cv.notify_all();
+}
+
+std::optional<std::vector<RequestClient::State::PendingRequest*>> RequestClient::State::fail_pending() {
+  State& st = *this;
   std::vector<State::PendingRequest*> requests;
   std::deque<State::Held> held;
   {
     std::unique_lock<std::mutex> lock(st.mutex);
-    if (st.closed) return;
+    if (st.closed) return std::nullopt;
     st.closed = true;
     // Sends already past acquire() reach nng before the socket closes (they
     // then fail with kClosed like any pending request); a send is quick, the
@@ -513,15 +550,7 @@ void RequestClient::close() {
   for (State::PendingRequest* p : requests) {
     if (p->done) st.finish(p, Error(ErrorCode::kClosed, "request to " + st.url + ": the client was closed"), Message());
   }
-  // Free the aios before the socket goes. nng's expiry thread detaches a
-  // timed-out aio's cancel function and calls it outside its lock; when the
-  // reply completes the aio meanwhile (likely with PS_RESEND's 1 ms
-  // timeouts), nng_aio_stop returns at once and the late cancel runs after
-  // nng_close has freed the context and the socket's mutex ("panic:
-  // pthread_mutex_lock: Invalid argument"). nng_aio_free waits for it.
-  for (State::PendingRequest* p : requests) p->aio.reset();
-  st.socket.close();
-  st.connected_cv.notify_all();
+  return requests;
 }
 
 bool RequestClient::connected() const {

@@ -68,6 +68,12 @@ class RequestClient {
   Message call(Message msg, std::chrono::milliseconds deadline);
   // Fails every pending request with kClosed and refuses new ones. Idempotent.
   void close();
+  // The peer is gone for good (a lost server the job goes on without): as
+  // close(), but the socket is left open, unused, until the process ends.
+  // nng 1.5.2's nng_close of a socket whose requests were just cancelled
+  // has blocked for good (a worker stuck in it after a failover); leaving
+  // it is cheaper than that. Idempotent; close() after it does nothing.
+  void abandon();
 
   const std::string& url() const { return url_; }
   // Whether a connection to the peer is currently up.
