@@ -5,6 +5,7 @@
 // wait for all of them. A lost peer (fail()) ends every wait with its error.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <functional>
@@ -100,6 +101,7 @@ class WorkerClient {
   std::vector<std::unique_ptr<RequestClient>> servers_;
   mutable std::mutex mutex_;
   std::optional<core::Error> failure_;
+  std::atomic<bool> dropped_any_{false};  // drop_server() was called
 };
 
 }  // namespace dt::ps
