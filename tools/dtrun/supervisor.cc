@@ -279,29 +279,25 @@ std::optional<Outcome> Supervisor::run_until(const std::function<bool()>& done, 
 
 bool Supervisor::tolerated_worker_loss(const Child& failed) {
   if (!settings_.continue_after_worker_loss || failed.name.role != "worker") return false;
-  const bool others_run = std::any_of(children_.begin(), children_.end(), [&](const auto& c) {
-    return c.get() != &failed && c->name.role == "worker" && !c->exited;
-  });
-  if (!others_run) return false;
-  const std::string line = "dtrun: " + failed.name.text() + " " + describe_wait_status(failed.status) +
-                           "; the job goes on without it (DT_WORKER_LOSS=continue)\n";
-  write_all(STDERR_FILENO, line.data(), line.size());
-  lost_workers_.push_back(failed.name.text());
-  return true;
+  return go_on_without(failed, "the job goes on without it (DT_WORKER_LOSS=continue)", lost_workers_);
 }
 
 bool Supervisor::tolerated_server_loss(const Child& failed) {
   if (failed.name.role != "server" || static_cast<int>(lost_servers_.size()) >= settings_.tolerated_server_losses) {
     return false;
   }
+  return go_on_without(failed, "the job goes on with the replicas of its keys (DT_SERVER_REPLICATION=1)",
+                       lost_servers_);
+}
+
+bool Supervisor::go_on_without(const Child& failed, const std::string& how, std::vector<std::string>& lost) {
   const bool others_run = std::any_of(children_.begin(), children_.end(), [&](const auto& c) {
-    return c.get() != &failed && c->name.role == "server" && !c->exited;
+    return c.get() != &failed && c->name.role == failed.name.role && !c->exited;
   });
   if (!others_run) return false;
-  const std::string line = "dtrun: " + failed.name.text() + " " + describe_wait_status(failed.status) +
-                           "; the job goes on with the replicas of its keys (DT_SERVER_REPLICATION=1)\n";
+  const std::string line = "dtrun: " + failed.name.text() + " " + describe_wait_status(failed.status) + "; " + how + "\n";
   write_all(STDERR_FILENO, line.data(), line.size());
-  lost_servers_.push_back(failed.name.text());
+  lost.push_back(failed.name.text());
   return true;
 }
 

@@ -140,6 +140,9 @@ class Supervisor {
   // tolerated_server_losses lost so far and another server still runs); says
   // so on stderr and records it.
   bool tolerated_server_loss(const Child& failed);
+  // Both: when another process of failed's role still runs, says on stderr
+  // that the job goes on (how), records failed in lost and returns true.
+  bool go_on_without(const Child& failed, const std::string& how, std::vector<std::string>& lost);
 
   SignalPipe& signals_;
   SupervisorSettings settings_;
