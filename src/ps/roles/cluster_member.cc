@@ -86,7 +86,9 @@ void ClusterMember::State::add_lost(const LostNode& node) {
 }
 
 void ClusterMember::State::add_departed(const LostNode& node) {
-  if (node.role == job.role && node.rank == rank) {
+  // A worker that joined the running job in the place of a lost one hears
+  // of its predecessor's loss (same rank, another process): not its own.
+  if (node.role == job.role && node.rank == rank && (node.pid == 0 || node.pid == ::getpid())) {
     // The others go on without this node: a worker must not push into
     // their rounds any more, nor a server answer for parts its replicas now
     // serve.
@@ -100,7 +102,8 @@ void ClusterMember::State::add_departed(const LostNode& node) {
   {
     std::lock_guard<std::mutex> lock(mutex);
     for (const LostNode& d : departed) {
-      if (d.role == node.role && d.rank == node.rank) return;
+      // A rank lost again after a worker joined in its place is news.
+      if (d.role == node.role && d.rank == node.rank && d.pid == node.pid) return;
     }
     departed.push_back(node);
     to_call = departed_callbacks;
@@ -195,6 +198,7 @@ ClusterMember::ClusterMember(const JobConfig& job, const PsOptions& options, std
   const Frame frame = Frame::parse(std::move(reply));
   st.table = read_node_table(frame.expect<wire::NodeTable>());
   st.rank = st.table.your_rank;
+  st.next_barrier = st.table.first_barrier;
   if (st.table.num_servers != job.num_servers || st.table.num_workers != job.num_workers || st.rank < 0 ||
       st.rank >= (job.role == Role::kServer ? job.num_servers : job.num_workers)) {
     throw Error(ErrorCode::kProtocol, "the scheduler's node table contradicts this node's job layout");

@@ -53,7 +53,8 @@ flatbuffers::Offset<wire::NodeTable> write_node_table(flatbuffers::FlatBufferBui
   for (const NodeInfo& n : table.servers) servers.push_back(write_node_info(fbb, n));
   for (const NodeInfo& n : table.workers) workers.push_back(write_node_info(fbb, n));
   return wire::CreateNodeTable(fbb, table.num_servers, table.num_workers, fbb.CreateVector(servers),
-                               fbb.CreateVector(workers), table.your_rank, table.scheduler_pid);
+                               fbb.CreateVector(workers), table.your_rank, table.scheduler_pid,
+                               table.joined_running_job, table.first_barrier);
 }
 
 flatbuffers::Offset<wire::LostNode> write_lost_node(flatbuffers::FlatBufferBuilder& fbb, const LostNode& lost) {
@@ -80,6 +81,8 @@ NodeTable read_node_table(const wire::NodeTable& table) {
   out.num_workers = table.num_workers();
   out.your_rank = table.your_rank();
   out.scheduler_pid = table.scheduler_pid();
+  out.joined_running_job = table.joined_running_job();
+  out.first_barrier = table.first_barrier();
   const auto read_list = [](const flatbuffers::Vector<flatbuffers::Offset<wire::NodeInfo>>* list, Role role,
                             int count, std::vector<NodeInfo>& into) {
     const int size = list == nullptr ? 0 : static_cast<int>(list->size());

@@ -31,6 +31,11 @@ struct NodeTable {
   std::vector<NodeInfo> workers;  // index = rank
   int your_rank = -1;
   int64_t scheduler_pid = 0;  // 0: unknown
+  // This worker registered after the job started, in the place of one the
+  // job went on without (DT_WORKER_LOSS=continue): it joins the servers'
+  // rounds (DataOp Join) instead of starting them.
+  bool joined_running_job = false;
+  uint64_t first_barrier = 0;  // the id of the first barrier it takes part in
 };
 
 struct LostNode {

@@ -63,6 +63,7 @@ struct Scheduler::State {
     // any other connection are refused; nothing ever moves it.
     uint32_t pipe = 0;
     uint64_t next_barrier = 0;  // workers: the only barrier id it may enter next
+    uint64_t first_barrier = 0;  // workers: barriers before this one do not wait for it (it joined later)
     Clock::time_point last_heartbeat;
     bool left = false;  // sent Shutdown (worker) or was told to stop (server)
     bool told = false;  // got a heartbeat reply listing the loss / the stop
@@ -94,6 +95,13 @@ struct Scheduler::State {
 
   void handle(Message request, RequestServer::Reply reply);
   void on_register(const wire::Register& r, uint32_t pipe, RequestServer::Reply& reply);
+  // Error(kInvalidArgument) when the node read another job layout.
+  void check_layout(const wire::Register& r) const;
+  // DT_WORKER_LOSS=continue: a worker registering after publication takes
+  // the place of one the job went on without, and joins the running job.
+  void on_join(const wire::Register& r, uint32_t pipe, RequestServer::Reply& reply);
+  // How many workers barrier id waits for.
+  size_t workers_at_barrier(uint64_t id) const;
   void publish();
   // The member the message speaks for, if it arrived on that member's own
   // connection; Error naming the rule otherwise.
@@ -158,17 +166,24 @@ void Scheduler::State::handle(Message request, RequestServer::Reply reply) {
   cv.notify_all();
 }
 
-void Scheduler::State::on_register(const wire::Register& r, uint32_t pipe, RequestServer::Reply& reply) {
-  if (published) throw Error(ErrorCode::kBadState, "registration after the job started: the node table is already published");
-  if (failure) throw *failure;
-  const Role role = from_wire(r.role());
-  if (role == Role::kScheduler) throw Error(ErrorCode::kInvalidArgument, "a second scheduler tried to register");
+void Scheduler::State::check_layout(const wire::Register& r) const {
   if (r.num_servers() != job.num_servers || r.num_workers() != job.num_workers) {
     throw Error(ErrorCode::kInvalidArgument,
                 "mismatched job layout: this node has DMLC_NUM_SERVER=" + std::to_string(r.num_servers()) +
                     " DMLC_NUM_WORKER=" + std::to_string(r.num_workers()) + ", the scheduler has " +
                     std::to_string(job.num_servers) + " and " + std::to_string(job.num_workers));
   }
+}
+
+void Scheduler::State::on_register(const wire::Register& r, uint32_t pipe, RequestServer::Reply& reply) {
+  if (published) {
+    on_join(r, pipe, reply);
+    return;
+  }
+  if (failure) throw *failure;
+  const Role role = from_wire(r.role());
+  if (role == Role::kScheduler) throw Error(ErrorCode::kInvalidArgument, "a second scheduler tried to register");
+  check_layout(r);
   const int limit = role == Role::kServer ? job.num_servers : job.num_workers;
   int count = 0;
   for (const Registration& g : registrations) {
@@ -204,6 +219,72 @@ void Scheduler::State::on_register(const wire::Register& r, uint32_t pipe, Reque
                      std::to_string(job.num_servers + job.num_workers) + " nodes");
   registrations.push_back(std::move(g));
   if (static_cast<int>(registrations.size()) == job.num_servers + job.num_workers) publish();
+}
+
+void Scheduler::State::on_join(const wire::Register& r, uint32_t pipe, RequestServer::Reply& reply) {
+  const Role role = from_wire(r.role());
+  if (role != Role::kWorker || options.worker_loss != WorkerLossPolicy::kContinue) {
+    throw Error(ErrorCode::kBadState, std::string("registration of a ") + role_name(role) +
+                                          " after the job started: the node table is already published (only a "
+                                          "worker may join a running job, in the place of a lost one, under "
+                                          "DT_WORKER_LOSS=continue)");
+  }
+  check_layout(r);
+  if (failure || !lost.empty() || stopping) {
+    throw Error(ErrorCode::kBadState, "a worker registered to join a job that is ending");
+  }
+  // Its own place when it asks for one (a restarted worker keeps its
+  // DMLC_WORKER_ID, and with it its data shard), else the first free one.
+  Member* place = nullptr;
+  for (auto& [key, m] : members) {
+    if (m.info.role != Role::kWorker || (r.requested_rank() >= 0 && m.info.rank != r.requested_rank())) continue;
+    if (m.lost && !m.left) {
+      place = &m;
+      break;
+    }
+  }
+  if (place == nullptr) {
+    throw Error(ErrorCode::kBadState,
+                r.requested_rank() >= 0
+                    ? "worker " + std::to_string(r.requested_rank()) +
+                          " registered after the job started, and the job has not lost worker " +
+                          std::to_string(r.requested_rank()) + " (only a lost worker's place can be taken)"
+                    : std::string("a worker registered after the job started, and the job has lost no worker whose "
+                                  "place it could take"));
+  }
+  // Barriers entered already are finished without it.
+  uint64_t first_barrier = 0;
+  for (const auto& [key, m] : members) {
+    if (m.info.role == Role::kWorker && !m.lost) first_barrier = std::max(first_barrier, m.next_barrier);
+  }
+  const NodeInfo predecessor = place->info;
+  place->info.host = r.host() == nullptr ? std::string() : r.host()->str();
+  place->info.pid = r.pid();
+  place->pipe = pipe;
+  place->next_barrier = first_barrier;
+  place->first_barrier = first_barrier;
+  place->last_heartbeat = Clock::now();
+  place->lost = place->left = place->told = place->disconnected = false;
+  std::fprintf(stderr,
+               "disttrain scheduler: %s joined the running job in the place of %s; the job goes on with %d of %d "
+               "workers\n",
+               place->info.describe().c_str(), predecessor.describe().c_str(), live_workers(), job.num_workers);
+  NodeTable table;
+  table.num_servers = job.num_servers;
+  table.num_workers = job.num_workers;
+  table.scheduler_pid = static_cast<int64_t>(::getpid());
+  table.your_rank = place->info.rank;
+  table.joined_running_job = true;
+  table.first_barrier = first_barrier;
+  for (const auto& [key, m] : members) (m.info.role == Role::kServer ? table.servers : table.workers).push_back(m.info);
+  flatbuffers::FlatBufferBuilder fbb(1024);
+  reply(make_message(fbb, write_node_table(fbb, table)));
+}
+
+size_t Scheduler::State::workers_at_barrier(uint64_t id) const {
+  return static_cast<size_t>(std::count_if(members.begin(), members.end(), [id](const auto& kv) {
+    return kv.second.info.role == Role::kWorker && !kv.second.lost && kv.second.first_barrier <= id;
+  }));
 }
 
 void Scheduler::State::publish() {
@@ -321,9 +402,8 @@ void Scheduler::State::on_barrier(const wire::Barrier& b, uint32_t pipe, Request
 }
 
 void Scheduler::State::complete_ready_barriers() {
-  const size_t live = static_cast<size_t>(live_workers());
   for (auto it = barriers.begin(); it != barriers.end();) {
-    if (it->second.size() < live) {
+    if (it->second.size() < workers_at_barrier(it->first)) {
       ++it;
       continue;
     }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <stdexcept>
 #include <utility>
 
@@ -19,6 +20,9 @@ using core::NDArray;
 using core::Shape;
 
 namespace {
+
+// The end of a gap in a worker's rounds that no join has closed.
+constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
 
 std::string part_name(const PartKey& p) {
   return "key " + std::to_string(p.key) + " [" + std::to_string(p.begin) + ", " + std::to_string(p.end) + ")";
@@ -39,6 +43,12 @@ struct ServerKeyStore::Entry {
   // ranks below them are summed.
   std::vector<std::vector<uint8_t>> staged;
   std::vector<int64_t> pushed_round;  // per worker: the last round it pushed (0: none)
+  // Per worker: the rounds [first, second) it takes no part in: the job went
+  // on without it (DT_WORKER_LOSS=continue) from the round after its last
+  // push until it joined again at second (kNever: it has not).
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> absent;
+  // Per worker: the round it joined this part at (0: it started with it).
+  std::vector<int64_t> joined_at;
   int summed = 0;                     // ranks [0, summed) are in merged, or passed (departed)
   int terms = 0;                      // how many pushes merged holds this round
   int64_t applied_round = 0;
@@ -56,6 +66,7 @@ ServerKeyStore::ServerKeyStore(int num_workers, uint64_t memory_limit_bytes)
     : num_workers_(num_workers),
       cpu_(core::make_cpu_context()),
       departed_(new std::atomic<bool>[static_cast<size_t>(std::max(num_workers, 1))]),
+      incarnation_(static_cast<size_t>(std::max(num_workers, 1)), 0),
       memory_limit_(memory_limit_bytes),
       automatic_limit_(memory_limit_bytes == 0) {
   if (num_workers < 1) throw Error(ErrorCode::kInvalidArgument, "a server store needs at least one worker");
@@ -181,6 +192,12 @@ void ServerKeyStore::init(int worker, const PartInfo& info, const void* data, si
       created->inited_by.assign(static_cast<size_t>(num_workers_), false);
       created->staged.resize(static_cast<size_t>(num_workers_));
       created->pushed_round.assign(static_cast<size_t>(num_workers_), 0);
+      created->absent.resize(static_cast<size_t>(num_workers_));
+      created->joined_at.assign(static_cast<size_t>(num_workers_), 0);
+      // A part new to a job that went on without a worker: not waiting for it.
+      for (int w = 0; w < num_workers_; ++w) {
+        if (departed_[static_cast<size_t>(w)]) created->absent[static_cast<size_t>(w)].emplace_back(1, kNever);
+      }
       slot = std::move(created);
     }
     e = slot.get();
@@ -188,7 +205,9 @@ void ServerKeyStore::init(int worker, const PartInfo& info, const void* data, si
   std::lock_guard<std::mutex> lock(e->mutex);
   check(*e, info, bytes, "init");
   if (e->inited_by[static_cast<size_t>(worker)]) {
-    if (resent) return;
+    // A joined worker initialises as every worker does; the part keeps the
+    // job's value.
+    if (resent || e->joined_at[static_cast<size_t>(worker)] > 0) return;
     throw Error(ErrorCode::kBadState, "init: worker " + std::to_string(worker) + " initialised " +
                                           part_name(p) + " twice");
   }
@@ -336,7 +355,7 @@ void ServerKeyStore::advance_locked(Entry& e) {
     if (!staged.empty()) {
       add_term_locked(e, staged.data());
       staged.clear();  // keeps the capacity for the next round
-    } else if (!(departed_[rank] && e.pushed_round[rank] < round)) {
+    } else if (!absent_locked(e, static_cast<int>(rank), round)) {
       return;
     }
     ++e.summed;
@@ -350,17 +369,96 @@ void ServerKeyStore::advance_locked(Entry& e) {
   }
 }
 
-void ServerKeyStore::worker_departed(int worker) {
-  if (worker < 0 || worker >= num_workers_ || departed_[static_cast<size_t>(worker)].exchange(true)) return;
+bool ServerKeyStore::absent_locked(const Entry& e, int worker, int64_t round) {
+  for (const auto& [first, end] : e.absent[static_cast<size_t>(worker)]) {
+    if (round >= first && round < end) return true;
+  }
+  return false;
+}
+
+void ServerKeyStore::worker_departed(int worker, int64_t pid) {
+  if (worker < 0 || worker >= num_workers_) return;
+  std::lock_guard<std::mutex> membership(membership_mutex_);
+  const int64_t current = incarnation_[static_cast<size_t>(worker)];
+  // Late news of a process whose place a joined worker has taken.
+  if (current != 0 && pid != 0 && pid != current) return;
+  depart_locked(worker);
+}
+
+void ServerKeyStore::depart_locked(int worker) {
+  if (departed_[static_cast<size_t>(worker)].exchange(true)) return;
   std::shared_lock<std::shared_mutex> map_lock(entries_mutex_);
   for (const auto& [id, entry] : entries_) {
     Entry& e = *entry;
     std::lock_guard<std::mutex> lock(e.mutex);
-    if (mode_.load() != static_cast<int>(Mode::kSync) || !e.ready) continue;
     // Its pushes held for later rounds were made before it left: they
     // count in their rounds, as the ones it finished did.
+    e.absent[static_cast<size_t>(worker)].emplace_back(e.pushed_round[static_cast<size_t>(worker)] + 1, kNever);
+    e.joined_at[static_cast<size_t>(worker)] = 0;
+    if (mode_.load() != static_cast<int>(Mode::kSync) || !e.ready) continue;
     advance_locked(e);
   }
+}
+
+int64_t ServerKeyStore::join_floor(int worker) const {
+  if (worker < 0 || worker >= num_workers_) {
+    throw Error(ErrorCode::kInvalidArgument, "join from worker " + std::to_string(worker) + " of " +
+                                                 std::to_string(num_workers_));
+  }
+  int64_t floor = 1;
+  std::shared_lock<std::shared_mutex> map_lock(entries_mutex_);
+  for (const auto& [id, entry] : entries_) {
+    Entry& e = *entry;
+    std::lock_guard<std::mutex> lock(e.mutex);
+    // The round being summed may have passed this worker's rank already.
+    floor = std::max({floor, e.applied_round + 2, e.pushed_round[static_cast<size_t>(worker)] + 1});
+  }
+  return floor;
+}
+
+void ServerKeyStore::join(int worker, int64_t pid, int64_t round) {
+  throw_if_failed();
+  if (worker < 0 || worker >= num_workers_) {
+    throw Error(ErrorCode::kInvalidArgument, "join from worker " + std::to_string(worker) + " of " +
+                                                 std::to_string(num_workers_));
+  }
+  if (round < 1) throw Error(ErrorCode::kInvalidArgument, "join at round " + std::to_string(round));
+  const size_t w = static_cast<size_t>(worker);
+  std::lock_guard<std::mutex> membership(membership_mutex_);
+  if (incarnation_[w] != pid) {
+    // The scheduler took this process in the place of the one before: that
+    // one is gone, whether or not the news of it reached this server yet.
+    depart_locked(worker);
+    incarnation_[w] = pid;
+  }
+  {
+    std::shared_lock<std::shared_mutex> map_lock(entries_mutex_);
+    for (const auto& [id, entry] : entries_) {
+      Entry& e = *entry;
+      std::lock_guard<std::mutex> lock(e.mutex);
+      const bool sync = mode_.load() == static_cast<int>(Mode::kSync);
+      const int64_t joined = e.joined_at[w];
+      if (sync && joined > 0 && e.pushed_round[w] >= joined) {
+        throw Error(ErrorCode::kBadState, "worker " + std::to_string(worker) + " joined " + part_name(e.info.part) +
+                                              " at round " + std::to_string(joined) + " and pushed since");
+      }
+      if (sync && (round < e.applied_round + 2 || (joined == 0 && round <= e.pushed_round[w]))) {
+        throw Error(ErrorCode::kBadState, "join at round " + std::to_string(round) + ": " + part_name(e.info.part) +
+                                              " is at round " + std::to_string(e.applied_round + 1) +
+                                              " already (ask again)");
+      }
+      // Ends the gap its departure opened (or moves the end a join before
+      // set): the rounds up to round - 1 go on without it.
+      for (auto& gap : e.absent[w]) {
+        if (gap.second == kNever || (joined > 0 && gap.second == joined)) gap.second = round;
+      }
+      e.joined_at[w] = round;
+      if (!sync) continue;
+      e.pushed_round[w] = round - 1;
+      if (e.ready) advance_locked(e);
+    }
+  }
+  departed_[w] = false;
 }
 
 bool ServerKeyStore::has_departed(int worker) const {

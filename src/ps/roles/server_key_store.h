@@ -194,9 +194,25 @@ class ServerKeyStore {
   // round it has not pushed completes with the others' (still summed in
   // rank order, skipping it), and one it did push counts that push, as do
   // pushes it made for later rounds before it left. Its pushes and inits
-  // from now on are Error(kPeerLost). Idempotent.
-  void worker_departed(int worker);
+  // from now on are Error(kPeerLost). Idempotent. pid: the process the
+  // scheduler declared lost; news about one whose place a joined worker
+  // (join) took already is ignored (0: whichever process it is).
+  void worker_departed(int worker, int64_t pid = 0);
   bool has_departed(int worker) const;
+
+  // A worker joining the running job in the place of one it went on without
+  // (the scheduler took it in; DataOp Join). join_floor: the lowest round it
+  // may join at, over every part (after the rounds being summed, and after
+  // the pushes its predecessor made). join: from round on, every part's
+  // rounds wait for worker's pushes again and its next push of a part is
+  // round; the rounds before go on without it. Its predecessor, if its loss
+  // has not reached this server yet, departs first. Error(kBadState) when a
+  // part is past round by now (ask join_floor again: a second join with a
+  // later round moves the parts already joined, as long as it has not
+  // pushed). Its inits of parts that exist are then answered without
+  // storing anything: the parts keep the job's values.
+  int64_t join_floor(int worker) const;
+  void join(int worker, int64_t pid, int64_t round);
 
  private:
   struct Entry;
@@ -212,10 +228,14 @@ class ServerKeyStore {
   void accumulate_locked(Entry& e, int worker, const void* data);
   // merged = data for the round's first term, merged += data after it.
   void add_term_locked(Entry& e, const void* data);
-  // Adds the staged pushes that are next in rank order, passing departed
-  // workers that did not push this round; completes the round when every
-  // rank is passed.
+  // Adds the staged pushes that are next in rank order, passing workers
+  // absent from this round (departed, not joined again yet); completes the
+  // round when every rank is passed.
   void advance_locked(Entry& e);
+  // Whether the part's round goes on without worker's push.
+  static bool absent_locked(const Entry& e, int worker, int64_t round);
+  // worker's rounds after its last push go on without it, on every part.
+  void depart_locked(int worker);
   void complete_round_locked(Entry& e);
   void apply_locked(Entry& e, const void* single_value);
   // After a dist_sync round applied: encodes the part's sum for its pulls,
@@ -232,9 +252,15 @@ class ServerKeyStore {
   std::atomic<int> mode_{-1};
   const int num_workers_;
   const std::shared_ptr<core::Context> cpu_;
-  // Per worker: dropped from the job (worker_departed). Set once, read under
-  // any part's lock.
+  // Per worker: dropped from the job (worker_departed) and not joined again.
+  // Read under any part's lock.
   std::unique_ptr<std::atomic<bool>[]> departed_;
+  // Serialises departures and joins, which change every part in turn;
+  // taken before entries_mutex_. Guards incarnation_.
+  mutable std::mutex membership_mutex_;
+  // Per worker: the pid of the process that joined last (0: the one that
+  // started with the job).
+  std::vector<int64_t> incarnation_;
 
   // Guards the map's shape (insertions); entries have their own locks.
   mutable std::shared_mutex entries_mutex_;

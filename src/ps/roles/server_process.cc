@@ -129,7 +129,7 @@ void run_server(const JobConfig& job, const PsOptions& options) {
   // A departed server (DT_SERVER_REPLICATION=1) is the workers' business:
   // they move its parts to their replicas.
   member.on_departed([&server](const LostNode& gone) {
-    if (gone.role == Role::kWorker) server.store().worker_departed(gone.rank);
+    if (gone.role == Role::kWorker) server.store().worker_departed(gone.rank, gone.pid);
   });
   member.wait_for_stop();
   member.shutdown();

@@ -443,6 +443,23 @@ void ServerRequestHandler::handle(Message request, const RequestServer::Reply& r
         reply(encode_data_reply({}).message);
         return;
       }
+      case wire::DataOp::Join: {
+        if (data->number() < 0) {
+          reply(encode_data_reply({}, {}, store_.join_floor(worker)).message);
+          return;
+        }
+        const std::string pid = data->text() ? data->text()->str() : "";
+        if (!std::isfinite(data->number()) || data->number() > 1e15 || pid.empty() ||
+            pid.find_first_not_of("0123456789") != std::string::npos || pid.size() > 18) {
+          throw Error(ErrorCode::kProtocol, "a join request needs a round and the worker's pid, got " +
+                                                std::to_string(data->number()) + " and '" + pid + "'");
+        }
+        store_.join(worker, std::stoll(pid), static_cast<int64_t>(data->number()));
+        std::fprintf(stderr, "disttrain server: worker %d (pid %s) joined the running job; its pushes count from round %lld\n",
+                     worker, pid.c_str(), static_cast<long long>(data->number()));
+        reply(encode_data_reply({}).message);
+        return;
+      }
       case wire::DataOp::SetGradientCompression:
         set_compression(worker, compression::CompressionConfig::parse(data->text() ? data->text()->str() : ""));
         reply(encode_data_reply({}).message);

@@ -66,14 +66,14 @@ EncodedData encode_data_request(wire::DataOp op, int worker_rank, const std::vec
   return finish(std::move(msg), payload, slices, offsets);
 }
 
-EncodedData encode_data_reply(const std::vector<SliceSpec>& slices, const std::string& message) {
+EncodedData encode_data_reply(const std::vector<SliceSpec>& slices, const std::string& message, int64_t round) {
   flatbuffers::FlatBufferBuilder fbb(fb_capacity(slices, message.size()));
   std::vector<size_t> offsets;
   size_t payload_bytes = 0;
   auto tables = write_slices(fbb, slices, offsets, payload_bytes);
   auto text = message.empty() ? flatbuffers::Offset<flatbuffers::String>() : fbb.CreateString(message);
   uint8_t* payload = nullptr;
-  Message msg = make_message(fbb, wire::CreateDataReply(fbb, 0, text, tables), payload_bytes, &payload);
+  Message msg = make_message(fbb, wire::CreateDataReply(fbb, 0, text, tables, round), payload_bytes, &payload);
   return finish(std::move(msg), payload, slices, offsets);
 }
 

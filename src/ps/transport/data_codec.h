@@ -37,8 +37,10 @@ struct EncodedData {
 // may_resend: DataRequest.may_resend (PS_RESEND).
 EncodedData encode_data_request(wire::DataOp op, int worker_rank, const std::vector<SliceSpec>& slices,
                                 const std::string& text = {}, double number = 0, bool may_resend = false);
-// message: free text on success (GetOptimizerState's array names).
-EncodedData encode_data_reply(const std::vector<SliceSpec>& slices, const std::string& message = {});
+// message: free text on success (GetOptimizerState's array names); round:
+// DataReply.round (Join's answer).
+EncodedData encode_data_reply(const std::vector<SliceSpec>& slices, const std::string& message = {},
+                              int64_t round = -1);
 // An error answer to a data request (also used for a failure half-way).
 Message encode_data_error(core::ErrorCode code, const std::string& message);
 

@@ -336,5 +336,110 @@ TEST(PsDataServerKeyStoreDeparted, AsyncRefusesTheDepartedWorkerOnly) {
   store.worker_departed(7);  // out of range: ignored
 }
 
+
+// A worker joining the running job in the place of one it went on without
+// (DataOp Join; docs/fault-tolerance.md).
+TEST(PsDataServerKeyStoreJoined, RoundsWaitForTheJoinedWorkerFromItsRoundOn) {
+  ServerKeyStore store(ServerKeyStore::Mode::kSync, 3);
+  init_all(store, 1, {0});
+  store.worker_departed(1, 100);
+  push(store, 0, 1, {1});
+  push(store, 2, 1, {4});
+  EXPECT_EQ(pull(store, 1), (std::vector<float>{5})) << "round 1 went on without worker 1";
+  // Round 2 is open: the earliest to join at is the round after it.
+  EXPECT_EQ(store.join_floor(1), 3);
+  store.join(1, 200, 3);
+  EXPECT_FALSE(store.has_departed(1));
+  // Its init of a part that exists leaves the job's value as it is.
+  const std::vector<float> fresh = {1000};
+  store.init(1, info(1, 1), fresh.data(), bytes(fresh));
+  push(store, 0, 2, {8});
+  push(store, 2, 2, {16});
+  EXPECT_EQ(pull(store, 2), (std::vector<float>{24})) << "round 2 is before its join";
+  push(store, 2, 3, {0.25f});
+  push(store, 0, 3, {0.5f});
+  PullResult waiting;
+  store.pull(info(1, 1), 3, waiting.callback());
+  EXPECT_FALSE(waiting.done) << "round 3 waits for the joined worker";
+  push(store, 1, 3, {2});
+  ASSERT_TRUE(waiting.done);
+  EXPECT_EQ(waiting.value, (std::vector<float>{(0.5f + 2.0f) + 0.25f})) << "summed in rank order, with it";
+}
+
+TEST(PsDataServerKeyStoreJoined, AJoinBehindTheRoundsIsRefusedAndMayMoveForward) {
+  ServerKeyStore store(ServerKeyStore::Mode::kSync, 2);
+  init_all(store, 1, {0});
+  store.worker_departed(1, 100);
+  push(store, 0, 1, {1});
+  push(store, 0, 2, {1});
+  push(store, 0, 3, {1});
+  try {
+    store.join(1, 200, 3);
+    FAIL() << "a join at a round already applied was taken";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kBadState);
+    EXPECT_NE(std::string(e.what()).find("ask again"), std::string::npos) << e.what();
+  }
+  store.join(1, 200, 5);
+  store.join(1, 200, 6);  // again, later: round 5 no longer waits for it
+  push(store, 0, 4, {1});
+  push(store, 0, 5, {1});
+  EXPECT_EQ(pull(store, 5), (std::vector<float>{1}));
+  std::vector<float> g = {2};
+  EXPECT_THROW(store.push(1, info(1, 1), 5, g.data(), bytes(g), ignore_done()), Error) << "its first round is 6";
+  push(store, 1, 6, {2});
+  push(store, 0, 6, {1});
+  EXPECT_EQ(pull(store, 6), (std::vector<float>{3}));
+  EXPECT_THROW(store.join(1, 200, 9), Error) << "it pushed since it joined";
+}
+
+TEST(PsDataServerKeyStoreJoined, LateNewsOfThePredecessorIsIgnoredAndASecondLossCounts) {
+  ServerKeyStore store(ServerKeyStore::Mode::kSync, 2);
+  init_all(store, 1, {0});
+  push(store, 1, 1, {2});
+  // The joiner arrives before the news of its predecessor's loss: the join
+  // itself ends the predecessor's rounds after its last push.
+  store.join(1, 200, 3);
+  push(store, 0, 1, {1});
+  EXPECT_EQ(pull(store, 1), (std::vector<float>{3})) << "the predecessor's push of round 1 counts";
+  push(store, 0, 2, {1});
+  EXPECT_EQ(pull(store, 2), (std::vector<float>{1})) << "round 2 went on without worker 1";
+  store.worker_departed(1, 100);  // the predecessor's loss, late
+  EXPECT_FALSE(store.has_departed(1));
+  push(store, 1, 3, {2});
+  push(store, 0, 3, {1});
+  EXPECT_EQ(pull(store, 3), (std::vector<float>{3}));
+  store.worker_departed(1, 200);  // the joined worker lost in turn
+  EXPECT_TRUE(store.has_departed(1));
+  push(store, 0, 4, {1});
+  EXPECT_EQ(pull(store, 4), (std::vector<float>{1}));
+  store.join(1, 300, 6);
+  push(store, 0, 5, {1});
+  EXPECT_EQ(pull(store, 5), (std::vector<float>{1}));
+}
+
+TEST(PsDataServerKeyStoreJoined, APartMadeWhileAWorkerWasAwayWaitsForItAfterItJoined) {
+  ServerKeyStore store(ServerKeyStore::Mode::kSync, 2);
+  init_all(store, 1, {0});
+  store.worker_departed(1, 100);
+  const std::vector<float> zero = {0};
+  store.init(0, info(2, 1), zero.data(), bytes(zero));
+  std::vector<float> g = {1};
+  store.push(0, info(2, 1), 1, g.data(), bytes(g), ignore_done());
+  PullResult first;
+  store.pull(info(2, 1), 1, first.callback());
+  EXPECT_TRUE(first.done) << "key 2's round 1 goes on without worker 1";
+  store.join(1, 200, 3);
+  store.init(1, info(2, 1), zero.data(), bytes(zero));
+  store.push(0, info(2, 1), 2, g.data(), bytes(g), ignore_done());
+  store.push(0, info(2, 1), 3, g.data(), bytes(g), ignore_done());
+  PullResult third;
+  store.pull(info(2, 1), 3, third.callback());
+  EXPECT_FALSE(third.done) << "key 2's round 3 waits for the joined worker";
+  store.push(1, info(2, 1), 3, g.data(), bytes(g), ignore_done());
+  ASSERT_TRUE(third.done);
+  EXPECT_EQ(third.value, (std::vector<float>{2}));
+}
+
 }  // namespace
 }  // namespace dt::ps
