@@ -564,6 +564,14 @@ DT_API void dt_kvstore_free(dt_kvstore *kv);
 DT_API dt_status dt_kvstore_type(const char **out, const dt_kvstore *kv);
 DT_API dt_status dt_kvstore_rank(int32_t *out, const dt_kvstore *kv);
 DT_API dt_status dt_kvstore_num_workers(int32_t *out, const dt_kvstore *kv);
+/* Whether this worker joined a running job in the place of one the job lost
+ * (DT_WORKER_LOSS=continue, e.g. started again by `dtrun --worker-loss
+ * continue --max-restarts N`; docs/fault-tolerance.md), and how many
+ * dist_sync rounds the job had done on every key before it joined: its
+ * pushes count from round *out_rounds_before + 1, so a training loop of its
+ * own goes on from that step (dt_trainer_fit does). 0 and 0 for a worker
+ * that started with the job and for the other stores. */
+DT_API dt_status dt_kvstore_joined_running_job(int32_t *out_joined, int64_t *out_rounds_before, const dt_kvstore *kv);
 /* Bytes this process's store has sent and received over the network since
  * it was created, as whole messages (the parameter servers' requests and
  * replies; the all-reduce store's worker-to-worker traffic): what

@@ -110,6 +110,7 @@
 %rename("%s") dt_kvstore_rank;
 %rename("%s") dt_kvstore_num_workers;
 %rename("%s") dt_kvstore_traffic;
+%rename("%s") dt_kvstore_joined_running_job;
 %rename("%s") dt_kvstore_init;
 %rename("%s") dt_kvstore_push;
 %rename("%s") dt_kvstore_pull;

@@ -135,6 +135,16 @@ dt_status dt_kvstore_num_workers(int32_t* out, const dt_kvstore* kv) {
   });
 }
 
+dt_status dt_kvstore_joined_running_job(int32_t* out_joined, int64_t* out_rounds_before, const dt_kvstore* kv) {
+  return guarded(__func__, [&] {
+    arg(out_joined, "out_joined");
+    arg(out_rounds_before, "out_rounds_before");
+    const auto& store = *handle(kv, "kv").impl;
+    *out_joined = store.joined_running_job() ? 1 : 0;
+    *out_rounds_before = store.rounds_before_joining();
+  });
+}
+
 dt_status dt_kvstore_init(dt_kvstore* kv, const uint64_t* keys, const dt_ndarray* const* values, size_t count) {
   return guarded(__func__, [&] {
     auto& store = *handle(kv, "kv").impl;

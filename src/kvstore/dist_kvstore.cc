@@ -1,5 +1,7 @@
 #include "kvstore/dist_kvstore.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -92,6 +94,39 @@ DistKVStore::DistKVStore(const std::string& type, const ps::JobConfig& job, cons
     client->fail(Error(ErrorCode::kPeerLost, gone.message() + " (the scheduler replicates servers, this worker does "
                                                               "not: DT_SERVER_REPLICATION differs between them)"));
   });
+  if (member_->table().joined_running_job) join_running_job();
+}
+
+void DistKVStore::join_running_job() {
+  // The job moves on while the question and the answer travel; a few tries
+  // are plenty (one round of slack each), and each is bounded.
+  constexpr int kAttempts = 8;
+  const std::string pid = std::to_string(static_cast<long long>(::getpid()));
+  for (int attempt = 1;; ++attempt) {
+    std::mutex mutex;
+    int64_t floor = 1;
+    exchange_with_servers(
+        [&](int) { return ps::encode_data_request(DataOp::Join, member_->rank(), {}, pid, -1).message; },
+        [&](int, const ps::Frame& reply) {
+          std::lock_guard<std::mutex> lock(mutex);
+          floor = std::max(floor, reply.expect<ps::wire::DataReply>().round());
+        });
+    const int64_t round = floor + 1;
+    try {
+      exchange_with_servers(
+          [&](int) {
+            return ps::encode_data_request(DataOp::Join, member_->rank(), {}, pid, static_cast<double>(round)).message;
+          },
+          [](int, const ps::Frame&) {});
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::kBadState || attempt == kAttempts) throw;
+      continue;
+    }
+    rounds_before_joining_ = sync_ ? round - 1 : 0;
+    std::fprintf(stderr, "disttrain worker %d: joined the running job; its pushes count from round %lld\n",
+                 member_->rank(), static_cast<long long>(round));
+    return;
+  }
 }
 
 DistKVStore::~DistKVStore() {
@@ -266,7 +301,8 @@ void DistKVStore::init(const std::vector<Key>& keys, const std::vector<NDArray>&
     RequestScheduler::Work work;
     std::vector<KeyMeta*> metas;
     for (size_t i = 0; i < keys.size(); ++i) {
-      KeyMeta m{values[i].dtype(), values[i].shape(), {}, 0, {}, {}};
+      // A joined worker's rounds on every key go on from the job's.
+      KeyMeta m{values[i].dtype(), values[i].shape(), {}, rounds_before_joining_, {}, {}};
       m.buffers.host = NDArray::empty(cpu_, values[i].dtype(), values[i].shape());
       m.parts = placement_.place(keys[i], static_cast<int64_t>(values[i].size()), core::dtype_size(values[i].dtype()));
       m.buffers.host.copy_from(values[i]);

@@ -17,6 +17,10 @@
 //    request on a key is queued only after the key's previous one finished,
 //    so rounds reach the servers in order whatever the priorities.
 //  - Every worker calls init; the servers keep rank 0's values.
+//  - A worker that joined a running job (DT_WORKER_LOSS=continue) takes its
+//    place in the servers' rounds when constructed (join_running_job); its
+//    inits leave the servers' values as they are, and its rounds start
+//    after rounds_before_joining().
 //  - A lost node (ClusterMember's heartbeat news) fails pending and later
 //    calls with Error(kPeerLost) naming it; so does a wait that sees no reply
 //    for request_timeout_s (kTimedOut). After either, no reply touches the
@@ -84,6 +88,8 @@ class DistKVStore final : public KVStore {
   void set_learning_rate(double lr) override;
   void set_rescale_grad(double rescale) override;
   void barrier() override;
+  bool joined_running_job() const override { return member_->table().joined_running_job; }
+  int64_t rounds_before_joining() const override { return rounds_before_joining_; }
   // The data plane's bytes (requests to and replies from the servers).
   core::Traffic traffic() const override;
   // Tells the servers (who refuse a different one from another worker) and
@@ -134,6 +140,11 @@ class DistKVStore final : public KVStore {
   // name one within 2 x heartbeat_timeout_s of a dropped connection.
   [[noreturn]] void report(const core::Error& error);
   void broadcast_command(ps::wire::DataOp op, const std::string& text, double number);
+  // A worker the scheduler took in the place of a lost one: asks every
+  // server the lowest round it may join at, and joins all of them at one
+  // round past the highest (the same round on every key, so its pushes stay
+  // in step with the others'); again when a part got past it meanwhile.
+  void join_running_job();
   // One request to each server still alive (request(server) makes it), all
   // in flight at once, and on_reply(server, reply) for each answer on a
   // transport thread. Throws the first error, except that with replicated
@@ -160,6 +171,7 @@ class DistKVStore final : public KVStore {
   ps::KeyPlacement placement_;
   mutable std::mutex mutex_;  // one call at a time: rounds and staging are per key
   std::map<Key, KeyMeta> keys_;
+  int64_t rounds_before_joining_ = 0;  // set once, before any init
   bool has_optimizer_ = false;
   bool pushed_ = false;  // compression is fixed from the first push on
   std::string compression_ = "none";  // canonical text

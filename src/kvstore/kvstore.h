@@ -87,6 +87,13 @@ class KVStore {
   virtual void set_rescale_grad(double rescale) = 0;
   // Waits until every worker reaches the barrier; a no-op with one worker.
   virtual void barrier() {}
+  // Whether this worker joined a running job in the place of one the job
+  // lost (DT_WORKER_LOSS=continue; docs/fault-tolerance.md), and how many
+  // dist_sync rounds the job had done on every key before its first push:
+  // its pushes count from round rounds_before_joining() + 1. A trainer goes
+  // on from that step instead of starting over.
+  virtual bool joined_running_job() const { return false; }
+  virtual int64_t rounds_before_joining() const { return 0; }
   // Bytes this process's store sent and received over the network since it
   // was made (zero for the in-process stores).
   virtual core::Traffic traffic() const { return {}; }

@@ -448,6 +448,15 @@ EvalResult Trainer::evaluate(data::BatchLoader& loader) {
 
 EpochRecord Trainer::fit(data::BatchLoader& train, data::BatchLoader* test, const FitOptions& options) {
   if (options.epochs < 0) throw Error(ErrorCode::kInvalidArgument, "fit: epochs must not be negative");
+  const int64_t total = train.batches_per_epoch();
+  // A worker that joined a running job (a restarted one, under
+  // DT_WORKER_LOSS=continue) goes on where the job is: the servers' weights
+  // and optimizer state, and the step their rounds have reached; its
+  // metrics log goes on too. It resumes nothing from the checkpoint
+  // directory: the job's state is newer.
+  const bool joining = kv_ && kv_->joined_running_job() && steps_ == 0 && epoch_ == 0 && !store_initialized();
+  int64_t batches_to_skip = 0;
+  if (joining) batches_to_skip = join_running_job(total);
   std::unique_ptr<MetricsLog> log;
   if (!options.metrics_path.empty()) log = std::make_unique<MetricsLog>(options.metrics_path, epoch_ > 0);
   Progress progress(options.progress);
@@ -455,14 +464,13 @@ EpochRecord Trainer::fit(data::BatchLoader& train, data::BatchLoader* test, cons
   std::optional<CheckpointDirectory> directory;
   if (!options.checkpoint_dir.empty()) {
     directory.emplace(options.checkpoint_dir, kv_ ? kv_->rank() : 0, kv_ ? kv_->num_workers() : 1);
-    if (steps_ == 0 && epoch_ == 0) {
+    if (steps_ == 0 && epoch_ == 0 && !joining) {
       if (const std::optional<int> done = directory->last_complete_epoch(); done && *done > 0) {
         load_checkpoint(directory->worker_file(*done));
         progress.resumed(*done, options.epochs, options.checkpoint_dir);
       }
     }
   }
-  const int64_t total = train.batches_per_epoch();
   while (epoch_ < options.epochs) {
     train.start_epoch(epoch_);
     EpochMetrics metrics;
@@ -471,6 +479,8 @@ EpochRecord Trainer::fit(data::BatchLoader& train, data::BatchLoader* test, cons
     const core::Traffic traffic_before = kv_ ? kv_->traffic() : core::Traffic{};
     data::Batch batch;
     int64_t done = 0;
+    // The batches of this epoch the job trained before this worker joined.
+    for (; batches_to_skip > 0 && train.next(batch); --batches_to_skip) ++done;
     while (train.next(batch)) {
       const BatchResult r = train_batch(batch.images, batch.labels);
       metrics.add(r.loss, r.correct, batch.size());
@@ -501,6 +511,23 @@ EpochRecord Trainer::fit(data::BatchLoader& train, data::BatchLoader* test, cons
     }
   }
   return record;
+}
+
+int64_t Trainer::join_running_job(int64_t batches_per_epoch) {
+  prepare_precision();
+  if (!update_on_kvstore_) {
+    throw Error(ErrorCode::kNotSupported,
+                "trainer: this worker joined a running job, whose weights and optimizer state only the servers hold "
+                "when they run the optimizer (update_on_kvstore); this trainer updates on the workers");
+  }
+  initialize_kvstore();  // the weights of the round before the first it pushes
+  const int64_t done = kv_->rounds_before_joining();
+  if (batches_per_epoch <= 0) return 0;
+  epoch_ = static_cast<int>(done / batches_per_epoch);
+  steps_ = done;
+  std::fprintf(stderr, "disttrain trainer: joined the running job at epoch %d, batch %lld (step %lld)\n", epoch_ + 1,
+               static_cast<long long>(done % batches_per_epoch + 1), static_cast<long long>(done + 1));
+  return done % batches_per_epoch;
 }
 
 void Trainer::set_learning_rate(double lr) {

@@ -153,6 +153,11 @@ class Trainer {
 
  private:
   void initialize_kvstore();
+  // A worker that joined a running job: initialises the store (taking the
+  // servers' weights), moves epoch_ and steps_ to the job's step and
+  // returns how many batches of that epoch the job trained already.
+  // Error(kNotSupported) when the workers run the optimizer.
+  int64_t join_running_job(int64_t batches_per_epoch);
   bool store_initialized() const { return phase_.store_initialized(kv_ != nullptr); }
   // Brings the replicas to the net's compute dtype and loss scaler, and
   // the update side to what the net's precision policy allows (see above).

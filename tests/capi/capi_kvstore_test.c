@@ -68,6 +68,16 @@ static void test_create(void) {
       CHECK_STATUS(dt_kvstore_traffic(&sent, NULL, local), DT_ERR_INVALID_ARGUMENT);
       CHECK_STATUS(dt_kvstore_traffic(&sent, &received, NULL), DT_ERR_INVALID_ARGUMENT);
     }
+    {
+      int32_t joined = -1;
+      int64_t before = -1;
+      CHECK_OK(dt_kvstore_joined_running_job(&joined, &before, local));
+      CHECK_EQ_I64(joined, 0);
+      CHECK_EQ_I64(before, 0);
+      CHECK_STATUS(dt_kvstore_joined_running_job(NULL, &before, local), DT_ERR_INVALID_ARGUMENT);
+      CHECK_STATUS(dt_kvstore_joined_running_job(&joined, NULL, local), DT_ERR_INVALID_ARGUMENT);
+      CHECK_STATUS(dt_kvstore_joined_running_job(&joined, &before, NULL), DT_ERR_INVALID_ARGUMENT);
+    }
     rank = -1;
     workers = -1;
     type = "untouched";

@@ -53,13 +53,36 @@ int env_int(const char* name) {
 // either ends its process without a goodbye (DT_TEST_LEAVE=exit) or says
 // "stalling" and pauses, for the test to stop it with SIGSTOP past the
 // heartbeat timeout (DT_TEST_LEAVE=stall).
+// DT_TEST_LEAVE=rejoin: kJoinRounds rounds, each after a pause so that a
+// worker started in worker 2's place after it left finds the job running;
+// that one (DT_TEST_JOINER=1) runs the rounds after the one it joined at.
+constexpr int kJoinRounds = 40;
+
+int joining_job_worker(kvstore::KVStore& kv) {
+  const int rank = kv.rank();
+  const bool joiner = kv.joined_running_job();
+  test::RankSumKeys k = test::init_rank_sum_keys(kv, kSizes, kInit);
+  const int first = joiner ? static_cast<int>(kv.rounds_before_joining()) + 1 : 1;
+  if (joiner) std::cout << "joined before round " << first << std::endl;
+  for (int round = first; round <= kJoinRounds; ++round) {
+    kv.pushpull(k.keys, k.values, k.outs, 0);
+    if (rank == 2 && !joiner && round == kLeaverRounds) {
+      std::cout << "leaving" << std::endl;
+      _exit(0);
+    }
+    std::this_thread::sleep_for(rank == 2 ? 0ms : 50ms);
+  }
+  return test::finish_rank_sum_worker(kv, k);
+}
+
 int worker_main() {
   try {
     const std::string mode = std::getenv("DT_TEST_STORE");
     auto kv = kvstore::create_kvstore(mode, ps_options_from_environment());
     const int rank = kv->rank();
-    test::RankSumKeys k = test::init_rank_sum_keys(*kv, kSizes, kInit);
     const std::string leave = std::getenv("DT_TEST_LEAVE");
+    if (leave == "rejoin") return joining_job_worker(*kv);
+    test::RankSumKeys k = test::init_rank_sum_keys(*kv, kSizes, kInit);
     for (int round = 1; round <= kRounds; ++round) {
       kv->pushpull(k.keys, k.values, k.outs, 0);
       if (rank == 2 && round == kLeaverRounds) {
@@ -106,6 +129,16 @@ class WorkerLoss : public test::JobProcesses {
   }
   std::string out_prefix() const { return "/tmp/dt-worker-loss-" + std::to_string(::getpid()); }
 
+  // A worker process in the place of worker 2, joining the running job.
+  Child& spawn_joiner(const std::map<std::string, std::string>& env) {
+    auto worker = env;
+    worker["DMLC_ROLE"] = "worker";
+    worker["DMLC_WORKER_ID"] = "2";
+    worker["DT_TEST_OUT"] = out_prefix();
+    spawn(self_path, {"--loss-worker"}, worker);
+    return children_.back();
+  }
+
   // Every weight of a survivor's final pull.
   void expect_weights(int rank, float expected) {
     test::expect_weights_file(out_prefix() + "." + std::to_string(rank), static_cast<size_t>(kSizes[0] + kSizes[1]),
@@ -142,6 +175,56 @@ TEST_F(WorkerLoss, DistAsyncGoesOnAtOnce) {
   }
   expect_weights(0, expected_weight());
   expect_weights(1, expected_weight());
+}
+
+// Issue 19, item 3: a worker started in the place of a lost one joins the
+// running job: the servers' rounds wait for it again from the round it
+// joined at, and every weight is exact: worker 2's value counts in its first
+// kLeaverRounds rounds and in those from its joining on, no other.
+TEST_F(WorkerLoss, AWorkerStartedInTheLostOnesPlaceJoinsTheRunningJob) {
+  const auto env = job("dist_sync", "rejoin");
+  Child& leaver = children_[5];
+  ASSERT_TRUE(wait_exit(leaver, 60s));
+  EXPECT_EQ(leaver.status, 0) << read_file(leaver.err);
+  Child& joiner = spawn_joiner(env);
+  ASSERT_TRUE(wait_output(joiner, "joined before round", 60s)) << read_file(joiner.err);
+  for (size_t i = 0; i < children_.size(); ++i) {
+    if (i == 5) continue;
+    ASSERT_TRUE(wait_exit(children_[i], 60s)) << "process " << i << " hung after worker 2 joined again";
+    EXPECT_EQ(children_[i].status, 0) << "process " << i << ": " << read_file(children_[i].err);
+  }
+  const std::string said = read_file(joiner.out);
+  const size_t at = said.find("joined before round ");
+  ASSERT_NE(at, std::string::npos) << said;
+  const int first = std::stoi(said.substr(at + 20));
+  EXPECT_GT(first, kLeaverRounds);
+  ASSERT_LE(first, kJoinRounds) << "the others finished before it joined: slow them down";
+  const float expected = kInit - 3.0f * kJoinRounds - 3.0f * static_cast<float>(kLeaverRounds + kJoinRounds - first + 1);
+  expect_weights(0, expected);
+  expect_weights(1, expected);
+  expect_weights(2, expected);
+  const std::string scheduler_log = read_file(children_[0].err);
+  EXPECT_NE(scheduler_log.find("joined the running job in the place of worker 2"), std::string::npos) << scheduler_log;
+}
+
+// Only a lost worker's place can be taken.
+TEST_F(WorkerLoss, AWorkerRegisteringForAPlaceTakenIsRefused) {
+  const auto env = job("dist_sync", "rejoin");
+  // Once worker 2 left, the job runs; worker 1 is alive: its place is taken.
+  ASSERT_TRUE(wait_exit(children_[5], 60s));
+  auto worker = env;
+  worker["DMLC_ROLE"] = "worker";
+  worker["DMLC_WORKER_ID"] = "1";
+  worker["DT_TEST_OUT"] = out_prefix() + ".intruder";
+  spawn(self_path, {"--loss-worker"}, worker);
+  Child& intruder = children_.back();
+  ASSERT_TRUE(wait_exit(intruder, 60s));
+  EXPECT_NE(intruder.status, 0);
+  EXPECT_NE(read_file(intruder.err).find("has not lost worker 1"), std::string::npos) << read_file(intruder.err);
+  for (size_t i = 0; i < 5; ++i) {
+    ASSERT_TRUE(wait_exit(children_[i], 60s)) << "process " << i;
+    EXPECT_EQ(children_[i].status, 0) << "process " << i << ": " << read_file(children_[i].err);
+  }
 }
 
 // A worker that stalls past the heartbeat timeout is dropped like a dead
