@@ -20,9 +20,9 @@ const char* role_name(Role role) {
 }
 
 namespace {
-constexpr std::array<const char*, 9> kLauncherVariables = {
-    "DMLC_ROLE",       "DMLC_PS_ROOT_URI", "DMLC_PS_ROOT_PORT", "DMLC_NUM_SERVER",      "DMLC_NUM_WORKER",
-    "DMLC_WORKER_ID",  "DT_PS_PORT_FILE",  "DT_PS_ROOT_URL",    kRestartCountVariable,
+constexpr std::array<const char*, 10> kLauncherVariables = {
+    "DMLC_ROLE",      "DMLC_PS_ROOT_URI", "DMLC_PS_ROOT_PORT", "DMLC_NUM_SERVER",     "DMLC_NUM_WORKER",
+    "DMLC_WORKER_ID", "DT_PS_PORT_FILE",  "DT_PS_ROOT_URL",    kRestartCountVariable, kWorkerRestartCountVariable,
 };
 }  // namespace
 

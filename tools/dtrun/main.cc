@@ -29,11 +29,19 @@ void say(const std::string& text) {
   dt::dtrun::write_all(STDERR_FILENO, line.data(), line.size());
 }
 
+// What one run of the job leaves for the next decision and the summary.
+struct RunReport {
+  dt::dtrun::Outcome outcome;
+  std::vector<std::string> lost_workers;
+  std::vector<std::string> lost_servers;
+  std::vector<dt::dtrun::RestartedWorker> rejoined_workers;
+  int worker_restarts = 0;  // of --max-restarts' budget
+};
+
 // One run of the whole job under its own supervisor, which has stopped
 // every process of it when this returns.
-dt::dtrun::Outcome run_once(const dt::dtrun::JobContext& job, dt::dtrun::SignalPipe& signals,
-                            const dt::dtrun::SupervisorSettings& settings, std::vector<std::string>& lost_workers,
-                            std::vector<std::string>& lost_servers) {
+RunReport run_once(const dt::dtrun::JobContext& job, dt::dtrun::SignalPipe& signals,
+                   const dt::dtrun::SupervisorSettings& settings) {
   using namespace dt::dtrun;
   const Options& options = job.options;
   Supervisor supervisor(signals, settings);
@@ -52,13 +60,43 @@ dt::dtrun::Outcome run_once(const dt::dtrun::JobContext& job, dt::dtrun::SignalP
   if (outcome.exit_code != 0) say(outcome.message + "; stopping the job (process group " +
                                   std::to_string(supervisor.process_group()) + ")");
   supervisor.stop();
-  lost_workers = supervisor.lost_workers();
-  lost_servers = supervisor.lost_servers();
   if (supervisor.interrupted_while_stopping() && outcome.process_failed) {
     say("interrupted while the failed job stopped: no restart");
     outcome.process_failed = false;
   }
-  return outcome;
+  return RunReport{outcome, supervisor.lost_workers(), supervisor.lost_servers(), supervisor.rejoined_workers(),
+                   supervisor.worker_restarts()};
+}
+
+std::string listed(const std::vector<std::string>& names) {
+  std::string text;
+  for (const std::string& name : names) text += (text.empty() ? "" : ", ") + name;
+  return text;
+}
+
+// "1 restart", "3 restarts".
+std::string counted_restarts(int restarts) {
+  return std::to_string(restarts) + (restarts == 1 ? " restart" : " restarts");
+}
+
+// The summary's last line for a job that ended cleanly.
+std::string clean_end(const RunReport& run) {
+  std::string text;
+  if (run.lost_workers.empty() && run.lost_servers.empty()) {
+    text = "every process exited cleanly";
+  } else {
+    std::string went_on;
+    if (!run.lost_workers.empty()) went_on = "without " + listed(run.lost_workers) + " (DT_WORKER_LOSS=continue)";
+    if (!run.lost_servers.empty()) {
+      went_on += (went_on.empty() ? "" : " and ") + std::string("without ") + listed(run.lost_servers) +
+                 ", on the replicas of its keys (DT_SERVER_REPLICATION=1)";
+    }
+    text = "every other process exited cleanly; the job went on " + went_on;
+  }
+  for (const dt::dtrun::RestartedWorker& w : run.rejoined_workers) {
+    text += "; " + w.name + " rejoined the job after " + (w.restarts == 1 ? "a restart" : counted_restarts(w.restarts));
+  }
+  return text;
 }
 
 int run(const dt::dtrun::Options& options) {
@@ -84,41 +122,32 @@ int run(const dt::dtrun::Options& options) {
   settings.colour_stderr = isatty(STDERR_FILENO) == 1;
   settings.continue_after_worker_loss = continues_after_worker_loss(options, inherited);
   settings.tolerated_server_losses = tolerated_server_losses(options, inherited);
-  std::vector<std::string> lost_workers;
-  std::vector<std::string> lost_servers;
-  Outcome outcome = run_once(job, signals, settings, lost_workers, lost_servers);
+  // Under --worker-loss continue the supervisor spends the budget on
+  // restarting failed workers alone (local and ssh: the launchers that own
+  // each worker process); what it leaves, a whole-job restart may use.
+  settings.max_restarts = options.max_restarts;
+  RunReport run = run_once(job, signals, settings);
+  int restarts = run.worker_restarts;  // of either kind: one budget
   // torchrun's --max-restarts: the failed job starts again, whole, and its
   // processes resume from what they saved. Only a process's failure is worth
   // another run; Ctrl-C and --timeout are the user's decisions.
-  while (outcome.exit_code != 0 && outcome.process_failed && job.restart_count < options.max_restarts) {
+  while (run.outcome.exit_code != 0 && run.outcome.process_failed && restarts < options.max_restarts) {
     ++job.restart_count;
+    ++restarts;
     settings.append_logs = true;
-    say("restarting the whole job (restart " + std::to_string(job.restart_count) + " of at most " +
+    settings.restarts_done = restarts;
+    say("restarting the whole job (restart " + std::to_string(restarts) + " of at most " +
         std::to_string(options.max_restarts) + ", DT_RESTART_COUNT=" + std::to_string(job.restart_count) + ")");
-    outcome = run_once(job, signals, settings, lost_workers, lost_servers);
+    run = run_once(job, signals, settings);
+    restarts += run.worker_restarts;
   }
-  const std::string restarts =
-      job.restart_count == 0 ? "" : " (after " + std::to_string(job.restart_count) + " restart" +
-                                         (job.restart_count == 1 ? "" : "s") + ")";
-  if (outcome.exit_code != 0) {
-    say("job failed" + restarts + ": " + outcome.message);
-  } else if (!lost_workers.empty() || !lost_servers.empty()) {
-    const auto listed = [](const std::vector<std::string>& names) {
-      std::string text;
-      for (const std::string& name : names) text += (text.empty() ? "" : ", ") + name;
-      return text;
-    };
-    std::string went_on;
-    if (!lost_workers.empty()) went_on = "without " + listed(lost_workers) + " (DT_WORKER_LOSS=continue)";
-    if (!lost_servers.empty()) {
-      went_on += (went_on.empty() ? "" : " and ") + std::string("without ") + listed(lost_servers) +
-                 ", on the replicas of its keys (DT_SERVER_REPLICATION=1)";
-    }
-    say("job finished" + restarts + ": every other process exited cleanly; the job went on " + went_on);
+  const std::string after = restarts == 0 ? "" : " (after " + counted_restarts(restarts) + ")";
+  if (run.outcome.exit_code != 0) {
+    say("job failed" + after + ": " + run.outcome.message);
   } else {
-    say("job finished" + restarts + ": every process exited cleanly");
+    say("job finished" + after + ": " + clean_end(run));
   }
-  return outcome.exit_code;
+  return run.outcome.exit_code;
 }
 
 }  // namespace

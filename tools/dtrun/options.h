@@ -37,7 +37,8 @@ struct Options {
   // --server-replication: "0" or "1" (DT_SERVER_REPLICATION for every
   // process); empty when not given.
   std::string server_replication;
-  // --max-restarts: how many times a failed job is started again, whole.
+  // --max-restarts: how many times a failed job is started again, whole, or
+  // (--worker-loss continue, local and ssh) a failed worker alone.
   int max_restarts = 0;
   std::string hostfile;                // -H: the hosts of --launcher ssh (hostfile.h)
   std::string sync_dst_dir;            // --sync-dst-dir: rsync the working directory there first (ssh only)

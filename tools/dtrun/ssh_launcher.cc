@@ -262,16 +262,30 @@ Outcome run_ssh(Supervisor& supervisor, const JobContext& job, SignalPipe& signa
   // The job's secret goes through each session's stdin, never a command line.
   const auto secret = job.inherited.find("DT_JOB_SECRET");
   const std::string secret_line = secret == job.inherited.end() ? "" : secret->second;
-  const auto start_remote = [&](Role role, int rank, const SshHost& host, const std::vector<std::string>& command) {
+  // worker_restart_count: 0, or k for the k-th restart in place of a worker,
+  // which needs a session of its own (the last one's secret line was read)
+  // and DT_WORKER_RESTART_COUNT on the remote command line.
+  const auto session_spec = [&](Role role, int rank, const SshHost& host, const std::vector<std::string>& command,
+                                int worker_restart_count) {
     const ProcessName name(role_name(role), rank);
     EnvMap env = remote_environment(job.inherited, o, layout, role, rank);
     env.erase("DT_JOB_SECRET");
+    if (worker_restart_count > 0) env[kWorkerRestartCountVariable] = std::to_string(worker_restart_count);
     const std::string line = remote_command(remote_dir, env, command, !secret_line.empty());
     sessions.push_back(std::make_unique<SessionStdin>(
         job.work_dir + "/ssh-stdin-" + std::to_string(sessions.size()), secret_line));
+    return ChildSpec{name, with_stdin_from(sessions.back()->path(), ssh_argv(o, host, line)), job.inherited};
+  };
+  const auto start_remote = [&](Role role, int rank, const SshHost& host, const std::vector<std::string>& command) {
+    const ProcessName name(role_name(role), rank);
     // Recorded first: a start that fails half-way still names its host.
     remote.push_back({name.text(), host.text()});
-    supervisor.start({name, with_stdin_from(sessions.back()->path(), ssh_argv(o, host, line)), job.inherited});
+    // session_spec by reference: the supervisor calls this only from
+    // run_until, which runs within this function.
+    const auto restarted = [&session_spec, role, rank, host, command](int restart_count) {
+      return session_spec(role, rank, host, command, restart_count);
+    };
+    supervisor.start(session_spec(role, rank, host, command, 0), restarted);
     say(name.text() + " runs on " + host.text());
   };
   std::optional<Outcome> failed;

@@ -37,8 +37,12 @@ int exit_code_of(int status) {
 }
 
 struct Supervisor::Child {
-  explicit Child(ProcessName n) : name(std::move(n)) {}
+  Child(const ChildSpec& s, RestartedSpec r, int restarts)
+      : name(s.name), spec(s), restarted(std::move(r)), restart_count(restarts) {}
   ProcessName name;
+  ChildSpec spec;           // what a restart in place runs again,
+  RestartedSpec restarted;  // unless this is set
+  int restart_count;        // 0, or k for the k-th restart in place of this process
   pid_t pid = -1;
   UniqueFd log;
   UniqueFd out;
@@ -87,13 +91,17 @@ Supervisor::Supervisor(SignalPipe& signals, SupervisorSettings settings)
 
 Supervisor::~Supervisor() { stop(); }
 
-pid_t Supervisor::start(const ChildSpec& spec) {
-  auto child = std::make_unique<Child>(spec.name);
+pid_t Supervisor::start(const ChildSpec& spec, RestartedSpec restarted) {
+  return start_child(spec, std::move(restarted), settings_.append_logs, 0);
+}
+
+pid_t Supervisor::start_child(const ChildSpec& spec, RestartedSpec restarted, bool append_log, int restart_count) {
+  auto child = std::make_unique<Child>(spec, std::move(restarted), restart_count);
   if (!settings_.log_dir.empty()) {
     const std::string path = settings_.log_dir + "/" +
                              (spec.name.rank < 0 ? spec.name.role : spec.name.role + "-" + std::to_string(spec.name.rank)) +
                              ".log";
-    const int mode = settings_.append_logs ? O_APPEND : O_TRUNC;
+    const int mode = append_log ? O_APPEND : O_TRUNC;
     child->log.reset(open(path.c_str(), O_WRONLY | O_CREAT | mode | O_CLOEXEC, 0644));
     if (!child->log) throw system_error("cannot open log file " + path);
   }
@@ -249,6 +257,15 @@ Supervisor::Events Supervisor::poll_once(milliseconds timeout) {
 
 std::optional<Outcome> Supervisor::run_until(const std::function<bool()>& done, Clock::time_point deadline,
                                              const std::function<Outcome()>& on_deadline) {
+  std::optional<Outcome> outcome = next_outcome(done, deadline, on_deadline);
+  // The caller stops the job after any outcome (a launcher's later
+  // run_until only collects the exits of that stop).
+  if (outcome) stopping_ = true;
+  return outcome;
+}
+
+std::optional<Outcome> Supervisor::next_outcome(const std::function<bool()>& done, Clock::time_point deadline,
+                                                const std::function<Outcome()>& on_deadline) {
   for (;;) {
     if (done()) return std::nullopt;
     if (Clock::now() >= deadline) return on_deadline();
@@ -262,7 +279,12 @@ std::optional<Outcome> Supervisor::run_until(const std::function<bool()>& done, 
     // A process killed by a signal is the likelier cause when several end in
     // one round: the others typically exit reporting the peer they lost.
     const Child* failed = nullptr;
+    std::vector<const Child*> rejoining;
     for (const Child* c : events.exits) {
+      if (exit_code_of(c->status) != 0 && may_rejoin(*c, deadline, static_cast<int>(rejoining.size()))) {
+        rejoining.push_back(c);
+        continue;
+      }
       if (exit_code_of(c->status) != 0 && (tolerated_worker_loss(*c) || tolerated_server_loss(*c))) continue;
       if (WIFSIGNALED(c->status)) {
         failed = c;
@@ -274,12 +296,74 @@ std::optional<Outcome> Supervisor::run_until(const std::function<bool()>& done, 
       return Outcome{exit_code_of(failed->status), failed->name.text() + " " + describe_wait_status(failed->status),
                      true};
     }
+    // Only now: a failure in the same round that stops the job (a server
+    // and a worker of one host) must leave the budget to a whole-job restart.
+    for (const Child* c : rejoining) restart_to_rejoin(*c);
   }
+}
+
+bool Supervisor::may_rejoin(const Child& failed, Clock::time_point deadline, int pending) const {
+  if (!settings_.continue_after_worker_loss || failed.name.role != "worker") return false;
+  const int restarts_left = settings_.max_restarts - settings_.restarts_done - worker_restarts_ - pending;
+  if (restarts_left <= 0 || stopping_ || Clock::now() >= deadline) return false;
+  // With no other worker left the job is over (or has failed): there is no
+  // running job to rejoin.
+  return others_of_role_run(failed);
+}
+
+void Supervisor::restart_to_rejoin(const Child& failed) {
+  const int restart = settings_.restarts_done + worker_restarts_ + 1;
+  const std::string line = "dtrun: " + failed.name.text() + " " + describe_wait_status(failed.status) +
+                           "; starting it again to rejoin the running job (restart " + std::to_string(restart) +
+                           " of at most " + std::to_string(settings_.max_restarts) + ", DT_WORKER_LOSS=continue)\n";
+  write_all(STDERR_FILENO, line.data(), line.size());
+  const int restart_count = failed.restart_count + 1;
+  ChildSpec again = failed.spec;
+  if (failed.restarted) {
+    again = failed.restarted(restart_count);
+  } else {
+    again.env[kWorkerRestartCountVariable] = std::to_string(restart_count);
+  }
+  ++worker_restarts_;
+  const auto same_worker = [&](const RestartedWorker& w) { return w.name == failed.name.text(); };
+  const auto known = std::find_if(restarted_workers_.begin(), restarted_workers_.end(), same_worker);
+  if (known == restarted_workers_.end()) {
+    restarted_workers_.push_back({failed.name.text(), restart_count});
+  } else {
+    known->restarts = restart_count;
+  }
+  start_child(again, failed.restarted, true, restart_count);
+}
+
+std::vector<RestartedWorker> Supervisor::rejoined_workers() const {
+  std::vector<RestartedWorker> rejoined;
+  for (const RestartedWorker& w : restarted_workers_) {
+    if (std::find(lost_workers_.begin(), lost_workers_.end(), w.name) == lost_workers_.end()) rejoined.push_back(w);
+  }
+  return rejoined;
 }
 
 bool Supervisor::tolerated_worker_loss(const Child& failed) {
   if (!settings_.continue_after_worker_loss || failed.name.role != "worker") return false;
+  if (failed.restart_count > 0 && !others_of_role_run(failed) && other_workers_succeeded(failed)) {
+    // Started again to rejoin, it found the job over (the scheduler refuses
+    // a worker once every other one said goodbye): the job went on without
+    // its predecessor already, and finished.
+    const std::string line = "dtrun: " + failed.name.text() + " " + describe_wait_status(failed.status) +
+                             " after the job's other workers had finished: there was no running job to rejoin "
+                             "(DT_WORKER_LOSS=continue)\n";
+    write_all(STDERR_FILENO, line.data(), line.size());
+    lost_workers_.push_back(failed.name.text());
+    return true;
+  }
   return go_on_without(failed, "the job goes on without it (DT_WORKER_LOSS=continue)", lost_workers_);
+}
+
+bool Supervisor::other_workers_succeeded(const Child& failed) const {
+  return std::all_of(children_.begin(), children_.end(), [&](const auto& c) {
+    return c.get() == &failed || c->name.role != "worker" || c->name.rank == failed.name.rank ||
+           (c->exited && exit_code_of(c->status) == 0);
+  });
 }
 
 bool Supervisor::tolerated_server_loss(const Child& failed) {
@@ -290,11 +374,14 @@ bool Supervisor::tolerated_server_loss(const Child& failed) {
                        lost_servers_);
 }
 
-bool Supervisor::go_on_without(const Child& failed, const std::string& how, std::vector<std::string>& lost) {
-  const bool others_run = std::any_of(children_.begin(), children_.end(), [&](const auto& c) {
+bool Supervisor::others_of_role_run(const Child& failed) const {
+  return std::any_of(children_.begin(), children_.end(), [&](const auto& c) {
     return c.get() != &failed && c->name.role == failed.name.role && !c->exited;
   });
-  if (!others_run) return false;
+}
+
+bool Supervisor::go_on_without(const Child& failed, const std::string& how, std::vector<std::string>& lost) {
+  if (!others_of_role_run(failed)) return false;
   const std::string line = "dtrun: " + failed.name.text() + " " + describe_wait_status(failed.status) + "; " + how + "\n";
   write_all(STDERR_FILENO, line.data(), line.size());
   lost.push_back(failed.name.text());

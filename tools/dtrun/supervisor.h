@@ -2,9 +2,10 @@
 // that it creates (the first process leads it), pumps their output through
 // LinePrefixers, reaps them, and decides when the job must stop: the first
 // process that exits non-zero or is killed (but for workers under
-// continue_after_worker_loss and servers under tolerated_server_losses), a
-// signal to dtrun, or a deadline. stop() ends every process of the group:
-// SIGTERM, then SIGKILL after a grace period, and reaps them all.
+// continue_after_worker_loss, which may also be started again in place, and
+// servers under tolerated_server_losses), a signal to dtrun, or a deadline.
+// stop() ends every process of the group: SIGTERM, then SIGKILL after a
+// grace period, and reaps them all.
 //
 // dtrun is made a child subreaper, so processes that a child forks and
 // leaves behind are reparented to it and reaped here too: "no children left"
@@ -46,6 +47,10 @@ struct ChildSpec {
   EnvMap env;
 };
 
+// What a worker restarted in place runs at its restart_count-th restart
+// (see SupervisorSettings::max_restarts).
+using RestartedSpec = std::function<ChildSpec(int restart_count)>;
+
 // Why a job stopped, as dtrun reports it.
 struct Outcome {
   int exit_code = 0;
@@ -60,6 +65,12 @@ struct Outcome {
 std::string describe_wait_status(int status);
 int exit_code_of(int status);
 
+// A worker that was started again in place, and how many times.
+struct RestartedWorker {
+  std::string name;
+  int restarts = 0;
+};
+
 struct SupervisorSettings {
   std::string log_dir;  // empty: no log files
   bool append_logs = false;  // a restarted job's processes add to the first run's log files
@@ -72,6 +83,16 @@ struct SupervisorSettings {
   // is reported and the job goes on (the scheduler drops it); the last
   // worker, a server or the scheduler failing still stops the job.
   bool continue_after_worker_loss = false;
+  // --max-restarts, one budget for restarts of either kind, as torchrun's:
+  // with continue_after_worker_loss, a worker that fails while another still
+  // runs is started again in place, alone (same spec and log file, and
+  // DT_WORKER_RESTART_COUNT), and rejoins the running job, which the
+  // scheduler lets it do in the place of the worker it lost. Once
+  // restarts_done (those of earlier runs of the job, both kinds) and this
+  // run's worker restarts reach max_restarts, a failed worker is left out as
+  // above. Whole-job restarts are main's, after a run failed.
+  int max_restarts = 0;
+  int restarts_done = 0;
   // DT_SERVER_REPLICATION=1: every key part has a replica on the next
   // server, so this many servers may fail while another still runs and the
   // job goes on with the replicas of their keys; one more server failing, or
@@ -90,7 +111,13 @@ class Supervisor {
   // Starts a process in the job's process group. Throws std::runtime_error
   // when it cannot be started (the command does not exist, pipes or fork
   // fail); a process that got as far as fork is still owned and reaped.
-  pid_t start(const ChildSpec& spec);
+  // restarted: what the process runs when, as a worker, it is restarted in
+  // place. When empty, spec with DT_WORKER_RESTART_COUNT added to env: all
+  // that a process of this host needs; a launcher whose env does not reach
+  // the process (ssh) passes its own. It is called only from run_until
+  // before the job stops, so it may refer to what the launcher holds while
+  // it runs the job.
+  pid_t start(const ChildSpec& spec, RestartedSpec restarted = {});
 
   // The job's process group id (the first process's pid); 0 before any start.
   pid_t process_group() const { return pgid_; }
@@ -106,6 +133,11 @@ class Supervisor {
   bool has_exited(pid_t pid) const;
   // Workers that failed and that the job went on without, e.g. "worker 2".
   const std::vector<std::string>& lost_workers() const { return lost_workers_; }
+  // How many times a failed worker was started again in place in this run.
+  int worker_restarts() const { return worker_restarts_; }
+  // Workers started again in place that were not lost afterwards, in the
+  // order of their first restart, e.g. {"worker 1", 1}.
+  std::vector<RestartedWorker> rejoined_workers() const;
   // Servers that failed and whose keys the job went on with from their
   // replicas, e.g. "server 1".
   const std::vector<std::string>& lost_servers() const { return lost_servers_; }
@@ -127,12 +159,25 @@ class Supervisor {
   };
 
   Events poll_once(std::chrono::milliseconds timeout);
+  // run_until's loop.
+  std::optional<Outcome> next_outcome(const std::function<bool()>& done, Clock::time_point deadline,
+                                      const std::function<Outcome()>& on_deadline);
   void reap(Events& events);
   void signal_group(int signo);
   // Pumps until pred() holds or the deadline; returns whether pred() held.
   // Returns early (false) on SIGINT/SIGTERM/SIGHUP when interruptible.
   bool pump_while_stopping(const std::function<bool()>& pred, Clock::time_point deadline, bool interruptible);
   bool any_output_open() const;
+  // Whether a failed process is a worker to start again in place, to rejoin
+  // the running job: continue_after_worker_loss, max_restarts not spent by
+  // the restarts done and the `pending` ones of this round, another worker
+  // still runs, the job is not stopping, and deadline has not passed.
+  bool may_rejoin(const Child& failed, Clock::time_point deadline, int pending) const;
+  // Says so on stderr and starts it again. Throws as start() does.
+  void restart_to_rejoin(const Child& failed);
+  // start() of a process's first run or of its restart_count-th restart in
+  // place, whose output goes on in the log file of the first.
+  pid_t start_child(const ChildSpec& spec, RestartedSpec restarted, bool append_log, int restart_count);
   // A failed worker the job goes on without (continue_after_worker_loss and
   // another worker still runs); says so on stderr and records it.
   bool tolerated_worker_loss(const Child& failed);
@@ -143,6 +188,10 @@ class Supervisor {
   // Both: when another process of failed's role still runs, says on stderr
   // that the job goes on (how), records failed in lost and returns true.
   bool go_on_without(const Child& failed, const std::string& how, std::vector<std::string>& lost);
+  // Another process of failed's role has not exited.
+  bool others_of_role_run(const Child& failed) const;
+  // Every worker other than failed's rank (its earlier runs) exited 0.
+  bool other_workers_succeeded(const Child& failed) const;
 
   SignalPipe& signals_;
   SupervisorSettings settings_;
@@ -151,6 +200,10 @@ class Supervisor {
   bool children_left_ = false;  // some process we must reap may still exist
   std::vector<std::string> lost_workers_;
   std::vector<std::string> lost_servers_;
+  int worker_restarts_ = 0;
+  std::vector<RestartedWorker> restarted_workers_;  // each once
+  // run_until returned what stops the job: no worker is started again after.
+  bool stopping_ = false;
   bool interrupted_while_stopping_ = false;
 };
 
