@@ -1,6 +1,6 @@
 #!/bin/bash
-# Issue 19: how long a job takes to go on after kill -9 of a worker (two ways
-# it can go on) or of a server (replicated). One JSON line per way.
+# Issue 19: how long a job takes to go on after kill -9 of a worker (three
+# ways it can go on) or of a server (replicated). One JSON line per way.
 #
 #   bench/restart_bench.sh [--build-dir DIR] [--epochs N] [--heartbeat-timeout-s S]
 #
@@ -15,6 +15,10 @@
 #    epoch in which the kill fell beside the epoch before it (with one worker
 #    left an epoch has half the samples to train: the shard of the lost one
 #    is not trained on).
+#  - "rejoin": --worker-loss continue --max-restarts 1: dtrun starts the
+#    killed worker again alone and it joins the running job; times from the
+#    kill to dtrun's restart line, to the scheduler taking it back, and to
+#    its trainer going on from the job's step (its first push follows).
 #  - "replica": --server-replication 1, and server 0 is killed instead;
 #    times from the kill to dtrun's and the scheduler's report, and to
 #    worker 0's switch to the replicas; the epoch with the kill beside the
@@ -99,6 +103,16 @@ printf '"kill_to_dtrun_notice_s":%s,"kill_to_scheduler_goes_on_s":%s,"epoch_s_be
   "$(since "$kill_at" "$(first_after "$work/continue.log" "$kill_at" "the job goes on without it")")" \
   "$(since "$kill_at" "$(first_after "$work/continue.log" "$kill_at" "the job goes on with")")" \
   "$(epoch_seconds "$work/continue.log" 1)" "$(epoch_seconds "$work/continue.log" 2)"
+
+run_job "$work/rejoin.log" worker 1 --worker-loss continue --max-restarts 1
+printf '{"bench":"restart_after_kill","way":"rejoin","victim":"worker 1","epochs":%d,"heartbeat_timeout_s":%s,' \
+  "$epochs" "$hb_timeout"
+printf '"kill_to_restart_s":%s,"kill_to_scheduler_took_it_back_s":%s,"kill_to_trainer_goes_on_s":%s,' \
+  "$(since "$kill_at" "$(first_after "$work/rejoin.log" "$kill_at" "starting it again to rejoin")")" \
+  "$(since "$kill_at" "$(first_after "$work/rejoin.log" "$kill_at" "joined the running job in the place of")")" \
+  "$(since "$kill_at" "$(first_after "$work/rejoin.log" "$kill_at" "trainer: joined the running job at")")"
+printf '"epoch_s_before":%s,"epoch_s_with_kill":%s}\n' \
+  "$(epoch_seconds "$work/rejoin.log" 1)" "$(epoch_seconds "$work/rejoin.log" 2)"
 
 run_job "$work/replica.log" server 0 --server-replication 1
 printf '{"bench":"restart_after_kill","way":"replica","victim":"server 0","epochs":%d,"heartbeat_timeout_s":%s,' \
