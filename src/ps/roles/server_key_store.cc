@@ -360,13 +360,39 @@ void ServerKeyStore::advance_locked(Entry& e) {
     }
     ++e.summed;
   }
-  // A round with no push at all (every worker departed: the job is ending)
-  // leaves nothing to apply.
   if (e.terms > 0) {
     complete_round_locked(e);
-  } else {
-    e.summed = 0;
+    return;
   }
+  e.summed = 0;
+  // A round no worker takes part in: when every worker departed for good
+  // the job is ending, and nothing is applied. When some worker joined for
+  // a later round (the workers this one waited for were all lost, and their
+  // successors join after it), the round is empty: it changes nothing, and
+  // the rounds go on to theirs.
+  if (!returns_later_locked(e, round)) return;
+  complete_empty_round_locked(e);
+  advance_locked(e);
+}
+
+bool ServerKeyStore::returns_later_locked(const Entry& e, int64_t round) {
+  for (const auto& gaps : e.absent) {
+    for (const auto& [first, end] : gaps) {
+      if (round >= first && round < end && end != kNever) return true;
+    }
+  }
+  return false;
+}
+
+void ServerKeyStore::complete_empty_round_locked(Entry& e) {
+  e.encoded.reset();
+  e.encoding = 0;
+  // Without an optimizer the stored value is the round's sum: of nothing.
+  if (!optimizer()) std::memset(e.stored.data(), 0, e.bytes);
+  ++e.applied_round;
+  encode_locked(e);
+  answer_pulls_locked(e);
+  release_held_locked(e);
 }
 
 bool ServerKeyStore::absent_locked(const Entry& e, int worker, int64_t round) {

@@ -22,6 +22,12 @@
 //    back-pressure on a worker that runs ahead). A second push for a round
 //    from the same worker is kBadState ("worker 1 pushed key 3 round 7
 //    twice"), never a double count.
+//  - Workers the job went on without (DT_WORKER_LOSS=continue) are absent
+//    from the rounds after their last push; a worker joining the running
+//    job in a lost one's place (join) takes part from the round it joined
+//    at. A round that nobody takes part in while someone joins later is
+//    empty: nothing is applied (no optimizer step; without an optimizer the
+//    stored sum is zero) and the round counts.
 //  - Pull with round r waits until round r is applied; round <= 0 (or any
 //    round in async mode) reads the latest value.
 //  - dist_async (Mode::kAsync): each push is applied at once, atomically per
@@ -234,6 +240,10 @@ class ServerKeyStore {
   void advance_locked(Entry& e);
   // Whether the part's round goes on without worker's push.
   static bool absent_locked(const Entry& e, int worker, int64_t round);
+  // Whether a worker absent from round takes part again in a later one.
+  static bool returns_later_locked(const Entry& e, int64_t round);
+  // A round nobody took part in: nothing applied, the round counted.
+  void complete_empty_round_locked(Entry& e);
   // worker's rounds after its last push go on without it, on every part.
   void depart_locked(int worker);
   void complete_round_locked(Entry& e);

@@ -11,6 +11,7 @@
 #include "core/context.h"
 #include "core/error.h"
 #include "kvstore/local_kvstore.h"
+#include "optim/optimizer_config.h"
 #include "ps/roles/server_key_store.h"
 
 namespace dt::ps {
@@ -439,6 +440,48 @@ TEST(PsDataServerKeyStoreJoined, APartMadeWhileAWorkerWasAwayWaitsForItAfterItJo
   store.push(1, info(2, 1), 3, g.data(), bytes(g), ignore_done());
   ASSERT_TRUE(third.done);
   EXPECT_EQ(third.value, (std::vector<float>{2}));
+}
+
+
+// Both workers lost, and their successors join at a later round: the rounds
+// in between are empty (nobody takes part) and must not hold the job up.
+TEST(PsDataServerKeyStoreJoined, RoundsNobodyTakesPartInAreEmptyAndTheRoundsGoOn) {
+  ServerKeyStore store(ServerKeyStore::Mode::kSync, 2);
+  init_all(store, 1, {0});
+  push(store, 0, 1, {1});
+  push(store, 1, 1, {2});
+  EXPECT_EQ(pull(store, 1), (std::vector<float>{3}));
+  push(store, 0, 2, {4});  // round 2: worker 1 is lost before its push
+  store.worker_departed(1, 100);
+  EXPECT_EQ(pull(store, 2), (std::vector<float>{4}));
+  store.join(1, 200, 5);
+  PullResult fourth;
+  store.pull(info(1, 1), 4, fourth.callback());
+  EXPECT_FALSE(fourth.done) << "round 3 waits for worker 0";
+  store.worker_departed(0, 0);  // lost before its push of round 3
+  ASSERT_TRUE(fourth.done) << "rounds 3 and 4 have nobody, and worker 1 joined for round 5: empty";
+  EXPECT_EQ(fourth.value, (std::vector<float>{0})) << "without an optimizer the stored value is the sum: of nothing";
+  EXPECT_EQ(store.join_floor(0), 6);
+  store.join(0, 300, 6);
+  push(store, 1, 5, {2});
+  EXPECT_EQ(pull(store, 5), (std::vector<float>{2}));
+  push(store, 1, 6, {2});
+  push(store, 0, 6, {1});
+  EXPECT_EQ(pull(store, 6), (std::vector<float>{3}));
+}
+
+TEST(PsDataServerKeyStoreJoined, AnEmptyRoundLeavesTheWeightsAsTheyAre) {
+  ServerKeyStore store(ServerKeyStore::Mode::kSync, 1);
+  store.set_optimizer(optim::OptimizerConfig("sgd").set("learning_rate", 1.0).set("momentum", 0.5));
+  const std::vector<float> init = {10};
+  store.init(0, info(1, 1), init.data(), bytes(init));
+  push(store, 0, 1, {1});
+  EXPECT_EQ(pull(store, 1), (std::vector<float>{9}));
+  store.worker_departed(0, 100);
+  store.join(0, 200, 4);
+  EXPECT_EQ(pull(store, 3), (std::vector<float>{9})) << "rounds 2 and 3: no update, not even momentum";
+  push(store, 0, 4, {1});
+  EXPECT_EQ(pull(store, 4), (std::vector<float>{9 - 1 - 0.5f}));
 }
 
 }  // namespace
