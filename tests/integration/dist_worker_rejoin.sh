@@ -1,56 +1,156 @@
 #!/bin/bash
 # Issue 19, item 3: a worker killed in a running dist_sync job and started
-# again by `dtrun --worker-loss continue --max-restarts 1` joins the running
+# again by `dtrun --worker-loss continue --max-restarts N` joins the running
 # job in its old place: the others never stop, it takes the servers' weights
 # and optimizer state and goes on from the step the job is at, and the job
 # finishes. dtrun runs the example (MLP, SGD with momentum on the servers,
-# 2 servers, 2 workers, 3 epochs); worker 1 is killed with kill -9 in epoch 2.
+# 2 servers, 2 workers, 3 epochs).
 #
-#   dist_worker_rejoin.sh DTRUN EXAMPLE
+#   dist_worker_rejoin.sh DTRUN EXAMPLE           kill -9 worker 1 in epoch 2
+#   dist_worker_rejoin.sh DTRUN EXAMPLE SEED...   per seed, one or two kill -9s,
+#                                                 each of a worker drawn from
+#                                                 both, at a time drawn from
+#                                                 5-80% of the uninterrupted
+#                                                 job's training time
 #
-# The weights cannot be the uninterrupted job's: the rounds without worker 1
-# summed one gradient, not two (worker_loss_test checks a rejoined worker's
-# rounds exactly).
+# The seed fixes the victims and the delays' fractions (printed, so that a
+# failure can be replayed). The weights cannot be the uninterrupted job's:
+# the rounds without the killed worker summed one gradient, not two
+# (worker_loss_test checks a joined worker's rounds exactly).
 set -euo pipefail
 source "$(dirname "$0")/lib/job_processes.sh"
 dtrun="$1" example="$2"
+shift 2
 work=$(mktemp -d "${TMPDIR:-/tmp}/dt-rejoin.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 export OMP_WAIT_POLICY=passive
 epochs=3
+job_args=(--model mlp --kvstore dist_sync --batch-size 64 --threads 1 --lr 0.05 --momentum 0.9 --epochs "$epochs")
 tag="dt-rejoin-$$-$RANDOM"
 log="$work/rejoin.log"
 
-"$dtrun" -n 2 -s 2 --timeout 600 --worker-loss continue --max-restarts 1 --env "DT_JOB_TAG=$tag" -- \
-  "$example" --model mlp --kvstore dist_sync --batch-size 64 --threads 1 --lr 0.05 --momentum 0.9 \
-  --epochs "$epochs" --metrics "$work/metrics.jsonl" > "$log" 2>&1 &
-job_pid=$!
+fail() { echo "FAIL: $1"; grep "disttrain\|^dtrun\|epoch\|failed" "$log" | tail -40; exit 1; }
 
-fail() { echo "FAIL: $1"; grep "disttrain\|^dtrun\|epoch" "$log" | tail -40; exit 1; }
+# Starts the job in the background with up to $1 restarts; sets job_pid.
+start_job() {
+  rm -f "$work"/metrics*.jsonl
+  "$dtrun" -n 2 -s 2 --timeout 600 --worker-loss continue --max-restarts "$1" --env "DT_JOB_TAG=$tag" -- \
+    "$example" "${job_args[@]}" --metrics "$work/metrics.jsonl" > "$log" 2>&1 &
+  job_pid=$!
+}
 
-for i in $(seq 1200); do
-  grep -qs "\[worker 0\] epoch 1/$epochs:" "$log" && break
-  kill -0 "$job_pid" 2>/dev/null || break
-  sleep 0.1
+# The pid of worker RANK's latest process (a restarted one has
+# DT_WORKER_RESTART_COUNT set), nothing when none runs.
+worker_pid() {
+  local rank=$1 f p latest=""
+  # One grep over every environment first: a kill must land when drawn.
+  for f in $(grep -lsxz "DT_JOB_TAG=$tag" /proc/[0-9]*/environ); do
+    grep -qsxz "DMLC_ROLE=worker" "$f" && grep -qsxz "DMLC_WORKER_ID=$rank" "$f" || continue
+    p=${f#/proc/}
+    p=${p%/environ}
+    if [ -z "$latest" ] || [ "$p" -gt "$latest" ]; then latest=$p; fi
+  done
+  echo "$latest"
+}
+
+wait_for_training() {
+  local i
+  for i in $(seq 600); do
+    kill -0 "$job_pid" 2>/dev/null || return 1
+    grep -qs "\[worker 0\] training " "$log" && [ -n "$(worker_pid 1)" ] && return 0
+    sleep 0.1
+  done
+  fail "the job did not start training within 60 s"
+}
+
+# After the job: exit 0 and a clean end. (A kill drawn near the end may
+# find the other worker finished: then nothing is started again.)
+check_job() {
+  local what=$1 rc=0
+  wait "$job_pid" || rc=$?
+  [ "$rc" -eq 0 ] || fail "$what: dtrun exited $rc"
+  grep -q "dtrun: job finished" "$log" || fail "$what: no clean end"
+}
+
+if [ $# -eq 0 ]; then
+  start_job 1
+  wait_for_training || fail "the job ended before it started"
+  for i in $(seq 1200); do
+    grep -qs "\[worker 0\] epoch 1/$epochs:" "$log" && break
+    kill -0 "$job_pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  grep -qs "\[worker 0\] epoch 1/$epochs:" "$log" || fail "epoch 1 did not end"
+  sleep 0.3  # into epoch 2: rounds in flight
+  pid=$(worker_pid 1)
+  [ -n "$pid" ] || fail "worker 1 was not running in epoch 2"
+  kill -9 "$pid"
+  check_job "worker 1 killed in epoch 2"
+  grep -q "worker 1 killed by signal 9" "$log" || fail "dtrun did not report worker 1 killed"
+  grep -q "starting it again to rejoin the running job" "$log" || fail "dtrun did not start worker 1 again"
+  grep -q "joined the running job in the place of worker 1" "$log" || fail "the scheduler did not take worker 1 back"
+  grep -q "\[worker 1\].*joined the running job at epoch 2" "$log" || fail "the trainer did not go on from the job's step"
+  grep -q "worker 1 rejoined the job after a restart" "$log" || fail "dtrun's summary does not say worker 1 rejoined"
+  # Worker 1 logs its epochs beside worker 0's; the joined one goes on in its
+  # predecessor's file.
+  grep -q "\"epoch\": *$epochs\b" "$work/metrics-worker1.jsonl" ||
+    fail "the joined worker 1 did not train epoch $epochs: $(cat "$work/metrics-worker1.jsonl")"
+  grep -q "\[worker 0\] epoch $epochs/$epochs:" "$log" || fail "worker 0 did not train epoch $epochs"
+  echo "OK: worker 1 killed in epoch 2, started again by dtrun, joined the running job: $(
+    grep -o "joined the running job at epoch [0-9]*, batch [0-9]*" "$log" | head -1); the job finished"
+  exit 0
+fi
+
+# How long the uninterrupted job trains: from worker 0's "training" line to
+# its end.
+"$dtrun" -n 2 -s 2 --timeout 300 -- "$example" "${job_args[@]}" > "$work/straight.log" 2>&1 &
+straight_pid=$!
+for i in $(seq 600); do
+  grep -qs "\[worker 0\] training " "$work/straight.log" && break
+  sleep 0.05
 done
-grep -qs "\[worker 0\] epoch 1/$epochs:" "$log" || fail "epoch 1 did not end"
-sleep 0.3  # into epoch 2: rounds in flight
-pid=$(job_process "$tag" worker 1 0)
-[ -n "$pid" ] || fail "worker 1 was not running in epoch 2"
-kill -9 "$pid"
+started=$(date +%s%N)
+wait "$straight_pid" || { echo "FAIL: the uninterrupted job failed"; tail -20 "$work/straight.log"; exit 1; }
+straight_tenths=$(( ($(date +%s%N) - started) / 100000000 ))
 
-rc=0
-wait "$job_pid" || rc=$?
-[ "$rc" -eq 0 ] || fail "dtrun exited $rc"
-grep -q "worker 1 killed by signal 9" "$log" || fail "dtrun did not report worker 1 killed"
-grep -q "starting it again to rejoin the running job" "$log" || fail "dtrun did not start worker 1 again"
-grep -q "joined the running job in the place of worker 1" "$log" || fail "the scheduler did not take worker 1 back"
-grep -q "\[worker 1\].*joined the running job at epoch" "$log" || fail "the trainer did not go on from the job's step"
-# Worker 1 logs its epochs beside worker 0's; the rejoined one goes on in its
-# predecessor's file.
-grep -q "\"epoch\": *$epochs\b" "$work/metrics-worker1.jsonl" ||
-  fail "the rejoined worker 1 did not train epoch $epochs: $(cat "$work/metrics-worker1.jsonl")"
-grep -q "\[worker 0\] epoch $epochs/$epochs:" "$log" || fail "worker 0 did not train epoch $epochs"
-grep -q "\[worker 0\] epoch 2/$epochs:" "$log" || fail "worker 0 did not train epoch 2"
-echo "OK: worker 1 killed in epoch 2, started again by dtrun, joined the running job: $(
-  grep -o "joined the running job at epoch [0-9]*, batch [0-9]*" "$log" | head -1); the job finished"
+for seed in "$@"; do
+  RANDOM=$seed
+  kills=$((1 + RANDOM % 2))
+  victims=() delays=()
+  for k in $(seq "$kills"); do
+    victims+=($((RANDOM % 2)))
+    delays+=($((straight_tenths * (5 + RANDOM % 76) / 100)))  # tenths of a second into training
+  done
+  if [ "$kills" -eq 2 ] && [ "${delays[0]}" -gt "${delays[1]}" ]; then  # in the order they fall
+    victims=("${victims[1]}" "${victims[0]}") delays=("${delays[1]}" "${delays[0]}")
+  fi
+  # One restart more than kills: losing both workers at once ends the job
+  # (the last worker lost), which dtrun then restarts whole.
+  start_job 3
+  wait_for_training || fail "seed $seed: the job ended before it started"
+  begun=$(date +%s%N)
+  killed=()
+  for k in $(seq 0 $((kills - 1))); do
+    wait_tenths=$(( delays[k] - ($(date +%s%N) - begun) / 100000000 ))
+    [ "$wait_tenths" -le 0 ] || sleep "$((wait_tenths / 10)).$((wait_tenths % 10))"
+    pid=$(worker_pid "${victims[k]}")
+    [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null && killed+=("${victims[k]}@${delays[k]}")
+  done
+  if [ "${#killed[@]}" -eq 0 ]; then
+    wait "$job_pid" || true
+    echo "OK: seed $seed: worker(s) ${victims[*]} at tenths ${delays[*]}: every kill came too late (the job had" \
+      "ended after $(( ($(date +%s%N) - begun) / 100000000 )) tenths)"
+    continue
+  fi
+  check_job "seed $seed: ${killed[*]}"
+  # Every worker dtrun started again joined, or found the job over.
+  restarted=$(grep -c "starting it again to rejoin" "$log" || true)
+  joined=$(grep -c "joined the running job in the place" "$log" || true)
+  too_late=$(grep -c "there was no running job to rejoin" "$log" || true)
+  if ! grep -q "restarting the whole job" "$log" && [ "$((joined + too_late))" -ne "$restarted" ]; then
+    fail "seed $seed: ${killed[*]}: $restarted worker(s) started again, $joined joined, $too_late found the job over"
+  fi
+  echo "OK: seed $seed: worker(s)@tenths ${killed[*]} killed (the uninterrupted job trained $straight_tenths);" \
+    "$(grep -c "joined the running job in the place" "$log") join(s), $(grep -c "restarting the whole job" "$log")" \
+    "whole-job restart(s), the job finished"
+done
