@@ -455,8 +455,17 @@ void ServerRequestHandler::handle(Message request, const RequestServer::Reply& r
                                                 std::to_string(data->number()) + " and '" + pid + "'");
         }
         store_.join(worker, std::stoll(pid), static_cast<int64_t>(data->number()));
-        std::fprintf(stderr, "disttrain server: worker %d (pid %s) joined the running job; its pushes count from round %lld\n",
-                     worker, pid.c_str(), static_cast<long long>(data->number()));
+        bool sync = false;  // no mode yet: no init reached this server, no rounds either
+        try {
+          sync = store_.mode() == ServerKeyStore::Mode::kSync;
+        } catch (const Error&) {
+        }
+        if (sync) {
+          std::fprintf(stderr, "disttrain server: worker %d (pid %s) joined the running job; its pushes count from "
+                       "round %lld\n", worker, pid.c_str(), static_cast<long long>(data->number()));
+        } else {
+          std::fprintf(stderr, "disttrain server: worker %d (pid %s) joined the running job\n", worker, pid.c_str());
+        }
         reply(encode_data_reply({}).message);
         return;
       }
