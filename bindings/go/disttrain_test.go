@@ -396,6 +396,9 @@ func TestKVStoreLocal(t *testing.T) {
 	if r, n := get(kv.Rank())(t), get(kv.NumWorkers())(t); r != 0 || n != 1 {
 		t.Fatalf("rank %d of %d", r, n)
 	}
+	if joined, before, err := kv.JoinedRunningJob(); err != nil || joined || before != 0 {
+		t.Fatalf("joined %v after %d rounds, %v", joined, before, err)
+	}
 	zero := get(NewNDArray(ctx, Float32, []int64{4}))(t)
 	defer zero.Close()
 	if err := kv.Init([]uint64{3}, []*NDArray{zero}); err != nil {

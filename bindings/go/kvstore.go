@@ -188,6 +188,25 @@ func (kv *KVStore) NumWorkers() (int, error) {
 	return int(n), nil
 }
 
+// JoinedRunningJob says whether this worker joined a running job in the place
+// of one the job lost (DT_WORKER_LOSS=continue, e.g. started again by dtrun
+// --worker-loss continue --max-restarts N), and how many dist_sync rounds the
+// job had done on every key before it joined: its pushes count from
+// roundsBefore+1, so a training loop of its own goes on from that step.
+// false and 0 for a worker that started with the job and the other stores.
+func (kv *KVStore) JoinedRunningJob() (joined bool, roundsBefore int64, err error) {
+	p, err := kv.handle().acquire("KVStore.JoinedRunningJob", "KVStore")
+	if err != nil {
+		return false, 0, err
+	}
+	defer kv.h.release()
+	var j int32
+	if err := check(capi.Dt_kvstore_joined_running_job(&j, &roundsBefore, p)); err != nil {
+		return false, 0, err
+	}
+	return j != 0, roundsBefore, nil
+}
+
 // Traffic is the bytes this process's store has sent and received over the
 // network since it was created (0 and 0 for the in-process stores): what
 // gradient compression saves.

@@ -177,6 +177,35 @@ public final class KVStore extends NativeHandle {
   }
 
   /**
+   * Whether this worker joined a running job in the place of one the job lost
+   * (DT_WORKER_LOSS=continue, e.g. started again by {@code dtrun --worker-loss continue
+   * --max-restarts N}); see {@link #roundsBeforeJoining()}.
+   */
+  public boolean joinedRunningJob() {
+    return joined()[0] != 0;
+  }
+
+  /**
+   * For a worker that joined a running job, how many dist_sync rounds the job had done on every
+   * key before it joined: its pushes count from the next one, so a training loop of its own goes
+   * on from that step. 0 otherwise.
+   */
+  public long roundsBeforeJoining() {
+    return joined()[1];
+  }
+
+  private long[] joined() {
+    int[] joined = new int[1];
+    long[] before = new long[1];
+    try {
+      disttrain.dt_kvstore_joined_running_job(joined, before, handle());
+    } finally {
+      fence();
+    }
+    return new long[] {joined[0], before[0]};
+  }
+
+  /**
    * Bytes this process's store has sent and received over the network since it was created,
    * as {sent, received} (0 and 0 for the in-process stores): what gradient compression saves.
    */

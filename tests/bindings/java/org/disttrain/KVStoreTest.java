@@ -2,6 +2,7 @@ package org.disttrain;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -19,6 +20,8 @@ class KVStoreTest {
         NDArray out = NDArray.zeros(ctx, 3)) {
       assertEquals(0, kv.rank());
       assertEquals(1, kv.numWorkers());
+      assertFalse(kv.joinedRunningJob());
+      assertEquals(0L, kv.roundsBeforeJoining());
       kv.init(7, init);
       kv.pull(7, out);
       assertArrayEquals(new float[] {1, 1, 1}, out.toFloatArray());
