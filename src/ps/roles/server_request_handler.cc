@@ -449,8 +449,9 @@ void ServerRequestHandler::handle(Message request, const RequestServer::Reply& r
           return;
         }
         const std::string pid = data->text() ? data->text()->str() : "";
+        // A pid of 0 would pass for the worker that started with the job.
         if (!std::isfinite(data->number()) || data->number() > 1e15 || pid.empty() ||
-            pid.find_first_not_of("0123456789") != std::string::npos || pid.size() > 18) {
+            pid.find_first_not_of("0123456789") != std::string::npos || pid.size() > 18 || std::stoll(pid) == 0) {
           throw Error(ErrorCode::kProtocol, "a join request needs a round and the worker's pid, got " +
                                                 std::to_string(data->number()) + " and '" + pid + "'");
         }

@@ -109,6 +109,33 @@ TEST(PsServerRules, AnotherWorkersDifferentOptimizerIsRefusedAndWorkerZerosKept)
   EXPECT_TRUE(server.store().has_optimizer());
 }
 
+// A worker joining a running job (issue 19): the question is answered with
+// the round, a join needs a real pid and a round, and one at a round
+// already summed is refused.
+TEST(PsServerRules, JoinAnswersItsFloorAndRefusesWhatItCannotTake) {
+  ServerRequestHandler server(2);
+  ASSERT_EQ(status_of(server, init(0, info(1, 4))), 0);
+  ASSERT_EQ(status_of(server, init(1, info(1, 4))), 0);
+  ASSERT_EQ(status_of(server, push(0, info(1, 4), 1)), 0);
+  ASSERT_EQ(status_of(server, push(1, info(1, 4), 1)), 0);
+  int64_t floor = -1;
+  server.handle(command(wire::DataOp::Join, 1, -1).message, [&](Message m) {
+    const Frame frame = Frame::parse(std::move(m));
+    floor = frame.expect<wire::DataReply>().round();
+  });
+  EXPECT_EQ(floor, 3) << "round 2 is open";
+  const int protocol = static_cast<int>(ErrorCode::kProtocol);
+  EXPECT_EQ(status_of(server, command(wire::DataOp::Join, 1, 3)), protocol) << "no pid";
+  EXPECT_EQ(status_of(server, command(wire::DataOp::Join, 1, 3, "0")), protocol) << "pid 0: the first process";
+  EXPECT_EQ(status_of(server, command(wire::DataOp::Join, 1, 3, "12x")), protocol);
+  EXPECT_EQ(status_of(server, command(wire::DataOp::Join, 1, std::nan(""), "42")), protocol);
+  EXPECT_EQ(status_of(server, command(wire::DataOp::Join, 1, 1, "42")), kBadState) << "round 1 is summed";
+  EXPECT_EQ(status_of(server, command(wire::DataOp::Join, 1, 3, "42")), 0);
+  EXPECT_EQ(status_of(server, push(0, info(1, 4), 2)), 0) << "round 2 goes on without worker 1";
+  EXPECT_EQ(status_of(server, push(1, info(1, 4), 2)), kBadState) << "its first round is 3";
+  EXPECT_EQ(status_of(server, push(1, info(1, 4), 3)), 0);
+}
+
 TEST(PsServerRules, RoundsBeyondTheWindowAreRefusedNotHeld) {
   ServerRequestHandler server(2);
   const PartInfo part = info(3, 4);
