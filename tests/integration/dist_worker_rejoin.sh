@@ -13,6 +13,9 @@
 #                                                 5-80% of the uninterrupted
 #                                                 job's training time
 #
+# DT_REJOIN_DTRUN_ARGS: more dtrun options for the killed job (CTest runs it
+# once with --server-replication 1: the worker joins both copies).
+#
 # The seed fixes the victims and the delays' fractions (printed, so that a
 # failure can be replayed). The weights cannot be the uninterrupted job's:
 # the rounds without the killed worker summed one gradient, not two
@@ -34,7 +37,9 @@ fail() { echo "FAIL: $1"; grep "disttrain\|^dtrun\|epoch\|failed" "$log" | tail 
 # Starts the job in the background with up to $1 restarts; sets job_pid.
 start_job() {
   rm -f "$work"/metrics*.jsonl
-  "$dtrun" -n 2 -s 2 --timeout 600 --worker-loss continue --max-restarts "$1" --env "DT_JOB_TAG=$tag" -- \
+  # shellcheck disable=SC2086 # options, split on purpose
+  "$dtrun" -n 2 -s 2 --timeout 600 --worker-loss continue --max-restarts "$1" ${DT_REJOIN_DTRUN_ARGS:-} \
+    --env "DT_JOB_TAG=$tag" -- \
     "$example" "${job_args[@]}" --metrics "$work/metrics.jsonl" > "$log" 2>&1 &
   job_pid=$!
 }
