@@ -417,7 +417,11 @@ void DistKVStore::pushpull(const std::vector<Key>& keys, const std::vector<NDArr
 void DistKVStore::set_optimizer(const optim::OptimizerConfig& config) {
   config.validate();
   std::lock_guard<std::mutex> lock(mutex_);
-  broadcast_command(DataOp::SetOptimizer, config.to_json(), 0);
+  // A joined worker takes the job's optimizer as the servers run it, state
+  // and all: sent again by a joined worker 0, a description that differs
+  // (a learning rate its schedule moved since, say) would replace it and
+  // drop the state; from another worker it would be refused.
+  if (!joined_running_job()) broadcast_command(DataOp::SetOptimizer, config.to_json(), 0);
   has_optimizer_ = true;
 }
 

@@ -19,8 +19,9 @@
 //  - Every worker calls init; the servers keep rank 0's values.
 //  - A worker that joined a running job (DT_WORKER_LOSS=continue) takes its
 //    place in the servers' rounds when constructed (join_running_job); its
-//    inits leave the servers' values as they are, and its rounds start
-//    after rounds_before_joining().
+//    inits leave the servers' values as they are, its set_optimizer is not
+//    sent (the servers' optimizer and state are the job's), and its rounds
+//    start after rounds_before_joining().
 //  - A lost node (ClusterMember's heartbeat news) fails pending and later
 //    calls with Error(kPeerLost) naming it; so does a wait that sees no reply
 //    for request_timeout_s (kTimedOut). After either, no reply touches the

@@ -25,6 +25,7 @@
 
 #include "core/error.h"
 #include "kvstore/kvstore_factory.h"
+#include "optim/optimizer_config.h"
 #include "process_harness.h"
 #include "ps/job/environment_options.h"
 #include "rank_sum_job.h"
@@ -62,6 +63,9 @@ int joining_job_worker(kvstore::KVStore& kv) {
   const int rank = kv.rank();
   const bool joiner = kv.joined_running_job();
   test::RankSumKeys k = test::init_rank_sum_keys(kv, kSizes, kInit);
+  // The job's optimizer is the servers': a joined worker's own, here one
+  // that differs, is not sent (the weights below stay those of rate 1).
+  if (joiner) kv.set_optimizer(optim::OptimizerConfig("sgd").set("learning_rate", 5.0));
   const int first = joiner ? static_cast<int>(kv.rounds_before_joining()) + 1 : 1;
   if (joiner) std::cout << "joined before round " << first << std::endl;
   for (int round = first; round <= kJoinRounds; ++round) {
