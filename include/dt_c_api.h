@@ -968,7 +968,10 @@ DT_API dt_status dt_fit_options_init(dt_fit_options *options,
  * every epoch (options NULL: the defaults). Per epoch it prints progress
  * and writes a metrics line:
  * {"epoch", "loss", "train_accuracy", "test_accuracy", "images_per_s",
- *  "seconds"}. */
+ *  "seconds"}. A worker that joined a running dist_sync job
+ * (dt_kvstore_joined_running_job) starts at the job's step instead: the
+ * epoch and batch its rounds have reached, with the servers' weights
+ * (DT_ERR_NOT_SUPPORTED when the workers run the optimizer). */
 DT_API dt_status dt_trainer_fit(dt_trainer *trainer, dt_data_loader *train,
                                 dt_data_loader *test,
                                 const dt_fit_options *options);
