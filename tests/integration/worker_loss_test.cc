@@ -57,7 +57,7 @@ int env_int(const char* name) {
 // DT_TEST_LEAVE=rejoin: kJoinRounds rounds, each after a pause so that a
 // worker started in worker 2's place after it left finds the job running;
 // that one (DT_TEST_JOINER=1) runs the rounds after the one it joined at.
-constexpr int kJoinRounds = 40;
+constexpr int kJoinRounds = 80;
 
 int joining_job_worker(kvstore::KVStore& kv) {
   const int rank = kv.rank();
