@@ -467,9 +467,16 @@ void Scheduler::State::mark_lost(Member& m, const std::string& reason) {
   // The last worker lost ends the job whatever the policy; so does a server,
   // unless the servers are replicated and every part it holds has its other
   // copy on a server still there.
+  // A job without servers all-reduces among its workers, whose ring is not
+  // rebuilt over the ones that remain: the policy does not keep it going.
   if (options.worker_loss == WorkerLossPolicy::kContinue && m.info.role == Role::kWorker && live_workers() > 1) {
-    depart(m, reason);
-    return;
+    if (job.num_servers > 0) {
+      depart(m, reason);
+      return;
+    }
+    std::fprintf(stderr,
+                 "disttrain scheduler: DT_WORKER_LOSS=continue does not keep a job without servers going: its "
+                 "workers' all-reduce ring is not rebuilt over the ones that remain\n");
   }
   if (options.server_replicas > 0 && m.info.role == Role::kServer && copies_survive(m.info.rank)) {
     depart(m, reason);
