@@ -122,14 +122,14 @@ void DistKVStore::join_running_job() {
       if (e.code() != ErrorCode::kBadState || attempt == kAttempts) throw;
       continue;
     }
-    if (!sync_) {
+    if (sync_) {
+      rounds_before_joining_ = round - 1;
+      std::fprintf(stderr, "disttrain worker %d: joined the running job; its pushes count from round %lld\n",
+                   member_->rank(), static_cast<long long>(round));
+    } else {
       std::fprintf(stderr, "disttrain worker %d: joined the running job (dist_async: its pushes apply as they come)\n",
                    member_->rank());
-      return;
     }
-    rounds_before_joining_ = round - 1;
-    std::fprintf(stderr, "disttrain worker %d: joined the running job; its pushes count from round %lld\n",
-                 member_->rank(), static_cast<long long>(round));
     return;
   }
 }

@@ -458,11 +458,11 @@ void ServerKeyStore::join(int worker, int64_t pid, int64_t round) {
     incarnation_[w] = pid;
   }
   {
+    const bool sync = mode_.load() == static_cast<int>(Mode::kSync);
     std::shared_lock<std::shared_mutex> map_lock(entries_mutex_);
     for (const auto& [id, entry] : entries_) {
       Entry& e = *entry;
       std::lock_guard<std::mutex> lock(e.mutex);
-      const bool sync = mode_.load() == static_cast<int>(Mode::kSync);
       const int64_t joined = e.joined_at[w];
       if (sync && joined > 0 && e.pushed_round[w] >= joined) {
         throw Error(ErrorCode::kBadState, "worker " + std::to_string(worker) + " joined " + part_name(e.info.part) +
