@@ -278,6 +278,36 @@ std::vector<std::vector<uint8_t>> ClusterMember::allgather(const std::vector<uin
   return result;
 }
 
+std::map<int, std::vector<uint8_t>> ClusterMember::regroup(uint64_t generation, const std::vector<uint8_t>& data) {
+  State& st = *state_;
+  if (st.job.role != Role::kWorker) throw Error(ErrorCode::kBadState, "only workers regroup");
+  if (data.size() > kMaxGatherBytes) {
+    throw Error(ErrorCode::kInvalidArgument, "regroup: " + std::to_string(data.size()) + " bytes, at most " +
+                                                 std::to_string(kMaxGatherBytes) + " go through the scheduler");
+  }
+  check_peers();
+  flatbuffers::FlatBufferBuilder fbb(128 + data.size());
+  auto body = wire::CreateBarrier(fbb, st.rank, 0, fbb.CreateVector(data), /*regroup=*/true, generation);
+  Message reply = st.call_scheduler(make_message(fbb, body));
+  const Frame frame = Frame::parse(std::move(reply));
+  const auto* gathered = frame.expect<wire::Ack>().gathered();
+  if (gathered == nullptr || gathered->size() == 0) {
+    throw Error(ErrorCode::kProtocol, "regroup: the scheduler answered without the workers' data "
+                                      "(a scheduler of an older disttrain version?)");
+  }
+  std::map<int, std::vector<uint8_t>> result;
+  for (const wire::GatheredData* g : *gathered) {
+    const int rank = g->rank();
+    if (rank < 0 || rank >= st.job.num_workers || result.count(rank) > 0) {
+      throw Error(ErrorCode::kProtocol, "regroup: the scheduler's answer lists worker rank " + std::to_string(rank) +
+                                            " out of range or twice");
+    }
+    std::vector<uint8_t>& mine = result[rank];
+    if (g->data() != nullptr) mine.assign(g->data()->begin(), g->data()->end());
+  }
+  return result;
+}
+
 void ClusterMember::on_lost(LostCallback callback) {
   std::vector<LostNode> already;
   {

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -48,6 +49,14 @@ class ClusterMember {
   // the scheduler is too old to gather; otherwise as barrier().
   static constexpr size_t kMaxGatherBytes = 64 * 1024;
   std::vector<std::vector<uint8_t>> allgather(const std::vector<uint8_t>& data);
+  // Workers, DT_WORKER_LOSS=continue: an all-gather among the workers still
+  // in the job, after the job lost `generation` workers in all (the
+  // departed() workers this node knows of). Not a numbered barrier: it may
+  // run beside barrier() on another thread. Returns each worker's data by
+  // its rank. Error(kBadState) when the scheduler counts another number of
+  // lost workers (a loss this node has not heard of yet, or one during the
+  // regroup: ask again at the new count); otherwise as allgather().
+  std::map<int, std::vector<uint8_t>> regroup(uint64_t generation, const std::vector<uint8_t>& data);
 
   // Calls callback once for every node lost (already lost ones at once), on
   // the heartbeat thread: keep it short (fail pending requests, wake waiters).

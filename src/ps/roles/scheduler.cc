@@ -29,6 +29,14 @@ namespace {
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
+// Regroups (wire Barrier.regroup) wait beside the numbered barriers, under
+// ids no worker's barrier counter reaches: this bit and the generation.
+constexpr uint64_t kRegroupBit = uint64_t{1} << 63;
+bool is_regroup(uint64_t id) { return (id & kRegroupBit) != 0; }
+std::string barrier_name(uint64_t id) {
+  return is_regroup(id) ? "regroup " + std::to_string(id & ~kRegroupBit) : "barrier " + std::to_string(id);
+}
+
 std::string port_of(const std::string& url) {
   const size_t colon = url.rfind(':');
   return colon == std::string::npos ? std::string() : url.substr(colon + 1);
@@ -108,6 +116,10 @@ struct Scheduler::State {
   Member& speaker(Role role, int rank, uint32_t pipe, const char* what);
   void on_heartbeat(const wire::Heartbeat& h, uint32_t pipe, RequestServer::Reply& reply);
   void on_barrier(const wire::Barrier& b, uint32_t pipe, RequestServer::Reply& reply);
+  // An all-reduce job's workers meeting again after a loss (Barrier.regroup).
+  void on_regroup(const wire::Barrier& b, Member& m, RequestServer::Reply& reply);
+  // Workers the job went on without (DT_WORKER_LOSS=continue).
+  uint64_t departed_workers() const;
   void complete_barrier(uint64_t id, std::vector<Waiter>& waiters);
   void on_shutdown(const wire::Shutdown& s, uint32_t pipe, RequestServer::Reply& reply);
   void on_pipe_closed(uint32_t pipe);
@@ -230,6 +242,13 @@ void Scheduler::State::on_join(const wire::Register& r, uint32_t pipe, RequestSe
                                           "DT_WORKER_LOSS=continue)");
   }
   check_layout(r);
+  if (job.num_servers == 0) {
+    // Joining is a server round to start at and the servers' weights to pull;
+    // an all-reduce job's workers hold their own weights and their ring is
+    // regrouped over the workers that remain, never grown.
+    throw Error(ErrorCode::kNotSupported, "a worker registered to join a running job without servers (-s 0): only "
+                                          "jobs with parameter servers take a worker in a lost one's place");
+  }
   if (failure || !lost.empty() || stopping) {
     throw Error(ErrorCode::kBadState, "a worker registered to join a job that is ending");
   }
@@ -282,6 +301,13 @@ void Scheduler::State::on_join(const wire::Register& r, uint32_t pipe, RequestSe
 }
 
 size_t Scheduler::State::workers_at_barrier(uint64_t id) const {
+  // A regroup gathers every worker still in the job: not the ones that said
+  // goodbye, which have no more collectives to run.
+  if (is_regroup(id)) {
+    return static_cast<size_t>(std::count_if(members.begin(), members.end(), [](const auto& kv) {
+      return kv.second.info.role == Role::kWorker && !kv.second.lost && !kv.second.left;
+    }));
+  }
   return static_cast<size_t>(std::count_if(members.begin(), members.end(), [id](const auto& kv) {
     return kv.second.info.role == Role::kWorker && !kv.second.lost && kv.second.first_barrier <= id;
   }));
@@ -383,6 +409,10 @@ void Scheduler::State::on_barrier(const wire::Barrier& b, uint32_t pipe, Request
   Member& m = speaker(Role::kWorker, b.rank(), pipe, "barrier");
   if (m.left) throw Error(ErrorCode::kBadState, "barrier from " + m.info.describe() + " after its Shutdown");
   if (m.lost) throw Error(ErrorCode::kPeerLost, "barrier from " + m.info.describe() + ", which the job already lost");
+  if (b.regroup()) {
+    on_regroup(b, m, reply);
+    return;
+  }
   // Each worker enters barriers 0, 1, 2, ... in order: an id from elsewhere
   // would open a barrier nobody else enters and hold a reply for nothing.
   if (b.barrier_id() != m.next_barrier) {
@@ -398,6 +428,31 @@ void Scheduler::State::on_barrier(const wire::Barrier& b, uint32_t pipe, Request
   std::optional<std::vector<uint8_t>> data;
   if (b.data() != nullptr) data.emplace(b.data()->begin(), b.data()->end());
   waiters.push_back(Waiter{b.rank(), reply, std::move(data)});
+  complete_ready_barriers();
+}
+
+uint64_t Scheduler::State::departed_workers() const {
+  return static_cast<uint64_t>(
+      std::count_if(departed.begin(), departed.end(), [](const LostNode& l) { return l.role == Role::kWorker; }));
+}
+
+void Scheduler::State::on_regroup(const wire::Barrier& b, Member& m, RequestServer::Reply& reply) {
+  if (!lost.empty()) throw Error(ErrorCode::kPeerLost, lost.front().message());
+  if (b.data() == nullptr) throw Error(ErrorCode::kProtocol, "regroup from " + m.info.describe() + " without data");
+  // Every worker must regroup over the same workers: one that has not heard
+  // of the latest loss yet asks again once its heartbeat brings it.
+  if (b.regroup_generation() != departed_workers()) {
+    throw Error(ErrorCode::kBadState, "regroup of " + m.info.describe() + " after " +
+                                          std::to_string(b.regroup_generation()) + " lost workers, but the job has lost " +
+                                          std::to_string(departed_workers()) + " (ask again at that count)");
+  }
+  const uint64_t id = kRegroupBit | b.regroup_generation();
+  std::vector<Waiter>& waiters = barriers[id];
+  for (const Waiter& w : waiters) {
+    if (w.rank == b.rank()) throw Error(ErrorCode::kBadState, m.info.describe() + " regrouped twice at once");
+  }
+  if (waiters.empty()) barrier_started[id] = Clock::now();
+  waiters.push_back(Waiter{b.rank(), reply, std::vector<uint8_t>(b.data()->begin(), b.data()->end())});
   complete_ready_barriers();
 }
 
@@ -421,7 +476,7 @@ void Scheduler::State::complete_barrier(uint64_t id, std::vector<Waiter>& waiter
     return;
   }
   if (with_data != waiters.size()) {
-    const std::string text = "barrier " + std::to_string(id) + ": " + std::to_string(with_data) + " of " +
+    const std::string text = barrier_name(id) + ": " + std::to_string(with_data) + " of " +
                              std::to_string(waiters.size()) +
                              " workers sent data (an all-gather met a plain barrier: the workers' calls are out of step)";
     for (Waiter& w : waiters) w.reply(make_error_reply(ErrorCode::kBadState, text));
@@ -467,16 +522,11 @@ void Scheduler::State::mark_lost(Member& m, const std::string& reason) {
   // The last worker lost ends the job whatever the policy; so does a server,
   // unless the servers are replicated and every part it holds has its other
   // copy on a server still there.
-  // A job without servers all-reduces among its workers, whose ring is not
-  // rebuilt over the ones that remain: the policy does not keep it going.
+  // A job without servers goes on too: its workers regroup their all-reduce
+  // over the ones that remain.
   if (options.worker_loss == WorkerLossPolicy::kContinue && m.info.role == Role::kWorker && live_workers() > 1) {
-    if (job.num_servers > 0) {
-      depart(m, reason);
-      return;
-    }
-    std::fprintf(stderr,
-                 "disttrain scheduler: DT_WORKER_LOSS=continue does not keep a job without servers going: its "
-                 "workers' all-reduce ring is not rebuilt over the ones that remain\n");
+    depart(m, reason);
+    return;
   }
   if (options.server_replicas > 0 && m.info.role == Role::kServer && copies_survive(m.info.rank)) {
     depart(m, reason);
@@ -514,6 +564,18 @@ void Scheduler::State::depart(Member& m, const std::string& reason) {
                "disttrain scheduler: %s; the job goes on with %d of %d workers (DT_WORKER_LOSS=continue): the "
                "data shard of worker %d is no longer trained on\n",
                l.message().c_str(), live, job.num_workers, m.info.rank);
+  // A regroup in progress gathers over workers that no longer are the job's:
+  // its workers regroup again, at the new count.
+  for (auto it = barriers.begin(); it != barriers.end();) {
+    if (!is_regroup(it->first)) {
+      ++it;
+      continue;
+    }
+    const std::string text = l.message() + " during the regroup; regroup again without it";
+    for (Waiter& w : it->second) w.reply(make_error_reply(ErrorCode::kBadState, text));
+    barrier_started.erase(it->first);
+    it = barriers.erase(it);
+  }
   // Its place in a barrier no longer counts, and the others may all be there.
   for (auto& [id, waiters] : barriers) {
     waiters.erase(std::remove_if(waiters.begin(), waiters.end(), [&](const Waiter& w) { return w.rank == m.info.rank; }),
@@ -632,7 +694,7 @@ void Scheduler::run() {
         continue;
       }
       auto& waiters = st.barriers[it->first];
-      const std::string text = "barrier " + std::to_string(it->first) + ": only " + std::to_string(waiters.size()) + " of " +
+      const std::string text = barrier_name(it->first) + ": only " + std::to_string(waiters.size()) + " of " +
                                std::to_string(st.live_workers()) + " workers arrived within " +
                                seconds_text(o.request_timeout_s);
       for (auto& w : waiters) w.reply(make_error_reply(ErrorCode::kTimedOut, text));

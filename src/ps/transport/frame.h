@@ -29,8 +29,11 @@ namespace dt::ps {
 // Bumped whenever protocol.fbs changes in a way an older peer would misread.
 // 2: TensorSlice.encoding (compressed pushes), which a version-1 peer
 // would read as raw elements. 3: encoded slices in pull replies (compressed
-// pulls), which a version-2 worker would copy as raw elements.
-constexpr uint32_t kProtocolVersion = 3;
+// pulls), which a version-2 worker would copy as raw elements. 4: the
+// Join data op (a worker joining a running job) and Barrier.regroup (an
+// all-reduce job's survivors meeting), which a version-3 scheduler would
+// take for barrier 0.
+constexpr uint32_t kProtocolVersion = 4;
 constexpr size_t kPayloadAlignment = 16;
 constexpr size_t kFrameHeaderBytes = 4;
 
