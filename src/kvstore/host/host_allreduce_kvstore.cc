@@ -54,6 +54,17 @@ uint64_t tag_of(const std::vector<std::pair<Key, size_t>>& keys_and_bytes) {
          (core::fnv1a64(text) & 0xffffffffu);
 }
 
+// How long one bucket may take: the communicator's deadline, the heartbeat
+// timeout that names a stalled peer, and under DT_WORKER_LOSS=continue a
+// regroup (the news of the loss, then meeting the survivors).
+std::chrono::duration<double> bucket_patience(const ps::PsOptions& o) {
+  double seconds = o.request_timeout_s + o.heartbeat_timeout_s + 5;
+  if (o.worker_loss == ps::WorkerLossPolicy::kContinue) {
+    seconds += o.request_timeout_s + o.heartbeat_timeout_s + 2 * o.heartbeat_interval_s;
+  }
+  return std::chrono::duration<double>(seconds);
+}
+
 std::string keys_text(const std::vector<std::pair<Key, size_t>>& keys_and_bytes) {
   std::string text;
   for (size_t i = 0; i < keys_and_bytes.size() && i < 8; ++i) {
@@ -73,16 +84,24 @@ HostAllreduceKVStore::HostAllreduceKVStore(const ps::JobConfig& job, const ps::P
       member_(std::make_unique<ps::ClusterMember>(worker_job(job), options)),
       caller_reducer_(cpu_),
       comm_reducer_(cpu_) {
-  ps::ClusterMember* member = member_.get();
-  comm_ = HostCommunicator::create(
-      member_->rank(), member_->table().num_workers,
-      [member](const std::vector<uint8_t>& mine) { return member->allgather(mine); },
-      communicator_options(job, options));
+  group_ = std::make_shared<SurvivorGroup>(*member_, options, communicator_options(job, options));
   // A worker lost to the scheduler's heartbeats (a stalled process, a dead
   // host) ends the collective in progress at once, naming it.
-  std::weak_ptr<HostCommunicator> weak = comm_;
+  std::weak_ptr<SurvivorGroup> weak = group_;
   member_->on_lost([weak](const ps::LostNode& lost) {
-    if (auto comm = weak.lock()) comm->abort(lost.message());
+    if (auto group = weak.lock()) group->abort(lost.message());
+  });
+  // DT_WORKER_LOSS=continue: a worker the job goes on without ends the
+  // collective in progress too, and the communication thread regroups (at
+  // once when idle: the others may be waiting for it in the regroup). The
+  // callbacks stop before the store's members go: the destructor's
+  // member_->shutdown() stops the heartbeat thread.
+  member_->on_departed([this, weak](const ps::LostNode& gone) {
+    if (gone.role != ps::Role::kWorker) return;
+    if (auto group = weak.lock()) group->on_departure(gone.message());
+    std::lock_guard<std::mutex> lock(mutex_);
+    regroup_wanted_ = true;
+    changed_.notify_all();
   });
   communicator_thread_ = std::thread([this] { communicate(); });
 }
@@ -97,11 +116,11 @@ HostAllreduceKVStore::~HostAllreduceKVStore() {
   changed_.notify_all();
   // Requests nobody waited for fail at once rather than hold the thread for
   // the communicator's deadline.
-  if (busy) comm_->abort("the kvstore was destroyed with requests in flight");
+  if (busy) group_->abort("the kvstore was destroyed with requests in flight");
   if (communicator_thread_.joinable()) communicator_thread_.join();
   // The links first: closing them is bounded and never waits for the
   // scheduler, which may end the job once every worker said goodbye.
-  comm_.reset();
+  group_.reset();
   member_->shutdown();
 }
 
@@ -162,16 +181,26 @@ void HostAllreduceKVStore::all_reduce_run(const std::vector<Entry*>& run, size_t
   const uint64_t tag = tag_of(keys);
   const DType dtype = run[0]->stored.dtype();
   const bool compressed = compressed_ && dtype == DType::kFloat32;
-  const AllGatherBytes all_gather = [this, tag](const uint8_t* data, size_t size) {
-    return collective::host::all_gather(*comm_, data, size, tag);
+  // One step of the group (survivor_group.h): in place on data. A
+  // compressed one is not run again after a loss (its error feedback is
+  // spent), but it may take a survivor's result.
+  const auto step = [&](void* data, size_t count) {
+    group_->run_step(
+        [&](HostCommunicator& comm) {
+          if (compressed) {
+            const AllGatherBytes all_gather = [&comm, tag](const uint8_t* d, size_t size) {
+              return collective::host::all_gather(comm, d, size, tag);
+            };
+            compressed_->run(static_cast<float*>(data), count, tag, all_gather);
+          } else {
+            comm.all_reduce_sum(data, count, dtype, tag);
+          }
+        },
+        data, count * core::dtype_size(dtype), !compressed);
   };
   try {
     if (run.size() == 1) {
-      if (compressed) {
-        compressed_->run(static_cast<float*>(run[0]->stored.data()), run[0]->stored.size(), tag, all_gather);
-      } else {
-        comm_->all_reduce_sum(run[0]->stored.data(), run[0]->stored.size(), dtype, tag);
-      }
+      step(run[0]->stored.data(), run[0]->stored.size());
       return;
     }
     fusion_.resize(bytes);
@@ -180,11 +209,7 @@ void HostAllreduceKVStore::all_reduce_run(const std::vector<Entry*>& run, size_t
       std::memcpy(fusion_.data() + at, e->stored.data(), e->stored.nbytes());
       at += e->stored.nbytes();
     }
-    if (compressed) {
-      compressed_->run(reinterpret_cast<float*>(fusion_.data()), bytes / sizeof(float), tag, all_gather);
-    } else {
-      comm_->all_reduce_sum(fusion_.data(), bytes / core::dtype_size(dtype), dtype, tag);
-    }
+    step(fusion_.data(), bytes / core::dtype_size(dtype));
     at = 0;
     for (Entry* e : run) {
       std::memcpy(e->stored.data(), fusion_.data() + at, e->stored.nbytes());
@@ -202,8 +227,24 @@ void HostAllreduceKVStore::all_reduce_run(const std::vector<Entry*>& run, size_t
 void HostAllreduceKVStore::communicate() {
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
-    changed_.wait(lock, [this] { return stopping_ || !queued_.empty(); });
-    if (queued_.empty()) return;  // stopping, nothing left
+    changed_.wait(lock, [this] { return stopping_ || !queued_.empty() || regroup_wanted_; });
+    const bool idle_regroup = regroup_wanted_ && queued_.empty() && !stopping_ && !failure_;
+    regroup_wanted_ = false;
+    if (idle_regroup) {
+      // Nothing to send: regroup now, for the survivors already waiting in
+      // the regroup (a step queued later would regroup first anyway).
+      in_flight_ = true;
+      lock.unlock();
+      group_->regroup();
+      lock.lock();
+      in_flight_ = false;
+      changed_.notify_all();
+      continue;
+    }
+    if (queued_.empty()) {
+      if (stopping_) return;  // nothing left
+      continue;
+    }
     Bucket bucket = std::move(queued_.front());
     queued_.pop_front();
     in_flight_ = true;
@@ -211,8 +252,12 @@ void HostAllreduceKVStore::communicate() {
     lock.unlock();
     if (!error) {
       try {
-        all_reduce(bucket.entries);
-        for (const Delivery& d : bucket.deliveries) comm_reducer_.broadcast(d.entry->stored, d.outs, d.positions);
+        if (bucket.task) {
+          bucket.task();
+        } else {
+          all_reduce(bucket.entries);
+          for (const Delivery& d : bucket.deliveries) comm_reducer_.broadcast(d.entry->stored, d.outs, d.positions);
+        }
       } catch (const Error& e) {
         error = e;
       } catch (const std::exception& e) {
@@ -241,19 +286,40 @@ void HostAllreduceKVStore::drain(std::unique_lock<std::mutex>& lock) {
   seal_open_bucket();
   // Each bucket is bounded by the communicator's deadline; this bound only
   // guards against a thread that stopped making progress at all.
-  const auto patience = std::chrono::duration<double>(options_.request_timeout_s + options_.heartbeat_timeout_s + 5);
+  const auto patience = bucket_patience(options_);
   size_t left = queued_.size() + (in_flight_ ? 1 : 0);
   while (left > 0) {
     if (!changed_.wait_for(lock, patience, [&] { return queued_.size() + (in_flight_ ? 1 : 0) < left; })) {
       if (!failure_) failure_ = Error(ErrorCode::kTimedOut, "allreduce: no bucket finished within " +
                                                                 ps::seconds_text(patience.count()));
-      comm_->abort(failure_->what());
+      group_->abort(failure_->what());
       throw *failure_;
     }
     left = queued_.size() + (in_flight_ ? 1 : 0);
   }
   throw_if_failed();
 }
+
+void HostAllreduceKVStore::run_on_communication_thread(std::unique_lock<std::mutex>& lock, std::function<void()> task) {
+  drain(lock);
+  Bucket work;
+  work.task = std::move(task);
+  queued_.push_back(std::move(work));
+  changed_.notify_all();
+  drain(lock);
+}
+
+namespace {
+
+// The end of a step that is not an all-reduce of its own: a worker finishes
+// it only once every worker has finished the collectives before it, which
+// is what a regroup relies on (survivor_group.h).
+void confirm_step(HostCommunicator& comm) {
+  int32_t one = 1;
+  comm.all_reduce_sum(&one, 1, DType::kInt32);
+}
+
+}  // namespace
 
 void HostAllreduceKVStore::set_gradient_compression(const std::string& spec) {
   const ps::compression::CompressionConfig config = ps::compression::CompressionConfig::parse(spec);
@@ -263,17 +329,18 @@ void HostAllreduceKVStore::set_gradient_compression(const std::string& spec) {
     throw Error(ErrorCode::kBadState, "set_gradient_compression: this store has pushed already; set it before "
                                       "the first push, on every worker");
   }
-  drain(lock);
   // Every worker's canonical spec, compared: the same decision everywhere.
   const std::string mine = config.to_string();
   std::vector<std::vector<uint8_t>> all;
-  try {
+  run_on_communication_thread(lock, [&] {
     member_->check_peers();
-    all = collective::host::all_gather(*comm_, mine.data(), mine.size());
-  } catch (const Error& e) {
-    failure_ = e;
-    throw;
-  }
+    group_->run_step(
+        [&](HostCommunicator& comm) {
+          all = collective::host::all_gather(comm, mine.data(), mine.size());
+          if (group_->regroups()) confirm_step(comm);
+        },
+        nullptr, 0);
+  });
   for (size_t r = 0; r < all.size(); ++r) {
     const std::string theirs(all[r].begin(), all[r].end());
     if (theirs != mine) {
@@ -346,14 +413,17 @@ void HostAllreduceKVStore::init(const std::vector<Key>& keys, const std::vector<
     copy.copy_from(value);
     stored.push_back(copy);
   }
-  // Worker 0's values everywhere; the keys exist only once that worked.
-  try {
+  // Worker 0's values everywhere (after a regroup, the first survivor's);
+  // the keys exist only once that worked.
+  run_on_communication_thread(lock, [&] {
     member_->check_peers();
-    for (const NDArray& s : stored) comm_->broadcast(s.data(), s.nbytes(), 0);
-  } catch (const Error& e) {
-    failure_ = e;
-    throw;
-  }
+    group_->run_step(
+        [&](HostCommunicator& comm) {
+          for (const NDArray& s : stored) comm.broadcast(s.data(), s.nbytes(), 0);
+          if (group_->regroups()) confirm_step(comm);
+        },
+        nullptr, 0);
+  });
   for (size_t i = 0; i < keys.size(); ++i) entries_.emplace(keys[i], Entry{keys[i], stored[i], {}, false});
 }
 
@@ -389,7 +459,7 @@ void HostAllreduceKVStore::wait(const std::shared_ptr<Completion>& request) {
     }
   }
   // Buckets ahead of it each get the communicator's deadline.
-  const auto patience = std::chrono::duration<double>(options_.request_timeout_s + options_.heartbeat_timeout_s + 5);
+  const auto patience = bucket_patience(options_);
   while (!request->wait_for(std::chrono::duration_cast<std::chrono::milliseconds>(patience))) {
     std::unique_lock<std::mutex> lock(mutex_);
     if (failure_) throw *failure_;

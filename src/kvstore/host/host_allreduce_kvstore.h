@@ -36,6 +36,11 @@
 //    is Error(kPeerLost) naming it, from its broken connection or from the
 //    scheduler's heartbeats, whichever is first. The store is unusable after
 //    a failure: every later call throws the first error.
+//  - DT_WORKER_LOSS=continue: a worker the scheduler lets the job go on
+//    without is not a failure. The workers that remain regroup their ring
+//    over themselves and settle the bucket the loss interrupted, alike on
+//    every one of them (survivor_group.h); training goes on. rank() and
+//    num_workers() stay the job's.
 //  - Arrays on a GPU work too (summed through host memory); dist_nccl is the
 //    GPU-native all-reduce store.
 #pragma once
@@ -43,6 +48,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -56,6 +62,7 @@
 #include "core/error.h"
 #include "kvstore/completion.h"
 #include "kvstore/compressed_all_reduce.h"
+#include "kvstore/host/survivor_group.h"
 #include "kvstore/key_reducer.h"
 #include "kvstore/kvstore.h"
 #include "kvstore/reducing_kvstore.h"
@@ -86,6 +93,7 @@ class HostAllreduceKVStore final : public ReducingKVStore {
   std::string type() const override { return "allreduce"; }
   int rank() const override;
   int num_workers() const override;
+  bool goes_on_after_worker_loss() const override { return group_->regroups(); }
 
   void init(const std::vector<Key>& keys, const std::vector<core::NDArray>& values) override;
   void push(const std::vector<Key>& keys, const std::vector<core::NDArray>& values, int priority) override;
@@ -102,7 +110,7 @@ class HostAllreduceKVStore final : public ReducingKVStore {
   void wait(const std::shared_ptr<Completion>& request) override;
   void wait_all() override;
   // The bytes sent to and received from the other workers.
-  core::Traffic traffic() const override { return comm_->traffic(); }
+  core::Traffic traffic() const override { return group_->traffic(); }
 
   void barrier() override;
   // MXNet's set_gradient_compression for this store: every worker calls it
@@ -132,6 +140,11 @@ class HostAllreduceKVStore final : public ReducingKVStore {
     std::vector<size_t> positions;
   };
   struct Bucket {
+    // Set for collectives that are not a bucket of pushes (init's
+    // broadcasts, the compression agreement): they too run on the
+    // communication thread, in order, so that one thread runs every
+    // collective and every regroup.
+    std::function<void()> task;
     std::vector<Entry*> entries;  // in push order
     size_t bytes = 0;
     std::vector<Delivery> deliveries;
@@ -150,6 +163,9 @@ class HostAllreduceKVStore final : public ReducingKVStore {
   // failure, if any. mutex_ held through lock.
   void drain(std::unique_lock<std::mutex>& lock);
   void throw_if_failed() const;  // mutex_ held
+  // Runs task on the communication thread and waits for it; mutex_ held
+  // through lock. Its failure is the store's.
+  void run_on_communication_thread(std::unique_lock<std::mutex>& lock, std::function<void()> task);
   // The communication thread: all-reduces queued buckets in order.
   void communicate();
   // All-reduces one bucket's entries, in runs fused up to bucket_bytes, on
@@ -163,9 +179,11 @@ class HostAllreduceKVStore final : public ReducingKVStore {
   const HostAllreduceOptions allreduce_;
   const std::shared_ptr<core::Context> cpu_;
   std::unique_ptr<ps::ClusterMember> member_;
-  // Shared with the member's lost-node callback, which aborts it from the
-  // heartbeat thread (a weak reference: the callback may outlive it).
-  std::shared_ptr<collective::host::HostCommunicator> comm_;
+  // The workers still in the job and the communicator over them. Shared
+  // with the member's lost- and departed-node callbacks, which abort its
+  // collective from the heartbeat thread (a weak reference: the callbacks
+  // may outlive it).
+  std::shared_ptr<SurvivorGroup> group_;
   KeyReducer caller_reducer_;  // sums pushes on the caller's thread
   KeyReducer comm_reducer_;    // delivers sums on the communication thread
   std::vector<uint8_t> fusion_;  // a bucket's keys back to back; reused
@@ -185,6 +203,7 @@ class HostAllreduceKVStore final : public ReducingKVStore {
   std::deque<Bucket> queued_;
   bool in_flight_ = false;
   bool stopping_ = false;
+  bool regroup_wanted_ = false;  // a worker departed: regroup when idle
   std::optional<core::Error> failure_;
   std::thread communicator_thread_;
 };

@@ -1,0 +1,133 @@
+// The workers of an all-reduce job ("allreduce" kvstore) that are still in
+// it, and the host communicator over them.
+//
+// Without DT_WORKER_LOSS=continue the group is the job's workers for good: a
+// lost worker fails the collective in progress and every later one.
+//
+// Under continue, the scheduler lets the job go on without a lost worker
+// (it "departs"), and the survivors regroup: each closes its links, the
+// survivors meet through the scheduler (ClusterMember::regroup, an
+// all-gather of the workers still in the job) and connect afresh, ranked in
+// the order of their worker ranks. Rebuilding the ring is the easy half; the
+// other half is the collective the loss interrupted, which some survivors
+// may have finished (with the lost worker's data in it) and others not. The
+// group works in steps to settle it:
+//  - A step is a run of collectives that ends with an all-reduce (a bucket
+//    of gradients is one all-reduce). A worker finishes an all-reduce only
+//    once every worker has entered it, so when any survivor finished step k,
+//    every survivor has finished step k - 1 at least: their counts of
+//    finished steps differ by one at most.
+//  - In the regroup each survivor says how many steps it finished. When some
+//    are one behind, the first survivor that is ahead sends them its result
+//    of that step (it keeps a copy of its last step's result): the step ends
+//    alike everywhere, the lost worker's data counted, as in a dist_sync
+//    round it pushed to before it was lost.
+//  - When none finished the step, every survivor runs it again over the
+//    survivors, from its input (kept too): the lost worker's data is not
+//    counted.
+// Either way every survivor ends every step with the same bytes, and no
+// step counts the lost worker's data on one survivor and not on another.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "collective/host/host_communicator.h"
+#include "core/error.h"
+#include "core/traffic.h"
+#include "ps/job/job_config.h"
+#include "ps/roles/cluster_member.h"
+
+namespace dt::kvstore {
+
+class SurvivorGroup {
+ public:
+  using Step = std::function<void(collective::host::HostCommunicator&)>;
+
+  // Connects to every worker of the job (through member's allgather: every
+  // worker makes this call at the same point of its barrier sequence).
+  // Regroups after losses when options.worker_loss is continue. member must
+  // outlive the group.
+  SurvivorGroup(ps::ClusterMember& member, const ps::PsOptions& options,
+                collective::host::HostCommunicatorOptions comm_options);
+  SurvivorGroup(const SurvivorGroup&) = delete;
+  SurvivorGroup& operator=(const SurvivorGroup&) = delete;
+
+  bool regroups() const { return regroups_; }
+  // The workers in the group now, by their ranks in the job.
+  std::vector<int> workers() const;
+
+  // Runs one step: `step` runs collectives on the communicator, the last of
+  // them an all-reduce, in place on data (bytes; none for a step whose
+  // result every worker holds once it finished, such as broadcasts followed
+  // by an all-reduce). Every worker runs the same steps in the same order.
+  // A failure is thrown as it is, unless the group regroups and the job
+  // loses a worker within the heartbeat timeout: then the step ends as the
+  // header says. redoable = false (a step with side effects of its own, such
+  // as compression's error feedback) fails instead of running again.
+  // One thread at a time runs steps and regroups.
+  void run_step(const Step& step, void* data, size_t bytes, bool redoable = true);
+
+  // True when the job lost a worker this group still includes: the
+  // communication thread, idle, then calls regroup().
+  bool regroup_pending() const;
+  // Regroups between steps. A failure is kept and thrown by the next step.
+  void regroup();
+
+  // The heartbeat thread, when a worker departed: fails the step in progress
+  // at once, so that its thread regroups.
+  void on_departure(const std::string& why);
+  // Any thread: fails the step in progress and every later one (the job
+  // lost a node, or the store is closing).
+  void abort(const std::string& why);
+  // Bytes sent to and received from the other workers, all groups together.
+  core::Traffic traffic() const;
+
+ private:
+  // What each survivor said in the regroup: steps finished, and the size of
+  // its copy of the last one's result.
+  struct Progress {
+    uint64_t steps_done = 0;
+    uint64_t result_bytes = 0;
+  };
+  // Workers departed, by rank, as this worker heard from the scheduler.
+  std::vector<int> departed_workers() const;
+  // Waits (bounded) until the job has lost more workers than the group
+  // lost; false when no such news came.
+  bool wait_for_departure(uint64_t beyond) const;
+  // Meets the survivors and connects to them; in_step: data/bytes is the
+  // step in progress (the one this worker has not finished). Returns true
+  // when that step got its result from a survivor that finished it.
+  bool regroup_over_survivors(void* data, size_t bytes, bool in_step);
+  // One try at the generation the worker knows; kBadState when the
+  // scheduler counts another.
+  bool try_regroup(void* data, size_t bytes, bool in_step);
+  std::shared_ptr<collective::host::HostCommunicator> current() const;
+
+  ps::ClusterMember& member_;
+  const ps::PsOptions options_;
+  const collective::host::HostCommunicatorOptions comm_options_;
+  const bool regroups_;
+
+  // The thread running steps only.
+  uint64_t steps_done_ = 0;
+  std::vector<uint8_t> input_;        // the step in progress's input
+  std::vector<uint8_t> last_result_;  // the last finished step's result
+  std::optional<core::Error> broken_;  // an idle regroup's failure
+
+  mutable std::mutex mutex_;
+  std::shared_ptr<collective::host::HostCommunicator> comm_;
+  std::vector<int> workers_;      // job ranks in the group, ascending
+  uint64_t generation_ = 0;       // workers the job had lost when it formed
+  core::Traffic traffic_before_;  // of the groups before this one
+  bool closed_ = false;
+  std::string closed_why_;
+};
+
+}  // namespace dt::kvstore
