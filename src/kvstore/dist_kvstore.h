@@ -90,6 +90,7 @@ class DistKVStore final : public KVStore {
   void set_rescale_grad(double rescale) override;
   void barrier() override;
   bool joined_running_job() const override { return member_->table().joined_running_job; }
+  bool goes_on_after_worker_loss() const override { return options_.worker_loss == ps::WorkerLossPolicy::kContinue; }
   int64_t rounds_before_joining() const override { return rounds_before_joining_; }
   // The data plane's bytes (requests to and replies from the servers).
   core::Traffic traffic() const override;

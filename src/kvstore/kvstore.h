@@ -94,6 +94,10 @@ class KVStore {
   // on from that step instead of starting over.
   virtual bool joined_running_job() const { return false; }
   virtual int64_t rounds_before_joining() const { return 0; }
+  // Whether the job goes on when it loses a worker (DT_WORKER_LOSS=continue
+  // on a store that spans workers): its sums then count fewer workers than
+  // num_workers().
+  virtual bool goes_on_after_worker_loss() const { return false; }
   // Bytes this process's store sent and received over the network since it
   // was made (zero for the in-process stores).
   virtual core::Traffic traffic() const { return {}; }

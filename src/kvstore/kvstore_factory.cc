@@ -128,6 +128,15 @@ std::unique_ptr<KVStore> create_kvstore(const std::string& name, const ps::PsOpt
                                                   host_allreduce_options_from_env());
   }
   if (type == "dist_nccl") {
+    if (options.worker_loss == ps::WorkerLossPolicy::kContinue) {
+      // NCCL's communicator would have to be rebuilt over the survivors
+      // (ncclCommAbort, a new unique id, ncclCommInitRank) and the
+      // interrupted collective settled as the host store does: not built.
+      throw Error(ErrorCode::kNotSupported,
+                  "kvstore 'dist_nccl' does not go on after a worker loss (DT_WORKER_LOSS=continue): its NCCL ring is "
+                  "not rebuilt over the workers that remain (not built); use 'allreduce' (host memory), whose ring "
+                  "is, or dist_sync");
+    }
 #if DT_WITH_NCCL
     // Fails without a GPU; with one, the store makes a context only on the GPU it uses.
     if (core::gpu_count() == 0) gpu_for_kvstore(type, 0, "dist_sync");

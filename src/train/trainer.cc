@@ -175,6 +175,14 @@ void Trainer::configure_sync_mode(const TrainerOptions& options) {
                                                   "' does not span; use allreduce, dist_nccl, dist_sync or "
                                                   "dist_sync_device");
       }
+      if (kv_->goes_on_after_worker_loss()) {
+        // The average divides by the job's workers; after a loss the sum
+        // holds fewer, and a step a loss interrupted may hold either.
+        throw Error(ErrorCode::kNotSupported,
+                    mode + " averages weights over the job's " + std::to_string(kv_->num_workers()) +
+                        " workers, and a job that goes on after a worker loss (DT_WORKER_LOSS=continue) sums fewer "
+                        "after one: not supported together (not built); use sync mode full or half");
+      }
       if (options.update_on_kvstore == 1) {
         throw Error(ErrorCode::kInvalidArgument, mode + " updates every worker with its own gradients: "
                                                  "update_on_kvstore must be 0 or -1, not 1");

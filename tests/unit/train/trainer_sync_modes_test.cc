@@ -290,6 +290,34 @@ TEST(TrainerSyncModes, CombinationsTheModesRefuse) {
     for (const auto& outcome : job.outcomes()) EXPECT_EQ(outcome, "");
   }
 
+  // A job that goes on after a worker loss sums fewer workers than the
+  // average divides by: partial is refused, on both kinds of store.
+  {
+    ps::PsOptions going_on = test::fast_options();
+    going_on.worker_loss = ps::WorkerLossPolicy::kContinue;
+    test::ThreadedJob job(0, 1, going_on);
+    {
+      std::shared_ptr<kvstore::KVStore> kv = allreduce_store(job, 0);
+      EXPECT_TRUE(kv->goes_on_after_worker_loss());
+      options = TrainerOptions{};
+      options.sync = partial_sync();
+      EXPECT_EQ(code_of([&] { Trainer t(mlp(), sgd(), kv, options); }, &message), ErrorCode::kNotSupported);
+      EXPECT_NE(message.find("DT_WORKER_LOSS=continue"), std::string::npos) << message;
+    }
+    for (const auto& outcome : job.outcomes()) EXPECT_EQ(outcome, "");
+  }
+  {
+    ps::PsOptions going_on = test::fast_options();
+    going_on.worker_loss = ps::WorkerLossPolicy::kContinue;
+    test::ThreadedJob job(1, 1, going_on);
+    {
+      std::shared_ptr<kvstore::KVStore> kv = dist_sync_store(job, 0);
+      EXPECT_TRUE(kv->goes_on_after_worker_loss());
+      EXPECT_EQ(code_of([&] { Trainer t(mlp(), sgd(), kv, options); }), ErrorCode::kNotSupported);
+    }
+    for (const auto& outcome : job.outcomes()) EXPECT_EQ(outcome, "");
+  }
+
   // A store that compresses already (here "allreduce", whose compression
   // may change until the first push).
   test::ThreadedJob job(0, 1);
