@@ -126,6 +126,7 @@ int run(const dt::dtrun::Options& options) {
   // restarting failed workers alone (local and ssh: the launchers that own
   // each worker process); what it leaves, a whole-job restart may use.
   settings.max_restarts = options.max_restarts;
+  settings.workers_rejoin = options.num_servers > 0;
   RunReport run = run_once(job, signals, settings);
   int restarts = run.worker_restarts;  // of either kind: one budget
   // torchrun's --max-restarts: the failed job starts again, whole, and its

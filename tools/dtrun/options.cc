@@ -247,10 +247,12 @@ Options parse_options(const std::vector<std::string>& args) {
     o.notes.push_back("--worker-loss " + o.worker_loss + ": the servers and scheduler follow it, but mpirun and srun "
                       "stop every rank when one fails");
   }
-  if (o.worker_loss == "continue" && o.num_servers == 0) {
-    // The all-reduce stores' ring is not rebuilt over the workers that remain.
-    o.notes.push_back("--worker-loss continue has no effect on a job without servers (-s 0): an all-reduce job "
-                      "ends when it loses a worker");
+  if (o.worker_loss == "continue" && o.num_servers == 0 && o.max_restarts > 0) {
+    // The workers of an all-reduce job regroup over the ones that remain; a
+    // new one cannot join their ring.
+    o.notes.push_back("--worker-loss continue on a job without servers (-s 0): the workers that remain regroup and "
+                      "go on, but a failed worker is not started again to rejoin them (not built); --max-restarts "
+                      "restarts the whole job");
   }
   if (o.server_replication == "1" && o.num_servers < 2) {
     // The replica of a key part lives on the next server; one server has none.
@@ -276,9 +278,7 @@ bool continues_after_worker_loss(const Options& options, const std::map<std::str
   for (const EnvSetting& s : options.env) {
     if (s.name == "DT_WORKER_LOSS" && !s.from_caller) value = s.value;
   }
-  // Without servers the job all-reduces among its workers, and the ring is
-  // not rebuilt over the ones that remain: a lost worker ends the job.
-  return value == "continue" && options.num_servers > 0;
+  return value == "continue";
 }
 
 int tolerated_server_losses(const Options& options, const std::map<std::string, std::string>& inherited) {

@@ -303,7 +303,7 @@ std::optional<Outcome> Supervisor::next_outcome(const std::function<bool()>& don
 }
 
 bool Supervisor::may_rejoin(const Child& failed, Clock::time_point deadline, int pending) const {
-  if (!settings_.continue_after_worker_loss || failed.name.role != "worker") return false;
+  if (!settings_.continue_after_worker_loss || !settings_.workers_rejoin || failed.name.role != "worker") return false;
   const int restarts_left = settings_.max_restarts - settings_.restarts_done - worker_restarts_ - pending;
   if (restarts_left <= 0 || stopping_ || Clock::now() >= deadline) return false;
   // With no other worker left the job is over (or has failed): there is no

@@ -93,6 +93,9 @@ struct SupervisorSettings {
   // above. Whole-job restarts are main's, after a run failed.
   int max_restarts = 0;
   int restarts_done = 0;
+  // False for a job without servers: its workers regroup over the ones that
+  // remain, and a worker started again could not join their ring.
+  bool workers_rejoin = true;
   // DT_SERVER_REPLICATION=1: every key part has a replica on the next
   // server, so this many servers may fail while another still runs and the
   // job goes on with the replicas of their keys; one more server failing, or
