@@ -108,15 +108,7 @@ fi
 
 # How long the uninterrupted job trains: from worker 0's "training" line to
 # its end.
-"$dtrun" -n 2 -s 2 --timeout 300 -- "$example" "${job_args[@]}" > "$work/straight.log" 2>&1 &
-straight_pid=$!
-for i in $(seq 600); do
-  grep -qs "\[worker 0\] training " "$work/straight.log" && break
-  sleep 0.05
-done
-started=$(date +%s%N)
-wait "$straight_pid" || { echo "FAIL: the uninterrupted job failed"; tail -20 "$work/straight.log"; exit 1; }
-straight_tenths=$(( ($(date +%s%N) - started) / 100000000 ))
+straight_tenths=$(uninterrupted_training_tenths "$work/straight.log" "$dtrun" -n 2 -s 2 --timeout 300 -- "$example" "${job_args[@]}")
 
 for seed in "$@"; do
   RANDOM=$seed

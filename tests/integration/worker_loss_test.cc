@@ -16,6 +16,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
+#include <fstream>
 #include <cstdlib>
 #include <iostream>
 #include <map>
@@ -23,7 +25,9 @@
 #include <thread>
 #include <vector>
 
+#include "core/context.h"
 #include "core/error.h"
+#include "core/ndarray.h"
 #include "kvstore/kvstore_factory.h"
 #include "optim/optimizer_config.h"
 #include "process_harness.h"
@@ -79,12 +83,61 @@ int joining_job_worker(kvstore::KVStore& kv) {
   return test::finish_rank_sum_worker(kv, k);
 }
 
+// The "allreduce" store (no servers): the workers apply sgd with rate 1
+// themselves to the sums it returns, so the weights follow the same rule.
+// Key 2 is large enough for the ring (the others use recursive doubling);
+// the three keys make one bucket, one all-reduce per round, so a round
+// counts worker 2 on every key or on none.
+// Worker 2 leaves after kLeaverRounds (DT_TEST_LEAVE=exit), or runs until
+// the test kills it (kill: kKillRounds, each after a pause, so that the kill
+// lands at a drawn point of the job, most likely inside a collective).
+const std::vector<int64_t> kAllreduceSizes = {4, 3000, 40000};
+constexpr int kKillRounds = 60;
+
+int allreduce_worker(kvstore::KVStore& kv, const std::string& leave) {
+  const int rank = kv.rank();
+  auto cpu = core::make_cpu_context();
+  std::vector<uint64_t> keys;
+  std::vector<core::NDArray> values, outs;
+  std::vector<std::vector<float>> weights;
+  for (size_t i = 0; i < kAllreduceSizes.size(); ++i) {
+    keys.push_back(i);
+    const core::Shape shape({kAllreduceSizes[i]});
+    values.push_back(core::NDArray::empty(cpu, core::DType::kFloat32, shape));
+    float* x = values.back().data_as<float>();
+    for (int64_t j = 0; j < kAllreduceSizes[i]; ++j) x[j] = static_cast<float>(rank + 1);
+    outs.push_back(core::NDArray::zeros(cpu, core::DType::kFloat32, shape));
+    weights.emplace_back(static_cast<size_t>(kAllreduceSizes[i]), kInit);
+  }
+  kv.init(keys, outs);
+  const int rounds = leave == "kill" ? kKillRounds : kRounds;
+  for (int round = 1; round <= rounds; ++round) {
+    kv.pushpull(keys, values, outs, 0);
+    for (size_t i = 0; i < keys.size(); ++i) {
+      const float* sum = outs[i].data_as<float>();
+      for (size_t j = 0; j < weights[i].size(); ++j) weights[i][j] -= sum[j];
+    }
+    if (rank == 2 && leave == "exit" && round == kLeaverRounds) {
+      std::cout << "leaving" << std::endl;
+      _exit(0);
+    }
+    if (leave == "kill") std::this_thread::sleep_for(rank == 2 ? 10ms : 20ms);
+  }
+  kv.barrier();
+  std::ofstream out(std::getenv("DT_TEST_OUT") + std::string(".") + std::to_string(rank));
+  for (const auto& w : weights) {
+    for (float x : w) out << x << "\n";
+  }
+  return 0;
+}
+
 int worker_main() {
   try {
     const std::string mode = std::getenv("DT_TEST_STORE");
     auto kv = kvstore::create_kvstore(mode, ps_options_from_environment());
     const int rank = kv->rank();
     const std::string leave = std::getenv("DT_TEST_LEAVE");
+    if (mode == "allreduce") return allreduce_worker(*kv, leave);
     if (leave == "rejoin") return joining_job_worker(*kv);
     test::RankSumKeys k = test::init_rank_sum_keys(*kv, kSizes, kInit);
     for (int round = 1; round <= kRounds; ++round) {
@@ -109,7 +162,8 @@ int worker_main() {
 class WorkerLoss : public test::JobProcesses {
  protected:
   std::map<std::string, std::string> job(const std::string& store, const std::string& leave) {
-    std::map<std::string, std::string> env = test::fast_job_env(2, 3, "2");
+    const int servers = store == "allreduce" ? 0 : 2;
+    std::map<std::string, std::string> env = test::fast_job_env(servers, 3, "2");
     env["DT_REQUEST_TIMEOUT_S"] = "30";
     env["DT_BIGARRAY_BOUND_BYTES"] = "4096";
     env["DT_WORKER_LOSS"] = "continue";
@@ -120,8 +174,7 @@ class WorkerLoss : public test::JobProcesses {
     env["DMLC_PS_ROOT_PORT"] = port;
     auto server = env;
     server["DMLC_ROLE"] = "server";
-    spawn(dt_node(), {}, server);
-    spawn(dt_node(), {}, server);
+    for (int s = 0; s < servers; ++s) spawn(dt_node(), {}, server);
     for (int w = 0; w < 3; ++w) {
       auto worker = env;
       worker["DMLC_ROLE"] = "worker";
@@ -169,6 +222,79 @@ TEST_F(WorkerLoss, DistSyncFinishesEveryRoundWithTheWorkersThatRemain) {
   EXPECT_NE(scheduler_log.find("worker 2"), std::string::npos) << scheduler_log;
   EXPECT_NE(scheduler_log.find("goes on with 2 of 3 workers"), std::string::npos) << scheduler_log;
   EXPECT_NE(scheduler_log.find("data shard of worker 2"), std::string::npos) << scheduler_log;
+}
+
+// Issue 19, item 2, for a job without servers: the workers that remain
+// regroup their all-reduce ring over themselves and go on. Worker 2's
+// value counts in its kLeaverRounds rounds and in none after, on both.
+TEST_F(WorkerLoss, AllreduceWorkersRegroupOverTheOnesThatRemain) {
+  job("allreduce", "exit");
+  Child& leaver = children_[3];
+  ASSERT_TRUE(wait_exit(leaver, 60s));
+  EXPECT_EQ(leaver.status, 0) << read_file(leaver.err);
+  for (size_t i = 0; i < 3; ++i) {
+    ASSERT_TRUE(wait_exit(children_[i], 60s)) << "process " << i << " hung after worker 2 left";
+    EXPECT_EQ(children_[i].status, 0) << "process " << i << ": " << read_file(children_[i].err);
+  }
+  const size_t count = static_cast<size_t>(kAllreduceSizes[0] + kAllreduceSizes[1] + kAllreduceSizes[2]);
+  test::expect_weights_file(out_prefix() + ".0", count, expected_weight(), "worker 0");
+  test::expect_weights_file(out_prefix() + ".1", count, expected_weight(), "worker 1");
+  const std::string said = read_file(children_[1].err);
+  EXPECT_NE(said.find("worker 0 regrouped with workers 0, 1 after the loss of worker(s) 2"), std::string::npos)
+      << said;
+  EXPECT_NE(read_file(children_[0].err).find("goes on with 2 of 3 workers"), std::string::npos);
+}
+
+// Worker 2 killed at a drawn moment, most often inside a collective, where
+// one survivor may have finished it and the other not. Both must end with
+// the same weights, and those must count worker 2 in a whole number of
+// rounds: K rounds with it and the rest without, for one K on both.
+TEST_F(WorkerLoss, AllreduceWorkersKilledInsideACollectiveSettleItAlike) {
+  // DT_TEST_SEED replays a run; otherwise the clock draws one, printed.
+  const char* given = std::getenv("DT_TEST_SEED");
+  const unsigned seed = given != nullptr ? static_cast<unsigned>(std::atoi(given))
+                                         : static_cast<unsigned>(std::chrono::steady_clock::now().time_since_epoch().count());
+  std::cout << "seed " << seed << std::endl;
+  std::srand(seed);
+  for (int trial = 0; trial < 2; ++trial) {
+    children_.clear();
+    job("allreduce", "kill");
+    Child& victim = children_[3];
+    std::this_thread::sleep_for(std::chrono::milliseconds(150 + std::rand() % 500));
+    ASSERT_EQ(::kill(victim.pid, SIGKILL), 0);
+    for (size_t i = 0; i < 3; ++i) {
+      ASSERT_TRUE(wait_exit(children_[i], 60s)) << "process " << i << " hung after worker 2 was killed (seed " << seed
+                                                << ")";
+      EXPECT_EQ(children_[i].status, 0) << "process " << i << " (seed " << seed << "): " << read_file(children_[i].err);
+    }
+    const std::string w0 = read_file(out_prefix() + ".0");
+    const std::string w1 = read_file(out_prefix() + ".1");
+    std::remove((out_prefix() + ".0").c_str());
+    std::remove((out_prefix() + ".1").c_str());
+    ASSERT_FALSE(w0.empty()) << "seed " << seed;
+    EXPECT_EQ(w0, w1) << "the survivors disagree (seed " << seed << ")";
+    // Every weight is kInit - 6 K - 3 (R - K) = kInit - 3 R - 3 K.
+    const float first = std::stof(w0.substr(0, w0.find('\n')));
+    const float k = (kInit - 3.0f * kKillRounds - first) / 3.0f;
+    EXPECT_EQ(k, std::floor(k)) << first << " (seed " << seed << ")";
+    EXPECT_GE(k, 0.0f);
+    EXPECT_LE(k, static_cast<float>(kKillRounds));
+    EXPECT_EQ(w0.find_first_not_of("0123456789.-\n"), std::string::npos);
+    size_t lines = 0, same = 0;
+    for (size_t at = 0; at < w0.size();) {
+      const size_t end = w0.find('\n', at);
+      ++lines;
+      if (std::stof(w0.substr(at, end - at)) == first) ++same;
+      at = end + 1;
+    }
+    EXPECT_EQ(same, lines) << "weights of one survivor differ (seed " << seed << ")";
+    std::cout << "trial " << trial << ": worker 2 counted in " << k << " of " << kKillRounds << " rounds; "
+              << (read_file(children_[1].err).find("taken from worker") != std::string::npos ||
+                          read_file(children_[2].err).find("taken from worker") != std::string::npos
+                      ? "a survivor took the interrupted step's result"
+                      : "no survivor had finished the interrupted step")
+              << std::endl;
+  }
 }
 
 TEST_F(WorkerLoss, DistAsyncGoesOnAtOnce) {

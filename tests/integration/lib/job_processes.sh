@@ -26,3 +26,23 @@ job_process() {
   [ "${#matches[@]}" -gt 0 ] || return 0
   printf '%s\n' "${matches[@]}" | sort -n | sed -n "$((rank + 1))p"
 }
+
+#   uninterrupted_training_tenths LOG COMMAND...
+#
+# runs COMMAND (a dtrun job of the example, output to LOG) to its end and
+# prints how long it trained, in tenths of a second: from worker 0's
+# "training" line to the job's end. What a chaos script draws its kill
+# times from. A failed job fails the script.
+uninterrupted_training_tenths() {
+  local log=$1 pid i started
+  shift
+  "$@" > "$log" 2>&1 &
+  pid=$!
+  for i in $(seq 600); do
+    grep -qs "\[worker 0\] training " "$log" && break
+    sleep 0.05
+  done
+  started=$(date +%s%N)
+  wait "$pid" || { echo "FAIL: the uninterrupted job failed" >&2; tail -20 "$log" >&2; return 1; }
+  echo $(( ($(date +%s%N) - started) / 100000000 ))
+}
