@@ -98,7 +98,7 @@ HostAllreduceKVStore::HostAllreduceKVStore(const ps::JobConfig& job, const ps::P
   // member_->shutdown() stops the heartbeat thread.
   member_->on_departed([this, weak](const ps::LostNode& gone) {
     if (gone.role != ps::Role::kWorker) return;
-    if (auto group = weak.lock()) group->on_departure(gone.message());
+    if (auto group = weak.lock()) group->on_departure(gone.rank, gone.message());
     std::lock_guard<std::mutex> lock(mutex_);
     regroup_wanted_ = true;
     changed_.notify_all();

@@ -82,9 +82,12 @@ bool SurvivorGroup::regroup_pending() const {
   return !closed_ && departed > generation_;
 }
 
-void SurvivorGroup::on_departure(const std::string& why) {
+void SurvivorGroup::on_departure(int rank, const std::string& why) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (regroups_ && !closed_) comm_->abort(why);
+  // The news may come after the step thread, which read the same departed
+  // list, regrouped already: the new ring must not be aborted for it.
+  if (!regroups_ || closed_ || std::find(workers_.begin(), workers_.end(), rank) == workers_.end()) return;
+  comm_->abort(why);
 }
 
 void SurvivorGroup::abort(const std::string& why) {

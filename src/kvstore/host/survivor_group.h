@@ -80,9 +80,10 @@ class SurvivorGroup {
   // Regroups between steps. A failure is kept and thrown by the next step.
   void regroup();
 
-  // The heartbeat thread, when a worker departed: fails the step in progress
-  // at once, so that its thread regroups.
-  void on_departure(const std::string& why);
+  // The heartbeat thread, when worker `rank` departed: fails the step in
+  // progress at once, so that its thread regroups. News of a worker the
+  // group no longer includes (it regrouped already) is ignored.
+  void on_departure(int rank, const std::string& why);
   // Any thread: fails the step in progress and every later one (the job
   // lost a node, or the store is closing).
   void abort(const std::string& why);
