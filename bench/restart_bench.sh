@@ -23,6 +23,12 @@
 #    times from the kill to dtrun's and the scheduler's report, and to
 #    worker 0's switch to the replicas; the epoch with the kill beside the
 #    one before.
+#  - "regroup": a job without servers (allreduce, 3 workers, -s 0) under
+#    --worker-loss continue; times from the kill to the scheduler's report
+#    and to worker 0's regroup with worker 2 (its all-reduces go on); the
+#    epoch with the kill beside the one before, and epoch 1 of the same job
+#    under the default policy, which keeps no copies for a regroup (the
+#    cost of being ready for one).
 # Every output line is stamped as it arrives, so the times include the
 # pipe's delay (milliseconds).
 set -euo pipefail
@@ -55,10 +61,11 @@ epoch_seconds() { grep "\[worker 0\] epoch $2/$epochs:" "$1" | head -1 | sed 's/
 
 # Runs the job with the extra dtrun options $@ (before --), kills ROLE RANK
 # once epoch 1 is in the log, waits for the job; sets kill_at.
+layout=(-n 2 -s 2)
 run_job() {
   local log=$1 role=$2 rank=$3
   shift 3
-  ("$dtrun" -n 2 -s 2 --timeout 900 --env "DT_JOB_TAG=$tag" --env "DT_HEARTBEAT_TIMEOUT_S=$hb_timeout" "$@" \
+  ("$dtrun" "${layout[@]}" --timeout 900 --env "DT_JOB_TAG=$tag" --env "DT_HEARTBEAT_TIMEOUT_S=$hb_timeout" "$@" \
     -- "$example" "${job_args[@]}" 2>&1 | stamp > "$log") &
   local job=$!
   # With a checkpoint directory, epoch 1 is complete once the manifest says so.
@@ -123,3 +130,18 @@ printf '"kill_to_dtrun_notice_s":%s,"kill_to_scheduler_goes_on_s":%s,"kill_to_wo
   "$(since "$kill_at" "$(first_after "$work/replica.log" "$kill_at" "[worker 0] disttrain worker: server")")"
 printf '"epoch_s_before":%s,"epoch_s_with_kill":%s}\n' \
   "$(epoch_seconds "$work/replica.log" 1)" "$(epoch_seconds "$work/replica.log" 2)"
+
+layout=(-n 3 -s 0)
+job_args=(--model mlp --kvstore allreduce --batch-size 64 --threads 1 --lr 0.05 --momentum 0.9 --epochs "$epochs")
+run_job "$work/regroup.log" worker 1 --worker-loss continue
+one_epoch=("${job_args[@]}")
+one_epoch[${#one_epoch[@]}-1]=1  # --epochs 1
+"$dtrun" "${layout[@]}" --timeout 900 -- "$example" "${one_epoch[@]}" > "$work/fail_policy.log" 2>&1
+printf '{"bench":"restart_after_kill","way":"regroup","victim":"worker 1","workers":3,"epochs":%d,"heartbeat_timeout_s":%s,' \
+  "$epochs" "$hb_timeout"
+printf '"kill_to_scheduler_goes_on_s":%s,"kill_to_worker0_regrouped_s":%s,' \
+  "$(since "$kill_at" "$(first_after "$work/regroup.log" "$kill_at" "the job goes on with")")" \
+  "$(since "$kill_at" "$(first_after "$work/regroup.log" "$kill_at" "[worker 0] disttrain allreduce: worker 0 regrouped")")"
+printf '"epoch_s_before":%s,"epoch_s_with_kill":%s,"epoch1_s_fail_policy":%s}\n' \
+  "$(epoch_seconds "$work/regroup.log" 1)" "$(epoch_seconds "$work/regroup.log" 2)" \
+  "$(epochs=1 epoch_seconds "$work/fail_policy.log" 1)"

@@ -549,7 +549,9 @@ typedef struct dt_kvstore dt_kvstore;
  * as a worker and all-reduce in host memory, worker to worker, with no
  * parameter servers: `dtrun -n N -s 0`; ring or recursive doubling by
  * size, sums bit-identical on every worker; no optimizer, as dist_nccl;
- * arrays on a GPU go through host memory). A GPU type without a GPU is
+ * arrays on a GPU go through host memory; under DT_WORKER_LOSS=continue
+ * the workers that remain after a loss regroup and go on, while dist_nccl
+ * refuses that policy with DT_ERR_NOT_SUPPORTED). A GPU type without a GPU is
  * DT_ERR_NO_DEVICE, a type not built in is DT_ERR_NOT_SUPPORTED, each
  * naming the type to use instead. Names are case-insensitive and MXNet's
  * are accepted: "dist" (dist_sync), "dist_device_sync", "dist_device_async",
@@ -838,7 +840,9 @@ typedef enum dt_sync_mode {
    * "dist_sync", "dist_sync_device"; no kvstore is DT_ERR_INVALID_ARGUMENT,
    * the others, dist_async included, DT_ERR_NOT_SUPPORTED), no gradient
    * compression on it (DT_ERR_INVALID_ARGUMENT, at create or at the first
-   * step) and no extra contexts (DT_ERR_NOT_SUPPORTED). */
+   * step), no extra contexts (DT_ERR_NOT_SUPPORTED) and a job that ends
+   * at a worker loss (under DT_WORKER_LOSS=continue the sums count fewer
+   * workers than the average divides by: DT_ERR_NOT_SUPPORTED). */
   DT_SYNC_PARTIAL = 2,
   /* [backward_and_sparse_update] The gradients are reduced, but each worker
    * sends only its significant elements: |g| >= sparse_value (SINGA's
