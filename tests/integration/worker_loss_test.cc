@@ -121,6 +121,12 @@ int allreduce_worker(kvstore::KVStore& kv, const std::string& leave) {
       std::cout << "leaving" << std::endl;
       _exit(0);
     }
+    if (rank == 2 && leave == "stall" && round == kLeaverRounds) {
+      // The test SIGSTOPs this process now and SIGCONTs it once the others
+      // are done; its next round must fail: the job went on without it.
+      std::cout << "stalling" << std::endl;
+      std::this_thread::sleep_for(300ms);
+    }
     if (leave == "kill") std::this_thread::sleep_for(rank == 2 ? 10ms : 20ms);
   }
   kv.barrier();
@@ -243,6 +249,28 @@ TEST_F(WorkerLoss, AllreduceWorkersRegroupOverTheOnesThatRemain) {
   EXPECT_NE(said.find("worker 0 regrouped with workers 0, 1 after the loss of worker(s) 2"), std::string::npos)
       << said;
   EXPECT_NE(read_file(children_[0].err).find("goes on with 2 of 3 workers"), std::string::npos);
+}
+
+// A worker of an allreduce job stalled past the heartbeat timeout is
+// dropped like a dead one: the others regroup without it, and when it wakes
+// its next all-reduce fails naming the loss (it cannot sum with them).
+TEST_F(WorkerLoss, AllreduceStalledWorkerIsDroppedAndFailsWhenItWakes) {
+  job("allreduce", "stall");
+  Child& staller = children_[3];
+  ASSERT_TRUE(wait_output(staller, "stalling", 60s)) << read_file(staller.err);
+  ASSERT_EQ(::kill(staller.pid, SIGSTOP), 0);
+  for (size_t i = 1; i < 3; ++i) {
+    ASSERT_TRUE(wait_exit(children_[i], 60s)) << "process " << i << " hung while worker 2 stalled";
+    EXPECT_EQ(children_[i].status, 0) << "process " << i << ": " << read_file(children_[i].err);
+  }
+  ::kill(staller.pid, SIGCONT);
+  ASSERT_TRUE(wait_exit(staller, 30s));
+  EXPECT_EQ(staller.status, 3) << read_file(staller.err);
+  ASSERT_TRUE(wait_exit(children_[0], 30s));
+  EXPECT_EQ(children_[0].status, 0) << read_file(children_[0].err);
+  const size_t count = static_cast<size_t>(kAllreduceSizes[0] + kAllreduceSizes[1] + kAllreduceSizes[2]);
+  test::expect_weights_file(out_prefix() + ".0", count, expected_weight(), "worker 0");
+  test::expect_weights_file(out_prefix() + ".1", count, expected_weight(), "worker 1");
 }
 
 // Worker 2 killed at a drawn moment, most often inside a collective, where
