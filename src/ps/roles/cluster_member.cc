@@ -40,6 +40,7 @@ struct ClusterMember::State {
   // may name the node whose loss ended the job).
   bool scheduler_closed = false;
   uint64_t next_barrier = 0;
+  bool beat_now = false;  // ask_for_news()
   std::thread heartbeat_thread;
 
   void heartbeat_loop();
@@ -117,7 +118,8 @@ void ClusterMember::State::heartbeat_loop() {
   for (;;) {
     {
       std::unique_lock<std::mutex> lock(mutex);
-      cv.wait_for(lock, interval, [&] { return stopping || scheduler_closed; });
+      cv.wait_for(lock, interval, [&] { return stopping || scheduler_closed || beat_now; });
+      beat_now = false;
       if (stopping) return;
       if (scheduler_closed) {
         lock.unlock();
@@ -341,6 +343,14 @@ std::vector<LostNode> ClusterMember::lost() const {
 void ClusterMember::check_peers() const {
   std::lock_guard<std::mutex> lock(state_->mutex);
   if (!state_->lost.empty()) throw Error(ErrorCode::kPeerLost, state_->lost.front().message());
+}
+
+void ClusterMember::ask_for_news() {
+  {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    state_->beat_now = true;
+  }
+  state_->cv.notify_all();
 }
 
 void ClusterMember::wait_for_stop() {

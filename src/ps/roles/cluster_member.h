@@ -73,6 +73,10 @@ class ClusterMember {
   std::vector<LostNode> departed() const;
   // Throws Error(kPeerLost) with the first lost node's message, if any.
   void check_peers() const;
+  // Any thread; returns at once: the heartbeat thread sends its next
+  // heartbeat now, not at the end of the interval, so that the news of a
+  // loss a broken link hints at arrives within a round trip.
+  void ask_for_news();
 
   // Servers: blocks until the scheduler says the job ended (returns) or a node
   // is lost (throws Error(kPeerLost)); a silent scheduler is such a loss, so
