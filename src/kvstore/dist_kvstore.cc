@@ -79,6 +79,10 @@ DistKVStore::DistKVStore(const std::string& type, const ps::JobConfig& job, cons
                                                   max_in_flight_per_server, options.server_replicas > 0,
                                                   // As report() waits for a lost peer's name.
                                                   ps::to_ms(2 * options.heartbeat_timeout_s));
+  // A dropped connection to a replicated server: the verdict comes with the
+  // next heartbeat reply, asked for at once.
+  ps::ClusterMember* member = member_.get();
+  scheduler_->on_suspected_loss([member] { member->ask_for_news(); });
   ps::WorkerClient* client = client_.get();
   member_->on_lost([client](const ps::LostNode& lost) { client->fail(Error(ErrorCode::kPeerLost, lost.message())); });
   // A server the job goes on without (the scheduler's DT_SERVER_REPLICATION=1).

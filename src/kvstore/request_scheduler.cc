@@ -447,6 +447,7 @@ bool RequestScheduler::reroute_locked(int server, const std::vector<Unit>& units
   if (stop_ || !may_be_a_lost_server(error) || link_->failure()) return false;
   const auto now = std::chrono::steady_clock::now();
   for (const Unit& unit : units) parked_[static_cast<size_t>(server)].push_back(Parked{unit, error, now});
+  if (ask_for_news_) ask_for_news_();
   return true;
 }
 

@@ -117,6 +117,11 @@ class RequestScheduler {
 
   int window() const { return window_; }
   bool replicated() const { return replicated_; }
+  // Called, from any thread, when a request waits for the verdict on a
+  // server whose connection dropped: the store asks the scheduler for news
+  // at once (ClusterMember::ask_for_news) instead of at the next heartbeat.
+  // Set it before the first submit.
+  void on_suspected_loss(std::function<void()> ask) { ask_for_news_ = std::move(ask); }
 
   // Queues work as one request at priority (larger first) and returns its
   // completion, finished once every part was answered: with the first
@@ -239,6 +244,7 @@ class RequestScheduler {
   const int window_;
   const bool replicated_;
   const std::chrono::milliseconds verdict_wait_;
+  std::function<void()> ask_for_news_;
 
   mutable std::mutex mutex_;
   std::condition_variable wake_;

@@ -106,14 +106,9 @@ bool SurvivorGroup::wait_for_departure(uint64_t beyond) const {
   const auto deadline = Clock::now() + std::chrono::duration<double>(options_.heartbeat_timeout_s +
                                                                      2 * options_.heartbeat_interval_s + 1);
   // A killed worker's connection to the scheduler closes as its links do:
-  // ask rather than wait for the next heartbeat (the scheduler may need a
-  // moment, hence every 50 ms).
-  auto next_ask = Clock::now();
+  // ask rather than wait for the next heartbeat.
+  member_.ask_for_news();
   while (Clock::now() < deadline) {
-    if (Clock::now() >= next_ask) {
-      member_.ask_for_news();
-      next_ask = Clock::now() + std::chrono::milliseconds(50);
-    }
     member_.check_peers();
     {
       std::lock_guard<std::mutex> lock(mutex_);

@@ -40,7 +40,8 @@ struct ClusterMember::State {
   // may name the node whose loss ended the job).
   bool scheduler_closed = false;
   uint64_t next_barrier = 0;
-  bool beat_now = false;  // ask_for_news()
+  bool beat_now = false;                // ask_for_news()
+  Clock::time_point quick_beats_until;  // ask_for_news(): every 50 ms until then
   std::thread heartbeat_thread;
 
   void heartbeat_loop();
@@ -118,7 +119,8 @@ void ClusterMember::State::heartbeat_loop() {
   for (;;) {
     {
       std::unique_lock<std::mutex> lock(mutex);
-      cv.wait_for(lock, interval, [&] { return stopping || scheduler_closed || beat_now; });
+      const auto wait = Clock::now() < quick_beats_until ? std::chrono::milliseconds(50) : interval;
+      cv.wait_for(lock, wait, [&] { return stopping || scheduler_closed || beat_now; });
       beat_now = false;
       if (stopping) return;
       if (scheduler_closed) {
@@ -349,6 +351,7 @@ void ClusterMember::ask_for_news() {
   {
     std::lock_guard<std::mutex> lock(state_->mutex);
     state_->beat_now = true;
+    state_->quick_beats_until = Clock::now() + std::chrono::milliseconds(500);
   }
   state_->cv.notify_all();
 }

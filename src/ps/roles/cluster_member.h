@@ -74,8 +74,10 @@ class ClusterMember {
   // Throws Error(kPeerLost) with the first lost node's message, if any.
   void check_peers() const;
   // Any thread; returns at once: the heartbeat thread sends its next
-  // heartbeat now, not at the end of the interval, so that the news of a
-  // loss a broken link hints at arrives within a round trip.
+  // heartbeat now, not at the end of the interval, and then every 50 ms
+  // for half a second (the scheduler may see the loss a moment after this
+  // node), so that the news of a loss a broken link hints at arrives
+  // within a round trip or two.
   void ask_for_news();
 
   // Servers: blocks until the scheduler says the job ended (returns) or a node
