@@ -259,16 +259,24 @@ bool SurvivorGroup::try_regroup(void* data, size_t bytes, bool in_step) {
                                           " steps (they can differ by one at most)");
   }
   if (most == least + 1) {
+    // Every survivor read the same records, so all skip an empty result
+    // (a step whose result each worker holds once it finished) alike.
     const size_t result_bytes = progress[ahead].result_bytes;
     if (steps_done_ == most) {
-      fresh->broadcast(last_result_.data(), result_bytes, static_cast<int>(ahead));
+      if (last_result_.size() != result_bytes) {
+        throw Error(ErrorCode::kInternal, "allreduce: worker " + std::to_string(me) + " kept " +
+                                              std::to_string(last_result_.size()) + " bytes of step " +
+                                              std::to_string(most) + ", worker " +
+                                              std::to_string(survivors[ahead]) + " " + std::to_string(result_bytes));
+      }
+      if (result_bytes > 0) fresh->broadcast(last_result_.data(), result_bytes, static_cast<int>(ahead));
     } else {
       if (!in_step || result_bytes != bytes) {
         throw Error(ErrorCode::kInternal, "allreduce: worker " + std::to_string(me) + " is one step behind after "
                                               "the regroup but not in that step (" + std::to_string(bytes) +
                                               " bytes here, " + std::to_string(result_bytes) + " there)");
       }
-      fresh->broadcast(data, bytes, static_cast<int>(ahead));
+      if (bytes > 0) fresh->broadcast(data, bytes, static_cast<int>(ahead));
       took_result = true;
     }
     settled = "step " + std::to_string(most) + " taken from worker " + std::to_string(survivors[ahead]) +

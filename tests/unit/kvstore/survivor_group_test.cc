@@ -160,6 +160,40 @@ TEST(SurvivorGroup, AStepOneSurvivorFinishedGivesItsResultToTheOthers) {
   EXPECT_EQ(end, "");
 }
 
+// A step whose result every worker holds once it finished (init's
+// broadcasts ending with a confirming all-reduce): nothing is sent, the
+// step just ends for the survivor that was still in it.
+TEST(SurvivorGroup, AStepWithoutBytesOneSurvivorFinishedEndsForTheOthers) {
+  const std::string end = run_job(ps::WorkerLossPolicy::kContinue, [](int rank, SurvivorGroup& group) {
+    std::vector<int32_t> data = filled(rank + 1);
+    all_reduce_step(group, data);
+    if (rank == 2) {
+      std::this_thread::sleep_for(200ms);
+      return false;
+    }
+    bool ran = false;
+    if (rank == 0) {
+      group.run_step([&](HostCommunicator&) { ran = true; }, nullptr, 0);
+      regroup_once_lost(group);
+    } else {
+      group.run_step(
+          [&](HostCommunicator& comm) {
+            int32_t one = 1;
+            comm.all_reduce_sum(&one, 1, DType::kInt32);
+            ran = true;
+          },
+          nullptr, 0);
+    }
+    // Worker 1's step ended by the settlement, not by running again.
+    EXPECT_EQ(ran, rank == 0) << "worker " << rank;
+    data = filled(rank + 1);
+    all_reduce_step(group, data);
+    EXPECT_EQ(data, filled(3)) << "worker " << rank;
+    return true;
+  });
+  EXPECT_EQ(end, "");
+}
+
 TEST(SurvivorGroup, WithoutContinueALostWorkerFailsTheStep) {
   const std::string end = run_job(ps::WorkerLossPolicy::kFail, [](int rank, SurvivorGroup& group) {
     std::vector<int32_t> data = filled(rank + 1);
