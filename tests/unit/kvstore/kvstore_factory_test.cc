@@ -81,6 +81,21 @@ TEST(KVStoreFactory, DistNcclNeedsNcclInTheBuildAndAGpu) {
   EXPECT_TRUE(contains(e, "use 'dist_sync'")) << e.what();
 }
 
+// Its NCCL ring is not rebuilt after a worker loss: the policy that would
+// need it is refused first, on any machine, naming the stores that go on.
+TEST(KVStoreFactory, DistNcclRefusesToGoOnAfterAWorkerLoss) {
+  ps::PsOptions options;
+  options.worker_loss = ps::WorkerLossPolicy::kContinue;
+  try {
+    create_kvstore("dist_nccl", options);
+    ADD_FAILURE() << "dist_nccl was created under DT_WORKER_LOSS=continue";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kNotSupported) << e.what();
+    EXPECT_TRUE(contains(e, "DT_WORKER_LOSS=continue")) << e.what();
+    EXPECT_TRUE(contains(e, "'allreduce'")) << e.what();
+  }
+}
+
 TEST(KVStoreFactory, UnknownTypesListEveryKnownOne) {
   const Error e = error_of("dist_mpi");
   EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
