@@ -117,5 +117,27 @@ TEST(PsAllGather, AllGatherMeetingAPlainBarrierIsABadState) {
   });
 }
 
+// The regroup gather (an all-reduce job's survivors): every worker still in
+// the job, at the count of workers lost so far, beside the numbered
+// barriers; another count is refused with "ask again".
+TEST(PsAllGather, RegroupGathersEveryWorkerAtTheJobsLossCountOutsideTheBarriers) {
+  run_job(3, [](ClusterMember& m) {
+    m.barrier();
+    const auto all = m.regroup(0, blob_of(m.rank(), 20));
+    ASSERT_EQ(all.size(), 3u);
+    for (int r = 0; r < 3; ++r) EXPECT_EQ(all.at(r), blob_of(r, 20)) << "rank " << r;
+    try {
+      m.regroup(2, {1});
+      ADD_FAILURE() << "a regroup at a count the job has not reached was gathered";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kBadState) << e.what();
+      EXPECT_NE(std::string(e.what()).find("ask again"), std::string::npos) << e.what();
+    }
+    // It took no barrier id: the numbered barriers go on in step.
+    m.barrier();
+    EXPECT_EQ(m.allgather({static_cast<uint8_t>(m.rank())}).size(), 3u);
+  });
+}
+
 }  // namespace
 }  // namespace dt::ps
