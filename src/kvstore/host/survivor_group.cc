@@ -141,11 +141,8 @@ void SurvivorGroup::run_step(const Step& step, void* data, size_t bytes, bool re
       // Only a loss the scheduler confirms is regrouped over; any other
       // failure stands.
       if (!wait_for_departure(generation)) throw;
-      if (regroup_over_survivors(data, bytes, true)) {
-        ++steps_done_;
-        last_result_.assign(bytes_at, bytes_at + bytes);
-        return;
-      }
+      // A survivor that finished the step sent its result: done as well.
+      if (regroup_over_survivors(data, bytes, true)) break;
       if (!redoable) {
         throw Error(e.code(), std::string(e.what()) + " (a worker was lost in this step and no survivor finished "
                                                       "it; it cannot be run again without it: not built)");

@@ -50,6 +50,16 @@ struct ClusterMember::State {
     std::lock_guard<std::mutex> lock(mutex);
     return next_barrier++;
   }
+  // An all-gather barrier (numbered, or a regroup at generation): every
+  // worker's data by rank, as the scheduler answered; expected: how many
+  // answers (0: any but none).
+  std::map<int, std::vector<uint8_t>> gather(const char* what, const std::vector<uint8_t>& data, bool regroup,
+                                             uint64_t generation, size_t expected);
+  // Error(kPeerLost) with the first lost node's message, if any.
+  void check_peers() const {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!lost.empty()) throw Error(ErrorCode::kPeerLost, lost.front().message());
+  }
   void add_lost(const LostNode& node);
   void add_departed(const LostNode& node);
   LostNode scheduler_lost(const std::string& reason) const {
@@ -249,67 +259,49 @@ void ClusterMember::barrier() {
   Frame::parse(std::move(reply)).expect<wire::Ack>();
 }
 
-std::vector<std::vector<uint8_t>> ClusterMember::allgather(const std::vector<uint8_t>& data) {
-  State& st = *state_;
-  if (st.job.role != Role::kWorker) throw Error(ErrorCode::kBadState, "only workers take part in an all-gather");
+std::map<int, std::vector<uint8_t>> ClusterMember::State::gather(const char* what, const std::vector<uint8_t>& data,
+                                                                 bool regroup, uint64_t generation, size_t expected) {
+  if (job.role != Role::kWorker) throw Error(ErrorCode::kBadState, std::string(what) + ": only workers take part");
   if (data.size() > kMaxGatherBytes) {
-    throw Error(ErrorCode::kInvalidArgument, "allgather: " + std::to_string(data.size()) + " bytes, at most " +
-                                                 std::to_string(kMaxGatherBytes) + " go through the scheduler");
+    throw Error(ErrorCode::kInvalidArgument, std::string(what) + ": " + std::to_string(data.size()) +
+                                                 " bytes, at most " + std::to_string(kMaxGatherBytes) +
+                                                 " go through the scheduler");
   }
   check_peers();
-  const uint64_t id = st.take_barrier_id();
+  // A regroup is not one of the numbered barriers: it takes no id.
+  const uint64_t id = regroup ? 0 : take_barrier_id();
   flatbuffers::FlatBufferBuilder fbb(128 + data.size());
-  auto body = wire::CreateBarrier(fbb, st.rank, id, fbb.CreateVector(data));
-  Message reply = st.call_scheduler(make_message(fbb, body));
+  auto body = wire::CreateBarrier(fbb, rank, id, fbb.CreateVector(data), regroup, generation);
+  Message reply = call_scheduler(make_message(fbb, body));
   const Frame frame = Frame::parse(std::move(reply));
   const auto* gathered = frame.expect<wire::Ack>().gathered();
-  const size_t workers = static_cast<size_t>(st.job.num_workers);
-  if (gathered == nullptr || gathered->size() != workers) {
-    throw Error(ErrorCode::kProtocol, "allgather: the scheduler answered without every worker's data "
-                                      "(a scheduler of an older disttrain version?)");
+  if (gathered == nullptr || gathered->size() == 0 || (expected > 0 && gathered->size() != expected)) {
+    throw Error(ErrorCode::kProtocol, std::string(what) + ": the scheduler answered without every worker's data "
+                                                          "(a scheduler of an older disttrain version?)");
   }
-  std::vector<std::vector<uint8_t>> result(workers);
-  std::vector<bool> seen(workers, false);
+  std::map<int, std::vector<uint8_t>> result;
   for (const wire::GatheredData* g : *gathered) {
-    const int rank = g->rank();
-    if (rank < 0 || static_cast<size_t>(rank) >= workers || seen[rank]) {
-      throw Error(ErrorCode::kProtocol, "allgather: the scheduler's answer lists worker rank " +
-                                            std::to_string(rank) + " out of range or twice");
+    const int r = g->rank();
+    if (r < 0 || r >= job.num_workers || result.count(r) > 0) {
+      throw Error(ErrorCode::kProtocol, std::string(what) + ": the scheduler's answer lists worker rank " +
+                                            std::to_string(r) + " out of range or twice");
     }
-    seen[rank] = true;
-    if (g->data() != nullptr) result[rank].assign(g->data()->begin(), g->data()->end());
+    std::vector<uint8_t>& theirs = result[r];
+    if (g->data() != nullptr) theirs.assign(g->data()->begin(), g->data()->end());
   }
   return result;
 }
 
-std::map<int, std::vector<uint8_t>> ClusterMember::regroup(uint64_t generation, const std::vector<uint8_t>& data) {
-  State& st = *state_;
-  if (st.job.role != Role::kWorker) throw Error(ErrorCode::kBadState, "only workers regroup");
-  if (data.size() > kMaxGatherBytes) {
-    throw Error(ErrorCode::kInvalidArgument, "regroup: " + std::to_string(data.size()) + " bytes, at most " +
-                                                 std::to_string(kMaxGatherBytes) + " go through the scheduler");
-  }
-  check_peers();
-  flatbuffers::FlatBufferBuilder fbb(128 + data.size());
-  auto body = wire::CreateBarrier(fbb, st.rank, 0, fbb.CreateVector(data), /*regroup=*/true, generation);
-  Message reply = st.call_scheduler(make_message(fbb, body));
-  const Frame frame = Frame::parse(std::move(reply));
-  const auto* gathered = frame.expect<wire::Ack>().gathered();
-  if (gathered == nullptr || gathered->size() == 0) {
-    throw Error(ErrorCode::kProtocol, "regroup: the scheduler answered without the workers' data "
-                                      "(a scheduler of an older disttrain version?)");
-  }
-  std::map<int, std::vector<uint8_t>> result;
-  for (const wire::GatheredData* g : *gathered) {
-    const int rank = g->rank();
-    if (rank < 0 || rank >= st.job.num_workers || result.count(rank) > 0) {
-      throw Error(ErrorCode::kProtocol, "regroup: the scheduler's answer lists worker rank " + std::to_string(rank) +
-                                            " out of range or twice");
-    }
-    std::vector<uint8_t>& mine = result[rank];
-    if (g->data() != nullptr) mine.assign(g->data()->begin(), g->data()->end());
-  }
+std::vector<std::vector<uint8_t>> ClusterMember::allgather(const std::vector<uint8_t>& data) {
+  const size_t workers = static_cast<size_t>(state_->job.num_workers);
+  std::map<int, std::vector<uint8_t>> by_rank = state_->gather("allgather", data, false, 0, workers);
+  std::vector<std::vector<uint8_t>> result(workers);
+  for (auto& [r, theirs] : by_rank) result[static_cast<size_t>(r)] = std::move(theirs);
   return result;
+}
+
+std::map<int, std::vector<uint8_t>> ClusterMember::regroup(uint64_t generation, const std::vector<uint8_t>& data) {
+  return state_->gather("regroup", data, true, generation, 0);
 }
 
 void ClusterMember::on_lost(LostCallback callback) {
@@ -342,10 +334,7 @@ std::vector<LostNode> ClusterMember::lost() const {
   return state_->lost;
 }
 
-void ClusterMember::check_peers() const {
-  std::lock_guard<std::mutex> lock(state_->mutex);
-  if (!state_->lost.empty()) throw Error(ErrorCode::kPeerLost, state_->lost.front().message());
-}
+void ClusterMember::check_peers() const { state_->check_peers(); }
 
 void ClusterMember::ask_for_news() {
   {
