@@ -292,37 +292,14 @@ void Optimizer::load_state(const core::NamedArrays& arrays, const std::string& p
     const unsigned long long key_value = std::strtoull(key_text.c_str(), nullptr, 10);
     if (errno == ERANGE) bad_entry(name, "key does not fit in 64 bits");
     Loaded& entry = loaded[static_cast<uint64_t>(key_value)];
-    const std::string slot = rest.substr(dot + 1);
-    if (slot == kStepName) {
-      entry.state.count = read_scalar<int64_t>(name, array, DType::kInt64);
-      if (entry.state.count < 0) bad_entry(name, "negative update count");
-      entry.has_count = true;
-    } else if (slot == kMasterName) {
-      if (array.dtype() != DType::kFloat32) bad_entry(name, "master weights must be F32");
-      entry.state.master = copy_of(array);
-    } else {
-      const auto it = std::find(slot_names_.begin(), slot_names_.end(), slot);
-      if (it == slot_names_.end()) bad_entry(name, "optimizer '" + config_.name() + "' has no state '" + slot + "'");
-      if (array.dtype() != DType::kFloat32 && array.dtype() != DType::kFloat64) {
-        bad_entry(name, "must be F32 or F64, not " + std::string(core::dtype_name(array.dtype())));
-      }
-      auto& slots = entry.state.slots;
-      slots.resize(slot_names_.size());
-      slots[static_cast<size_t>(it - slot_names_.begin())] = copy_of(array);
-    }
+    read_key_entry(name, rest.substr(dot + 1), array, entry.state, entry.has_count);
   }
 
   if (!has_num_update) bad_entry(prefix + kNumUpdateName, "missing");
   if (!has_lr) bad_entry(prefix + kLearningRateName, "missing");
   std::unordered_map<uint64_t, KeyState> states;
   for (auto& [key, entry] : loaded) {
-    const std::string base = prefix + std::to_string(key) + ".";
-    if (!entry.has_count) bad_entry(base + kStepName, "missing");
-    entry.state.slots.resize(slot_names_.size());
-    for (size_t i = 0; i < slot_names_.size(); ++i) {
-      if (!entry.state.slots[i].defined()) bad_entry(base + slot_names_[i], "missing");
-    }
-    if (entry.state.count == 0) bad_entry(base + kStepName, "a key with state has at least one update");
+    check_key_state(prefix + std::to_string(key) + ".", entry.state, entry.has_count);
     states.emplace(key, std::move(entry.state));
   }
 
@@ -330,6 +307,62 @@ void Optimizer::load_state(const core::NamedArrays& arrays, const std::string& p
   states_ = std::move(states);
   num_update_ = num_update;
   base_lr_ = lr;
+}
+
+void Optimizer::read_key_entry(const std::string& name, const std::string& slot, const NDArray& array,
+                               KeyState& state, bool& has_count) const {
+  if (!array.defined()) bad_entry(name, "undefined array");
+  if (slot == kStepName) {
+    state.count = read_scalar<int64_t>(name, array, DType::kInt64);
+    if (state.count < 0) bad_entry(name, "negative update count");
+    has_count = true;
+  } else if (slot == kMasterName) {
+    if (array.dtype() != DType::kFloat32) bad_entry(name, "master weights must be F32");
+    state.master = copy_of(array);
+  } else {
+    const auto it = std::find(slot_names_.begin(), slot_names_.end(), slot);
+    if (it == slot_names_.end()) bad_entry(name, "optimizer '" + config_.name() + "' has no state '" + slot + "'");
+    if (array.dtype() != DType::kFloat32 && array.dtype() != DType::kFloat64) {
+      bad_entry(name, "must be F32 or F64, not " + std::string(core::dtype_name(array.dtype())));
+    }
+    state.slots.resize(slot_names_.size());
+    state.slots[static_cast<size_t>(it - slot_names_.begin())] = copy_of(array);
+  }
+}
+
+void Optimizer::check_key_state(const std::string& base, KeyState& state, bool has_count) const {
+  if (!has_count) bad_entry(base + kStepName, "missing");
+  state.slots.resize(slot_names_.size());
+  for (size_t i = 0; i < slot_names_.size(); ++i) {
+    if (!state.slots[i].defined()) bad_entry(base + slot_names_[i], "missing");
+  }
+  if (state.count == 0) bad_entry(base + kStepName, "a key with state has at least one update");
+}
+
+core::NamedArrays Optimizer::key_state(uint64_t key) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  core::NamedArrays out;
+  const auto it = states_.find(key);
+  if (it == states_.end()) return out;
+  const KeyState& ks = it->second;
+  out.emplace_back(kStepName, scalar_i64(core::make_cpu_context(), ks.count));
+  for (size_t i = 0; i < ks.slots.size(); ++i) out.emplace_back(slot_names_[i], copy_of(ks.slots[i]));
+  if (ks.master.defined()) out.emplace_back(kMasterName, copy_of(ks.master));
+  return out;
+}
+
+void Optimizer::load_key_state(uint64_t key, const core::NamedArrays& arrays) {
+  KeyState state;
+  bool has_count = false;
+  for (const auto& [name, array] : arrays) read_key_entry(name, name, array, state, has_count);
+  if (!arrays.empty()) check_key_state("", state, has_count);
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (arrays.empty()) {
+    states_.erase(key);
+    return;
+  }
+  num_update_ = std::max(num_update_, state.count);
+  states_[key] = std::move(state);
 }
 
 }  // namespace dt::optim

@@ -85,6 +85,16 @@ class Optimizer {
   // or a missing num_update / learning_rate; on error the state is unchanged.
   // Not to be called while an update() runs.
   void load_state(const core::NamedArrays& arrays, const std::string& prefix);
+  // One key's share of state(), copied, named without the key: "step", its
+  // slots ("mom"; "mean", "var") and, with multi-precision, "weight32".
+  // Empty for a key never updated. What a server hands another that takes a
+  // copy of the part (a new replica).
+  core::NamedArrays key_state(uint64_t key) const;
+  // Replaces key's state with arrays named as key_state() names them (empty:
+  // the key starts afresh, as one never updated) and raises num_update to its
+  // count. Error(kInvalidArgument) as load_state; on error nothing changes.
+  // Not to be called while an update() of key runs.
+  void load_key_state(uint64_t key, const core::NamedArrays& arrays);
 
  protected:
   // Per-key state: the optimizer's slots, each shaped like the weight with
@@ -112,6 +122,13 @@ class Optimizer {
                      const Step& step) const = 0;
 
  private:
+  // One entry of a key's loaded state: slot is "step", "weight32" or a slot
+  // name (name: the entry's full name, for errors).
+  void read_key_entry(const std::string& name, const std::string& slot, const core::NDArray& array,
+                      KeyState& state, bool& has_count) const;
+  // A loaded key has its step (at least 1) and every slot; base prefixes the
+  // names in errors.
+  void check_key_state(const std::string& base, KeyState& state, bool has_count) const;
   // Creates the state of a new key, or checks that loaded state fits weight.
   void prepare_state(uint64_t key, KeyState& state, const core::NDArray& weight) const;
 

@@ -99,6 +99,50 @@ TEST_P(OptimizerStateTest, ResumedRunContinuesBitExactly) {
   }
 }
 
+// A server handing one part to another (a new replica): one key's state,
+// loaded under another key number into an optimizer that holds other keys,
+// continues that key bit-exactly and leaves the others alone.
+TEST_P(OptimizerStateTest, OneKeysStateContinuesUnderAnotherKey) {
+  const Case& c = GetParam();
+  auto source = Optimizer::create(c.config);
+  auto target = Optimizer::create(c.config);
+  core::NDArray weight = filled(c.dtype, 6, 1.0f);
+  for (int step = 0; step < 3; ++step) source->update(5, weight, filled(c.dtype, 6, 2.0f + step));
+  core::NDArray other = filled(c.dtype, 4, 7.0f);
+  target->update(1, other, filled(c.dtype, 4, 8.0f));
+  const core::NamedArrays other_before = target->key_state(1);
+
+  const core::NamedArrays handed = source->key_state(5);
+  ASSERT_FALSE(handed.empty());
+  EXPECT_EQ(handed.front().first, "step");
+  target->load_key_state(40, handed);
+  EXPECT_EQ(target->update_count(40), 3);
+  EXPECT_EQ(target->num_update(), 3);
+  EXPECT_TRUE(source->key_state(6).empty());
+
+  core::NDArray copy = copy_of(weight);
+  const core::NDArray grad = filled(c.dtype, 6, 30.0f);
+  source->update(5, weight, grad);
+  target->update(40, copy, grad);
+  EXPECT_TRUE(same_bits(weight, copy)) << c.label;
+  const auto a = source->key_state(5);
+  const auto b = target->key_state(40);
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(same_bits(a[i].second, b[i].second)) << a[i].first;
+  const auto other_after = target->key_state(1);
+  ASSERT_EQ(other_after.size(), other_before.size());
+  for (size_t i = 0; i < other_after.size(); ++i) {
+    EXPECT_TRUE(same_bits(other_after[i].second, other_before[i].second)) << other_after[i].first;
+  }
+  // A key's state missing a slot is refused and changes nothing.
+  if (handed.size() > 1 && handed[1].first != "weight32") {
+    core::NamedArrays partial = handed;
+    partial.erase(partial.begin() + 1);
+    EXPECT_EQ(error_of([&] { target->load_key_state(41, partial); }).code, ErrorCode::kInvalidArgument);
+    EXPECT_EQ(target->update_count(41), 0);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Optim, OptimizerStateTest,
     ::testing::Values(
