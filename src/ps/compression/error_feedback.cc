@@ -47,6 +47,11 @@ void ErrorFeedback::reset(uint64_t key, int64_t begin, size_t n) {
   std::fill(residual.begin(), residual.end(), 0.0f);
 }
 
+void ErrorFeedback::restore(uint64_t key, int64_t begin, const float* values, size_t n) {
+  std::vector<float>& residual = part(key, begin, n);
+  std::copy(values, values + n, residual.begin());
+}
+
 const std::vector<float>* ErrorFeedback::residual(uint64_t key, int64_t begin) const {
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = parts_.find({key, begin});

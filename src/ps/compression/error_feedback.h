@@ -51,6 +51,10 @@ class ErrorFeedback {
   // The residual of part (key, begin) = n zeros: what was not sent is
   // dropped (a sender that sent its compensated values in full instead).
   void reset(uint64_t key, int64_t begin, size_t n);
+  // The residual of part (key, begin) = values[0, n): another sender's, whose
+  // part this one takes over (a server's new copy of a part). Error
+  // (kShapeMismatch) as compensate().
+  void restore(uint64_t key, int64_t begin, const float* values, size_t n);
 
   // The residual of a part, nullptr when the part has not been seen; valid
   // until clear(). For checkpoints and tests.

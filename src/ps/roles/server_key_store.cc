@@ -60,6 +60,13 @@ struct ServerKeyStore::Entry {
   std::shared_ptr<const std::vector<uint8_t>> encoded;
   uint8_t encoding = 0;
   bool compression_counted = false;  // its residual and encoding are in compression_bytes_
+  // A new copy waiting for its state: the server to ask (-1: none, the part
+  // is not a new copy), each worker's first push here (0: none yet), and
+  // whether the fill was asked for.
+  int adopt_source = -1;
+  std::vector<int64_t> adopt_round;
+  bool fill_requested = false;
+  bool adopted = false;  // created as a new copy: workers' inits never store into it
 };
 
 ServerKeyStore::ServerKeyStore(int num_workers, uint64_t memory_limit_bytes)
@@ -150,6 +157,45 @@ ServerKeyStore::Entry& ServerKeyStore::find(const PartInfo& info, const char* op
   return *it->second;
 }
 
+ServerKeyStore::Entry& ServerKeyStore::find_or_create(const PartInfo& info, const char* op) {
+  const PartKey& p = info.part;
+  std::unique_lock<std::shared_mutex> lock(entries_mutex_);
+  auto it = entries_.find({p.key, p.begin});
+  if (it == entries_.end()) {
+    // The stored value and the round's sum: checked before anything of
+    // the part exists, so a refused init leaves nothing behind.
+    const uint64_t needed = 2 * static_cast<uint64_t>(p.end - p.begin) * core::dtype_size(info.dtype);
+    const uint64_t used = memory_used_ + compression_bytes_.load();
+    if (needed > memory_limit_ || used > memory_limit_ - needed) {
+      throw Error(ErrorCode::kOutOfMemory,
+                  std::string(op) + ": " + part_name(p) + " needs " + std::to_string(needed) + " bytes; this server holds " +
+                      std::to_string(used) + " of its limit of " + std::to_string(memory_limit_) +
+                      " bytes for keys (DT_PS_SERVER_MEMORY_LIMIT" +
+                      (automatic_limit_ ? ", automatic: twice the keys held at the first push" : "") + ")");
+    }
+    memory_used_ += needed;
+    it = entries_.emplace(std::make_pair(p.key, p.begin), nullptr).first;
+  }
+  auto& slot = it->second;
+  if (!slot) {
+    auto created = std::make_unique<Entry>();
+    created->info = info;
+    created->optimizer_key = next_optimizer_key_++;
+    created->bytes = static_cast<size_t>(p.end - p.begin) * core::dtype_size(info.dtype);
+    created->inited_by.assign(static_cast<size_t>(num_workers_), false);
+    created->staged.resize(static_cast<size_t>(num_workers_));
+    created->pushed_round.assign(static_cast<size_t>(num_workers_), 0);
+    created->absent.resize(static_cast<size_t>(num_workers_));
+    created->joined_at.assign(static_cast<size_t>(num_workers_), 0);
+    // A part new to a job that went on without a worker: not waiting for it.
+    for (int w = 0; w < num_workers_; ++w) {
+      if (departed_[static_cast<size_t>(w)]) created->absent[static_cast<size_t>(w)].emplace_back(1, kNever);
+    }
+    slot = std::move(created);
+  }
+  return *slot;
+}
+
 void ServerKeyStore::init(int worker, const PartInfo& info, const void* data, size_t bytes, bool resent) {
   throw_if_failed();
   if (worker < 0 || worker >= num_workers_) {
@@ -164,46 +210,12 @@ void ServerKeyStore::init(int worker, const PartInfo& info, const void* data, si
     throw Error(ErrorCode::kInvalidArgument, "init: " + part_name(p) + " is not inside a tensor of " +
                                                  std::to_string(info.shape.numel()) + " elements");
   }
-  Entry* e = nullptr;
-  {
-    std::unique_lock<std::shared_mutex> lock(entries_mutex_);
-    auto it = entries_.find({p.key, p.begin});
-    if (it == entries_.end()) {
-      // The stored value and the round's sum: checked before anything of
-      // the part exists, so a refused init leaves nothing behind.
-      const uint64_t needed = 2 * static_cast<uint64_t>(p.end - p.begin) * core::dtype_size(info.dtype);
-      const uint64_t used = memory_used_ + compression_bytes_.load();
-      if (needed > memory_limit_ || used > memory_limit_ - needed) {
-        throw Error(ErrorCode::kOutOfMemory,
-                    "init: " + part_name(p) + " needs " + std::to_string(needed) + " bytes; this server holds " +
-                        std::to_string(used) + " of its limit of " + std::to_string(memory_limit_) +
-                        " bytes for keys (DT_PS_SERVER_MEMORY_LIMIT" +
-                        (automatic_limit_ ? ", automatic: twice the keys held at the first push" : "") + ")");
-      }
-      memory_used_ += needed;
-      it = entries_.emplace(std::make_pair(p.key, p.begin), nullptr).first;
-    }
-    auto& slot = it->second;
-    if (!slot) {
-      auto created = std::make_unique<Entry>();
-      created->info = info;
-      created->optimizer_key = next_optimizer_key_++;
-      created->bytes = static_cast<size_t>(p.end - p.begin) * core::dtype_size(info.dtype);
-      created->inited_by.assign(static_cast<size_t>(num_workers_), false);
-      created->staged.resize(static_cast<size_t>(num_workers_));
-      created->pushed_round.assign(static_cast<size_t>(num_workers_), 0);
-      created->absent.resize(static_cast<size_t>(num_workers_));
-      created->joined_at.assign(static_cast<size_t>(num_workers_), 0);
-      // A part new to a job that went on without a worker: not waiting for it.
-      for (int w = 0; w < num_workers_; ++w) {
-        if (departed_[static_cast<size_t>(w)]) created->absent[static_cast<size_t>(w)].emplace_back(1, kNever);
-      }
-      slot = std::move(created);
-    }
-    e = slot.get();
-  }
+  Entry* e = &find_or_create(info, "init");
   std::lock_guard<std::mutex> lock(e->mutex);
   check(*e, info, bytes, "init");
+  // A worker joining the running job initialises a new copy as any part: it
+  // keeps the value it was filled with.
+  if (e->adopted) return;
   if (e->inited_by[static_cast<size_t>(worker)]) {
     // A joined worker initialises as every worker does; the part keeps the
     // job's value.
@@ -223,7 +235,7 @@ void ServerKeyStore::init(int worker, const PartInfo& info, const void* data, si
 }
 
 void ServerKeyStore::push(int worker, const PartInfo& info, int64_t round, const void* data, size_t bytes,
-                          PushDone done, bool resent) {
+                          PushDone done, bool resent, int adopt_from) {
   throw_if_failed();
   if (worker < 0 || worker >= num_workers_) {
     throw Error(ErrorCode::kInvalidArgument, "push from worker " + std::to_string(worker) + " of " +
@@ -238,8 +250,9 @@ void ServerKeyStore::push(int worker, const PartInfo& info, int64_t round, const
     std::unique_lock<std::shared_mutex> lock(entries_mutex_);
     memory_limit_ = std::max(2 * memory_used_, kAutomaticMemoryFloor);
   }
-  Entry& e = find(info, "push");
-  std::lock_guard<std::mutex> lock(e.mutex);
+  std::unique_lock<std::mutex> lock;
+  Entry& e = adopt_from >= 0 ? adopting_locked(worker, info, round, adopt_from, lock) : find(info, "push");
+  if (!lock.owns_lock()) lock = std::unique_lock<std::mutex>(e.mutex);
   check(e, info, bytes, "push");
   if (!core::is_floating(info.dtype)) {
     throw Error(ErrorCode::kNotSupported, "push: " + part_name(info.part) + " has the integer dtype " +
@@ -273,7 +286,7 @@ void ServerKeyStore::push(int worker, const PartInfo& info, int64_t round, const
                                             std::to_string(info.part.key) + " round " + std::to_string(round) +
                                             " after round " + std::to_string(last));
     }
-    if (round > e.applied_round + kRoundWindow) {
+    if (e.adopt_source < 0 && round > e.applied_round + kRoundWindow) {
       throw Error(ErrorCode::kBadState, "worker " + std::to_string(worker) + " pushed key " +
                                             std::to_string(info.part.key) + " round " + std::to_string(round) +
                                             " while round " + std::to_string(e.applied_round + 1) +
@@ -281,12 +294,13 @@ void ServerKeyStore::push(int worker, const PartInfo& info, int64_t round, const
                                             " rounds ahead)");
     }
   }
-  // Held: before rank 0's value exists, or (sync) one round ahead of the
-  // round being merged.
+  // Held: before rank 0's value exists (or a new copy's state), or (sync)
+  // one round ahead of the round being merged.
   if (!e.ready || (mode() == Mode::kSync && round > e.applied_round + 1)) {
     const auto* begin = static_cast<const uint8_t*>(data);
     e.held.push_back(HeldPush{worker, round, std::vector<uint8_t>(begin, begin + bytes), std::move(done)});
     if (mode() == Mode::kSync) e.pushed_round[static_cast<size_t>(worker)] = round;
+    if (e.adopt_source >= 0) request_fill_locked(e);
     return;
   }
   // Elements wider than the payload's alignment (nng bodies start 4 bytes
@@ -421,6 +435,7 @@ void ServerKeyStore::depart_locked(int worker) {
     // count in their rounds, as the ones it finished did.
     e.absent[static_cast<size_t>(worker)].emplace_back(e.pushed_round[static_cast<size_t>(worker)] + 1, kNever);
     e.joined_at[static_cast<size_t>(worker)] = 0;
+    if (e.adopt_source >= 0) request_fill_locked(e);
     if (mode_.load() != static_cast<int>(Mode::kSync) || !e.ready) continue;
     advance_locked(e);
   }
@@ -584,6 +599,13 @@ void ServerKeyStore::pull(const PartInfo& info, int64_t round, PullDone done) {
   Entry& e = find(info, "pull");
   std::lock_guard<std::mutex> lock(e.mutex);
   check(e, info, e.bytes, "pull");
+  if (e.adopted && !e.ready) {
+    // Pulls come here only once the holders this copy was being filled
+    // from are gone: the part is lost.
+    throw Error(ErrorCode::kPeerLost, "pull: " + part_name(info.part) +
+                                          " is a new copy on this server that was still being filled when the "
+                                          "servers holding the part were lost");
+  }
   const int64_t wanted = mode() == Mode::kSync ? round : 0;
   if (wanted > e.applied_round + kRoundWindow) {
     throw Error(ErrorCode::kBadState, "pull of key " + std::to_string(info.part.key) + " round " +
@@ -714,6 +736,213 @@ void ServerKeyStore::load_optimizer_state(const core::NamedArrays& arrays) {
   std::vector<std::unique_lock<std::mutex>> locks;
   for (const auto& [id, entry] : entries_) locks.emplace_back(entry->mutex);
   opt->load_state(translated, "");
+}
+
+ServerKeyStore::Entry& ServerKeyStore::adopting_locked(int worker, const PartInfo& info, int64_t round, int source,
+                                                       std::unique_lock<std::mutex>& lock) {
+  if (mode() != Mode::kSync) {
+    throw Error(ErrorCode::kNotSupported, "a new copy of " + part_name(info.part) +
+                                              ": replicated servers are dist_sync only");
+  }
+  if (round < 1) {
+    throw Error(ErrorCode::kInvalidArgument, "a push of round " + std::to_string(round) + " to a new copy of " +
+                                                 part_name(info.part));
+  }
+  const PartKey& p = info.part;
+  if (p.begin < 0 || p.end <= p.begin || p.end > info.shape.numel()) {
+    throw Error(ErrorCode::kInvalidArgument, "push: " + part_name(p) + " is not inside a tensor of " +
+                                                 std::to_string(info.shape.numel()) + " elements");
+  }
+  Entry& e = find_or_create(info, "a new copy");
+  lock = std::unique_lock<std::mutex>(e.mutex);
+  check(e, info, e.bytes, "push");
+  if (e.ready) return e;  // a part this server holds, or a copy filled already
+  const bool initialised =
+      std::find(e.inited_by.begin(), e.inited_by.end(), true) != e.inited_by.end();
+  if (!e.adopted && initialised) return e;  // a part of this server's, waiting for rank 0's init
+  e.adopted = true;
+  if (e.adopt_source < 0) {
+    // Created just now, or started again after a failed fill.
+    e.adopt_source = source;
+    e.adopt_round.assign(static_cast<size_t>(num_workers_), 0);
+    e.fill_requested = false;
+  } else if (e.adopt_source != source) {
+    throw Error(ErrorCode::kBadState, "worker " + std::to_string(worker) + " gave " + part_name(p) +
+                                          " server " + std::to_string(source) + " as its source, another worker server " +
+                                          std::to_string(e.adopt_source));
+  }
+  const size_t w = static_cast<size_t>(worker);
+  if (e.adopt_round[w] == 0) {
+    // Its rounds here start with this push.
+    int64_t earliest = round;
+    for (int64_t first : e.adopt_round) {
+      if (first > 0) earliest = std::min(earliest, first);
+    }
+    if (round > earliest + kRoundWindow) {
+      throw Error(ErrorCode::kBadState, "worker " + std::to_string(worker) + " began a new copy of " + part_name(p) +
+                                            " at round " + std::to_string(round) + ", another worker at round " +
+                                            std::to_string(earliest) + " (rule: at most " +
+                                            std::to_string(kRoundWindow) + " rounds apart)");
+    }
+    e.adopt_round[w] = round;
+    e.pushed_round[w] = round - 1;
+  }
+  return e;
+}
+
+void ServerKeyStore::request_fill_locked(Entry& e) {
+  if (e.fill_requested || e.adopt_source < 0) return;
+  int64_t latest = 0;
+  for (int w = 0; w < num_workers_; ++w) {
+    const int64_t first = e.adopt_round[static_cast<size_t>(w)];
+    if (first == 0 && !departed_[static_cast<size_t>(w)]) return;
+    latest = std::max(latest, first);
+  }
+  if (latest == 0) return;  // every worker left before pushing: nothing to fill for
+  e.fill_requested = true;
+  std::lock_guard<std::mutex> lock(fill_mutex_);
+  if (fill_wanted_) fill_wanted_(FillRequest{e.info, e.adopt_source, latest - 1});
+}
+
+void ServerKeyStore::on_fill_wanted(std::function<void(const FillRequest&)> wanted) {
+  std::lock_guard<std::mutex> lock(fill_mutex_);
+  fill_wanted_ = std::move(wanted);
+}
+
+ServerKeyStore::PartState ServerKeyStore::state_locked(const Entry& e) const {
+  PartState state;
+  state.round = e.applied_round;
+  state.value = e.stored.data();
+  state.bytes = e.bytes;
+  if (auto opt = optimizer()) state.optimizer = opt->key_state(e.optimizer_key);
+  if (const auto* residual = pull_feedback_.residual(e.info.part.key, e.info.part.begin)) {
+    state.pull_residual = *residual;
+  }
+  state.encoded = e.encoded;
+  state.encoding = e.encoding;
+  return state;
+}
+
+void ServerKeyStore::part_state(const PartInfo& info, int64_t min_round, PartStateDone done) {
+  if (mode() != Mode::kSync) throw Error(ErrorCode::kNotSupported, "a part's state is handed over in dist_sync only");
+  Entry& e = find(info, "part state");
+  // Answered as a pull of that round is (its checks, its window), with the
+  // part's lock held, from the push that applies the round when it is not
+  // applied yet.
+  pull(info, min_round, [this, &e, done = std::move(done)](const Error* error, const PullAnswer&) {
+    if (error) {
+      done(error, PartState{});
+      return;
+    }
+    done(nullptr, state_locked(e));
+  });
+}
+
+void ServerKeyStore::install(const PartInfo& info, const PartState& state) {
+  throw_if_failed();
+  Entry& e = find(info, "install");
+  std::lock_guard<std::mutex> lock(e.mutex);
+  check(e, info, e.bytes, "install");
+  if (e.adopt_source < 0 || !e.fill_requested || e.ready) {
+    throw Error(ErrorCode::kBadState, "install: " + part_name(info.part) + " is not a new copy waiting for its state");
+  }
+  if (state.bytes != e.bytes || state.value == nullptr) {
+    throw Error(ErrorCode::kShapeMismatch, "install: " + part_name(info.part) + " came with " +
+                                               std::to_string(state.bytes) + " bytes, not the part's size");
+  }
+  int64_t latest = 0;
+  for (int64_t first : e.adopt_round) latest = std::max(latest, first);
+  if (state.round < latest - 1) {
+    throw Error(ErrorCode::kBadState, "install: " + part_name(info.part) + " came at round " +
+                                          std::to_string(state.round) + ", before round " + std::to_string(latest - 1));
+  }
+  auto opt = optimizer();
+  if (!state.optimizer.empty() && !opt) {
+    throw Error(ErrorCode::kBadState, "install: " + part_name(info.part) +
+                                          " came with optimizer state, and this server has no optimizer");
+  }
+  const auto codec = this->codec();
+  const bool compressed = state.encoded || !state.pull_residual.empty();
+  if (compressed && (!codec || info.dtype != DType::kFloat32 || opt)) {
+    throw Error(ErrorCode::kBadState, "install: " + part_name(info.part) +
+                                          " came with compressed pulls, and this server's pulls are not compressed");
+  }
+  const size_t n = static_cast<size_t>(info.part.end - info.part.begin);
+  if (!state.pull_residual.empty() && state.pull_residual.size() != n) {
+    throw Error(ErrorCode::kShapeMismatch, "install: " + part_name(info.part) + " came with a residual of " +
+                                               std::to_string(state.pull_residual.size()) + " elements");
+  }
+  const Shape shape({info.part.end - info.part.begin});
+  NDArray stored = NDArray::empty(cpu_, info.dtype, shape);
+  NDArray merged = NDArray::empty(cpu_, info.dtype, shape);
+  // Checked and copied before anything changes: a refused state leaves the
+  // part waiting.
+  if (opt) opt->load_key_state(e.optimizer_key, state.optimizer);
+  std::memcpy(stored.data(), state.value, e.bytes);
+  if (!state.pull_residual.empty()) {
+    pull_feedback_.restore(info.part.key, info.part.begin, state.pull_residual.data(), n);
+  }
+  e.encoded = state.encoded;
+  e.encoding = state.encoding;
+  if (compressed && !e.compression_counted) {
+    // As encode_locked counts a part's residual and encoding.
+    e.compression_counted = true;
+    compression_bytes_ += (codec->config().error_feedback ? e.bytes : 0) + codec->max_encoded_size(n);
+  }
+  e.stored = std::move(stored);
+  e.merged = std::move(merged);
+  e.applied_round = state.round;
+  e.summed = 0;
+  e.terms = 0;
+  // Pushes of the rounds the state holds already are answered; each
+  // worker's rounds go on after the last it pushed here (or after the
+  // state's round).
+  std::vector<HeldPush> held;
+  held.swap(e.held);
+  std::vector<int64_t> last(static_cast<size_t>(num_workers_), state.round);
+  for (HeldPush& h : held) {
+    if (h.round <= state.round) {
+      h.done(nullptr);
+      continue;
+    }
+    last[static_cast<size_t>(h.worker)] = std::max(last[static_cast<size_t>(h.worker)], h.round);
+    e.held.push_back(std::move(h));
+  }
+  for (int w = 0; w < num_workers_; ++w) {
+    auto& pushed = e.pushed_round[static_cast<size_t>(w)];
+    pushed = std::max(pushed, last[static_cast<size_t>(w)]);
+    // A worker that left before its first push here is absent from every
+    // round after the state's.
+    for (auto& gap : e.absent[static_cast<size_t>(w)]) {
+      if (gap.first <= state.round) gap.first = state.round + 1;
+    }
+  }
+  e.adopt_source = -1;
+  e.adopt_round.clear();
+  e.fill_requested = false;
+  e.ready = true;
+  answer_pulls_locked(e);
+  release_held_locked(e);
+  advance_locked(e);
+}
+
+void ServerKeyStore::fail_fill(const PartInfo& info, const Error& error) {
+  Entry& e = find(info, "fail fill");
+  std::lock_guard<std::mutex> lock(e.mutex);
+  if (e.adopt_source < 0 || e.ready) return;
+  std::vector<HeldPush> held;
+  held.swap(e.held);
+  for (HeldPush& h : held) h.done(&error);
+  for (auto& pushed : e.pushed_round) pushed = 0;
+  e.adopt_source = -1;
+  e.adopt_round.clear();
+  e.fill_requested = false;
+}
+
+bool ServerKeyStore::filling(const PartInfo& info) const {
+  Entry& e = find(info, "filling");
+  std::lock_guard<std::mutex> lock(e.mutex);
+  return e.adopt_source >= 0;
 }
 
 void ServerKeyStore::fail(const Error& error) {

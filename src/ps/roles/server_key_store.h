@@ -152,8 +152,11 @@ class ServerKeyStore {
   // same request sent again after its reply was lost: never counted again,
   // answered when the first one is (at once, or when a held one is consumed).
   // Without it a second push of a round is kBadState.
+  // adopt_from >= 0 (a new copy of the part, see "New copies" below): a part
+  // this server does not hold yet is taken on as a copy of the one on server
+  // adopt_from.
   void push(int worker, const PartInfo& info, int64_t round, const void* data, size_t bytes, PushDone done,
-            bool resent = false);
+            bool resent = false, int adopt_from = -1);
   // Throws like push when rejected outright; otherwise done fires now or
   // once round is applied.
   void pull(const PartInfo& info, int64_t round, PullDone done);
@@ -220,6 +223,63 @@ class ServerKeyStore {
   int64_t join_floor(int worker) const;
   void join(int worker, int64_t pid, int64_t round);
 
+  // New copies (DT_SERVER_REPLICATION=1; docs/fault-tolerance.md): after a
+  // server loss the workers give each part that kept one copy a new one on
+  // another server, and this is how that server fills it, exactly, while
+  // training goes on. dist_sync only (kNotSupported otherwise).
+  //  - The workers' pushes of the part to the new copy carry adopt_from (the
+  //    server holding it). The first creates the part here, empty; from then
+  //    on its pushes are held, unanswered (each worker waits there, so at
+  //    most a round or two of pushes per worker is held). A worker's first
+  //    push here may be of any round; its rounds go on from it.
+  //  - Once every worker in the job has pushed the part here, this server
+  //    asks the source (on_fill_wanted) for the part as it is once the round
+  //    before the latest of those first pushes is applied there. From that
+  //    round on every push of the part is held here; the source cannot have
+  //    passed it without the pushes held here, which are answered only after
+  //    the fill.
+  //  - install() puts the source's answer in: its value, its round R, its
+  //    optimizer state and, when its pulls are compressed, its residual and
+  //    the encoding its pulls of round R get. Held pushes of rounds <= R are in that value already
+  //    (answered, not counted again); the later ones are summed as pushes
+  //    always are, so the copy computes the very bytes the source does.
+  struct PartState {
+    int64_t round = 0;            // the part's applied round
+    const void* value = nullptr;  // its elements: valid during the callback (the source's) or the call (install)
+    size_t bytes = 0;
+    core::NamedArrays optimizer;  // its optimizer state (optim::Optimizer::key_state), copies; empty without
+    // Compressed pulls: what its pulls' encodings did not send (empty: none
+    // yet, or no error feedback), and round R's encoding for its pulls
+    // (null: they get the value), in CompressionMode `encoding`.
+    std::vector<float> pull_residual;
+    std::shared_ptr<const std::vector<uint8_t>> encoded;
+    uint8_t encoding = 0;
+  };
+  using PartStateDone = std::function<void(const core::Error* error, const PartState& state)>;
+  // The source's side: done gets the part as it is once round min_round is
+  // applied (at once, or from the push that applies it, with the part's lock
+  // held). Throws as pull does.
+  void part_state(const PartInfo& info, int64_t min_round, PartStateDone done);
+  struct FillRequest {
+    PartInfo info;
+    int source = -1;        // the server to ask (part_state)
+    int64_t min_round = 0;  // the round it must have applied
+  };
+  // Called once per part to fill, with the part's lock held (it must not call
+  // back into the store; it starts the request and returns). nullptr: none
+  // (a fill wanted then waits for a fresh start); once this returns, the
+  // callback it replaced never runs again.
+  void on_fill_wanted(std::function<void(const FillRequest&)> wanted);
+  // The copy's side: state is the source's answer to the request. Throws
+  // kBadState for a part that is not waiting for one, or a round below the
+  // one asked for; kShapeMismatch for bytes of the wrong size.
+  void install(const PartInfo& info, const PartState& state);
+  // The source could not answer: the held pushes fail with error, and the
+  // part waits for a fresh start (the workers' next pushes of it).
+  void fail_fill(const PartInfo& info, const core::Error& error);
+  // Whether the part is a new copy still waiting for its state (tests).
+  bool filling(const PartInfo& info) const;
+
  private:
   struct Entry;
   struct HeldPush {
@@ -229,6 +289,18 @@ class ServerKeyStore {
     PushDone done;
   };
   Entry& find(const PartInfo& info, const char* op) const;
+  // The part's entry, created (empty: no value yet) when it is new, within
+  // the memory limit. op names the request in errors.
+  Entry& find_or_create(const PartInfo& info, const char* op);
+  // A push to a new copy (adopt_from): creates the part when new, takes the
+  // worker's first push as the start of its rounds, and asks for the fill
+  // once every worker has pushed. Returns the part, locked by lock.
+  Entry& adopting_locked(int worker, const PartInfo& info, int64_t round, int source,
+                         std::unique_lock<std::mutex>& lock);
+  // A new copy whose every worker has pushed (or left the job): asks for
+  // its state, once.
+  void request_fill_locked(Entry& e);
+  PartState state_locked(const Entry& e) const;
   void check(const Entry& e, const PartInfo& info, size_t bytes, const char* op) const;
   void push_locked(Entry& e, int worker, int64_t round, const void* data, PushDone& done);
   void accumulate_locked(Entry& e, int worker, const void* data);
@@ -282,6 +354,10 @@ class ServerKeyStore {
   uint64_t memory_limit_ = 0;
   const bool automatic_limit_;
   std::atomic<bool> pushed_{false};
+  // Held while fill_wanted_ runs or changes (taken under a part's lock), so
+  // that once on_fill_wanted(nullptr) returns the old callback never runs.
+  std::mutex fill_mutex_;
+  std::function<void(const FillRequest&)> fill_wanted_;
 
   mutable std::mutex optimizer_mutex_;  // guards optimizer_, failure_ and codec_
   std::shared_ptr<optim::Optimizer> optimizer_;
