@@ -17,6 +17,7 @@
 
 #include "core/error.h"
 #include "ps/roles/cluster_member.h"
+#include "ps/roles/part_filler.h"
 #include "ps/roles/server_request_handler.h"
 #include "ps/transport/request_server.h"
 #include "ps/transport/tls_config.h"
@@ -123,13 +124,20 @@ void run_server(const JobConfig& job, const PsOptions& options) {
       [&server](Message request, RequestServer::Reply reply) { server.handle(std::move(request), reply); },
       options.max_message_bytes, [&server](uint32_t pipe) { server.connection_closed(pipe); }, policy,
       job.security);
+  // New copies of parts after a server loss (DT_SERVER_REPLICATION=1) are
+  // filled from the servers that hold them. Declared before the member,
+  // whose heartbeat thread tells it of lost servers until the member ends.
+  PartFiller filler(server.store(), job.node_host, options, job.security);
   ClusterMember member(job, options, transport.bound_urls());
+  filler.set_servers(member.rank(), member.table().servers);
   member.on_lost([&server](const LostNode& lost) { server.fail(core::Error(core::ErrorCode::kPeerLost, lost.message())); });
   // DT_WORKER_LOSS=continue: rounds stop waiting for a worker the job goes on without.
   // A departed server (DT_SERVER_REPLICATION=1) is the workers' business:
-  // they move its parts to their replicas.
-  member.on_departed([&server](const LostNode& gone) {
+  // they move its parts to their other holders, and give those parts new
+  // copies, which fail here if they were being filled from it.
+  member.on_departed([&server, &filler](const LostNode& gone) {
     if (gone.role == Role::kWorker) server.store().worker_departed(gone.rank, gone.pid);
+    if (gone.role == Role::kServer) filler.server_lost(gone.rank);
   });
   member.wait_for_stop();
   member.shutdown();

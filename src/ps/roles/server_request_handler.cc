@@ -161,7 +161,7 @@ void push_pull(ServerKeyStore& store, int worker, const std::vector<DecodedSlice
               if (error) completion->fail(*error);
               completion->finish();
             },
-            resent);
+            resent, s.adopt_from);
       }
       if (pull) {
         ++started;
@@ -322,6 +322,66 @@ RequestServer::Reply ServerRequestHandler::tracked(int worker, wire::DataOp op, 
                        reply);
 }
 
+void ServerRequestHandler::part_state(const Frame& frame, const wire::DataRequest& data, uint32_t pipe,
+                                      const RequestServer::Reply& reply) {
+  const int speaker = data.worker_rank();
+  if (speaker >= 0) {
+    throw Error(ErrorCode::kProtocol, "a part's state in the name of worker " + std::to_string(speaker) +
+                                          " (rule: servers ask for it, as -1 - their rank)");
+  }
+  check_speaker(speaker, pipe);
+  const auto slices = decode_all(frame, data, false);
+  if (slices.size() != 1) {
+    throw Error(ErrorCode::kProtocol, "a part-state request names " + std::to_string(slices.size()) +
+                                          " parts (rule: one)");
+  }
+  const PartInfo info = slices.front().info;
+  store_.part_state(info, slices.front().round, [reply, info](const Error* error,
+                                                              const ServerKeyStore::PartState& state) {
+    if (error) {
+      reply(encode_data_error(error->code(), error->what()));
+      return;
+    }
+    try {
+      // The value; the optimizer's arrays; with compressed pulls, the
+      // residual and the round's encoding (named kPullResidual and
+      // kPullEncoding, the latter a slice of the part itself, encoded).
+      std::vector<SliceSpec> specs{SliceSpec{info, state.round, state.bytes}};
+      std::vector<const void*> sources{state.value};
+      std::string names;
+      const auto add = [&](const std::string& name, SliceSpec spec, const void* data) {
+        specs.push_back(std::move(spec));
+        sources.push_back(data);
+        names += (names.empty() ? "" : "\n") + name;
+      };
+      for (const auto& [name, array] : state.optimizer) {
+        add(name,
+            SliceSpec{PartInfo{PartKey{0, 0, static_cast<int64_t>(array.size())}, array.dtype(), array.shape()}, -1,
+                      array.nbytes()},
+            array.data());
+      }
+      if (!state.pull_residual.empty()) {
+        const auto n = static_cast<int64_t>(state.pull_residual.size());
+        add(kPullResidual,
+            SliceSpec{PartInfo{PartKey{0, 0, n}, core::DType::kFloat32, core::Shape({n})}, -1, n * sizeof(float)},
+            state.pull_residual.data());
+      }
+      if (state.encoded) {
+        SliceSpec spec{info, state.round, state.encoded->size()};
+        spec.encoding = state.encoding;
+        add(kPullEncoding, spec, state.encoded->data());
+      }
+      EncodedData answer = encode_data_reply(specs, names, state.round);
+      for (size_t i = 0; i < specs.size(); ++i) {
+        if (specs[i].data_bytes != 0) std::memcpy(answer.slice_data[i], sources[i], specs[i].data_bytes);
+      }
+      reply(std::move(answer.message));
+    } catch (const std::bad_alloc&) {
+      reply(encode_data_error(ErrorCode::kOutOfMemory, "server out of memory answering a part's state"));
+    }
+  });
+}
+
 void ServerRequestHandler::handle(Message request, const RequestServer::Reply& reply) {
   const uint32_t pipe = request.pipe_id();
   try {
@@ -329,6 +389,10 @@ void ServerRequestHandler::handle(Message request, const RequestServer::Reply& r
     const auto* data = frame.body<wire::DataRequest>();
     if (data == nullptr) {
       throw Error(ErrorCode::kProtocol, std::string("a server takes DataRequest messages, got ") + body_name(frame.type()));
+    }
+    if (data->op() == wire::DataOp::PartState) {
+      part_state(frame, *data, pipe, reply);
+      return;
     }
     const int worker = data->worker_rank();
     if (worker < 0 || worker >= store_.num_workers()) {
@@ -470,6 +534,8 @@ void ServerRequestHandler::handle(Message request, const RequestServer::Reply& r
         reply(encode_data_reply({}).message);
         return;
       }
+      case wire::DataOp::PartState:
+        break;  // a server's request, handled above
       case wire::DataOp::SetGradientCompression:
         set_compression(worker, compression::CompressionConfig::parse(data->text() ? data->text()->str() : ""));
         reply(encode_data_reply({}).message);

@@ -29,6 +29,13 @@
 // when it is the same, kInvalidArgument naming both when not. Requests that
 // arrive without a connection (pipe 0: handed in by a test) are not bound.
 //
+// New copies (DT_SERVER_REPLICATION=1, after a server loss): a pushed
+// slice with TensorSlice.adopt_from >= 0 takes on a part this server does
+// not hold, as copies of that server's (ServerKeyStore, "New copies"); a
+// PartState request from another server (worker_rank -1 - its rank, bound
+// to its connection as a worker's rank is) answers with a part's value,
+// round and optimizer state once the round asked for is applied.
+//
 // Gradient compression: SetGradientCompression (text: a
 // ps/compression/compression_mode.h config) from every worker before its
 // first push; the first fixes the job's, another must equal it. Pushed
@@ -80,7 +87,10 @@ class ServerRequestHandler {
 
  private:
   // The worker the request may speak for; throws naming the rule otherwise.
+  // Servers speak as -1 - their rank (PartState).
   void check_speaker(int worker, uint32_t pipe);
+  // DataOp PartState: another server filling a new copy of a part.
+  void part_state(const Frame& frame, const wire::DataRequest& data, uint32_t pipe, const RequestServer::Reply& reply);
   void set_optimizer(int worker, const optim::OptimizerConfig& config, const RequestServer::Reply& reply);
   // The first worker's config is the job's; the same again is a no-op,
   // another (or any change after the first push) an error naming both.

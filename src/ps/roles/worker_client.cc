@@ -15,7 +15,9 @@ namespace {
 
 bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
 
-std::string pick_url(const NodeInfo& server, const std::string& node_host, DataTransport transport) {
+}  // namespace
+
+std::string data_url_of(const NodeInfo& server, const std::string& node_host, DataTransport transport) {
   // tcp here means tcp:// or tls+tcp:// (a TLS job's servers offer the latter).
   const bool want_ipc = transport == DataTransport::kIpc ||
                         (transport == DataTransport::kAuto && server.host == node_host);
@@ -24,8 +26,6 @@ std::string pick_url(const NodeInfo& server, const std::string& node_host, DataT
   for (const auto& url : server.data_urls) if (is_tcp_url(url)) return url;
   throw Error(ErrorCode::kProtocol, server.describe() + " offers no usable data URL");
 }
-
-}  // namespace
 
 DataTransport data_transport_from_name(const std::string& name) {
   if (name == "auto" || name.empty()) return DataTransport::kAuto;
@@ -38,7 +38,7 @@ WorkerClient::WorkerClient(const NodeTable& table, const std::string& node_host,
                            const PsOptions& options, const TransportSecurity& security)
     : options_(options) {
   for (const NodeInfo& server : table.servers) {
-    const std::string url = pick_url(server, node_host, transport);
+    const std::string url = data_url_of(server, node_host, transport);
     verbose_log(1, "worker " + std::to_string(table.your_rank) + ": data connection to server " +
                        std::to_string(server.rank) + " at " + url);
     servers_.push_back(

@@ -30,6 +30,10 @@ namespace dt::ps {
 enum class DataTransport { kAuto, kTcp, kIpc };
 // "auto", "tcp", "ipc"; Error(kInvalidArgument) otherwise.
 DataTransport data_transport_from_name(const std::string& name);
+// The URL of server's data plane that a node on node_host dials: inproc when
+// offered, else ipc or tcp as transport says. Error(kProtocol) when server
+// offers none.
+std::string data_url_of(const NodeInfo& server, const std::string& node_host, DataTransport transport);
 
 class WorkerClient {
  public:

@@ -28,7 +28,7 @@ flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<wire::TensorSlice>>>
     tables.push_back(wire::CreateTensorSlice(fbb, s.info.part.key, static_cast<uint64_t>(s.info.part.begin),
                                              static_cast<uint64_t>(s.info.part.end),
                                              static_cast<int8_t>(s.info.dtype), shape, s.round, offset,
-                                             s.data_bytes, s.encoding));
+                                             s.data_bytes, s.encoding, s.adopt_from));
     offsets.push_back(offset);
     if (s.data_bytes != 0) payload_bytes = offset + s.data_bytes;
   }
@@ -117,6 +117,7 @@ DecodedSlice decode_slice(const Frame& frame, const wire::TensorSlice* slice) {
   out.round = slice->round();
   out.data_bytes = slice->data_bytes();
   out.encoding = slice->encoding();
+  out.adopt_from = slice->adopt_from();
   if (out.encoding != 0 && out.info.dtype != core::DType::kFloat32) {
     throw Error(ErrorCode::kProtocol, what + ": encoding " + std::to_string(out.encoding) + " of a " +
                                           core::dtype_name(out.info.dtype) + " part (only float32 is compressed)");

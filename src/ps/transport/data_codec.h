@@ -24,6 +24,7 @@ struct SliceSpec {
   int64_t round = -1;
   size_t data_bytes = 0;
   uint8_t encoding = 0;
+  int adopt_from = -1;  // TensorSlice.adopt_from: a push to a new copy of the part
 };
 
 // A frame under construction: message() once the payload is filled in.
@@ -41,6 +42,13 @@ EncodedData encode_data_request(wire::DataOp op, int worker_rank, const std::vec
 // DataReply.round (Join's answer).
 EncodedData encode_data_reply(const std::vector<SliceSpec>& slices, const std::string& message = {},
                               int64_t round = -1);
+// A PartState reply's arrays after the part's value are named: the
+// optimizer's as optim::Optimizer::key_state names them, then, with
+// compressed pulls, these two (the residual, a float32 array; and the
+// applied round's encoding, a slice of the part with its encoding set).
+inline constexpr const char* kPullResidual = "pull_residual";
+inline constexpr const char* kPullEncoding = "pull_encoding";
+
 // An error answer to a data request (also used for a failure half-way).
 Message encode_data_error(core::ErrorCode code, const std::string& message);
 
@@ -56,6 +64,9 @@ struct DecodedSlice {
   // (float32) part's encoded bytes, whose size the codec checks; possibly 0
   // bytes (a threshold encoding that sends nothing) with data null.
   uint8_t encoding = 0;
+  // >= 0: a push to a new copy of the part, held now by that server
+  // (TensorSlice.adopt_from); unchecked here (the store checks it).
+  int adopt_from = -1;
 };
 DecodedSlice decode_slice(const Frame& frame, const wire::TensorSlice* slice);
 

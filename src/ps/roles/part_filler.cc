@@ -1,0 +1,223 @@
+#include "ps/roles/part_filler.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <optional>
+#include <utility>
+
+#include "ps/job/environment_options.h"
+#include "ps/roles/worker_client.h"
+#include "ps/transport/data_codec.h"
+#include "ps/transport/frame.h"
+
+namespace dt::ps {
+
+using core::Error;
+using core::ErrorCode;
+
+namespace {
+
+std::string part_name(const PartInfo& info) {
+  return "key " + std::to_string(info.part.key) + " [" + std::to_string(info.part.begin) + ", " +
+         std::to_string(info.part.end) + ")";
+}
+
+}  // namespace
+
+PartFiller::PartFiller(ServerKeyStore& store, const std::string& node_host, const PsOptions& options,
+                       const TransportSecurity& security)
+    : store_(store),
+      node_host_(node_host),
+      options_(options),
+      security_(security),
+      thread_([this] { run(); }) {
+  store_.on_fill_wanted([this](const ServerKeyStore::FillRequest& request) { want(request); });
+}
+
+PartFiller::~PartFiller() {
+  store_.on_fill_wanted(nullptr);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  thread_.join();
+  // Requests still in flight end with kClosed and fail their parts.
+  for (auto& [server, client] : clients_) client->close();
+}
+
+void PartFiller::set_servers(int rank, std::vector<NodeInfo> servers) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    rank_ = rank;
+    servers_ = std::move(servers);
+  }
+  wake_.notify_one();
+}
+
+void PartFiller::want(const ServerKeyStore::FillRequest& request) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    queue_.push_back(request);
+  }
+  wake_.notify_one();
+}
+
+void PartFiller::server_lost(int server) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    lost_.push_back(server);
+  }
+  wake_.notify_one();
+}
+
+void PartFiller::run() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (;;) {
+    wake_.wait(lock, [this] {
+      return stop_ || ((!queue_.empty() || lost_handled_ < lost_.size()) && rank_ >= 0);
+    });
+    while (lost_handled_ < lost_.size()) {
+      const int server = lost_[lost_handled_++];
+      auto it = clients_.find(server);
+      if (it == clients_.end()) continue;
+      // Its requests in flight end with kClosed and fail their parts. Its
+      // socket stays open until the process ends: closing one whose peer
+      // died has blocked in nng (see WorkerClient::drop_server).
+      RequestClient* client = it->second.get();
+      lock.unlock();
+      client->abandon();
+      lock.lock();
+    }
+    if (stop_) {
+      std::deque<ServerKeyStore::FillRequest> left;
+      left.swap(queue_);
+      lock.unlock();
+      for (const auto& request : left) fail(request, Error(ErrorCode::kClosed, "the server is stopping"));
+      return;
+    }
+    if (queue_.empty() || rank_ < 0) continue;
+    const ServerKeyStore::FillRequest request = queue_.front();
+    queue_.pop_front();
+    lock.unlock();
+    send(request);
+    lock.lock();
+  }
+}
+
+RequestClient& PartFiller::client_of(int server) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (std::find(lost_.begin(), lost_.end(), server) != lost_.end()) {
+      throw Error(ErrorCode::kPeerLost, "server " + std::to_string(server) + " was lost");
+    }
+  }
+  auto it = clients_.find(server);
+  if (it != clients_.end()) return *it->second;
+  if (server < 0 || server >= static_cast<int>(servers_.size()) || server == rank_) {
+    throw Error(ErrorCode::kInvalidArgument, "a part's state from server " + std::to_string(server) + " of " +
+                                                 std::to_string(servers_.size()));
+  }
+  const std::string url = data_url_of(servers_[static_cast<size_t>(server)], node_host_, DataTransport::kAuto);
+  verbose_log(1, "server " + std::to_string(rank_) + ": connection to server " + std::to_string(server) + " at " +
+                     url + " for new copies of its parts");
+  auto client = std::make_unique<RequestClient>(url, std::chrono::milliseconds(0), options_.max_message_bytes,
+                                                security_);
+  return *clients_.emplace(server, std::move(client)).first->second;
+}
+
+void PartFiller::send(const ServerKeyStore::FillRequest& request) {
+  try {
+    RequestClient& client = client_of(request.source);
+    Message message =
+        encode_data_request(wire::DataOp::PartState, -1 - rank_, {SliceSpec{request.info, request.min_round, 0}})
+            .message;
+    client.request(std::move(message), to_ms(options_.request_timeout_s),
+                   [this, request](std::optional<Error> error, Message reply) {
+                     take(request, std::move(error), std::move(reply));
+                   });
+  } catch (const Error& error) {
+    take(request, error, Message());
+  }
+}
+
+void PartFiller::take(const ServerKeyStore::FillRequest& request, std::optional<Error> error, Message reply) {
+  try {
+    if (error) throw *error;
+    const Frame frame = Frame::parse(std::move(reply));
+    const auto& data = frame.expect<wire::DataReply>();
+    if (data.status() != 0) {
+      throw Error(static_cast<ErrorCode>(data.status()), data.message() ? data.message()->str() : "server error");
+    }
+    const size_t count = data.slices() ? data.slices()->size() : 0;
+    if (count == 0) throw Error(ErrorCode::kProtocol, "a part's state came without its value");
+    const DecodedSlice value = decode_slice(frame, data.slices()->Get(0));
+    if (value.info.part.key != request.info.part.key || value.info.part.begin != request.info.part.begin ||
+        value.round != data.round() || value.encoding != 0) {
+      throw Error(ErrorCode::kProtocol, "a part's state came for another part than " + part_name(request.info));
+    }
+    ServerKeyStore::PartState state;
+    state.round = data.round();
+    state.value = value.data;
+    state.bytes = value.data_bytes;
+    // The optimizer's arrays, named in the message as GetOptimizerState's.
+    const std::string names = data.message() ? data.message()->str() : "";
+    size_t start = 0;
+    for (size_t i = 1; i < count; ++i) {
+      if (start > names.size()) throw Error(ErrorCode::kProtocol, "a part's state: fewer names than arrays");
+      const size_t end = std::min(names.find('\n', start), names.size());
+      const std::string name = names.substr(start, end - start);
+      start = end + 1;
+      const DecodedSlice s = decode_slice(frame, data.slices()->Get(static_cast<flatbuffers::uoffset_t>(i)));
+      if (name == kPullEncoding) {
+        // The applied round's encoding, as its pulls get it.
+        if (s.encoding == 0) throw Error(ErrorCode::kProtocol, "a part's state: an encoding without its mode");
+        const auto* bytes = static_cast<const uint8_t*>(s.data);
+        state.encoded = std::make_shared<const std::vector<uint8_t>>(bytes, bytes + s.data_bytes);
+        state.encoding = s.encoding;
+        continue;
+      }
+      if (s.encoding != 0) throw Error(ErrorCode::kProtocol, "a part's state: an encoded array '" + name + "'");
+      if (name == kPullResidual) {
+        if (s.info.dtype != core::DType::kFloat32) {
+          throw Error(ErrorCode::kProtocol, "a part's state: a residual that is not float32");
+        }
+        state.pull_residual.resize(s.data_bytes / sizeof(float));
+        if (s.data_bytes != 0) std::memcpy(state.pull_residual.data(), s.data, s.data_bytes);
+        continue;
+      }
+      core::NDArray array = core::NDArray::empty(core::make_cpu_context(), s.info.dtype, s.info.shape);
+      if (s.data_bytes != array.nbytes()) {
+        throw Error(ErrorCode::kProtocol, "a part's state: an array of " + s.info.shape.to_string() + " carries " +
+                                              std::to_string(s.data_bytes) + " bytes");
+      }
+      array.copy_from_host(s.data, s.data_bytes);
+      state.optimizer.emplace_back(name, array);
+    }
+    store_.install(request.info, state);
+    verbose_log(1, "server " + std::to_string(rank_) + ": new copy of " + part_name(request.info) +
+                       " filled from server " + std::to_string(request.source) + " at round " +
+                       std::to_string(state.round));
+  } catch (const Error& failure) {
+    std::fprintf(stderr, "disttrain server %d: could not fill the new copy of %s from server %d: %s\n", rank_,
+                 part_name(request.info).c_str(), request.source, failure.what());
+    fail(request, Error(failure.code(), "the new copy of " + part_name(request.info) + " on server " +
+                                            std::to_string(rank_) + " could not be filled from server " +
+                                            std::to_string(request.source) + ": " + failure.what()));
+  } catch (const std::exception& failure) {
+    fail(request, Error(ErrorCode::kInternal, failure.what()));
+  }
+}
+
+void PartFiller::fail(const ServerKeyStore::FillRequest& request, const Error& error) noexcept {
+  try {
+    store_.fail_fill(request.info, error);
+  } catch (const std::exception& unexpected) {
+    // The part exists (the store asked for it); nothing else can throw here.
+    std::fprintf(stderr, "disttrain server %d: %s\n", rank_, unexpected.what());
+  }
+}
+
+}  // namespace dt::ps

@@ -1,0 +1,238 @@
+// A server filling new copies of parts over the wire (PartFiller, DataOp
+// PartState): the source is a real RequestServer on inproc, the copy's
+// handler is driven directly, and its filler asks the source as a server
+// does. The copy's pulls must then be the source's bytes, the optimizer's
+// state and compressed pulls' residuals included.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/error.h"
+#include "optim/optimizer_config.h"
+#include "ps/job/job_config.h"
+#include "ps/roles/node_table.h"
+#include "ps/roles/part_filler.h"
+#include "ps/roles/server_request_handler.h"
+#include "ps/transport/data_codec.h"
+#include "ps/transport/frame.h"
+#include "ps/transport/request_client.h"
+#include "ps/transport/request_server.h"
+
+namespace dt::ps {
+namespace {
+
+using core::DType;
+using core::ErrorCode;
+using core::Shape;
+using namespace std::chrono_literals;
+
+constexpr int64_t kN = 300;
+const PartInfo kPart{PartKey{4, 0, kN}, DType::kFloat32, Shape({kN})};
+
+// A reply, once it came: its status and, for pulls, the first slice's bytes
+// and encoding.
+struct Answer {
+  std::mutex mutex;
+  bool came = false;
+  int status = -1;
+  std::string message;
+  std::vector<uint8_t> bytes;
+  uint8_t encoding = 0;
+  RequestServer::Reply reply() {
+    return [this](Message m) {
+      const Frame frame = Frame::parse(std::move(m));
+      const auto& data = frame.expect<wire::DataReply>();
+      std::lock_guard<std::mutex> lock(mutex);
+      came = true;
+      status = data.status();
+      message = data.message() ? data.message()->str() : "";
+      if (data.slices() && data.slices()->size() > 0) {
+        const DecodedSlice s = decode_slice(frame, data.slices()->Get(0));
+        const auto* begin = static_cast<const uint8_t*>(s.data);
+        bytes.assign(begin, begin + s.data_bytes);
+        encoding = s.encoding;
+      }
+    };
+  }
+  bool wait(std::chrono::milliseconds limit = 10s) {
+    const auto end = std::chrono::steady_clock::now() + limit;
+    for (;;) {
+      {
+        std::lock_guard<std::mutex> lock(mutex);
+        if (came) return true;
+      }
+      if (std::chrono::steady_clock::now() > end) return false;
+      std::this_thread::sleep_for(1ms);
+    }
+  }
+  bool came_now() {
+    std::lock_guard<std::mutex> lock(mutex);
+    return came;
+  }
+};
+
+std::vector<float> gradient(int worker, int64_t round) {
+  std::vector<float> g(kN);
+  for (int64_t i = 0; i < kN; ++i) g[i] = std::cos(0.11f * float(i) * float(round + 1) + float(worker)) * 0.6f;
+  return g;
+}
+
+class PartFillerTest : public ::testing::Test {
+ protected:
+  // compression: the job's gradient compression ("none": the servers run
+  // sgd with momentum instead).
+  void start(const std::string& compression) {
+    const std::string url = "inproc://dt-part-filler-source-" + std::to_string(::getpid());
+    source_ = std::make_unique<ServerRequestHandler>(2);
+    transport_ = std::make_unique<RequestServer>(
+        std::vector<std::string>{url}, 4,
+        [this](Message request, RequestServer::Reply reply) { source_->handle(std::move(request), reply); },
+        kDefaultMaxMessageBytes);
+    copy_ = std::make_unique<ServerRequestHandler>(2);
+    PsOptions options;
+    options.request_timeout_s = 10;
+    filler_ = std::make_unique<PartFiller>(copy_->store(), "localhost", options, TransportSecurity());
+    NodeInfo source_node{Role::kServer, 0, "localhost", 1, {url}};
+    NodeInfo copy_node{Role::kServer, 1, "localhost", 2, {}};
+    filler_->set_servers(1, {source_node, copy_node});
+    for (ServerRequestHandler* server : {source_.get(), copy_.get()}) {
+      for (int w : {0, 1}) {
+        if (compression != "none") {
+          expect_ok(*server, encode_data_request(wire::DataOp::SetGradientCompression, w, {}, compression));
+        } else {
+          expect_ok(*server, encode_data_request(wire::DataOp::SetOptimizer, w, {},
+                                                 optim::OptimizerConfig("sgd").set("learning_rate", 0.1).set("momentum", 0.9).to_json()));
+        }
+      }
+    }
+    for (int w : {1, 0}) {
+      EncodedData init = encode_data_request(wire::DataOp::Init, w, {SliceSpec{kPart, -1, part_bytes(kPart)}},
+                                             "dist_sync");
+      const std::vector<float> value(kN, 0.5f);
+      std::memcpy(init.slice_data[0], value.data(), part_bytes(kPart));
+      expect_ok(*source_, std::move(init));
+      // The copy's server knows the job's mode from its own parts' inits.
+      EncodedData other = encode_data_request(wire::DataOp::Init, w,
+                                              {SliceSpec{PartInfo{PartKey{9, 0, 2}, DType::kFloat32, Shape({2})},
+                                                         -1, 2 * sizeof(float)}},
+                                              "dist_sync");
+      std::memset(other.slice_data[0], 0, 2 * sizeof(float));
+      expect_ok(*copy_, std::move(other));
+    }
+  }
+  void TearDown() override {
+    filler_.reset();
+    transport_.reset();
+  }
+
+  static void expect_ok(ServerRequestHandler& server, EncodedData request) {
+    Answer answer;
+    server.handle(std::move(request.message), answer.reply());
+    ASSERT_TRUE(answer.wait());
+    EXPECT_EQ(answer.status, 0) << answer.message;
+  }
+  // A push's answer (it may wait).
+  static std::shared_ptr<Answer> push(ServerRequestHandler& server, int worker, int64_t round, int adopt_from = -1) {
+    SliceSpec spec{kPart, round, part_bytes(kPart)};
+    spec.adopt_from = adopt_from;
+    EncodedData e = encode_data_request(wire::DataOp::Push, worker, {spec});
+    const auto g = gradient(worker, round);
+    std::memcpy(e.slice_data[0], g.data(), part_bytes(kPart));
+    auto answer = std::make_shared<Answer>();
+    server.handle(std::move(e.message), answer->reply());
+    return answer;
+  }
+  static std::shared_ptr<Answer> pull(ServerRequestHandler& server, int64_t round) {
+    auto answer = std::make_shared<Answer>();
+    server.handle(encode_data_request(wire::DataOp::Pull, 0, {SliceSpec{kPart, round, 0}}).message,
+                  answer->reply());
+    EXPECT_TRUE(answer->wait());
+    return answer;
+  }
+
+  // Rounds 1-3 on the source; round 4 to both, the copy filled from the
+  // source meanwhile; rounds 5-7 to both, each pulled from both.
+  void fill_and_compare(bool expect_encoded) {
+    for (int64_t round = 1; round <= 3; ++round) {
+      for (int w : {0, 1}) EXPECT_EQ(push(*source_, w, round)->status, 0);
+    }
+    std::vector<std::shared_ptr<Answer>> held;
+    for (int w : {0, 1}) {
+      EXPECT_EQ(push(*source_, w, 4)->status, 0);
+      held.push_back(push(*copy_, w, 4, 0));
+    }
+    for (auto& answer : held) {
+      ASSERT_TRUE(answer->wait()) << "the copy was not filled";
+      EXPECT_EQ(answer->status, 0) << answer->message;
+    }
+    EXPECT_FALSE(copy_->store().filling(kPart));
+    for (int64_t round = 5; round <= 7; ++round) {
+      for (int w : {1, 0}) {
+        EXPECT_EQ(push(*source_, w, round)->status, 0);
+        auto answer = push(*copy_, w, round, 0);
+        ASSERT_TRUE(answer->wait());
+        EXPECT_EQ(answer->status, 0) << answer->message;
+      }
+      const auto a = pull(*source_, round);
+      const auto b = pull(*copy_, round);
+      EXPECT_EQ(a->status, 0);
+      EXPECT_EQ(b->status, 0) << b->message;
+      EXPECT_EQ(a->encoding != 0, expect_encoded);
+      EXPECT_EQ(a->encoding, b->encoding);
+      EXPECT_EQ(a->bytes, b->bytes) << "round " << round;
+    }
+  }
+
+  std::unique_ptr<ServerRequestHandler> source_;
+  std::unique_ptr<RequestServer> transport_;
+  std::unique_ptr<ServerRequestHandler> copy_;
+  std::unique_ptr<PartFiller> filler_;
+};
+
+TEST_F(PartFillerTest, ACopyFilledOverTheWireTakesTheWeightsAndTheMomentum) {
+  start("none");
+  fill_and_compare(false);
+}
+
+TEST_F(PartFillerTest, ACopyFilledOverTheWireTakesTheResidualOfCompressedPulls) {
+  start("2bit:threshold=0.5");
+  fill_and_compare(true);
+}
+
+TEST_F(PartFillerTest, AFillFromALostServerFailsThePushesWaitingForIt) {
+  start("none");
+  for (int w : {0, 1}) EXPECT_EQ(push(*source_, w, 1)->status, 0);
+  filler_->server_lost(0);
+  std::vector<std::shared_ptr<Answer>> held;
+  for (int w : {0, 1}) held.push_back(push(*copy_, w, 2, 0));
+  for (auto& answer : held) {
+    ASSERT_TRUE(answer->wait());
+    EXPECT_EQ(answer->status, static_cast<int>(ErrorCode::kPeerLost)) << answer->message;
+    EXPECT_NE(answer->message.find("could not be filled from server 0"), std::string::npos) << answer->message;
+  }
+  // Pulls never come to a copy that is not filled, unless its holders are
+  // gone: then the part is lost, and the pull says so.
+  const auto pulled = pull(*copy_, 1);
+  EXPECT_EQ(pulled->status, static_cast<int>(ErrorCode::kPeerLost)) << pulled->message;
+}
+
+// A PartState request speaks for a server (worker_rank -1 - its rank): one
+// in a worker's name is refused.
+TEST_F(PartFillerTest, APartStateInAWorkersNameIsRefused) {
+  start("none");
+  Answer answer;
+  source_->handle(encode_data_request(wire::DataOp::PartState, 0, {SliceSpec{kPart, 0, 0}}).message, answer.reply());
+  ASSERT_TRUE(answer.wait());
+  EXPECT_EQ(answer.status, static_cast<int>(ErrorCode::kProtocol)) << answer.message;
+}
+
+}  // namespace
+}  // namespace dt::ps
