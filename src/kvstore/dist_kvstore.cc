@@ -83,6 +83,9 @@ DistKVStore::DistKVStore(const std::string& type, const ps::JobConfig& job, cons
   // next heartbeat reply, asked for at once.
   ps::ClusterMember* member = member_.get();
   scheduler_->on_suspected_loss([member] { member->ask_for_news(); });
+  // The scheduler weighs a further server loss with the parts' new copies
+  // once every worker has seen its own filled.
+  scheduler_->on_copies_restored([member](uint32_t losses) { member->report_copies_restored(losses); });
   ps::WorkerClient* client = client_.get();
   member_->on_lost([client](const ps::LostNode& lost) { client->fail(Error(ErrorCode::kPeerLost, lost.message())); });
   // A server the job goes on without (the scheduler's DT_SERVER_REPLICATION=1).
@@ -90,7 +93,9 @@ DistKVStore::DistKVStore(const std::string& type, const ps::JobConfig& job, cons
   member_->on_departed([client, scheduler](const ps::LostNode& gone) {
     if (gone.role != ps::Role::kServer) return;
     if (scheduler->replicated()) {
-      std::fprintf(stderr, "disttrain worker: %s; its key parts are pulled from their replicas\n",
+      std::fprintf(stderr,
+                   "disttrain worker: %s; its key parts are pulled from their other holders, and get new copies "
+                   "where a server is left for them\n",
                    gone.message().c_str());
       scheduler->server_lost(gone.rank);
       return;
@@ -590,11 +595,9 @@ void DistKVStore::load_optimizer_state(const core::NamedArrays& arrays, const st
         piece.copy_from_host(static_cast<const uint8_t*>(host.data()) + static_cast<size_t>(part.begin) * element,
                              piece.nbytes());
       }
-      per_server[static_cast<size_t>(part.server)].emplace_back(part_name, piece);
-      // Its replica keeps the same state.
-      if (scheduler_->replicated()) {
-        per_server[static_cast<size_t>(ps::replica_server(part.server, client_->num_servers()))].emplace_back(
-            part_name, piece);
+      // Every server holding the part keeps the same state.
+      for (int holder : scheduler_->holders(part.server)) {
+        per_server[static_cast<size_t>(holder)].emplace_back(part_name, piece);
       }
     }
   }

@@ -324,6 +324,7 @@ void RequestScheduler::send_batch(int lane, std::vector<Unit> units) {
       const Part& part = units[j].part;
       ps::PartInfo info{ps::PartKey{part.key, part.range.begin, part.range.end}, part.dtype, *part.shape};
       ps::SliceSpec spec{info, part.round, part.src ? ps::part_bytes(info) : 0};
+      spec.adopt_from = units[j].adopt_from;
       const bool compresses = codec && part.src && part.dtype == core::DType::kFloat32;
       SharedEncoding* shared = part.src ? units[j].encoding.get() : nullptr;
       if (shared) {
@@ -420,6 +421,7 @@ void RequestScheduler::on_reply(int lane, const std::vector<Unit>& units, std::o
   bool waiting;  // whether the lane has queued messages the freed slot lets go
   bool rerouted = false;  // replicated: the units are not this reply's to finish
   Ended ended;
+  std::optional<uint32_t> restored;  // every new copy after this many losses is filled
   {
     std::lock_guard<std::mutex> lock(mutex_);
     Lane& l = lanes_[static_cast<size_t>(lane)];
@@ -427,7 +429,9 @@ void RequestScheduler::on_reply(int lane, const std::vector<Unit>& units, std::o
     waiting = !l.queued.empty();
     last_progress_ = std::chrono::steady_clock::now();
     if (error && replicated_) rerouted = reroute_locked(lane / 2, units, *error, ended);
+    if (!error && replicated_) restored = note_filled_locked(lane / 2, units);
   }
+  if (restored && report_restored_) report_restored_(*restored);
   if (waiting || rerouted) wake_.notify_all();
   if (rerouted) {
     for (const auto& [request, e] : ended) finish_unit(request, e);
@@ -452,42 +456,86 @@ bool RequestScheduler::reroute_locked(int server, const std::vector<Unit>& units
 }
 
 std::optional<int> RequestScheduler::pull_server_locked(int primary) const {
-  if (!lost_servers_[static_cast<size_t>(primary)]) return primary;
-  const int replica = ps::replica_server(primary, static_cast<int>(lost_servers_.size()));
-  if (!lost_servers_[static_cast<size_t>(replica)]) return replica;
-  return std::nullopt;
+  const std::vector<int> holders = ps::part_holders(primary, lost_servers_);
+  if (holders.empty()) return std::nullopt;
+  return holders.front();
 }
 
 void RequestScheduler::redirect_locked(int server, std::vector<Unit> units, Ended& ended) {
+  (void)server;
   for (Unit& unit : units) {
-    const int primary = unit.part.range.server;
-    const int other = server == primary ? ps::replica_server(primary, static_cast<int>(lost_servers_.size())) : primary;
-    if (lost_servers_[static_cast<size_t>(other)]) {
-      ended.emplace_back(unit.request, Error(ErrorCode::kPeerLost,
-                                             "both servers holding key " + std::to_string(unit.part.key) +
-                                                 " elements [" + std::to_string(unit.part.range.begin) + ", " +
-                                                 std::to_string(unit.part.range.end) + ") were lost"));
-      continue;
-    }
+    const auto lost = [&] {
+      return Error(ErrorCode::kPeerLost, "every server holding key " + std::to_string(unit.part.key) + " elements [" +
+                                             std::to_string(unit.part.range.begin) + ", " +
+                                             std::to_string(unit.part.range.end) + ") was lost");
+    };
+    // The other copy of a push (or of a fused pushpull's push) carries it,
+    // as long as the server it went to is still there.
+    const bool copy_kept = unit.peer >= 0 && !lost_servers_[static_cast<size_t>(unit.peer)];
     if (unit.op == DataOp::Push || unit.op == DataOp::Init) {
-      // Its copy to the other server is acknowledged there, or fails there.
-      ended.emplace_back(unit.request, std::nullopt);
+      if (copy_kept) {
+        ended.emplace_back(unit.request, std::nullopt);
+      } else {
+        ended.emplace_back(unit.request, lost());
+      }
       continue;
     }
     if (unit.op == DataOp::PushPull) {
+      if (!copy_kept) {
+        ended.emplace_back(unit.request, lost());
+        continue;
+      }
       // Fused: its push's copy went to the other server already; what is
       // left is the pull.
       unit.op = DataOp::Pull;
       unit.part.src = nullptr;
       unit.encoding.reset();
+      unit.peer = -1;
+    }
+    const std::optional<int> other = pull_server_locked(unit.part.range.server);
+    if (!other) {
+      ended.emplace_back(unit.request, lost());
+      continue;
     }
     const int64_t order = -static_cast<int64_t>(unit.priority);
-    lanes_[2 * static_cast<size_t>(other) + 1].queued.emplace(std::make_pair(order, next_sequence_++), std::move(unit));
+    lanes_[2 * static_cast<size_t>(*other) + 1].queued.emplace(std::make_pair(order, next_sequence_++),
+                                                               std::move(unit));
   }
+}
+
+std::optional<uint32_t> RequestScheduler::note_filled_locked(int server, const std::vector<Unit>& units) {
+  if (awaiting_.empty()) return std::nullopt;
+  for (const Unit& unit : units) {
+    if (unit.adopt_from < 0) continue;
+    // A new copy answers a push only once it holds the part.
+    filled_.insert({unit.part.key, unit.part.range.begin, server});
+    auto it = awaiting_.find({unit.part.key, unit.part.range.begin});
+    if (it != awaiting_.end() && it->second == server) awaiting_.erase(it);
+  }
+  if (!awaiting_.empty()) return std::nullopt;
+  return losses_;
+}
+
+std::optional<uint32_t> RequestScheduler::await_new_copies_locked() {
+  awaiting_.clear();
+  const int n = static_cast<int>(lost_servers_.size());
+  for (const auto& [id, range] : initialised_) {
+    const std::vector<int> holders = ps::part_holders(range.server, lost_servers_);
+    if (holders.size() < 2 || ps::is_original_holder(holders[1], range.server, n)) continue;
+    if (filled_.count({id.first, id.second, holders[1]}) != 0) continue;
+    awaiting_[id] = holders[1];
+  }
+  if (!awaiting_.empty()) return std::nullopt;
+  return losses_;
+}
+
+void RequestScheduler::on_copies_restored(std::function<void(uint32_t losses)> report) {
+  report_restored_ = std::move(report);
 }
 
 void RequestScheduler::server_lost(int server) {
   Ended ended;
+  std::optional<uint32_t> restored;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!replicated_ || stop_ || server < 0 || server >= static_cast<int>(lost_servers_.size()) ||
@@ -505,9 +553,18 @@ void RequestScheduler::server_lost(int server) {
     redirect_locked(server, std::move(units), ended);
     to_drop_.push_back(server);
     last_progress_ = std::chrono::steady_clock::now();
+    ++losses_;
+    restored = await_new_copies_locked();
   }
   wake_.notify_all();
+  if (restored && report_restored_) report_restored_(*restored);
   for (const auto& [request, error] : ended) finish_unit(request, error);
+}
+
+std::vector<int> RequestScheduler::holders(int server) const {
+  if (!replicated_) return {server};
+  std::lock_guard<std::mutex> lock(mutex_);
+  return ps::part_holders(server, lost_servers_);
 }
 
 bool RequestScheduler::server_alive(int server) const {
@@ -578,60 +635,67 @@ std::shared_ptr<Completion> RequestScheduler::submit(const Work& work, int prior
     std::vector<int> fused(lanes_.size() / 2, -1);  // per server: unknown, no, yes
     std::vector<bool> touched(lanes_.size(), false);
     auto place_on = [&](int server, DataOp op, const Part& part, bool waits,
-                        std::shared_ptr<SharedEncoding> encoding) {
+                        std::shared_ptr<SharedEncoding> encoding, int adopt_from = -1, int peer = -1) {
       // Pulls that wait for a round have their own lane: they never keep
       // the pushes that complete rounds from leaving.
       const size_t lane = 2 * static_cast<size_t>(server) + (waits ? 1 : 0);
       lanes_.at(lane).queued.emplace(std::make_pair(-static_cast<int64_t>(priority), next_sequence_++),
-                                     Unit{request, op, part, std::move(encoding), priority});
+                                     Unit{request, op, part, std::move(encoding), priority, adopt_from, peer});
       touched[lane] = true;
       ++request->units;
     };
     auto place = [&](DataOp op, const Part& part, bool waits) {
       place_on(part.range.server, op, part, waits, nullptr);
     };
-    // Replicated: a push or init to the part's server and to its replica,
-    // as far as they are alive; a pull to the first of them alive. A
-    // pushpull to the part's server may leave fused (as above), its push
-    // to the replica apart.
+    // Replicated: a push to both of the part's holders (ps::part_holders:
+    // its server and its replica, or after a loss the holder left and the
+    // new copy, whose pushes say where it is filled from); a pull to the
+    // first. A pushpull to the first may leave fused (as above), its push to
+    // the second apart. Inits go to the holders the part had from the
+    // start: a new copy takes the job's value from the holder it copies.
     auto place_replicated = [&](DataOp op, const Part& part) {
-      const int primary = part.range.server;
-      const int replica = ps::replica_server(primary, static_cast<int>(lost_servers_.size()));
-      const auto p = static_cast<size_t>(primary);
-      bool placed = false;
+      const int home = part.range.server;
+      if (op == DataOp::Init) initialised_[{part.key, part.range.begin}] = part.range;
+      const int n = static_cast<int>(lost_servers_.size());
+      const std::vector<int> holders = ps::part_holders(home, lost_servers_);
+      if (holders.empty()) {
+        std::lock_guard<std::mutex> lock(request->mutex);
+        request->error = Error(ErrorCode::kPeerLost, "every server holding key " + std::to_string(part.key) +
+                                                         " elements [" + std::to_string(part.range.begin) + ", " +
+                                                         std::to_string(part.range.end) + ") was lost");
+        return;
+      }
+      const int first = holders.front();
+      const int second = holders.size() > 1 ? holders[1] : -1;
+      const int adopt_from = second >= 0 && !ps::is_original_holder(second, home, n) ? first : -1;
       auto encoding = part.src && op != DataOp::Pull ? std::make_shared<SharedEncoding>() : nullptr;
-      if (op == DataOp::PushPull && !lost_servers_[p]) {
-        if (fused[p] < 0) fused[p] = fuse(p) ? 1 : 0;
-        if (fused[p] == 1) {
-          place_on(primary, op, part, true, encoding);
-          if (!lost_servers_[static_cast<size_t>(replica)]) {
-            place_on(replica, DataOp::Push, Part{part.key, part.dtype, part.shape, part.range, part.round, part.src, nullptr},
-                     false, encoding);
-          }
+      const Part pushed{part.key, part.dtype, part.shape, part.range, part.round, part.src, nullptr};
+      if (op == DataOp::Init) {
+        std::vector<int> original;
+        for (int holder : holders) {
+          if (ps::is_original_holder(holder, home, n)) original.push_back(holder);
+        }
+        for (size_t i = 0; i < original.size(); ++i) {
+          place_on(original[i], DataOp::Init, pushed, false, encoding, -1, original.size() > 1 ? original[1 - i] : -1);
+        }
+        return;
+      }
+      const auto f = static_cast<size_t>(first);
+      if (op == DataOp::PushPull) {
+        if (fused[f] < 0) fused[f] = fuse(f) ? 1 : 0;
+        if (fused[f] == 1) {
+          place_on(first, op, part, true, encoding, -1, second);
+          if (second >= 0) place_on(second, DataOp::Push, pushed, false, encoding, adopt_from, first);
           return;
         }
       }
       if (op != DataOp::Pull) {
-        const Part pushed{part.key, part.dtype, part.shape, part.range, part.round, part.src, nullptr};
-        for (int server : {primary, replica}) {
-          if (lost_servers_[static_cast<size_t>(server)]) continue;
-          place_on(server, op == DataOp::Init ? DataOp::Init : DataOp::Push, pushed, false, encoding);
-          placed = true;
-        }
+        place_on(first, DataOp::Push, pushed, false, encoding, -1, second);
+        if (second >= 0) place_on(second, DataOp::Push, pushed, false, encoding, adopt_from, first);
       }
       if (op == DataOp::Pull || op == DataOp::PushPull) {
-        const std::optional<int> server = pull_server_locked(primary);
-        if (server) {
-          place_on(*server, DataOp::Pull, Part{part.key, part.dtype, part.shape, part.range, part.round, nullptr, part.dst},
-                   true, nullptr);
-        }
-        placed = server.has_value();
-      }
-      if (!placed) {
-        std::lock_guard<std::mutex> lock(request->mutex);
-        request->error = Error(ErrorCode::kPeerLost, "both servers holding key " + std::to_string(part.key) +
-                                                         " elements [" + std::to_string(part.range.begin) + ", " +
-                                                         std::to_string(part.range.end) + ") were lost");
+        place_on(first, DataOp::Pull, Part{part.key, part.dtype, part.shape, part.range, part.round, nullptr, part.dst},
+                 true, nullptr);
       }
     };
     for (const auto& [op, part] : work) {

@@ -18,18 +18,21 @@
 //    as a push and a pull of the same round (see submit()).
 //  - Replies are copied out (compressed pulls decoded) on the link's threads. After abandon() nothing
 //    touches caller memory any more.
-//  - Replicated (DT_SERVER_REPLICATION=1, dist_sync only): every push and
-//    init goes to the part's server and to its replica
-//    (ps::replica_server), each copy in its server's push lane, its bytes
+//  - Replicated (DT_SERVER_REPLICATION=1, dist_sync only): every push goes
+//    to both of the part's holders (ps::part_holders: its server and its
+//    replica until a loss), each copy in its server's push lane, its bytes
 //    taken (and encoded) once, when the first copy leaves; pulls go to the
-//    part's server. A request finishes once both
+//    first holder. A request finishes once both
 //    copies were acknowledged, so a round's pushes are on both servers
 //    before any worker goes past it. A dist_sync pushpull fuses on the
-//    part's server by the rule above; its push to the replica leaves apart.
+//    first holder by the rule above; its push to the second leaves apart.
 //    After server_lost(s), s's pushes count as delivered (the other copy
 //    carries them) and its pulls (a fused pushpull's included) go to the
-//    replicas, which answer the same bytes: both servers sum the same
-//    pushes in rank order with the same optimizer.
+//    parts' remaining holders, which answer the same bytes: both servers
+//    sum the same pushes in rank order with the same optimizer. From then
+//    on the parts s held get a new second holder, the next server still
+//    there, whose pushes name the holder it is filled from
+//    (TensorSlice.adopt_from; ServerKeyStore's "New copies").
 // It does not know keys' meaning: rounds, staging and what a failure means
 // for the caller are the store's (DistKVStore).
 #pragma once
@@ -42,6 +45,8 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
+#include <tuple>
 #include <shared_mutex>
 #include <thread>
 #include <utility>
@@ -147,6 +152,18 @@ class RequestScheduler {
   void server_lost(int server);
   // Whether server still serves this worker's requests (not server_lost()).
   bool server_alive(int server) const;
+  // The servers holding a part placed on server now (ps::part_holders);
+  // just server when not replicated.
+  std::vector<int> holders(int server) const;
+  // Replicated: report(losses) runs (on any thread, once per occasion) when
+  // every part this worker initialised that got a new copy after the job's
+  // first `losses` server losses has it filled (its new holder acknowledged
+  // a push of it: a new copy answers pushes only once it holds the part),
+  // right at a loss when no part needs one. The scheduler takes a further
+  // server loss as survivable by the new copies only once every worker said
+  // so (ClusterMember::report_copies_restored). Set it before the first
+  // submit.
+  void on_copies_restored(std::function<void(uint32_t losses)> report);
 
   // Stops the communication thread; what is still queued fails with
   // kClosed. Messages in flight are answered by the link. Idempotent.
@@ -190,6 +207,12 @@ class RequestScheduler {
     Part part;
     std::shared_ptr<SharedEncoding> encoding;  // replicated pushes and inits, else null
     int priority = 0;                          // its request's
+    // Replicated: a push to a new copy of the part, filled from this server
+    // (TensorSlice.adopt_from); -1: an ordinary one.
+    int adopt_from = -1;
+    // Replicated pushes and inits: the server the other copy went to (-1:
+    // none), which carries it when this one's server is lost.
+    int peer = -1;
   };
   // A unit that ended here instead of in a reply: with its error, or none
   // when the other copy of a push carries it.
@@ -232,11 +255,18 @@ class RequestScheduler {
   // or the job's failure). Returns false when error is the units' to keep.
   bool reroute_locked(int server, const std::vector<Unit>& units, const core::Error& error, Ended& ended);
   // Units that were for the lost server: pushes and inits end (their other
-  // copy carries them), pulls are queued for the part's other holder.
+  // copy carries them), pulls are queued for the part's first holder now.
   void redirect_locked(int server, std::vector<Unit> units, Ended& ended);
-  // Which server a pull of a part placed on primary goes to now.
+  // Which server a pull of a part placed on primary goes to now: the first
+  // of its holders (ps::part_holders).
   std::optional<int> pull_server_locked(int primary) const;
   void finish_unit(const std::shared_ptr<Request>& request, const std::optional<core::Error>& error);
+  // Replicated, mutex_ held: after a loss, the parts whose new copies are
+  // not known filled yet; losses_ when there are none.
+  std::optional<uint32_t> await_new_copies_locked();
+  // Replicated, mutex_ held: units acknowledged by server; losses_ when
+  // they filled the last new copy awaited.
+  std::optional<uint32_t> note_filled_locked(int server, const std::vector<Unit>& units);
 
   const std::unique_ptr<Link> link_;
   const int worker_rank_;
@@ -254,6 +284,14 @@ class RequestScheduler {
   std::vector<bool> lost_servers_;              // replicated: server_lost() said so
   std::vector<std::vector<Parked>> parked_;     // replicated: per server, awaiting the verdict on it
   std::vector<int> to_drop_;                    // lost servers the link still has to drop
+  // Replicated: the parts this worker initialised ((key, begin) -> range),
+  // new copies known filled (key, begin, holder), the new copies awaited
+  // ((key, begin) -> holder) and how many servers were lost.
+  std::map<std::pair<Key, int64_t>, ps::PartRange> initialised_;
+  std::set<std::tuple<Key, int64_t, int>> filled_;
+  std::map<std::pair<Key, int64_t>, int> awaiting_;
+  uint32_t losses_ = 0;
+  std::function<void(uint32_t losses)> report_restored_;
   std::vector<std::shared_ptr<Completion>> outstanding_;  // submitted, maybe not finished
   std::shared_ptr<Completion> unreported_;               // failed, nobody waited for it yet
   std::chrono::steady_clock::time_point last_progress_;

@@ -58,4 +58,14 @@ const std::vector<PartRange>* KeyPlacement::find(uint64_t key) const {
   return it == placed_.end() ? nullptr : &it->second.parts;
 }
 
+std::vector<int> part_holders(int server, const std::vector<bool>& lost) {
+  const int n = static_cast<int>(lost.size());
+  std::vector<int> holders;
+  for (int step = 0; step < n && holders.size() < 2; ++step) {
+    const int candidate = (server + step) % n;
+    if (!lost[static_cast<size_t>(candidate)]) holders.push_back(candidate);
+  }
+  return holders;
+}
+
 }  // namespace dt::ps

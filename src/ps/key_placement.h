@@ -34,6 +34,20 @@ struct PartRange {
 // all served by that one. Needs num_servers >= 2.
 inline int replica_server(int server, int num_servers) { return (server + 1) % num_servers; }
 
+// The servers that hold a part placed on server now, given which of the
+// job's servers were lost (lost.size() = the number of servers): the first
+// two still there, going round from server. While nothing is lost, server
+// and its replica; after a loss the part's surviving holder comes first (it
+// serves the pulls) and the next server still there takes a new copy of the
+// part, so every part has two holders again (ServerKeyStore's "New
+// copies"). One holder when one server is left, none when all are lost.
+std::vector<int> part_holders(int server, const std::vector<bool>& lost);
+// Whether holder of a part placed on server is one it had from the start
+// (server or its replica), or a new copy made after a loss.
+inline bool is_original_holder(int holder, int server, int num_servers) {
+  return holder == server || holder == replica_server(server, num_servers);
+}
+
 class KeyPlacement {
  public:
   static constexpr size_t kDefaultPartBytes = size_t{4} << 20;

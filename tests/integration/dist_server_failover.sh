@@ -13,6 +13,14 @@
 #                                                   time after training started
 #                                                   drawn from 5-75% of the
 #                                                   uninterrupted job's time
+#   DT_FAILOVER_SERVERS=3 dist_server_failover.sh DTRUN EXAMPLE
+#                                                   3 servers: kill -9 server 1
+#                                                   in epoch 2, and once the
+#                                                   scheduler says its parts'
+#                                                   new copies are filled, its
+#                                                   neighbour server 2 too: the
+#                                                   job ends on server 0 alone,
+#                                                   bit-identical
 #
 # The seed fixes the victim and the delay's fraction (printed, so that a
 # failure can be replayed); where in training the delay lands still depends on
@@ -27,6 +35,7 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/dt-failover.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 export OMP_WAIT_POLICY=passive
 epochs=3
+servers="${DT_FAILOVER_SERVERS:-2}"
 job_args=(--model mlp --kvstore dist_sync --batch-size 64 --threads 1 --lr 0.05 --momentum 0.9 --epochs "$epochs")
 # Every process of a job run by this script carries its tag, so that the
 # victim is found among its processes only (other jobs may run here).
@@ -34,7 +43,7 @@ tag="dt-failover-$$-$RANDOM"
 
 # Starts the replicated job in the background; sets job_pid.
 start_job() {
-  "$dtrun" -n 2 -s 2 --timeout 600 --server-replication 1 --env "DT_JOB_TAG=$tag" -- "$example" "${job_args[@]}" \
+  "$dtrun" -n 2 -s "$servers" --timeout 600 --server-replication 1 --env "DT_JOB_TAG=$tag" -- "$example" "${job_args[@]}" \
     --checkpoint "$work/failover.safetensors" > "$work/failover.log" 2>&1 &
   job_pid=$!
 }
@@ -59,7 +68,7 @@ check_job() {
   if [ "$rc" -ne 0 ]; then echo "FAIL ($what): dtrun exited $rc"; tail -30 "$work/failover.log"; exit 1; fi
   grep -q "server $server killed by signal 9" "$work/failover.log" ||
     { echo "FAIL ($what): dtrun did not report server $server killed"; grep "^dtrun:" "$work/failover.log"; exit 1; }
-  grep -q "the job goes on with 1 of 2 servers" "$work/failover.log" ||
+  grep -q "the job goes on with $((servers - 1)) of $servers servers" "$work/failover.log" ||
     { echo "FAIL ($what): the scheduler did not go on without the server"; tail -30 "$work/failover.log"; exit 1; }
   grep -q "\[worker 0\] epoch $epochs/$epochs:" "$work/failover.log" ||
     { echo "FAIL ($what): worker 0 did not train epoch $epochs"; tail -30 "$work/failover.log"; exit 1; }
@@ -68,7 +77,7 @@ check_job() {
 }
 
 started=$(date +%s%N)
-"$dtrun" -n 2 -s 2 --timeout 300 -- "$example" "${job_args[@]}" --checkpoint "$work/straight.safetensors" \
+"$dtrun" -n 2 -s "$servers" --timeout 300 -- "$example" "${job_args[@]}" --checkpoint "$work/straight.safetensors" \
   > "$work/straight.log" 2>&1 || { echo "FAIL: the uninterrupted job failed"; tail -20 "$work/straight.log"; exit 1; }
 straight_tenths=$(( ($(date +%s%N) - started) / 100000000 ))
 
@@ -82,9 +91,33 @@ if [ $# -eq 0 ]; then
   done
   grep -qs "\[worker 0\] epoch 1/$epochs:" "$work/failover.log" || { echo "FAIL: epoch 1 did not end"; exit 1; }
   sleep 0.3  # into epoch 2: rounds in flight
-  pid=$(job_process "$tag" server 0 0)
-  [ -n "$pid" ] || { echo "FAIL: server 0 was not running in epoch 2"; exit 1; }
+  first=0
+  [ "$servers" -eq 3 ] && first=1
+  pid=$(job_process "$tag" server "$first" 0)
+  [ -n "$pid" ] || { echo "FAIL: server $first was not running in epoch 2"; exit 1; }
+  # Servers are told apart by the order of their pids, among those running.
+  [ "$servers" -eq 3 ] && neighbour=$(job_process "$tag" server 2 0)
   kill -9 "$pid"
+  if [ "$servers" -eq 3 ]; then
+    # Server 1's parts get new copies on 2 and 0; once they are filled,
+    # server 2 may go too, though it was next to server 1.
+    for i in $(seq 300); do
+      grep -qs "have two holders again after the loss of 1 server" "$work/failover.log" && break
+      kill -0 "$job_pid" 2>/dev/null || break
+      sleep 0.1
+    done
+    grep -qs "have two holders again after the loss of 1 server" "$work/failover.log" ||
+      { echo "FAIL: the new copies were not reported filled"; grep "disttrain\|^dtrun" "$work/failover.log"; exit 1; }
+    kill -0 "$neighbour" 2>/dev/null || { echo "FAIL: server 2 was not running after the first loss"; exit 1; }
+    kill -9 "$neighbour"
+    check_job 1 "servers 1 and 2 killed one after the other"
+    grep -q "server 2 killed by signal 9" "$work/failover.log" &&
+      grep -q "the job goes on with 1 of 3 servers" "$work/failover.log" ||
+      { echo "FAIL: the job did not go on without server 2"; grep "disttrain\|^dtrun" "$work/failover.log"; exit 1; }
+    echo "OK: servers 1 and 2 killed one after the other; the job went on with the new copies on server 0 and" \
+      "ended bit-identical to the uninterrupted job without replication"
+    exit 0
+  fi
   check_job 0 "server 0 killed in epoch 2"
   echo "OK: server 0 killed in epoch 2; the job went on with server 1's replicas and ended bit-identical to" \
     "the uninterrupted job without replication"

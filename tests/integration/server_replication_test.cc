@@ -40,6 +40,7 @@ using namespace std::chrono_literals;
 std::string self_path;
 constexpr int kRounds = 60;
 constexpr int kLossRound = 10;  // worker 0 says so after this round: the test then takes a server
+constexpr int kSecondLossRound = 30;  // and again after this one
 constexpr float kInit = 1000.0f;
 // Key 1 is larger than the big-array bound below: split across both servers.
 const std::vector<int64_t> kSizes = {4, 3000};
@@ -54,6 +55,7 @@ int worker_main() {
     for (int round = 1; round <= kRounds; ++round) {
       kv->pushpull(k.keys, k.values, k.outs, 0);
       if (rank == 0 && round == kLossRound) std::cout << "take a server" << std::endl;
+      if (rank == 0 && round == kSecondLossRound) std::cout << "take another server" << std::endl;
       std::this_thread::sleep_for(20ms);
     }
     return test::finish_rank_sum_worker(*kv, k);
@@ -139,7 +141,7 @@ TEST_F(ServerReplication, AKilledServersKeysAreServedByTheirReplicasExactly) {
   EXPECT_EQ(children_[2].status, 0) << read_file(children_[2].err);
   const std::string scheduler_log = read_file(children_[0].err);
   EXPECT_NE(scheduler_log.find("the job goes on with 1 of 2 servers"), std::string::npos) << scheduler_log;
-  EXPECT_NE(read_file(worker_process(0).err).find("pulled from their replicas"), std::string::npos)
+  EXPECT_NE(read_file(worker_process(0).err).find("pulled from their other holders"), std::string::npos)
       << read_file(worker_process(0).err);
 }
 
@@ -185,6 +187,51 @@ TEST_F(ServerReplication, ServersNotNextToEachOtherMayBothBeLost) {
   ASSERT_EQ(::kill(server_process(3).pid, SIGKILL), 0);
   wait_for_departure(2);
   expect_job_finished();
+}
+
+// New copies: with 3 servers, the parts server 1 held (its own, and its
+// copies of server 0's) get new copies on the next servers left (2 and 0),
+// filled from their other holders while training goes on. Once the
+// scheduler says so, server 2 may go too, though it was next to server 1:
+// server 0 holds every part, and the results stay exact.
+TEST_F(ServerReplication, ALostServersPartsGetNewCopiesSoThatItsNeighbourMayGoToo) {
+  job("1", "2", 3);
+  ASSERT_TRUE(wait_output(worker_process(0), "take a server", 60s)) << read_file(worker_process(0).err);
+  ASSERT_EQ(::kill(server_process(1).pid, SIGKILL), 0);
+  wait_for_departure(2);
+  const std::string restored = "have two holders again after the loss of 1 server(s)";
+  const auto end = std::chrono::steady_clock::now() + 30s;
+  while (read_file(children_[0].err).find(restored) == std::string::npos && std::chrono::steady_clock::now() < end) {
+    std::this_thread::sleep_for(10ms);
+  }
+  ASSERT_NE(read_file(children_[0].err).find(restored), std::string::npos) << read_file(children_[0].err);
+  ASSERT_TRUE(wait_output(worker_process(0), "take another server", 60s)) << read_file(worker_process(0).err);
+  ASSERT_EQ(::kill(server_process(2).pid, SIGKILL), 0);
+  wait_for_departure(1);
+  Child& last = server_process(0);
+  expect_job_finished();
+  const std::string scheduler_log = read_file(children_[0].err);
+  EXPECT_NE(scheduler_log.find("the job goes on with 1 of 3 servers"), std::string::npos) << scheduler_log;
+  // Server 0 filled its new copies of server 1's parts from server 2
+  // (PS_VERBOSE=1 says so), before it became their only holder.
+  const std::string server_log = read_file(last.err);
+  EXPECT_NE(server_log.find("filled from server 2"), std::string::npos) << server_log;
+  EXPECT_EQ(server_log.find("could not fill"), std::string::npos) << server_log;
+}
+
+// Two servers next to each other lost at once: the parts they both held
+// had no new copy yet, and the job ends.
+TEST_F(ServerReplication, NeighboursLostBeforeTheNewCopiesAreFilledEndTheJob) {
+  job("1", "2", 3);
+  ASSERT_TRUE(wait_output(worker_process(0), "take a server", 60s)) << read_file(worker_process(0).err);
+  const pid_t first = server_process(1).pid;
+  const pid_t second = server_process(2).pid;
+  ASSERT_EQ(::kill(first, SIGKILL), 0);
+  ASSERT_EQ(::kill(second, SIGKILL), 0);
+  for (int w : {0, 1}) {
+    ASSERT_TRUE(wait_exit(worker_process(w), 60s)) << "worker " << w << " hung after the server losses";
+    EXPECT_EQ(worker_process(w).status, 3) << read_file(worker_process(w).err);
+  }
 }
 
 // Without replication a lost server still ends the job, naming it (MXNet's

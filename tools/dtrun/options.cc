@@ -55,7 +55,9 @@ const char* usage_text() {
          "  --server-replication N\n"
          "                        1: every key part is kept on two servers (its own and\n"
          "                        the next one), so the job goes on when a server is\n"
-         "                        lost, unless one next to it was lost before\n"
+         "                        lost; the lost server's parts then get new copies\n"
+         "                        on the next servers left, so later losses are\n"
+         "                        survived too, one at a time, while a server is left\n"
          "                        (DT_SERVER_REPLICATION for every process;\n"
          "                        dist_sync, 2 or more servers; local and ssh)\n"
          "  --max-restarts N      when a process of the job fails, stop every process and\n"
@@ -287,9 +289,10 @@ int tolerated_server_losses(const Options& options, const std::map<std::string, 
   for (const EnvSetting& s : options.env) {
     if (s.name == "DT_SERVER_REPLICATION" && !s.from_caller) value = s.value;
   }
-  // Losses of servers not next to each other leave a copy of every part:
-  // at most half of them, which the scheduler checks loss by loss.
-  return value == "1" ? std::max(1, options.num_servers / 2) : 0;
+  // Every part has two holders, and gets a new copy after a loss while two
+  // servers are left: the job may outlive all servers but one, lost one
+  // after the other, which the scheduler checks loss by loss.
+  return value == "1" ? std::max(1, options.num_servers - 1) : 0;
 }
 
 }  // namespace dt::dtrun

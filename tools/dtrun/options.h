@@ -71,9 +71,10 @@ bool continues_after_worker_loss(const Options& options, const std::map<std::str
 // How many failed servers the job may go on without: with
 // DT_SERVER_REPLICATION=1 as the processes will see it (--server-replication,
 // else the last --env setting of it, else dtrun's own environment,
-// inherited) half the servers (at least 1), since every key part then has a
-// replica on the next server and losses of servers not next to each other
-// leave a copy of each (the scheduler ends the job otherwise); else 0.
+// inherited) all servers but one (at least 1), since every key part then has
+// two holders and gets a new copy after a loss while two servers are left
+// (the scheduler weighs each loss and ends the job when a part would have
+// no holder left); else 0.
 int tolerated_server_losses(const Options& options, const std::map<std::string, std::string>& inherited);
 
 }  // namespace dt::dtrun

@@ -41,6 +41,7 @@ struct ClusterMember::State {
   bool scheduler_closed = false;
   uint64_t next_barrier = 0;
   bool beat_now = false;                // ask_for_news()
+  uint32_t copies_restored = 0;         // report_copies_restored()
   Clock::time_point quick_beats_until;  // ask_for_news(): every 50 ms until then
   std::thread heartbeat_thread;
 
@@ -139,9 +140,14 @@ void ClusterMember::State::heartbeat_loop() {
         return;
       }
     }
+    uint32_t copies_restored = 0;
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      copies_restored = this->copies_restored;
+    }
     try {
       flatbuffers::FlatBufferBuilder fbb(64);
-      Message reply = client->call(make_message(fbb, wire::CreateHeartbeat(fbb, to_wire(job.role), rank)),
+      Message reply = client->call(make_message(fbb, wire::CreateHeartbeat(fbb, to_wire(job.role), rank, copies_restored)),
                                    to_ms(options.heartbeat_timeout_s));
       const Frame frame = Frame::parse(std::move(reply));
       const wire::HeartbeatReply& r = frame.expect<wire::HeartbeatReply>();
@@ -341,6 +347,16 @@ void ClusterMember::ask_for_news() {
     std::lock_guard<std::mutex> lock(state_->mutex);
     state_->beat_now = true;
     state_->quick_beats_until = Clock::now() + std::chrono::milliseconds(500);
+  }
+  state_->cv.notify_all();
+}
+
+void ClusterMember::report_copies_restored(uint32_t losses) {
+  {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    if (losses <= state_->copies_restored) return;
+    state_->copies_restored = losses;
+    state_->beat_now = true;  // a further loss is weighed with it from now on
   }
   state_->cv.notify_all();
 }

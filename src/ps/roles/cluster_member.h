@@ -79,6 +79,11 @@ class ClusterMember {
   // node), so that the news of a loss a broken link hints at arrives
   // within a round trip or two.
   void ask_for_news();
+  // A worker of a replicated job: every part it initialised had its new
+  // copy filled after the job's first `losses` server losses (sent with its
+  // heartbeats, the next one at once; a lower count than before is
+  // ignored). Any thread.
+  void report_copies_restored(uint32_t losses);
 
   // Servers: blocks until the scheduler says the job ended (returns) or a node
   // is lost (throws Error(kPeerLost)); a silent scheduler is such a loss, so

@@ -79,6 +79,9 @@ struct Scheduler::State {
     // Its connection closed after it left: a stopped server closes only
     // once the reply telling it to stop has arrived.
     bool disconnected = false;
+    // Workers of a replicated job: after how many server losses every part
+    // it initialised had its new copy filled (Heartbeat.copies_restored).
+    uint32_t copies_restored = 0;
   };
   std::map<std::pair<int, int>, Member> members;  // (role, rank)
 
@@ -135,6 +138,10 @@ struct Scheduler::State {
   // and the copies of its predecessor's) has its other copy on a server
   // still in the job.
   bool copies_survive(int server) const;
+  // Logs once every live worker has reported the new copies made after the
+  // latest server loss filled (Heartbeat.copies_restored).
+  void announce_copies_restored();
+  uint32_t copies_restored_announced = 0;
   void complete_ready_barriers();
   void stop_if_every_worker_left();
   void fail_registrations(const Error& error);
@@ -360,16 +367,48 @@ int Scheduler::State::live_workers() const {
   }));
 }
 
+void Scheduler::State::announce_copies_restored() {
+  uint32_t servers_gone = 0;
+  for (const LostNode& l : departed) servers_gone += l.role == Role::kServer ? 1 : 0;
+  uint32_t restored = servers_gone;
+  for (const auto& [id, m] : members) {
+    if (m.info.role == Role::kWorker && !m.lost) restored = std::min(restored, m.copies_restored);
+  }
+  if (restored <= copies_restored_announced || live_servers() < 2) return;
+  copies_restored_announced = restored;
+  std::fprintf(stderr,
+               "disttrain scheduler: every worker's key parts have two holders again after the loss of %u "
+               "server(s): their new copies are filled (DT_SERVER_REPLICATION=1)\n",
+               restored);
+}
+
 bool Scheduler::State::copies_survive(int server) const {
   const int n = job.num_servers;
   if (n < 2) return false;
-  const auto alive = [&](int rank) {
-    auto it = members.find({static_cast<int>(Role::kServer), rank});
-    return it != members.end() && !it->second.lost;
-  };
-  const int next = replica_server(server, n);  // holds the copies of server's parts
-  const int previous = (server + n - 1) % n;  // its parts' copies are on server
-  return alive(next) && alive(previous);
+  // The servers the job went on without, in order; after how many of those
+  // losses every worker has seen its parts' new copies filled.
+  std::vector<int> gone_servers;
+  for (const LostNode& l : departed) {
+    if (l.role == Role::kServer) gone_servers.push_back(l.rank);
+  }
+  uint32_t restored = static_cast<uint32_t>(gone_servers.size());
+  for (const auto& [id, m] : members) {
+    if (m.info.role == Role::kWorker && !m.lost) restored = std::min(restored, m.copies_restored);
+  }
+  // Where every part is held for certain: its holders after the first
+  // `restored` losses (ps::part_holders; before any, its server and
+  // replica). It survives this loss when one of them is still there.
+  std::vector<bool> settled(static_cast<size_t>(n), false);
+  for (uint32_t i = 0; i < restored; ++i) settled[static_cast<size_t>(gone_servers[i])] = true;
+  std::vector<bool> gone(static_cast<size_t>(n), false);
+  for (int rank : gone_servers) gone[static_cast<size_t>(rank)] = true;
+  gone[static_cast<size_t>(server)] = true;
+  for (int home = 0; home < n; ++home) {
+    bool kept = false;
+    for (int holder : part_holders(home, settled)) kept = kept || !gone[static_cast<size_t>(holder)];
+    if (!kept) return false;
+  }
+  return true;
 }
 
 int Scheduler::State::live_servers() const {
@@ -396,6 +435,10 @@ Scheduler::State::Member& Scheduler::State::speaker(Role role, int rank, uint32_
 void Scheduler::State::on_heartbeat(const wire::Heartbeat& h, uint32_t pipe, RequestServer::Reply& reply) {
   Member& m = speaker(from_wire(h.role()), h.rank(), pipe, "heartbeat");
   m.last_heartbeat = Clock::now();
+  if (m.info.role == Role::kWorker && h.copies_restored() > m.copies_restored) {
+    m.copies_restored = h.copies_restored();
+    announce_copies_restored();
+  }
   if (!lost.empty() || (stopping && m.info.role == Role::kServer)) m.told = true;
   if (stopping && m.info.role == Role::kServer) m.left = true;
   reply(heartbeat_reply());
@@ -550,13 +593,16 @@ void Scheduler::State::depart(Member& m, const std::string& reason) {
   LostNode l{m.info.role, m.info.rank, m.info.host, m.info.pid, reason};
   departed.push_back(l);
   if (m.info.role == Role::kServer) {
-    // Workers switch its parts to their replicas when their heartbeats
-    // bring the news; its own replicas are not replaced (no state transfer).
+    // Workers switch its parts to their other holders when their
+    // heartbeats bring the news, and give every part it held a new copy
+    // on the next server left, as they push it.
+    const int left = live_servers();
     std::fprintf(stderr,
                  "disttrain scheduler: %s; the job goes on with %d of %d servers (DT_SERVER_REPLICATION=1): its key "
-                 "parts are served by their replicas on server %d, and the parts it replicated now have one copy "
-                 "(losing a server next to it would end the job)\n",
-                 l.message().c_str(), live_servers(), job.num_servers, replica_server(m.info.rank, job.num_servers));
+                 "parts are served by their other holders%s\n",
+                 l.message().c_str(), left, job.num_servers,
+                 left >= 2 ? ", and every part it held gets a new copy on the next server left as the workers push it"
+                           : "; one server is left, so the parts now have one copy (losing it would end the job)");
     return;
   }
   const int live = live_workers();

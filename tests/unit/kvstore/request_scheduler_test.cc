@@ -578,19 +578,85 @@ TEST_F(RequestSchedulerTest, ALostServersPullsGoToItsReplicaAndItsPushesCountAsD
   again.answer({6.0f});
   EXPECT_EQ(code_after_wait(done), std::nullopt);
   EXPECT_EQ(key.dst, std::vector<float>(4, 6.0f));
-  // Later requests leave the lost server out: a push and a pull of the
-  // round to the replica.
+  // Later requests leave the lost server out: the part's one holder left
+  // gets the pushpull of the round, fused, and no new copy is made (with 2
+  // servers none is left to hold it).
   auto next = scheduler_->submit({{DataOp::PushPull, key.part(true, true, 4)}}, 0, nullptr);
-  std::vector<Sent> later = take_sorted(2);
-  EXPECT_EQ(later[0].server, 1);
-  EXPECT_EQ(later[0].op, DataOp::Push);
-  EXPECT_EQ(later[1].server, 1);
-  EXPECT_EQ(later[1].op, DataOp::Pull);
-  EXPECT_EQ(later[1].slices[0].round, 4);
-  later[0].ack();
-  later[1].answer({8.0f});
+  Sent later = servers_->take();
+  EXPECT_EQ(later.server, 1);
+  EXPECT_EQ(later.op, DataOp::PushPull);
+  EXPECT_EQ(later.slices[0].round, 4);
+  EXPECT_EQ(later.slices[0].adopt_from, -1);
+  later.answer({8.0f});
   EXPECT_EQ(code_after_wait(next), std::nullopt);
   EXPECT_EQ(servers_->untaken(), 0u);
+}
+
+TEST_F(RequestSchedulerTest, AfterALossThePartsItHeldGetANewCopyOnTheNextServerLeft) {
+  start(3, true, 1, 0, true);
+  TestKey before(5, 4, 0, 1.5f);   // on server 0, its replica on the lost server 1
+  TestKey lost_home(6, 4, 1, 2.5f);  // on the lost server 1, its replica on 2
+  TestKey untouched(7, 4, 2, 3.5f);  // on server 2, its replica on 0
+  scheduler_->server_lost(1);
+  // Key 5: pulled from server 0; its pushes go to 0 and to the new copy on
+  // 2, filled from 0.
+  auto a = scheduler_->submit({{DataOp::Push, before.part(true, false, 3)}}, 0, nullptr);
+  std::vector<Sent> sent = take_sorted(2);
+  EXPECT_EQ(sent[0].server, 0);
+  EXPECT_EQ(sent[0].slices[0].adopt_from, -1);
+  EXPECT_EQ(sent[1].server, 2);
+  EXPECT_EQ(sent[1].op, DataOp::Push);
+  EXPECT_EQ(sent[1].slices[0].adopt_from, 0);
+  EXPECT_EQ(sent[1].slices[0].round, 3);
+  EXPECT_FALSE(a->wait_for(std::chrono::milliseconds(20))) << "both copies are acknowledged first";
+  for (Sent& s : sent) s.ack();
+  EXPECT_EQ(code_after_wait(a), std::nullopt);
+  // Key 6: its replica 2 serves it now, and 0 takes the new copy, filled
+  // from 2.
+  auto b = scheduler_->submit({{DataOp::Push, lost_home.part(true, false, 3)}}, 0, nullptr);
+  sent = take_sorted(2);
+  EXPECT_EQ(sent[0].server, 0);
+  EXPECT_EQ(sent[0].slices[0].adopt_from, 2);
+  EXPECT_EQ(sent[1].server, 2);
+  EXPECT_EQ(sent[1].slices[0].adopt_from, -1);
+  for (Sent& s : sent) s.ack();
+  EXPECT_EQ(code_after_wait(b), std::nullopt);
+  auto pull = scheduler_->submit({{DataOp::Pull, lost_home.part(false, true, 3)}}, 0, nullptr);
+  Sent pulled = servers_->take();
+  EXPECT_EQ(pulled.server, 2);
+  pulled.answer({4.0f});
+  EXPECT_EQ(code_after_wait(pull), std::nullopt);
+  // Key 7 keeps its two holders, 2 and 0, as they were.
+  auto c = scheduler_->submit({{DataOp::Push, untouched.part(true, false, 3)}}, 0, nullptr);
+  sent = take_sorted(2);
+  EXPECT_EQ(sent[0].server, 0);
+  EXPECT_EQ(sent[0].slices[0].adopt_from, -1);
+  EXPECT_EQ(sent[1].server, 2);
+  for (Sent& s : sent) s.ack();
+  EXPECT_EQ(code_after_wait(c), std::nullopt);
+  // A joined worker's init of key 6 goes to its original holder left (2)
+  // only: the new copy on 0 takes the job's value from 2.
+  auto init = scheduler_->submit({{DataOp::Init, lost_home.part(true, false)}}, 0, nullptr);
+  Sent inited = servers_->take();
+  EXPECT_EQ(inited.server, 2);
+  EXPECT_EQ(inited.op, DataOp::Init);
+  inited.ack();
+  EXPECT_EQ(code_after_wait(init), std::nullopt);
+  EXPECT_EQ(servers_->untaken(), 0u);
+}
+
+TEST_F(RequestSchedulerTest, APushWhoseOtherCopyWentToALostServerToo) {
+  start(3, true, 1, 0, true);
+  TestKey key(5, 4, 0, 1.5f);
+  scheduler_->server_lost(1);
+  // Pushed to 0 and to the new copy on 2; then both are lost.
+  auto done = scheduler_->submit({{DataOp::Push, key.part(true, false, 3)}}, 0, nullptr);
+  std::vector<Sent> sent = take_sorted(2);
+  scheduler_->server_lost(2);
+  sent[1].done(Error(ErrorCode::kClosed, "dropped"), nullptr);
+  scheduler_->server_lost(0);
+  sent[0].done(Error(ErrorCode::kClosed, "dropped"), nullptr);
+  EXPECT_EQ(code_after_wait(done), ErrorCode::kPeerLost);
 }
 
 TEST_F(RequestSchedulerTest, WithoutReplicationADroppedConnectionFailsTheRequest) {

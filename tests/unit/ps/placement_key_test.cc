@@ -80,5 +80,22 @@ TEST(PsDataPlacement, ReplacingAKeyKeepsItsPlacementAndChecksItsSize) {
   EXPECT_THROW(KeyPlacement(0, 1000), core::Error);
 }
 
+TEST(PsDataPlacement, APartsHoldersAreTheFirstTwoServersLeftGoingRoundFromItsOwn) {
+  using V = std::vector<int>;
+  EXPECT_EQ(part_holders(0, {false, false, false}), (V{0, 1}));
+  EXPECT_EQ(part_holders(2, {false, false, false}), (V{2, 0}));
+  // Server 1 lost: its own parts are on 2 and get a new copy on 0; server
+  // 0's parts keep 0 and get a new copy on 2.
+  EXPECT_EQ(part_holders(1, {false, true, false}), (V{2, 0}));
+  EXPECT_EQ(part_holders(0, {false, true, false}), (V{0, 2}));
+  EXPECT_EQ(part_holders(2, {false, true, false}), (V{2, 0}));
+  EXPECT_EQ(part_holders(1, {false, true, true, false}), (V{3, 0}));
+  EXPECT_EQ(part_holders(0, {true, false}), (V{1}));
+  EXPECT_EQ(part_holders(0, {true, true}), V{});
+  EXPECT_TRUE(is_original_holder(1, 0, 3));
+  EXPECT_FALSE(is_original_holder(2, 0, 3));
+  EXPECT_TRUE(is_original_holder(0, 2, 3));
+}
+
 }  // namespace
 }  // namespace dt::ps
