@@ -442,7 +442,7 @@ void RequestScheduler::on_reply(int lane, const std::vector<Unit>& units, std::o
 
 bool RequestScheduler::reroute_locked(int server, const std::vector<Unit>& units, const Error& error, Ended& ended) {
   if (lost_servers_[static_cast<size_t>(server)]) {
-    redirect_locked(server, units, ended);
+    redirect_locked(units, ended);
     return true;
   }
   // A dropped connection is usually a dead server: wait for the verdict
@@ -461,8 +461,7 @@ std::optional<int> RequestScheduler::pull_server_locked(int primary) const {
   return holders.front();
 }
 
-void RequestScheduler::redirect_locked(int server, std::vector<Unit> units, Ended& ended) {
-  (void)server;
+void RequestScheduler::redirect_locked(std::vector<Unit> units, Ended& ended) {
   for (Unit& unit : units) {
     const auto lost = [&] {
       return Error(ErrorCode::kPeerLost, "every server holding key " + std::to_string(unit.part.key) + " elements [" +
@@ -550,7 +549,7 @@ void RequestScheduler::server_lost(int server) {
       for (auto& [order, unit] : lanes_[lane].queued) units.push_back(std::move(unit));
       lanes_[lane].queued.clear();
     }
-    redirect_locked(server, std::move(units), ended);
+    redirect_locked(std::move(units), ended);
     to_drop_.push_back(server);
     last_progress_ = std::chrono::steady_clock::now();
     ++losses_;

@@ -256,7 +256,7 @@ class RequestScheduler {
   bool reroute_locked(int server, const std::vector<Unit>& units, const core::Error& error, Ended& ended);
   // Units that were for the lost server: pushes and inits end (their other
   // copy carries them), pulls are queued for the part's first holder now.
-  void redirect_locked(int server, std::vector<Unit> units, Ended& ended);
+  void redirect_locked(std::vector<Unit> units, Ended& ended);
   // Which server a pull of a part placed on primary goes to now: the first
   // of its holders (ps::part_holders).
   std::optional<int> pull_server_locked(int primary) const;

@@ -132,6 +132,10 @@ void SurvivorGroup::run_step(const Step& step, void* data, size_t bytes, bool re
       step(*comm);
       break;
     } catch (const Error& e) {
+      // A loss that ends the job (the scheduler, or this worker declared
+      // lost) aborted the step, or left the links unusable: say that, not
+      // what the aborted links said.
+      member_.check_peers();
       uint64_t generation = 0;
       {
         std::lock_guard<std::mutex> lock(mutex_);

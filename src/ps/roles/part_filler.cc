@@ -44,8 +44,11 @@ PartFiller::~PartFiller() {
   }
   wake_.notify_all();
   thread_.join();
-  // Requests still in flight end with kClosed and fail their parts.
-  for (auto& [server, client] : clients_) client->close();
+  // Requests still in flight end with kClosed and fail their parts. The
+  // sockets stay open until the process ends: connections exist only after
+  // a server loss, where nng's close has blocked for good (see
+  // WorkerClient's destructor).
+  for (auto& [server, client] : clients_) client->abandon();
 }
 
 void PartFiller::set_servers(int rank, std::vector<NodeInfo> servers) {

@@ -37,8 +37,8 @@ class PartFiller {
   // Once registered: this server's rank and the job's servers
   // (NodeTable::servers).
   void set_servers(int rank, std::vector<NodeInfo> servers);
-  // Stops the thread and closes the connections: a request in flight ends
-  // (kClosed) and fails its part.
+  // Stops the thread and abandons the connections: a request in flight
+  // ends (kClosed) and fails its part.
   ~PartFiller();
   PartFiller(const PartFiller&) = delete;
   PartFiller& operator=(const PartFiller&) = delete;
