@@ -2,7 +2,9 @@
 # Issue 19: how long a job takes to go on after kill -9 of a worker (three
 # ways it can go on) or of a server (replicated). One JSON line per way.
 #
-#   bench/restart_bench.sh [--build-dir DIR] [--epochs N] [--heartbeat-timeout-s S]
+#   bench/restart_bench.sh [--build-dir DIR] [--epochs N] [--heartbeat-timeout-s S] [--ways LIST]
+#
+# LIST: the ways below to run, comma-separated (default: all).
 #
 # The job is the example's (MLP on Fashion-MNIST, dist_sync, 2 servers,
 # 2 workers, batch 64). Worker 1 is killed just after epoch 1 is complete:
@@ -23,6 +25,11 @@
 #    times from the kill to dtrun's and the scheduler's report, and to
 #    worker 0's switch to the replicas; the epoch with the kill beside the
 #    one before.
+#  - "newcopy": --server-replication 1 with 3 servers, and server 1 is
+#    killed; times from the kill to the scheduler's report and to its
+#    "two holders again" (every worker saw the new copies of the lost
+#    server's parts filled, from the other holders, while training went
+#    on); the epoch with the kill beside the one before.
 #  - "regroup": a job without servers (allreduce, 3 workers, -s 0) under
 #    --worker-loss continue; times from the kill to the scheduler's report
 #    and to worker 0's regroup with worker 2 (its all-reduces go on); the
@@ -32,15 +39,18 @@
 # Every output line is stamped as it arrives, so the times include the
 # pipe's delay (milliseconds).
 set -euo pipefail
-build=build epochs=3 hb_timeout=5
+build=build epochs=3 hb_timeout=5 ways=restart,continue,rejoin,replica,newcopy,regroup
 while [ $# -gt 0 ]; do
   case "$1" in
     --build-dir) build=$2; shift 2 ;;
     --epochs) epochs=$2; shift 2 ;;
     --heartbeat-timeout-s) hb_timeout=$2; shift 2 ;;
-    *) echo "usage: $0 [--build-dir DIR] [--epochs N] [--heartbeat-timeout-s S]" >&2; exit 2 ;;
+    --ways) ways=$2; shift 2 ;;
+    *) echo "usage: $0 [--build-dir DIR] [--epochs N] [--heartbeat-timeout-s S] [--ways LIST]" >&2; exit 2 ;;
   esac
 done
+# Whether way $1 was asked for.
+wanted() { [[ ",$ways," == *",$1,"* ]]; }
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/../tests/integration/lib/job_processes.sh"
 dtrun="$build/dtrun" example="$build/examples/train_fashion_mnist"
@@ -92,6 +102,7 @@ since() { awk -v a="$1" -v b="$2" 'BEGIN { if (b == "") print "null"; else print
 ckpt_dir="$work/dir"
 job_args=(--model mlp --kvstore dist_sync --batch-size 64 --threads 1 --lr 0.05 --momentum 0.9 --epochs "$epochs"
           --checkpoint-dir "$ckpt_dir")
+if wanted restart; then
 run_job "$work/restart.log" worker 1 --max-restarts 1
 printf '{"bench":"restart_after_kill","way":"restart","victim":"worker 1","epochs":%d,"epoch_s_before":%s,' \
   "$epochs" "$(epoch_seconds "$work/restart.log" 1)"
@@ -101,8 +112,11 @@ printf '"kill_to_restart_s":%s,"kill_to_resumed_s":%s,"kill_to_first_epoch_end_s
   "$(since "$kill_at" "$(first_after "$work/restart.log" "$kill_at" "[worker 0] epoch 2/$epochs:")")" \
   "$(epoch_seconds "$work/restart.log" 2)"
 
+fi
+
 ckpt_dir=""
 job_args=(--model mlp --kvstore dist_sync --batch-size 64 --threads 1 --lr 0.05 --momentum 0.9 --epochs "$epochs")
+if wanted continue; then
 run_job "$work/continue.log" worker 1 --worker-loss continue
 printf '{"bench":"restart_after_kill","way":"continue","victim":"worker 1","epochs":%d,"heartbeat_timeout_s":%s,' \
   "$epochs" "$hb_timeout"
@@ -111,6 +125,9 @@ printf '"kill_to_dtrun_notice_s":%s,"kill_to_scheduler_goes_on_s":%s,"epoch_s_be
   "$(since "$kill_at" "$(first_after "$work/continue.log" "$kill_at" "the job goes on with")")" \
   "$(epoch_seconds "$work/continue.log" 1)" "$(epoch_seconds "$work/continue.log" 2)"
 
+fi
+
+if wanted rejoin; then
 run_job "$work/rejoin.log" worker 1 --worker-loss continue --max-restarts 1
 printf '{"bench":"restart_after_kill","way":"rejoin","victim":"worker 1","epochs":%d,"heartbeat_timeout_s":%s,' \
   "$epochs" "$hb_timeout"
@@ -121,6 +138,9 @@ printf '"kill_to_restart_s":%s,"kill_to_scheduler_took_it_back_s":%s,"kill_to_tr
 printf '"epoch_s_before":%s,"epoch_s_with_kill":%s}\n' \
   "$(epoch_seconds "$work/rejoin.log" 1)" "$(epoch_seconds "$work/rejoin.log" 2)"
 
+fi
+
+if wanted replica; then
 run_job "$work/replica.log" server 0 --server-replication 1
 printf '{"bench":"restart_after_kill","way":"replica","victim":"server 0","epochs":%d,"heartbeat_timeout_s":%s,' \
   "$epochs" "$hb_timeout"
@@ -131,6 +151,21 @@ printf '"kill_to_dtrun_notice_s":%s,"kill_to_scheduler_goes_on_s":%s,"kill_to_wo
 printf '"epoch_s_before":%s,"epoch_s_with_kill":%s}\n' \
   "$(epoch_seconds "$work/replica.log" 1)" "$(epoch_seconds "$work/replica.log" 2)"
 
+fi
+
+if wanted newcopy; then
+layout=(-n 2 -s 3)
+run_job "$work/newcopy.log" server 1 --server-replication 1
+printf '{"bench":"restart_after_kill","way":"newcopy","victim":"server 1","servers":3,"epochs":%d,"heartbeat_timeout_s":%s,' \
+  "$epochs" "$hb_timeout"
+printf '"kill_to_scheduler_goes_on_s":%s,"kill_to_new_copies_filled_s":%s,' \
+  "$(since "$kill_at" "$(first_after "$work/newcopy.log" "$kill_at" "the job goes on with 2 of 3 servers")")" \
+  "$(since "$kill_at" "$(first_after "$work/newcopy.log" "$kill_at" "have two holders again")")"
+printf '"epoch_s_before":%s,"epoch_s_with_kill":%s}\n' \
+  "$(epoch_seconds "$work/newcopy.log" 1)" "$(epoch_seconds "$work/newcopy.log" 2)"
+fi
+
+if wanted regroup; then
 layout=(-n 3 -s 0)
 job_args=(--model mlp --kvstore allreduce --batch-size 64 --threads 1 --lr 0.05 --momentum 0.9 --epochs "$epochs")
 run_job "$work/regroup.log" worker 1 --worker-loss continue
@@ -145,3 +180,4 @@ printf '"kill_to_scheduler_goes_on_s":%s,"kill_to_worker0_regrouped_s":%s,' \
 printf '"epoch_s_before":%s,"epoch_s_with_kill":%s,"epoch1_s_fail_policy":%s}\n' \
   "$(epoch_seconds "$work/regroup.log" 1)" "$(epoch_seconds "$work/regroup.log" 2)" \
   "$(epochs=1 epoch_seconds "$work/fail_policy.log" 1)"
+fi

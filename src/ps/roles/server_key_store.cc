@@ -753,7 +753,15 @@ ServerKeyStore::Entry& ServerKeyStore::adopting_locked(int worker, const PartInf
     throw Error(ErrorCode::kInvalidArgument, "push: " + part_name(p) + " is not inside a tensor of " +
                                                  std::to_string(info.shape.numel()) + " elements");
   }
-  Entry& e = find_or_create(info, "a new copy");
+  // Most pushes find the part made already: the map's exclusive lock only
+  // for the first.
+  Entry* found = nullptr;
+  {
+    std::shared_lock<std::shared_mutex> map_lock(entries_mutex_);
+    auto it = entries_.find({p.key, p.begin});
+    if (it != entries_.end()) found = it->second.get();
+  }
+  Entry& e = found != nullptr ? *found : find_or_create(info, "a new copy");
   lock = std::unique_lock<std::mutex>(e.mutex);
   check(e, info, e.bytes, "push");
   if (e.ready) return e;  // a part this server holds, or a copy filled already
