@@ -21,6 +21,11 @@
 #                                                   neighbour server 2 too: the
 #                                                   job ends on server 0 alone,
 #                                                   bit-identical
+#   DT_FAILOVER_SERVERS=3 dist_server_failover.sh DTRUN EXAMPLE SEED...
+#                                                   per seed, two drawn servers
+#                                                   one after the other at drawn
+#                                                   times, the second once the
+#                                                   first's new copies are filled
 #
 # The seed fixes the victim and the delay's fraction (printed, so that a
 # failure can be replayed); where in training the delay lands still depends on
@@ -124,7 +129,53 @@ if [ $# -eq 0 ]; then
   exit 0
 fi
 
+# 3 servers, per seed: a drawn server killed at a drawn time (5-50% of the
+# uninterrupted job's), and once the scheduler says its parts' new copies
+# are filled, another drawn server after a further drawn delay (0-30%).
+three_server_seed() {
+  local seed=$1 first second delay second_delay pids=() pid
+  RANDOM=$seed
+  first=$((RANDOM % 3))
+  second=$(( (first + 1 + RANDOM % 2) % 3 ))
+  delay=$((straight_tenths * (5 + RANDOM % 46) / 100))
+  second_delay=$((straight_tenths * (RANDOM % 31) / 100))
+  start_job
+  wait_for_training "$first" || { echo "FAIL: seed $seed: the job ended before it started"; exit 1; }
+  for i in 0 1 2; do pids+=("$(job_process "$tag" server "$i" 0)"); done
+  sleep "$((delay / 10)).$((delay % 10))"
+  if ! kill -9 "${pids[$first]}" 2>/dev/null; then
+    wait "$job_pid" || true
+    echo "OK: seed $seed: server $first@$delay came too late (the job had ended)"
+    return
+  fi
+  for i in $(seq 300); do
+    grep -qs "have two holders again after the loss of 1 server" "$work/failover.log" && break
+    kill -0 "$job_pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  sleep "$((second_delay / 10)).$((second_delay % 10))"
+  local second_killed=no
+  if grep -qs "have two holders again after the loss of 1 server" "$work/failover.log" &&
+    kill -9 "${pids[$second]}" 2>/dev/null; then
+    second_killed=yes
+  fi
+  check_job "$first" "seed $seed: server $first@$delay, then server $second"
+  if [ "$second_killed" = yes ] && ! grep -q "the job goes on with 1 of 3 servers" "$work/failover.log"; then
+    # Killed as the job was ending: dtrun and the scheduler may not have
+    # seen it as a loss; the weights were checked all the same.
+    echo "OK: seed $seed: server $first killed $delay tenths in, server $second as the job ended; bit-identical"
+    return
+  fi
+  echo "OK: seed $seed: server $first killed $delay tenths of a second into training, server $second" \
+    "$([ "$second_killed" = yes ] && echo "$second_delay tenths after its new copies were filled" || echo "not (the job had ended)")" \
+    "(the uninterrupted job took $straight_tenths); bit-identical"
+}
+
 for seed in "$@"; do
+  if [ "$servers" -eq 3 ]; then
+    three_server_seed "$seed"
+    continue
+  fi
   RANDOM=$seed
   victim=$((RANDOM % 2))
   delay=$((straight_tenths * (5 + RANDOM % 71) / 100))  # tenths of a second
