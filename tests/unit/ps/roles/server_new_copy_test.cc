@@ -45,17 +45,23 @@ struct PushResult {
   }
 };
 
+// The value of a round that is applied (answered at once; the answer is
+// kept apart, so a pull answered later, after a failure, writes nowhere
+// it should not).
 std::vector<float> pull(ServerKeyStore& store, uint64_t key, int64_t round) {
-  std::vector<float> value;
-  bool done = false;
-  store.pull(info(key), round, [&](const Error* e, const ServerKeyStore::PullAnswer& a) {
-    done = true;
+  struct Answer {
+    bool done = false;
+    std::vector<float> value;
+  };
+  auto answer = std::make_shared<Answer>();
+  store.pull(info(key), round, [answer](const Error* e, const ServerKeyStore::PullAnswer& a) {
+    answer->done = true;
     ASSERT_EQ(e, nullptr) << e->what();
-    value.resize(a.bytes / sizeof(float));
-    std::memcpy(value.data(), a.data, a.bytes);
+    answer->value.resize(a.bytes / sizeof(float));
+    std::memcpy(answer->value.data(), a.data, a.bytes);
   });
-  EXPECT_TRUE(done) << "round " << round << " is applied";
-  return value;
+  EXPECT_TRUE(answer->done) << "round " << round << " is applied";
+  return answer->value;
 }
 
 // The source and the new copy of one job's part, each with the job's
@@ -79,9 +85,10 @@ class NewCopy : public ::testing::Test {
 
   void push(ServerKeyStore& store, int worker, int64_t round, PushResult* result = nullptr, int adopt_from = -1) {
     const auto g = gradient(worker, round);
-    PushResult ignored;
-    store.push(worker, info(7), round, g.data(), g.size() * sizeof(float),
-               (result ? result : &ignored)->callback(), false, adopt_from);
+    // A push held at the copy is answered after this returns: an unwatched
+    // one's answer goes nowhere.
+    ServerKeyStore::PushDone done = result ? result->callback() : [](const Error*) {};
+    store.push(worker, info(7), round, g.data(), g.size() * sizeof(float), std::move(done), false, adopt_from);
   }
 
   // A round's push of worker to the source and to the copy.
