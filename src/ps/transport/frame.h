@@ -32,8 +32,10 @@ namespace dt::ps {
 // pulls), which a version-2 worker would copy as raw elements. 4: the
 // Join data op (a worker joining a running job) and Barrier.regroup (an
 // all-reduce job's survivors meeting), which a version-3 scheduler would
-// take for barrier 0.
-constexpr uint32_t kProtocolVersion = 4;
+// take for barrier 0. 5: TensorSlice.adopt_from (a push to a new copy of a
+// part), which a version-4 server would take for an ordinary push, and the
+// PartState data op and Heartbeat.copies_restored that go with it.
+constexpr uint32_t kProtocolVersion = 5;
 constexpr size_t kPayloadAlignment = 16;
 constexpr size_t kFrameHeaderBytes = 4;
 
