@@ -83,6 +83,17 @@ DistKVStore::DistKVStore(const std::string& type, const ps::JobConfig& job, cons
   // next heartbeat reply, asked for at once.
   ps::ClusterMember* member = member_.get();
   scheduler_->on_suspected_loss([member] { member->ask_for_news(); });
+  // Replicated: a server's connection that closes is most likely a lost
+  // server. Every worker asks for news at once, not only those with a
+  // request in flight to it: a new copy waits for every worker's push, and
+  // a worker that learned of the loss only at its next heartbeat held the
+  // others up until then (up to the heartbeat interval).
+  if (scheduler_->replicated()) {
+    const std::atomic<bool>* closing = &closing_;
+    client_->on_disconnect([member, closing](int) {
+      if (!closing->load()) member->ask_for_news();
+    });
+  }
   // The scheduler weighs a further server loss with the parts' new copies
   // once every worker has seen its own filled.
   scheduler_->on_copies_restored([member](uint32_t losses) { member->report_copies_restored(losses); });
@@ -144,6 +155,7 @@ void DistKVStore::join_running_job() {
 }
 
 DistKVStore::~DistKVStore() {
+  closing_ = true;  // servers closing their connections now are the job ending
   scheduler_->close();
   // The member skips its goodbye to the scheduler once any peer is known
   // lost (the job is over); a failure only the data path saw counts too.

@@ -33,6 +33,7 @@
 
 #include <functional>
 #include <map>
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -177,6 +178,7 @@ class DistKVStore final : public KVStore {
   bool has_optimizer_ = false;
   bool pushed_ = false;  // compression is fixed from the first push on
   std::string compression_ = "none";  // canonical text
+  std::atomic<bool> closing_{false};  // the destructor has begun
 };
 
 }  // namespace dt::kvstore

@@ -60,6 +60,12 @@ WorkerClient::~WorkerClient() {
   }
 }
 
+void WorkerClient::on_disconnect(const std::function<void(int server)>& callback) {
+  for (size_t s = 0; s < servers_.size(); ++s) {
+    servers_[s]->on_disconnect([callback, server = static_cast<int>(s)] { callback(server); });
+  }
+}
+
 void WorkerClient::drop_server(int server) {
   verbose_log(1, "worker: data connection to server " + std::to_string(server) + " abandoned (the job goes on without it)");
   dropped_any_ = true;

@@ -90,6 +90,10 @@ class WorkerClient {
   // requests end with kClosed, and so do later ones, at once; its socket is
   // left alone until the process ends (RequestClient::abandon).
   void drop_server(int server);
+  // Called (on an nng thread: keep it short) each time a connection to a
+  // server closes while its client is open, with the server's rank. Set it
+  // before the first request.
+  void on_disconnect(const std::function<void(int server)>& callback);
   // A node was lost: every current and later exchange fails with error.
   void fail(const core::Error& error);
   // Throws the recorded failure, if any.
