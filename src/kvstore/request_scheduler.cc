@@ -16,6 +16,13 @@ using ps::wire::DataOp;
 
 namespace {
 
+// A replicated part none of whose holders is left: the job cannot serve it.
+Error every_holder_lost(const RequestScheduler::Part& part) {
+  return Error(ErrorCode::kPeerLost, "every server holding key " + std::to_string(part.key) + " elements [" +
+                                         std::to_string(part.range.begin) + ", " + std::to_string(part.range.end) +
+                                         ") was lost");
+}
+
 // Tensor bytes per message: big enough to amortise the per-message cost,
 // small enough that parts pipeline and no buffer hits glibc's mmap path.
 constexpr size_t kBatchBytes = ps::KeyPlacement::kDefaultPartBytes;
@@ -463,11 +470,6 @@ std::optional<int> RequestScheduler::pull_server_locked(int primary) const {
 
 void RequestScheduler::redirect_locked(std::vector<Unit> units, Ended& ended) {
   for (Unit& unit : units) {
-    const auto lost = [&] {
-      return Error(ErrorCode::kPeerLost, "every server holding key " + std::to_string(unit.part.key) + " elements [" +
-                                             std::to_string(unit.part.range.begin) + ", " +
-                                             std::to_string(unit.part.range.end) + ") was lost");
-    };
     // The other copy of a push (or of a fused pushpull's push) carries it,
     // as long as the server it went to is still there.
     const bool copy_kept = unit.peer >= 0 && !lost_servers_[static_cast<size_t>(unit.peer)];
@@ -475,13 +477,13 @@ void RequestScheduler::redirect_locked(std::vector<Unit> units, Ended& ended) {
       if (copy_kept) {
         ended.emplace_back(unit.request, std::nullopt);
       } else {
-        ended.emplace_back(unit.request, lost());
+        ended.emplace_back(unit.request, every_holder_lost(unit.part));
       }
       continue;
     }
     if (unit.op == DataOp::PushPull) {
       if (!copy_kept) {
-        ended.emplace_back(unit.request, lost());
+        ended.emplace_back(unit.request, every_holder_lost(unit.part));
         continue;
       }
       // Fused: its push's copy went to the other server already; what is
@@ -493,7 +495,7 @@ void RequestScheduler::redirect_locked(std::vector<Unit> units, Ended& ended) {
     }
     const std::optional<int> other = pull_server_locked(unit.part.range.server);
     if (!other) {
-      ended.emplace_back(unit.request, lost());
+      ended.emplace_back(unit.request, every_holder_lost(unit.part));
       continue;
     }
     const int64_t order = -static_cast<int64_t>(unit.priority);
@@ -659,9 +661,7 @@ std::shared_ptr<Completion> RequestScheduler::submit(const Work& work, int prior
       const std::vector<int> holders = ps::part_holders(home, lost_servers_);
       if (holders.empty()) {
         std::lock_guard<std::mutex> lock(request->mutex);
-        request->error = Error(ErrorCode::kPeerLost, "every server holding key " + std::to_string(part.key) +
-                                                         " elements [" + std::to_string(part.range.begin) + ", " +
-                                                         std::to_string(part.range.end) + ") was lost");
+        request->error = every_holder_lost(part);
         return;
       }
       const int first = holders.front();
