@@ -189,12 +189,17 @@ TEST(DtrunSupervisor, AWorkerStartedAgainThatFindsTheJobOverDoesNotFailIt) {
   SignalPipe signals;
   TempDir dir("dtrun-supervisor-test");
   const std::string marker = dir.path() + "/failed-once";
+  const std::string restarted = dir.path() + "/worker-1-restarted";
   const std::string done = dir.path() + "/worker-0-done";
   Supervisor supervisor(signals, rejoin_settings(1));
-  supervisor.start(shell({"worker", 0}, "while [ ! -e '" + marker + "' ]; do sleep 0.02; done; touch '" + done +
+  // Worker 0 finishes only once worker 1 runs again: waiting for the first
+  // run's marker raced worker 1's kill, and a worker 0 that exited before
+  // the kill was seen left no running job to restart worker 1 into.
+  supervisor.start(shell({"worker", 0}, "while [ ! -e '" + restarted + "' ]; do sleep 0.02; done; touch '" + done +
                                              "'; exit 0"));
   supervisor.start(worker(1, "if [ -e '" + marker + "' ]; then"
-                             "  while [ ! -e '" + done + "' ]; do sleep 0.02; done; sleep 0.2; exit 1;"
+                             "  touch '" + restarted + "';"
+                             "  while [ ! -e '" + done + "' ]; do sleep 0.02; done; sleep 0.5; exit 1;"
                              "fi; touch '" + marker + "'; kill -9 $$"));
   testing::internal::CaptureStderr();
   const std::optional<Outcome> outcome =
