@@ -110,6 +110,9 @@ int allreduce_worker(kvstore::KVStore& kv, const std::string& leave) {
     weights.emplace_back(static_cast<size_t>(kAllreduceSizes[i]), kInit);
   }
   kv.init(keys, outs);
+  // The kill's moment is drawn from here: a worker killed before it
+  // registered would leave the job waiting for it at start-up.
+  if (rank == 2 && leave == "kill") std::cout << "training" << std::endl;
   const int rounds = leave == "kill" ? kKillRounds : kRounds;
   for (int round = 1; round <= rounds; ++round) {
     kv.pushpull(keys, values, outs, 0);
@@ -288,7 +291,10 @@ TEST_F(WorkerLoss, AllreduceWorkersKilledInsideACollectiveSettleItAlike) {
     children_.clear();
     job("allreduce", "kill");
     Child& victim = children_[3];
-    std::this_thread::sleep_for(std::chrono::milliseconds(150 + std::rand() % 500));
+    // Drawn from its first round on (a loaded machine may take longer than
+    // that to start the job; CI once did).
+    ASSERT_TRUE(wait_output(victim, "training", 60s)) << read_file(victim.err);
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::rand() % 500));
     ASSERT_EQ(::kill(victim.pid, SIGKILL), 0);
     for (size_t i = 0; i < 3; ++i) {
       ASSERT_TRUE(wait_exit(children_[i], 60s)) << "process " << i << " hung after worker 2 was killed (seed " << seed
