@@ -99,20 +99,31 @@ DistKVStore::DistKVStore(const std::string& type, const ps::JobConfig& job, cons
   scheduler_->on_copies_restored([member](uint32_t losses) { member->report_copies_restored(losses); });
   ps::WorkerClient* client = client_.get();
   member_->on_lost([client](const ps::LostNode& lost) { client->fail(Error(ErrorCode::kPeerLost, lost.message())); });
-  // A server the job goes on without (the scheduler's DT_SERVER_REPLICATION=1).
+  // A server the job goes on without, or one that rejoined in its place
+  // (the scheduler's DT_SERVER_REPLICATION=1), in the order the scheduler
+  // saw them: every node derives the parts' holders from that order.
   RequestScheduler* scheduler = scheduler_.get();
-  member_->on_departed([client, scheduler](const ps::LostNode& gone) {
-    if (gone.role != ps::Role::kServer) return;
-    if (scheduler->replicated()) {
-      std::fprintf(stderr,
-                   "disttrain worker: %s; its key parts are pulled from their other holders, and get new copies "
-                   "where a server is left for them\n",
-                   gone.message().c_str());
-      scheduler->server_lost(gone.rank);
+  member_->on_server_change([client, scheduler](const ps::ClusterMember::ServerNews& news) {
+    if (!scheduler->replicated()) {
+      const std::string what = news.change.rejoined ? news.rejoined.describe() + " rejoined the job"
+                                                    : news.lost.message();
+      client->fail(Error(ErrorCode::kPeerLost, what + " (the scheduler replicates servers, this worker does not: "
+                                                      "DT_SERVER_REPLICATION differs between them)"));
       return;
     }
-    client->fail(Error(ErrorCode::kPeerLost, gone.message() + " (the scheduler replicates servers, this worker does "
-                                                              "not: DT_SERVER_REPLICATION differs between them)"));
+    if (news.change.rejoined) {
+      std::fprintf(stderr,
+                   "disttrain worker: %s rejoined the job; it takes new copies of the key parts left with one "
+                   "holder, filled as they are pushed\n",
+                   news.rejoined.describe().c_str());
+      scheduler->server_rejoined(news.rejoined);
+      return;
+    }
+    std::fprintf(stderr,
+                 "disttrain worker: %s; its key parts are pulled from their other holders, and get new copies "
+                 "where a server is left for them\n",
+                 news.lost.message().c_str());
+    scheduler->server_lost(news.lost.rank);
   });
   if (member_->table().joined_running_job) join_running_job();
 }

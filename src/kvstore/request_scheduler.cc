@@ -47,6 +47,7 @@ class WorkerClientLink final : public RequestScheduler::Link {
   std::optional<Error> failure() const override { return client_.failure(); }
   void fail(const Error& error) override { client_.fail(error); }
   void drop_server(int server) override { client_.drop_server(server); }
+  void reconnect_server(const ps::NodeInfo& server) override { client_.reconnect_server(server); }
 
  private:
   ps::WorkerClient& client_;
@@ -205,9 +206,12 @@ void RequestScheduler::communicate() {
       // take mutex_.
       std::vector<int> servers;
       servers.swap(to_drop_);
+      dropping_ = true;
       lock.unlock();
       for (int server : servers) link_->drop_server(server);
       lock.lock();
+      dropping_ = false;
+      dropped_.notify_all();
     }
     if (auto failure = link_->failure()) {
       // A lost peer: nothing queued will ever be answered.
@@ -463,9 +467,13 @@ bool RequestScheduler::reroute_locked(int server, const std::vector<Unit>& units
 }
 
 std::optional<int> RequestScheduler::pull_server_locked(int primary) const {
-  const std::vector<int> holders = ps::part_holders(primary, lost_servers_);
+  const std::vector<ps::PartHolder> holders = holders_locked(primary);
   if (holders.empty()) return std::nullopt;
-  return holders.front();
+  return holders.front().server;
+}
+
+std::vector<ps::PartHolder> RequestScheduler::holders_locked(int home) const {
+  return ps::part_holders(home, static_cast<int>(lost_servers_.size()), changes_);
 }
 
 void RequestScheduler::redirect_locked(std::vector<Unit> units, Ended& ended) {
@@ -514,23 +522,22 @@ std::optional<uint32_t> RequestScheduler::note_filled_locked(int server, const s
     if (it != awaiting_.end() && it->second == server) awaiting_.erase(it);
   }
   if (!awaiting_.empty()) return std::nullopt;
-  return losses_;
+  return static_cast<uint32_t>(changes_.size());
 }
 
 std::optional<uint32_t> RequestScheduler::await_new_copies_locked() {
   awaiting_.clear();
-  const int n = static_cast<int>(lost_servers_.size());
   for (const auto& [id, range] : initialised_) {
-    const std::vector<int> holders = ps::part_holders(range.server, lost_servers_);
-    if (holders.size() < 2 || ps::is_original_holder(holders[1], range.server, n)) continue;
-    if (filled_.count({id.first, id.second, holders[1]}) != 0) continue;
-    awaiting_[id] = holders[1];
+    const std::vector<ps::PartHolder> holders = holders_locked(range.server);
+    if (holders.size() < 2 || holders[1].original) continue;
+    if (filled_.count({id.first, id.second, holders[1].server}) != 0) continue;
+    awaiting_[id] = holders[1].server;
   }
   if (!awaiting_.empty()) return std::nullopt;
-  return losses_;
+  return static_cast<uint32_t>(changes_.size());
 }
 
-void RequestScheduler::on_copies_restored(std::function<void(uint32_t losses)> report) {
+void RequestScheduler::on_copies_restored(std::function<void(uint32_t changes)> report) {
   report_restored_ = std::move(report);
 }
 
@@ -544,6 +551,12 @@ void RequestScheduler::server_lost(int server) {
       return;
     }
     lost_servers_[static_cast<size_t>(server)] = true;
+    changes_.push_back(ps::ServerChange{server, false});
+    // A server that rejoins later starts empty: its copies count again only
+    // once filled again.
+    for (auto it = filled_.begin(); it != filled_.end();) {
+      it = std::get<2>(*it) == server ? filled_.erase(it) : std::next(it);
+    }
     std::vector<Unit> units;
     for (Parked& p : parked_[static_cast<size_t>(server)]) units.push_back(std::move(p.unit));
     parked_[static_cast<size_t>(server)].clear();
@@ -554,7 +567,6 @@ void RequestScheduler::server_lost(int server) {
     redirect_locked(std::move(units), ended);
     to_drop_.push_back(server);
     last_progress_ = std::chrono::steady_clock::now();
-    ++losses_;
     restored = await_new_copies_locked();
   }
   wake_.notify_all();
@@ -562,10 +574,51 @@ void RequestScheduler::server_lost(int server) {
   for (const auto& [request, error] : ended) finish_unit(request, error);
 }
 
+void RequestScheduler::server_rejoined(const ps::NodeInfo& node) {
+  const int server = node.rank;
+  bool drop_first = false;
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (!replicated_ || stop_ || server < 0 || server >= static_cast<int>(lost_servers_.size()) ||
+        !lost_servers_[static_cast<size_t>(server)]) {
+      return;
+    }
+    // Its predecessor's connection is dropped before the new one is made,
+    // never after: here, if the communication thread has not come to it,
+    // else once it has.
+    const auto pending = std::find(to_drop_.begin(), to_drop_.end(), server);
+    if (pending != to_drop_.end()) {
+      to_drop_.erase(pending);
+      drop_first = true;
+    }
+    dropped_.wait(lock, [&] { return !dropping_; });
+  }
+  try {
+    if (drop_first) link_->drop_server(server);
+    link_->reconnect_server(node);
+  } catch (const Error& e) {
+    link_->fail(Error(e.code(), "cannot reach rejoined " + node.describe() + ": " + e.what()));
+    wake_.notify_all();
+    return;
+  }
+  std::optional<uint32_t> restored;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    lost_servers_[static_cast<size_t>(server)] = false;
+    changes_.push_back(ps::ServerChange{server, true});
+    last_progress_ = std::chrono::steady_clock::now();
+    restored = await_new_copies_locked();
+  }
+  wake_.notify_all();
+  if (restored && report_restored_) report_restored_(*restored);
+}
+
 std::vector<int> RequestScheduler::holders(int server) const {
   if (!replicated_) return {server};
   std::lock_guard<std::mutex> lock(mutex_);
-  return ps::part_holders(server, lost_servers_);
+  std::vector<int> servers;
+  for (const ps::PartHolder& holder : holders_locked(server)) servers.push_back(holder.server);
+  return servers;
 }
 
 bool RequestScheduler::server_alive(int server) const {
@@ -657,22 +710,21 @@ std::shared_ptr<Completion> RequestScheduler::submit(const Work& work, int prior
     auto place_replicated = [&](DataOp op, const Part& part) {
       const int home = part.range.server;
       if (op == DataOp::Init) initialised_[{part.key, part.range.begin}] = part.range;
-      const int n = static_cast<int>(lost_servers_.size());
-      const std::vector<int> holders = ps::part_holders(home, lost_servers_);
+      const std::vector<ps::PartHolder> holders = holders_locked(home);
       if (holders.empty()) {
         std::lock_guard<std::mutex> lock(request->mutex);
         request->error = every_holder_lost(part);
         return;
       }
-      const int first = holders.front();
-      const int second = holders.size() > 1 ? holders[1] : -1;
-      const int adopt_from = second >= 0 && !ps::is_original_holder(second, home, n) ? first : -1;
+      const int first = holders.front().server;
+      const int second = holders.size() > 1 ? holders[1].server : -1;
+      const int adopt_from = second >= 0 && !holders[1].original ? first : -1;
       auto encoding = part.src && op != DataOp::Pull ? std::make_shared<SharedEncoding>() : nullptr;
       const Part pushed{part.key, part.dtype, part.shape, part.range, part.round, part.src, nullptr};
       if (op == DataOp::Init) {
         std::vector<int> original;
-        for (int holder : holders) {
-          if (ps::is_original_holder(holder, home, n)) original.push_back(holder);
+        for (const ps::PartHolder& holder : holders) {
+          if (holder.original) original.push_back(holder.server);
         }
         for (size_t i = 0; i < original.size(); ++i) {
           place_on(original[i], DataOp::Init, pushed, false, encoding, -1, original.size() > 1 ? original[1 - i] : -1);

@@ -87,6 +87,9 @@ class RequestScheduler {
     // Closes the connection to a server the job went on without: its
     // pending sends end with kClosed, later ones at once.
     virtual void drop_server(int server) = 0;
+    // A server rejoined in a dropped one's place: later sends to its rank
+    // reach it (ps::WorkerClient::reconnect_server). May throw.
+    virtual void reconnect_server(const ps::NodeInfo& server) { (void)server; }
   };
   static std::unique_ptr<Link> link_to(ps::WorkerClient& client);
 
@@ -150,20 +153,28 @@ class RequestScheduler {
   // Ignored when not replicated or after close(). Any thread; never waits
   // for the network (heartbeat threads call it).
   void server_lost(int server);
+  // Replicated: a server rejoined the job in a lost one's place, empty
+  // (the scheduler announced it; ps::ServerChange). The link reconnects to
+  // it (after dropping its predecessor's connection, if that is still to
+  // come), and from now on it takes new copies of the parts left with one
+  // holder (ps::part_holders), filled as it is pushed to. Any thread; the
+  // changes must come in the scheduler's order (ClusterMember::
+  // on_server_change).
+  void server_rejoined(const ps::NodeInfo& server);
   // Whether server still serves this worker's requests (not server_lost()).
   bool server_alive(int server) const;
   // The servers holding a part placed on server now (ps::part_holders);
   // just server when not replicated.
   std::vector<int> holders(int server) const;
-  // Replicated: report(losses) runs (on any thread, once per occasion) when
-  // every part this worker initialised that got a new copy after the job's
-  // first `losses` server losses has it filled (its new holder acknowledged
+  // Replicated: report(changes) runs (on any thread, once per occasion)
+  // when every part this worker initialised that got a new copy after the
+  // job's first `changes` server changes (losses and rejoins) has it filled (its new holder acknowledged
   // a push of it: a new copy answers pushes only once it holds the part),
   // right at a loss when no part needs one. The scheduler takes a further
   // server loss as survivable by the new copies only once every worker said
   // so (ClusterMember::report_copies_restored). Set it before the first
   // submit.
-  void on_copies_restored(std::function<void(uint32_t losses)> report);
+  void on_copies_restored(std::function<void(uint32_t changes)> report);
 
   // Stops the communication thread; what is still queued fails with
   // kClosed. Messages in flight are answered by the link. Idempotent.
@@ -260,12 +271,14 @@ class RequestScheduler {
   // Which server a pull of a part placed on primary goes to now: the first
   // of its holders (ps::part_holders).
   std::optional<int> pull_server_locked(int primary) const;
+  // The holders of a part placed on home after the changes so far.
+  std::vector<ps::PartHolder> holders_locked(int home) const;
   void finish_unit(const std::shared_ptr<Request>& request, const std::optional<core::Error>& error);
-  // Replicated, mutex_ held: after a loss, the parts whose new copies are
-  // not known filled yet; losses_ when there are none.
+  // Replicated, mutex_ held: after a change, the parts whose new copies
+  // are not known filled yet; the number of changes when there are none.
   std::optional<uint32_t> await_new_copies_locked();
-  // Replicated, mutex_ held: units acknowledged by server; losses_ when
-  // they filled the last new copy awaited.
+  // Replicated, mutex_ held: units acknowledged by server; the number of
+  // changes when they filled the last new copy awaited.
   std::optional<uint32_t> note_filled_locked(int server, const std::vector<Unit>& units);
 
   const std::unique_ptr<Link> link_;
@@ -281,17 +294,19 @@ class RequestScheduler {
   std::vector<Lane> lanes_;
   uint64_t next_sequence_ = 0;
   bool stop_ = false;
-  std::vector<bool> lost_servers_;              // replicated: server_lost() said so
+  std::vector<bool> lost_servers_;              // replicated: lost and not rejoined since
+  std::vector<ps::ServerChange> changes_;       // replicated: the job's server changes, in order
   std::vector<std::vector<Parked>> parked_;     // replicated: per server, awaiting the verdict on it
   std::vector<int> to_drop_;                    // lost servers the link still has to drop
+  bool dropping_ = false;                       // the communication thread is dropping to_drop_'s
+  std::condition_variable dropped_;             // ... and has finished
   // Replicated: the parts this worker initialised ((key, begin) -> range),
-  // new copies known filled (key, begin, holder), the new copies awaited
-  // ((key, begin) -> holder) and how many servers were lost.
+  // new copies known filled (key, begin, holder; a holder's are forgotten
+  // when it is lost) and the new copies awaited ((key, begin) -> holder).
   std::map<std::pair<Key, int64_t>, ps::PartRange> initialised_;
   std::set<std::tuple<Key, int64_t, int>> filled_;
   std::map<std::pair<Key, int64_t>, int> awaiting_;
-  uint32_t losses_ = 0;
-  std::function<void(uint32_t losses)> report_restored_;
+  std::function<void(uint32_t changes)> report_restored_;
   std::vector<std::shared_ptr<Completion>> outstanding_;  // submitted, maybe not finished
   std::shared_ptr<Completion> unreported_;               // failed, nobody waited for it yet
   std::chrono::steady_clock::time_point last_progress_;

@@ -58,12 +58,26 @@ const std::vector<PartRange>* KeyPlacement::find(uint64_t key) const {
   return it == placed_.end() ? nullptr : &it->second.parts;
 }
 
-std::vector<int> part_holders(int server, const std::vector<bool>& lost) {
-  const int n = static_cast<int>(lost.size());
-  std::vector<int> holders;
-  for (int step = 0; step < n && holders.size() < 2; ++step) {
-    const int candidate = (server + step) % n;
-    if (!lost[static_cast<size_t>(candidate)]) holders.push_back(candidate);
+std::vector<PartHolder> part_holders(int server, int num_servers, const std::vector<ServerChange>& changes) {
+  const int n = num_servers;
+  std::vector<PartHolder> holders{{server, true}};
+  if (n > 1) holders.push_back({replica_server(server, n), true});
+  std::vector<bool> lost(static_cast<size_t>(n), false);
+  const auto holds = [&](int s) {
+    return std::any_of(holders.begin(), holders.end(), [s](const PartHolder& h) { return h.server == s; });
+  };
+  for (const ServerChange& change : changes) {
+    if (change.server < 0 || change.server >= n) continue;
+    lost[static_cast<size_t>(change.server)] = !change.rejoined;
+    if (!change.rejoined) {
+      holders.erase(std::remove_if(holders.begin(), holders.end(),
+                                   [&](const PartHolder& h) { return h.server == change.server; }),
+                    holders.end());
+    }
+    for (int step = 0; step < n && holders.size() < 2; ++step) {
+      const int candidate = (server + step) % n;
+      if (!lost[static_cast<size_t>(candidate)] && !holds(candidate)) holders.push_back({candidate, false});
+    }
   }
   return holders;
 }

@@ -34,19 +34,42 @@ struct PartRange {
 // all served by that one. Needs num_servers >= 2.
 inline int replica_server(int server, int num_servers) { return (server + 1) % num_servers; }
 
-// The servers that hold a part placed on server now, given which of the
-// job's servers were lost (lost.size() = the number of servers): the first
-// two still there, going round from server. While nothing is lost, server
-// and its replica; after a loss the part's surviving holder comes first (it
-// serves the pulls) and the next server still there takes a new copy of the
-// part, so every part has two holders again (ServerKeyStore's "New
-// copies"). One holder when one server is left, none when all are lost.
-std::vector<int> part_holders(int server, const std::vector<bool>& lost);
-// Whether holder of a part placed on server is one it had from the start
-// (server or its replica), or a new copy made after a loss.
-inline bool is_original_holder(int holder, int server, int num_servers) {
-  return holder == server || holder == replica_server(server, num_servers);
-}
+// A change in the servers of a replicated job, as the scheduler announced
+// it: a server lost, or a server started again that took a lost one's place
+// (empty: it holds nothing until it is given copies).
+struct ServerChange {
+  int server = 0;
+  bool rejoined = false;  // false: lost
+  bool operator==(const ServerChange& other) const {
+    return server == other.server && rejoined == other.rejoined;
+  }
+};
+
+// A server holding a part, and whether it has held it since the job's start
+// (the part's server or its replica, never lost since) or took a new copy
+// after a change: such a copy is filled from the part's other holder
+// (ServerKeyStore's "New copies") and is not given inits.
+struct PartHolder {
+  int server = 0;
+  bool original = false;
+  bool operator==(const PartHolder& other) const { return server == other.server && original == other.original; }
+};
+
+// The servers that hold a part placed on server after the job's server
+// changes (in order), among num_servers:
+//  - at the start, server and its replica;
+//  - a lost server stops holding it; the part's first holder left serves
+//    its pulls, and the next server still there, going round from server,
+//    that does not hold it yet takes a new copy, so the part has two
+//    holders again;
+//  - a server that rejoined holds nothing it held before (its process is
+//    new); it takes a new copy of the parts left with one holder (with two
+//    servers, all of them), and is otherwise one more server for the new
+//    copies of later losses.
+// Every node derives the same holders from the same changes, and a server
+// only ever stops holding a part by being lost, so no stale copy is ever
+// read. One holder when one server is left, none when all are lost.
+std::vector<PartHolder> part_holders(int server, int num_servers, const std::vector<ServerChange>& changes);
 
 class KeyPlacement {
  public:

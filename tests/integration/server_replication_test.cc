@@ -38,7 +38,7 @@ using test::read_file;
 using namespace std::chrono_literals;
 
 std::string self_path;
-constexpr int kRounds = 60;
+constexpr int kRounds = 60;  // DT_TEST_ROUNDS sets another count
 constexpr int kLossRound = 10;  // worker 0 says so after this round: the test then takes a server
 constexpr int kSecondLossRound = 30;  // and again after this one
 constexpr float kInit = 1000.0f;
@@ -47,12 +47,18 @@ const std::vector<int64_t> kSizes = {4, 3000};
 
 // A worker: kRounds pushpulls, a little apart so that the loss lands among
 // them, then a barrier and a final pull written to DT_TEST_OUT.<rank>.
+int rounds_from_environment() {
+  const char* text = std::getenv("DT_TEST_ROUNDS");
+  return text == nullptr ? kRounds : std::atoi(text);
+}
+
 int worker_main() {
   try {
     auto kv = kvstore::create_kvstore("dist_sync", ps_options_from_environment());
     const int rank = kv->rank();
     test::RankSumKeys k = test::init_rank_sum_keys(*kv, kSizes, kInit);
-    for (int round = 1; round <= kRounds; ++round) {
+    const int rounds = rounds_from_environment();
+    for (int round = 1; round <= rounds; ++round) {
       kv->pushpull(k.keys, k.values, k.outs, 0);
       if (rank == 0 && round == kLossRound) std::cout << "take a server" << std::endl;
       if (rank == 0 && round == kSecondLossRound) std::cout << "take another server" << std::endl;
@@ -67,9 +73,12 @@ int worker_main() {
 class ServerReplication : public test::JobProcesses {
  protected:
   // children_: 0 the scheduler, 1 .. servers the servers, then the 2 workers.
-  void job(const std::string& replication, const std::string& heartbeat_timeout_s = "2", int servers = 2) {
+  void job(const std::string& replication, const std::string& heartbeat_timeout_s = "2", int servers = 2,
+           int rounds = kRounds) {
     servers_ = servers;
+    rounds_ = rounds;
     std::map<std::string, std::string> env = test::fast_job_env(servers, 2, heartbeat_timeout_s);
+    env["DT_TEST_ROUNDS"] = std::to_string(rounds);
     env["DT_BIGARRAY_BOUND_BYTES"] = "4096";
     env["DT_SERVER_REPLICATION"] = replication;
     env["PS_VERBOSE"] = "1";  // the scheduler lists the node table: which pid has which rank
@@ -78,6 +87,7 @@ class ServerReplication : public test::JobProcesses {
     env["DMLC_PS_ROOT_PORT"] = port;
     auto server = env;
     server["DMLC_ROLE"] = "server";
+    server_env_ = server;
     for (int s = 0; s < servers; ++s) spawn(dt_node(), {}, server);
     for (int w = 0; w < 2; ++w) {
       auto worker = env;
@@ -103,10 +113,19 @@ class ServerReplication : public test::JobProcesses {
   }
   std::string out_prefix() const { return "/tmp/dt-server-replication-" + std::to_string(::getpid()); }
 
-  // Every weight of a worker's final pull is init - 3 kRounds.
+  // Every weight of a worker's final pull is init - 3 rounds.
   void expect_exact_weights(int rank) {
     test::expect_weights_file(out_prefix() + "." + std::to_string(rank), static_cast<size_t>(kSizes[0] + kSizes[1]),
-                              kInit - 3.0f * kRounds, "worker " + std::to_string(rank));
+                              kInit - 3.0f * static_cast<float>(rounds_), "worker " + std::to_string(rank));
+  }
+
+  // Until the scheduler's log says text (30 s at most); whether it did.
+  bool wait_for_scheduler(const std::string& text) {
+    const auto end = std::chrono::steady_clock::now() + 30s;
+    while (read_file(children_[0].err).find(text) == std::string::npos && std::chrono::steady_clock::now() < end) {
+      std::this_thread::sleep_for(10ms);
+    }
+    return read_file(children_[0].err).find(text) != std::string::npos;
   }
 
   // Until the scheduler says it went on with `left` servers.
@@ -130,6 +149,8 @@ class ServerReplication : public test::JobProcesses {
   }
 
   int servers_ = 2;
+  int rounds_ = kRounds;
+  std::map<std::string, std::string> server_env_;
 };
 
 TEST_F(ServerReplication, AKilledServersKeysAreServedByTheirReplicasExactly) {
@@ -199,12 +220,7 @@ TEST_F(ServerReplication, ALostServersPartsGetNewCopiesSoThatItsNeighbourMayGoTo
   ASSERT_TRUE(wait_output(worker_process(0), "take a server", 60s)) << read_file(worker_process(0).err);
   ASSERT_EQ(::kill(server_process(1).pid, SIGKILL), 0);
   wait_for_departure(2);
-  const std::string restored = "have two holders again after the loss of 1 server(s)";
-  const auto end = std::chrono::steady_clock::now() + 30s;
-  while (read_file(children_[0].err).find(restored) == std::string::npos && std::chrono::steady_clock::now() < end) {
-    std::this_thread::sleep_for(10ms);
-  }
-  ASSERT_NE(read_file(children_[0].err).find(restored), std::string::npos) << read_file(children_[0].err);
+  ASSERT_TRUE(wait_for_scheduler("have two holders again after the loss of 1 server(s)")) << read_file(children_[0].err);
   ASSERT_TRUE(wait_output(worker_process(0), "take another server", 60s)) << read_file(worker_process(0).err);
   ASSERT_EQ(::kill(server_process(2).pid, SIGKILL), 0);
   wait_for_departure(1);
@@ -217,6 +233,62 @@ TEST_F(ServerReplication, ALostServersPartsGetNewCopiesSoThatItsNeighbourMayGoTo
   const std::string server_log = read_file(last.err);
   EXPECT_NE(server_log.find("filled from server 2"), std::string::npos) << server_log;
   EXPECT_EQ(server_log.find("could not fill"), std::string::npos) << server_log;
+}
+
+// Server rejoin (issue 19, item 3): of 2 servers, server 1 is killed and a
+// server process started again takes its place. It fetches the job's
+// settings from server 0, the scheduler announces it, and the workers give
+// it new copies of every part, filled from server 0 while training goes on.
+// Once they are filled server 0 may go too: the rejoined server holds
+// every part, and the results stay exact.
+TEST_F(ServerReplication, AServerStartedAgainRejoinsAsAReplicaSoThatTheOtherMayGo) {
+  job("1", "2", 2, 400);
+  ASSERT_TRUE(wait_output(worker_process(0), "take a server", 60s)) << read_file(worker_process(0).err);
+  const pid_t original_1 = server_process(1).pid;
+  ASSERT_EQ(::kill(original_1, SIGKILL), 0);
+  wait_for_departure(1);
+  Child& again = spawn(dt_node(), {}, server_env_);
+  ASSERT_TRUE(wait_for_scheduler("rejoined the running job; the job has 2 of 2 servers again"))
+      << read_file(children_[0].err) << read_file(again.err);
+  ASSERT_TRUE(wait_for_scheduler("have two holders again after 1 server loss(es) and 1 rejoin(s)"))
+      << read_file(children_[0].err) << read_file(again.err);
+  ASSERT_EQ(::kill(server_process(0).pid, SIGKILL), 0);
+  expect_job_finished();
+  const std::string scheduler_log = read_file(children_[0].err);
+  EXPECT_NE(scheduler_log.find("registered to rejoin the running job in the place of server 1 (pid " +
+                               std::to_string(original_1)),
+            std::string::npos)
+      << scheduler_log;
+  // The rejoined server took the settings, then filled its copies from
+  // server 0 (PS_VERBOSE=1 says so) before it became their only holder.
+  ASSERT_TRUE(wait_exit(again, 30s));
+  EXPECT_EQ(again.status, 0) << read_file(again.err);
+  const std::string server_log = read_file(again.err);
+  EXPECT_NE(server_log.find("disttrain server 1: rejoined the running job"), std::string::npos) << server_log;
+  EXPECT_NE(server_log.find("filled from server 0"), std::string::npos) << server_log;
+  EXPECT_EQ(server_log.find("could not fill"), std::string::npos) << server_log;
+}
+
+// A server registering while no server is lost waits for a place, and is
+// refused once none frees up in time (DT_STARTUP_TIMEOUT_S): the job is not
+// disturbed.
+TEST_F(ServerReplication, AServerRegisteringWhileNoneIsLostWaitsAndIsRefused) {
+  job("1", "2", 2, 400);
+  ASSERT_TRUE(wait_output(worker_process(0), "take a server", 60s)) << read_file(worker_process(0).err);
+  auto extra_env = server_env_;
+  extra_env["DT_STARTUP_TIMEOUT_S"] = "30";
+  Child& extra = spawn(dt_node(), {}, extra_env);
+  expect_job_finished();
+  ASSERT_TRUE(wait_exit(extra, 30s));
+  EXPECT_NE(extra.status, 0);
+  // Told so, or (the reply still queued as the scheduler exits) it finds
+  // the scheduler gone; never a place in the job.
+  const std::string said = read_file(extra.err);
+  EXPECT_TRUE(said.find("a server registered to rejoin a job that is ending") != std::string::npos ||
+              said.find("scheduler") != std::string::npos)
+      << said;
+  EXPECT_EQ(read_file(children_[0].err).find("registered to rejoin the running job"), std::string::npos)
+      << read_file(children_[0].err);
 }
 
 // Two servers next to each other lost at once: the parts they both held

@@ -32,6 +32,10 @@ struct ClusterMember::State {
   std::vector<LostCallback> callbacks;
   std::vector<LostNode> departed;
   std::vector<LostCallback> departed_callbacks;
+  // Server changes so far, in order, and who hears of them.
+  std::vector<ServerNews> server_news;
+  size_t rejoins_seen = 0;  // entries of HeartbeatReply.rejoined taken
+  std::vector<std::function<void(const ServerNews&)>> server_callbacks;
   bool stop_requested = false;  // the scheduler said the job ended
   bool stopping = false;        // this node is leaving: the thread exits
   bool shut_down = false;
@@ -62,7 +66,11 @@ struct ClusterMember::State {
     if (!lost.empty()) throw Error(ErrorCode::kPeerLost, lost.front().message());
   }
   void add_lost(const LostNode& node);
-  void add_departed(const LostNode& node);
+  // Returns whether the node is news.
+  bool add_departed(const LostNode& node);
+  void add_server_news(const ServerNews& news);
+  // A heartbeat reply's departed and rejoined nodes, news in order.
+  void take_changes(const wire::HeartbeatReply& reply);
   LostNode scheduler_lost(const std::string& reason) const {
     return LostNode{Role::kScheduler, 0, job.root_url, table.scheduler_pid, reason};
   }
@@ -98,7 +106,7 @@ void ClusterMember::State::add_lost(const LostNode& node) {
   for (const LostCallback& cb : to_call) cb(node);
 }
 
-void ClusterMember::State::add_departed(const LostNode& node) {
+bool ClusterMember::State::add_departed(const LostNode& node) {
   // A worker that joined the running job in the place of a lost one hears
   // of its predecessor's loss (same rank, another process): not its own.
   if (node.role == job.role && node.rank == rank && (node.pid == 0 || node.pid == ::getpid())) {
@@ -109,19 +117,60 @@ void ClusterMember::State::add_departed(const LostNode& node) {
     self.reason = "the scheduler declared this " + std::string(role_name(node.role)) + " lost (" + node.reason +
                   ") and the job goes on without it";
     add_lost(self);
-    return;
+    return false;
   }
   std::vector<LostCallback> to_call;
   {
     std::lock_guard<std::mutex> lock(mutex);
     for (const LostNode& d : departed) {
       // A rank lost again after a worker joined in its place is news.
-      if (d.role == node.role && d.rank == node.rank && d.pid == node.pid) return;
+      if (d.role == node.role && d.rank == node.rank && d.pid == node.pid) return false;
     }
     departed.push_back(node);
     to_call = departed_callbacks;
   }
   for (const LostCallback& cb : to_call) cb(node);
+  return true;
+}
+
+void ClusterMember::State::add_server_news(const ServerNews& news) {
+  std::vector<std::function<void(const ServerNews&)>> to_call;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    server_news.push_back(news);
+    to_call = server_callbacks;
+  }
+  for (const auto& cb : to_call) cb(news);
+}
+
+void ClusterMember::State::take_changes(const wire::HeartbeatReply& r) {
+  // Departures and rejoins merged as server_changes() orders them: a rejoin
+  // that came after d server departures is news after the d-th.
+  std::vector<RejoinedServer> rejoined;
+  if (r.rejoined() != nullptr) {
+    for (const auto* b : *r.rejoined()) rejoined.push_back(read_rejoined_server(*b));
+  }
+  uint32_t departures = 0;
+  const auto rejoins_up_to = [&](uint32_t count) {
+    for (; rejoins_seen < rejoined.size() && rejoined[rejoins_seen].after_departures <= count; ++rejoins_seen) {
+      const RejoinedServer& b = rejoined[rejoins_seen];
+      add_server_news(ServerNews{ServerChange{b.node.rank, true}, LostNode{}, b.node});
+    }
+  };
+  if (r.departed() != nullptr) {
+    for (const auto* l : *r.departed()) {
+      const LostNode node = read_lost_node(*l);
+      if (node.role == Role::kServer) rejoins_up_to(departures);
+      const bool news = add_departed(node);
+      if (node.role != Role::kServer) continue;
+      ++departures;
+      // (A server rejoining hears of its predecessor's departure too, as
+      // news: another process. That change is in the sequence every node
+      // counts.)
+      if (news) add_server_news(ServerNews{ServerChange{node.rank, false}, node, NodeInfo{}});
+    }
+  }
+  rejoins_up_to(~uint32_t{0});
 }
 
 void ClusterMember::State::heartbeat_loop() {
@@ -155,9 +204,7 @@ void ClusterMember::State::heartbeat_loop() {
       if (r.lost() != nullptr) {
         for (const auto* l : *r.lost()) add_lost(read_lost_node(*l));
       }
-      if (r.departed() != nullptr) {
-        for (const auto* l : *r.departed()) add_departed(read_lost_node(*l));
-      }
+      take_changes(r);
       if (r.shutdown()) {
         {
           std::lock_guard<std::mutex> lock(mutex);
@@ -188,7 +235,8 @@ void ClusterMember::State::stop_heartbeats() {
   if (heartbeat_thread.joinable()) heartbeat_thread.join();
 }
 
-ClusterMember::ClusterMember(const JobConfig& job, const PsOptions& options, std::vector<std::string> data_urls)
+ClusterMember::ClusterMember(const JobConfig& job, const PsOptions& options, std::vector<std::string> data_urls,
+                             const std::function<void(const NodeTable&)>& before_heartbeats)
     : state_(std::make_unique<State>()) {
   options.validate();
   if (job.role == Role::kScheduler) throw Error(ErrorCode::kInvalidArgument, "the scheduler is not a cluster member");
@@ -237,6 +285,7 @@ ClusterMember::ClusterMember(const JobConfig& job, const PsOptions& options, std
     }
     st.cv.notify_all();
   });
+  if (before_heartbeats) before_heartbeats(st.table);
   st.heartbeat_thread = std::thread([&st] { st.heartbeat_loop(); });
 }
 
@@ -328,6 +377,16 @@ void ClusterMember::on_departed(LostCallback callback) {
     already = state_->departed;
   }
   for (const LostNode& d : already) callback(d);
+}
+
+void ClusterMember::on_server_change(std::function<void(const ServerNews&)> callback) {
+  std::vector<ServerNews> already;
+  {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    state_->server_callbacks.push_back(callback);
+    already = state_->server_news;
+  }
+  for (const ServerNews& n : already) callback(n);
 }
 
 std::vector<LostNode> ClusterMember::departed() const {

@@ -28,7 +28,13 @@ class ClusterMember {
   // table within <t> s"; the scheduler's own error replies (kInvalidArgument
   // for a taken DMLC_WORKER_ID or mismatched counts, kProtocol for a version
   // mismatch, kPeerLost) as they are. Starts the heartbeat thread.
-  ClusterMember(const JobConfig& job, const PsOptions& options, std::vector<std::string> data_urls = {});
+  // before_heartbeats (may be empty) runs with the node table before the
+  // first heartbeat: a server rejoining a running job
+  // (NodeTable.joined_running_job) fetches the job's settings there, since
+  // the scheduler announces it to the others at its first heartbeat. What
+  // it throws, the constructor throws.
+  ClusterMember(const JobConfig& job, const PsOptions& options, std::vector<std::string> data_urls = {},
+                const std::function<void(const NodeTable&)>& before_heartbeats = {});
   // Stops heartbeats (without Shutdown: call shutdown() for a clean exit).
   ~ClusterMember();
   ClusterMember(const ClusterMember&) = delete;
@@ -71,6 +77,18 @@ class ClusterMember {
   // stalled past the heartbeat timeout, say) is a loss of its own, in lost().
   void on_departed(LostCallback callback);
   std::vector<LostNode> departed() const;
+  // DT_SERVER_REPLICATION=1: the job's server changes, each a departed
+  // server (lost set) or a server that rejoined in a departed one's place
+  // (rejoined set, with its new address), in the order every node derives
+  // the parts' holders from (node_table.h's server_changes). Calls callback
+  // once per change, in that order (the ones so far at once), on the
+  // heartbeat thread.
+  struct ServerNews {
+    ServerChange change;
+    LostNode lost;      // change.rejoined false
+    NodeInfo rejoined;  // change.rejoined true
+  };
+  void on_server_change(std::function<void(const ServerNews&)> callback);
   // Throws Error(kPeerLost) with the first lost node's message, if any.
   void check_peers() const;
   // Any thread; returns at once: the heartbeat thread sends its next

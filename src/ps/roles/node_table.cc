@@ -63,6 +63,32 @@ flatbuffers::Offset<wire::LostNode> write_lost_node(flatbuffers::FlatBufferBuild
   return wire::CreateLostNode(fbb, to_wire(lost.role), lost.rank, host, lost.pid, reason);
 }
 
+flatbuffers::Offset<wire::RejoinedServer> write_rejoined_server(flatbuffers::FlatBufferBuilder& fbb,
+                                                                const RejoinedServer& rejoined) {
+  auto node = write_node_info(fbb, rejoined.node);
+  return wire::CreateRejoinedServer(fbb, node, rejoined.after_departures);
+}
+
+std::vector<ServerChange> server_changes(const std::vector<LostNode>& departed,
+                                         const std::vector<RejoinedServer>& rejoined) {
+  std::vector<ServerChange> changes;
+  uint32_t departures = 0;
+  size_t next_rejoin = 0;
+  const auto rejoins_up_to = [&](uint32_t count) {
+    for (; next_rejoin < rejoined.size() && rejoined[next_rejoin].after_departures <= count; ++next_rejoin) {
+      changes.push_back(ServerChange{rejoined[next_rejoin].node.rank, true});
+    }
+  };
+  for (const LostNode& gone : departed) {
+    if (gone.role != Role::kServer) continue;
+    rejoins_up_to(departures);
+    changes.push_back(ServerChange{gone.rank, false});
+    ++departures;
+  }
+  rejoins_up_to(~uint32_t{0});
+  return changes;
+}
+
 NodeInfo read_node_info(const wire::NodeInfo& node) {
   NodeInfo out;
   out.role = from_wire(node.role());
@@ -101,6 +127,17 @@ NodeTable read_node_table(const wire::NodeTable& table) {
   };
   read_list(table.servers(), Role::kServer, out.num_servers, out.servers);
   read_list(table.workers(), Role::kWorker, out.num_workers, out.workers);
+  return out;
+}
+
+RejoinedServer read_rejoined_server(const wire::RejoinedServer& rejoined) {
+  if (rejoined.node() == nullptr) throw Error(ErrorCode::kProtocol, "a rejoined server without its node");
+  RejoinedServer out;
+  out.node = read_node_info(*rejoined.node());
+  out.after_departures = rejoined.after_departures();
+  if (out.node.role != Role::kServer || out.node.rank < 0) {
+    throw Error(ErrorCode::kProtocol, "a rejoined server that is " + out.node.describe());
+  }
   return out;
 }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "ps/job/job_config.h"
+#include "ps/key_placement.h"
 #include "ps/transport/protocol_generated.h"
 
 namespace dt::ps {
@@ -48,6 +49,20 @@ struct LostNode {
   std::string message() const;
 };
 
+// DT_SERVER_REPLICATION=1: a server started again that took the place of a
+// departed one, after how many server departures (HeartbeatReply.rejoined).
+struct RejoinedServer {
+  NodeInfo node;
+  uint32_t after_departures = 0;
+};
+
+// The job's server changes in the order they happened: the departed
+// servers (in departed's order; departed workers are skipped) with each
+// rejoin placed after the departures it followed. Every node and the
+// scheduler derive the parts' holders from this (ps::part_holders).
+std::vector<ServerChange> server_changes(const std::vector<LostNode>& departed,
+                                         const std::vector<RejoinedServer>& rejoined);
+
 wire::Role to_wire(Role role);
 // Error(kProtocol) for a value outside the enum.
 Role from_wire(wire::Role role);
@@ -55,6 +70,8 @@ Role from_wire(wire::Role role);
 flatbuffers::Offset<wire::NodeInfo> write_node_info(flatbuffers::FlatBufferBuilder& fbb, const NodeInfo& node);
 flatbuffers::Offset<wire::NodeTable> write_node_table(flatbuffers::FlatBufferBuilder& fbb, const NodeTable& table);
 flatbuffers::Offset<wire::LostNode> write_lost_node(flatbuffers::FlatBufferBuilder& fbb, const LostNode& lost);
+flatbuffers::Offset<wire::RejoinedServer> write_rejoined_server(flatbuffers::FlatBufferBuilder& fbb,
+                                                                const RejoinedServer& rejoined);
 
 // One line per node ("server 0 (pid 42 on host h) at tcp://h:9000"), for
 // PS_VERBOSE.
@@ -65,5 +82,7 @@ std::vector<std::string> node_table_lines(const NodeTable& table);
 NodeInfo read_node_info(const wire::NodeInfo& node);
 NodeTable read_node_table(const wire::NodeTable& table);
 LostNode read_lost_node(const wire::LostNode& lost);
+// Error(kProtocol) without its node or for a node that is not a server.
+RejoinedServer read_rejoined_server(const wire::RejoinedServer& rejoined);
 
 }  // namespace dt::ps

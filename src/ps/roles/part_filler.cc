@@ -56,8 +56,47 @@ void PartFiller::set_servers(int rank, std::vector<NodeInfo> servers) {
     std::lock_guard<std::mutex> lock(mutex_);
     rank_ = rank;
     servers_ = std::move(servers);
+    gone_.assign(servers_.size(), false);
   }
   wake_.notify_one();
+}
+
+void PartFiller::on_source_numbers(std::function<void(double learning_rate, double rescale_grad)> take) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  take_numbers_ = std::move(take);
+}
+
+void PartFiller::server_rejoined(const NodeInfo& server) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (server.rank < 0 || server.rank >= static_cast<int>(servers_.size()) || server.rank == rank_) return;
+  servers_[static_cast<size_t>(server.rank)] = server;
+  gone_[static_cast<size_t>(server.rank)] = false;
+}
+
+std::string PartFiller::job_settings(const NodeTable& table, std::chrono::milliseconds deadline) const {
+  std::string tried;
+  for (const NodeInfo& server : table.servers) {
+    if (server.rank == table.your_rank) continue;
+    RequestClient client(data_url_of(server, node_host_, DataTransport::kAuto), std::chrono::milliseconds(0),
+                         options_.max_message_bytes, security_);
+    try {
+      Message reply =
+          client.call(encode_data_request(wire::DataOp::ServerSettings, -1 - table.your_rank, {}).message, deadline);
+      const Frame frame = Frame::parse(std::move(reply));
+      const auto& data = frame.expect<wire::DataReply>();
+      if (data.status() != 0) {
+        throw Error(static_cast<ErrorCode>(data.status()), data.message() ? data.message()->str() : "server error");
+      }
+      client.close();
+      return data.message() ? data.message()->str() : std::string();
+    } catch (const Error& e) {
+      // A lost server's connection is abandoned, never closed (see
+      // WorkerClient::drop_server).
+      client.abandon();
+      tried += (tried.empty() ? "" : "; ") + std::string("server ") + std::to_string(server.rank) + ": " + e.what();
+    }
+  }
+  throw Error(ErrorCode::kPeerLost, "no server of the job answered with the job's settings (" + tried + ")");
 }
 
 void PartFiller::want(const ServerKeyStore::FillRequest& request) {
@@ -71,7 +110,9 @@ void PartFiller::want(const ServerKeyStore::FillRequest& request) {
 void PartFiller::server_lost(int server) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    if (server == rank_) return;  // a rejoined server hears of its predecessor
     lost_.push_back(server);
+    if (server >= 0 && server < static_cast<int>(gone_.size())) gone_[static_cast<size_t>(server)] = true;
   }
   wake_.notify_one();
 }
@@ -89,10 +130,13 @@ void PartFiller::run() {
       // Its requests in flight end with kClosed and fail their parts. Its
       // socket stays open until the process ends: closing one whose peer
       // died has blocked in nng (see WorkerClient::drop_server).
-      RequestClient* client = it->second.get();
+      // A server that rejoins in its place gets a new connection.
+      std::unique_ptr<RequestClient> client = std::move(it->second);
+      clients_.erase(it);
       lock.unlock();
       client->abandon();
       lock.lock();
+      abandoned_.push_back(std::move(client));
     }
     if (stop_) {
       std::deque<ServerKeyStore::FillRequest> left;
@@ -113,17 +157,22 @@ void PartFiller::run() {
 RequestClient& PartFiller::client_of(int server) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (std::find(lost_.begin(), lost_.end(), server) != lost_.end()) {
+    if (server >= 0 && server < static_cast<int>(gone_.size()) && gone_[static_cast<size_t>(server)]) {
       throw Error(ErrorCode::kPeerLost, "server " + std::to_string(server) + " was lost");
     }
   }
   auto it = clients_.find(server);
   if (it != clients_.end()) return *it->second;
-  if (server < 0 || server >= static_cast<int>(servers_.size()) || server == rank_) {
-    throw Error(ErrorCode::kInvalidArgument, "a part's state from server " + std::to_string(server) + " of " +
-                                                 std::to_string(servers_.size()));
+  NodeInfo info;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (server < 0 || server >= static_cast<int>(servers_.size()) || server == rank_) {
+      throw Error(ErrorCode::kInvalidArgument, "a part's state from server " + std::to_string(server) + " of " +
+                                                   std::to_string(servers_.size()));
+    }
+    info = servers_[static_cast<size_t>(server)];
   }
-  const std::string url = data_url_of(servers_[static_cast<size_t>(server)], node_host_, DataTransport::kAuto);
+  const std::string url = data_url_of(info, node_host_, DataTransport::kAuto);
   verbose_log(1, "server " + std::to_string(rank_) + ": connection to server " + std::to_string(server) + " at " +
                      url + " for new copies of its parts");
   auto client = std::make_unique<RequestClient>(url, std::chrono::milliseconds(0), options_.max_message_bytes,
@@ -167,6 +216,8 @@ void PartFiller::take(const ServerKeyStore::FillRequest& request, std::optional<
     state.bytes = value.data_bytes;
     // The optimizer's arrays, named in the message as GetOptimizerState's.
     const std::string names = data.message() ? data.message()->str() : "";
+    std::optional<double> learning_rate;
+    std::optional<double> rescale_grad;
     size_t start = 0;
     for (size_t i = 1; i < count; ++i) {
       if (start > names.size()) throw Error(ErrorCode::kProtocol, "a part's state: fewer names than arrays");
@@ -183,6 +234,15 @@ void PartFiller::take(const ServerKeyStore::FillRequest& request, std::optional<
         continue;
       }
       if (s.encoding != 0) throw Error(ErrorCode::kProtocol, "a part's state: an encoded array '" + name + "'");
+      if (name == kSourceLearningRate || name == kSourceRescaleGrad) {
+        if (s.info.dtype != core::DType::kFloat64 || s.data_bytes != sizeof(double)) {
+          throw Error(ErrorCode::kProtocol, "a part's state: " + name + " is not one float64");
+        }
+        double number = 0;
+        std::memcpy(&number, s.data, sizeof number);
+        (name == kSourceLearningRate ? learning_rate : rescale_grad) = number;
+        continue;
+      }
       if (name == kPullResidual) {
         if (s.info.dtype != core::DType::kFloat32) {
           throw Error(ErrorCode::kProtocol, "a part's state: a residual that is not float32");
@@ -198,6 +258,14 @@ void PartFiller::take(const ServerKeyStore::FillRequest& request, std::optional<
       }
       array.copy_from_host(s.data, s.data_bytes);
       state.optimizer.emplace_back(name, array);
+    }
+    if (learning_rate && rescale_grad) {
+      std::function<void(double, double)> take_numbers;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        take_numbers = take_numbers_;
+      }
+      if (take_numbers) take_numbers(*learning_rate, *rescale_grad);
     }
     store_.install(request.info, state);
     verbose_log(1, "server " + std::to_string(rank_) + ": new copy of " + part_name(request.info) +

@@ -12,6 +12,7 @@
 
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -50,6 +51,19 @@ class PartFiller {
   // ones at once, instead of waiting for the request timeout. Never blocks
   // (heartbeat threads call it).
   void server_lost(int server);
+  // server rejoined in a lost one's place: later fills from its rank reach
+  // it at its new address. Never blocks.
+  void server_rejoined(const NodeInfo& server);
+  // Called with the source's learning rate and gradient rescale when a
+  // fill brings them (the source has an optimizer), before the part is
+  // installed. Set it before the first fill.
+  void on_source_numbers(std::function<void(double learning_rate, double rescale_grad)> take);
+
+  // This server rejoined the running job (NodeTable.joined_running_job):
+  // the job's settings (DataOp ServerSettings's text), from the first of
+  // table's other servers that answers within deadline each.
+  // Error(kPeerLost) when none does. Any thread; needs no set_servers().
+  std::string job_settings(const NodeTable& table, std::chrono::milliseconds deadline) const;
 
  private:
   void run();
@@ -73,6 +87,10 @@ class PartFiller {
   std::deque<ServerKeyStore::FillRequest> queue_;
   std::vector<int> lost_;       // server_lost(), in order
   size_t lost_handled_ = 0;     // how many of lost_ the filler's thread has acted on
+  std::vector<bool> gone_;      // by rank: lost and not rejoined since
+  std::function<void(double, double)> take_numbers_;
+  // Connections to lost servers, abandoned (see ~PartFiller), kept until the end.
+  std::vector<std::unique_ptr<RequestClient>> abandoned_;
   bool stop_ = false;
   std::map<int, std::unique_ptr<RequestClient>> clients_;  // used on the filler's thread only
   std::thread thread_;  // last: starts once the rest exists

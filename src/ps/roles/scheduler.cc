@@ -60,6 +60,7 @@ struct Scheduler::State {
     int requested_rank;
     uint32_t pipe;
     RequestServer::Reply reply;
+    Clock::time_point since;  // server joins: when it registered
   };
   std::vector<Registration> registrations;
   bool published = false;
@@ -79,9 +80,13 @@ struct Scheduler::State {
     // Its connection closed after it left: a stopped server closes only
     // once the reply telling it to stop has arrived.
     bool disconnected = false;
-    // Workers of a replicated job: after how many server losses every part
-    // it initialised had its new copy filled (Heartbeat.copies_restored).
+    // Workers of a replicated job: after how many server changes every
+    // part it initialised had its new copy filled (Heartbeat.copies_restored).
     uint32_t copies_restored = 0;
+    // A server that rejoined the running job is announced to the others
+    // only at its first heartbeat: it sends none before it has the job's
+    // settings and can serve.
+    bool announced = true;
   };
   std::map<std::pair<int, int>, Member> members;  // (role, rank)
 
@@ -98,6 +103,13 @@ struct Scheduler::State {
   // Workers lost under DT_WORKER_LOSS=continue, a server lost under
   // DT_SERVER_REPLICATION=1: the job goes on without them.
   std::vector<LostNode> departed;
+  // Servers started again that took a departed server's place, announced
+  // (HeartbeatReply.rejoined).
+  std::vector<RejoinedServer> rejoined;
+  // Servers registering to rejoin before the scheduler has declared the
+  // loss of the one they replace (a launcher restarts a server the moment
+  // it dies): they wait for a place, up to startup_timeout_s.
+  std::vector<Registration> server_joins;
   Clock::time_point first_loss;
   bool stopping = false;  // every worker sent Shutdown
   Clock::time_point stop_time;
@@ -111,6 +123,14 @@ struct Scheduler::State {
   // DT_WORKER_LOSS=continue: a worker registering after publication takes
   // the place of one the job went on without, and joins the running job.
   void on_join(const wire::Register& r, uint32_t pipe, RequestServer::Reply& reply);
+  // DT_SERVER_REPLICATION=1: a server registering after publication takes
+  // the place of a departed one, or waits for one to depart.
+  void on_server_join(const wire::Register& r, uint32_t pipe, RequestServer::Reply& reply);
+  // Gives waiting server registrations the places of departed servers.
+  void seat_server_joins();
+  // The job's server changes so far (node_table.h's server_changes).
+  std::vector<ServerChange> changes() const { return server_changes(departed, rejoined); }
+  NodeTable table_for(int rank, bool joined) const;
   // How many workers barrier id waits for.
   size_t workers_at_barrier(uint64_t id) const;
   void publish();
@@ -132,7 +152,8 @@ struct Scheduler::State {
   void depart(Member& m, const std::string& reason);
   // Workers neither departed nor lost: the ones a barrier and the stop wait for.
   int live_workers() const;
-  // Servers not departed (DT_SERVER_REPLICATION=1) nor lost.
+  // Servers not departed (DT_SERVER_REPLICATION=1) nor lost, nor still
+  // rejoining.
   int live_servers() const;
   // DT_SERVER_REPLICATION=1: whether every part that server holds (its own
   // and the copies of its predecessor's) has its other copy on a server
@@ -242,11 +263,15 @@ void Scheduler::State::on_register(const wire::Register& r, uint32_t pipe, Reque
 
 void Scheduler::State::on_join(const wire::Register& r, uint32_t pipe, RequestServer::Reply& reply) {
   const Role role = from_wire(r.role());
+  if (role == Role::kServer && options.server_replicas > 0) {
+    on_server_join(r, pipe, reply);
+    return;
+  }
   if (role != Role::kWorker || options.worker_loss != WorkerLossPolicy::kContinue) {
     throw Error(ErrorCode::kBadState, std::string("registration of a ") + role_name(role) +
                                           " after the job started: the node table is already published (only a "
                                           "worker may join a running job, in the place of a lost one, under "
-                                          "DT_WORKER_LOSS=continue)");
+                                          "DT_WORKER_LOSS=continue, or a server under DT_SERVER_REPLICATION=1)");
   }
   check_layout(r);
   if (job.num_servers == 0) {
@@ -295,16 +320,71 @@ void Scheduler::State::on_join(const wire::Register& r, uint32_t pipe, RequestSe
                "disttrain scheduler: %s joined the running job in the place of %s; the job goes on with %d of %d "
                "workers\n",
                place->info.describe().c_str(), predecessor.describe().c_str(), live_workers(), job.num_workers);
+  NodeTable table = table_for(place->info.rank, true);
+  table.first_barrier = first_barrier;
+  flatbuffers::FlatBufferBuilder fbb(1024);
+  reply(make_message(fbb, write_node_table(fbb, table)));
+}
+
+NodeTable Scheduler::State::table_for(int rank, bool joined) const {
   NodeTable table;
   table.num_servers = job.num_servers;
   table.num_workers = job.num_workers;
   table.scheduler_pid = static_cast<int64_t>(::getpid());
-  table.your_rank = place->info.rank;
-  table.joined_running_job = true;
-  table.first_barrier = first_barrier;
+  table.your_rank = rank;
+  table.joined_running_job = joined;
   for (const auto& [key, m] : members) (m.info.role == Role::kServer ? table.servers : table.workers).push_back(m.info);
-  flatbuffers::FlatBufferBuilder fbb(1024);
-  reply(make_message(fbb, write_node_table(fbb, table)));
+  return table;
+}
+
+void Scheduler::State::on_server_join(const wire::Register& r, uint32_t pipe, RequestServer::Reply& reply) {
+  check_layout(r);
+  if (failure || !lost.empty() || stopping) {
+    throw Error(ErrorCode::kBadState, "a server registered to rejoin a job that is ending");
+  }
+  Registration g;
+  g.info.role = Role::kServer;
+  g.info.host = r.host() == nullptr ? std::string() : r.host()->str();
+  g.info.pid = r.pid();
+  if (r.data_urls() != nullptr) {
+    for (const auto* u : *r.data_urls()) g.info.data_urls.push_back(u->str());
+  }
+  g.requested_rank = -1;
+  g.pipe = pipe;
+  g.reply = reply;
+  // Deferred: answered once a departed server's place is free (at once,
+  // usually), or with an error after startup_timeout_s (run()).
+  g.since = Clock::now();
+  server_joins.push_back(std::move(g));
+  seat_server_joins();
+}
+
+void Scheduler::State::seat_server_joins() {
+  while (!server_joins.empty()) {
+    Member* place = nullptr;
+    for (auto& [key, m] : members) {
+      if (m.info.role == Role::kServer && m.lost) {
+        place = &m;
+        break;
+      }
+    }
+    if (place == nullptr) return;
+    Registration g = std::move(server_joins.front());
+    server_joins.erase(server_joins.begin());
+    const NodeInfo predecessor = place->info;
+    g.info.rank = predecessor.rank;
+    place->info = g.info;
+    place->pipe = g.pipe;
+    place->last_heartbeat = Clock::now();
+    place->lost = place->left = place->told = place->disconnected = false;
+    place->announced = false;
+    std::fprintf(stderr,
+                 "disttrain scheduler: %s registered to rejoin the running job in the place of %s; it is announced "
+                 "once it has the job's settings (DT_SERVER_REPLICATION=1)\n",
+                 place->info.describe().c_str(), predecessor.describe().c_str());
+    flatbuffers::FlatBufferBuilder fbb(1024);
+    g.reply(make_message(fbb, write_node_table(fbb, table_for(place->info.rank, true))));
+  }
 }
 
 size_t Scheduler::State::workers_at_barrier(uint64_t id) const {
@@ -358,7 +438,10 @@ Message Scheduler::State::heartbeat_reply() {
   for (const LostNode& l : lost) list.push_back(write_lost_node(fbb, l));
   std::vector<flatbuffers::Offset<wire::LostNode>> gone;
   for (const LostNode& l : departed) gone.push_back(write_lost_node(fbb, l));
-  return make_message(fbb, wire::CreateHeartbeatReply(fbb, fbb.CreateVector(list), stopping, fbb.CreateVector(gone)));
+  std::vector<flatbuffers::Offset<wire::RejoinedServer>> back;
+  for (const RejoinedServer& r : rejoined) back.push_back(write_rejoined_server(fbb, r));
+  return make_message(fbb, wire::CreateHeartbeatReply(fbb, fbb.CreateVector(list), stopping, fbb.CreateVector(gone),
+                                                      fbb.CreateVector(back)));
 }
 
 int Scheduler::State::live_workers() const {
@@ -368,52 +451,58 @@ int Scheduler::State::live_workers() const {
 }
 
 void Scheduler::State::announce_copies_restored() {
-  uint32_t servers_gone = 0;
-  for (const LostNode& l : departed) servers_gone += l.role == Role::kServer ? 1 : 0;
-  uint32_t restored = servers_gone;
+  const std::vector<ServerChange> all = changes();
+  uint32_t restored = static_cast<uint32_t>(all.size());
   for (const auto& [id, m] : members) {
     if (m.info.role == Role::kWorker && !m.lost) restored = std::min(restored, m.copies_restored);
   }
   if (restored <= copies_restored_announced || live_servers() < 2) return;
   copies_restored_announced = restored;
+  const auto rejoins = std::count_if(all.begin(), all.begin() + restored, [](const ServerChange& c) { return c.rejoined; });
+  const std::string after = rejoins == 0 ? "the loss of " + std::to_string(restored) + " server(s)"
+                                         : std::to_string(restored - rejoins) + " server loss(es) and " +
+                                               std::to_string(rejoins) + " rejoin(s)";
   std::fprintf(stderr,
-               "disttrain scheduler: every worker's key parts have two holders again after the loss of %u "
-               "server(s): their new copies are filled (DT_SERVER_REPLICATION=1)\n",
-               restored);
+               "disttrain scheduler: every worker's key parts have two holders again after %s: their new copies are "
+               "filled (DT_SERVER_REPLICATION=1)\n",
+               after.c_str());
 }
 
 bool Scheduler::State::copies_survive(int server) const {
   const int n = job.num_servers;
   if (n < 2) return false;
-  // The servers the job went on without, in order; after how many of those
-  // losses every worker has seen its parts' new copies filled.
-  std::vector<int> gone_servers;
-  for (const LostNode& l : departed) {
-    if (l.role == Role::kServer) gone_servers.push_back(l.rank);
-  }
-  uint32_t restored = static_cast<uint32_t>(gone_servers.size());
+  // The job's server changes so far; after how many of them every worker
+  // has seen its parts' new copies filled.
+  const std::vector<ServerChange> all = changes();
+  uint32_t restored = static_cast<uint32_t>(all.size());
   for (const auto& [id, m] : members) {
     if (m.info.role == Role::kWorker && !m.lost) restored = std::min(restored, m.copies_restored);
   }
   // Where every part is held for certain: its holders after the first
-  // `restored` losses (ps::part_holders; before any, its server and
-  // replica). It survives this loss when one of them is still there.
-  std::vector<bool> settled(static_cast<size_t>(n), false);
-  for (uint32_t i = 0; i < restored; ++i) settled[static_cast<size_t>(gone_servers[i])] = true;
+  // `restored` changes (ps::part_holders; before any, its server and
+  // replica). A holder whose state is gone since (lost in a later change,
+  // or the server lost now) does not count; the part survives this loss
+  // when another holder is left.
+  const std::vector<ServerChange> settled(all.begin(), all.begin() + restored);
   std::vector<bool> gone(static_cast<size_t>(n), false);
-  for (int rank : gone_servers) gone[static_cast<size_t>(rank)] = true;
+  for (size_t i = restored; i < all.size(); ++i) {
+    if (!all[i].rejoined) gone[static_cast<size_t>(all[i].server)] = true;
+  }
   gone[static_cast<size_t>(server)] = true;
   for (int home = 0; home < n; ++home) {
     bool kept = false;
-    for (int holder : part_holders(home, settled)) kept = kept || !gone[static_cast<size_t>(holder)];
+    for (const PartHolder& holder : part_holders(home, n, settled)) {
+      kept = kept || !gone[static_cast<size_t>(holder.server)];
+    }
     if (!kept) return false;
   }
   return true;
 }
 
 int Scheduler::State::live_servers() const {
+  // A server still rejoining (not announced) serves nothing yet.
   return static_cast<int>(std::count_if(members.begin(), members.end(), [](const auto& kv) {
-    return kv.second.info.role == Role::kServer && !kv.second.lost;
+    return kv.second.info.role == Role::kServer && !kv.second.lost && kv.second.announced;
   }));
 }
 
@@ -435,6 +524,18 @@ Scheduler::State::Member& Scheduler::State::speaker(Role role, int rank, uint32_
 void Scheduler::State::on_heartbeat(const wire::Heartbeat& h, uint32_t pipe, RequestServer::Reply& reply) {
   Member& m = speaker(from_wire(h.role()), h.rank(), pipe, "heartbeat");
   m.last_heartbeat = Clock::now();
+  if (!m.announced) {
+    // A rejoined server beats once it has the job's settings and serves:
+    // from now on the workers route new copies to it.
+    m.announced = true;
+    const auto departures = std::count_if(departed.begin(), departed.end(),
+                                          [](const LostNode& l) { return l.role == Role::kServer; });
+    rejoined.push_back(RejoinedServer{m.info, static_cast<uint32_t>(departures)});
+    std::fprintf(stderr,
+                 "disttrain scheduler: %s rejoined the running job; the job has %d of %d servers again, and the "
+                 "rejoined one takes new copies of the parts left with one holder (DT_SERVER_REPLICATION=1)\n",
+                 m.info.describe().c_str(), live_servers(), job.num_servers);
+  }
   if (m.info.role == Role::kWorker && h.copies_restored() > m.copies_restored) {
     m.copies_restored = h.copies_restored();
     announce_copies_restored();
@@ -562,6 +663,15 @@ void Scheduler::State::stop_if_every_worker_left() {
 }
 
 void Scheduler::State::mark_lost(Member& m, const std::string& reason) {
+  if (m.info.role == Role::kServer && !m.announced) {
+    // It never served: nobody routed anything to it, and its place is free
+    // for the next server that registers to rejoin.
+    m.lost = true;
+    m.announced = true;
+    std::fprintf(stderr, "disttrain scheduler: %s, which was rejoining the job, was lost before it served (%s)\n",
+                 m.info.describe().c_str(), reason.c_str());
+    return;
+  }
   // The last worker lost ends the job whatever the policy; so does a server,
   // unless the servers are replicated and every part it holds has its other
   // copy on a server still there.
@@ -603,6 +713,7 @@ void Scheduler::State::depart(Member& m, const std::string& reason) {
                  l.message().c_str(), left, job.num_servers,
                  left >= 2 ? ", and every part it held gets a new copy on the next server left as the workers push it"
                            : "; one server is left, so the parts now have one copy (losing it would end the job)");
+    seat_server_joins();
     return;
   }
   const int live = live_workers();
@@ -728,6 +839,19 @@ void Scheduler::run() {
         throw *st.failure;
       }
       continue;
+    }
+    for (auto it = st.server_joins.begin(); it != st.server_joins.end();) {
+      // No place freed in time, or the job is ending: the server is told.
+      const bool ending = !st.lost.empty() || st.stopping;
+      if (!ending && seconds_since(it->since) <= o.startup_timeout_s) {
+        ++it;
+        continue;
+      }
+      const std::string text = ending ? "a server registered to rejoin a job that is ending"
+                                      : "a server registered to rejoin the running job, and no server was lost "
+                                        "whose place it could take within " + seconds_text(o.startup_timeout_s);
+      it->reply(make_error_reply(ending ? ErrorCode::kBadState : ErrorCode::kTimedOut, text));
+      it = st.server_joins.erase(it);
     }
     for (auto& [key, m] : st.members) {
       if (m.left || m.lost) continue;

@@ -668,6 +668,18 @@ void ServerKeyStore::set_rescale_grad(double rescale) {
   opt->set_rescale_grad(rescale);
 }
 
+double ServerKeyStore::learning_rate() const {
+  auto opt = optimizer();
+  if (!opt) throw Error(ErrorCode::kBadState, "learning_rate: the server has no optimizer");
+  return opt->base_learning_rate();
+}
+
+double ServerKeyStore::rescale_grad() const {
+  auto opt = optimizer();
+  if (!opt) throw Error(ErrorCode::kBadState, "rescale_grad: the server has no optimizer");
+  return opt->rescale_grad();
+}
+
 core::NamedArrays ServerKeyStore::optimizer_state() const {
   auto opt = optimizer();
   if (!opt) return {};

@@ -183,6 +183,10 @@ class ServerKeyStore {
   // kBadState without an optimizer.
   void set_learning_rate(double lr);
   void set_rescale_grad(double rescale);
+  // The optimizer's base learning rate (before any schedule) and gradient
+  // rescale, as set last; kBadState without an optimizer.
+  double learning_rate() const;
+  double rescale_grad() const;
 
   // The optimizer's state, per part: entries "num_update", "learning_rate"
   // and "<key>/<begin>/<end>.<slot>" (slot: step, mom, mean, var, weight32),

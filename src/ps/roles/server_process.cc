@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -128,16 +129,39 @@ void run_server(const JobConfig& job, const PsOptions& options) {
   // filled from the servers that hold them. Declared before the member,
   // whose heartbeat thread tells it of lost servers until the member ends.
   PartFiller filler(server.store(), job.node_host, options, job.security);
-  ClusterMember member(job, options, transport.bound_urls());
+  filler.on_source_numbers([&server](double learning_rate, double rescale_grad) {
+    server.take_source_optimizer_numbers(learning_rate, rescale_grad);
+  });
+  // A server started again that rejoins a replicated job (its place was a
+  // lost server's) takes the job's settings from another server before it
+  // beats, since the scheduler announces it to the workers at its first
+  // heartbeat; within half the heartbeat timeout per server asked, so the
+  // scheduler does not take the wait for a loss.
+  const auto settings_first = [&](const NodeTable& table) {
+    if (!table.joined_running_job) return;
+    server.apply_settings(filler.job_settings(table, to_ms(options.heartbeat_timeout_s / 2)));
+    std::fprintf(stderr,
+                 "disttrain server %d: rejoined the running job (pid %lld) with the job's settings; it takes new "
+                 "copies of the key parts left with one holder as the workers push them\n",
+                 table.your_rank, static_cast<long long>(::getpid()));
+  };
+  ClusterMember member(job, options, transport.bound_urls(), settings_first);
   filler.set_servers(member.rank(), member.table().servers);
   member.on_lost([&server](const LostNode& lost) { server.fail(core::Error(core::ErrorCode::kPeerLost, lost.message())); });
   // DT_WORKER_LOSS=continue: rounds stop waiting for a worker the job goes on without.
+  member.on_departed([&server](const LostNode& gone) {
+    if (gone.role == Role::kWorker) server.store().worker_departed(gone.rank, gone.pid);
+  });
   // A departed server (DT_SERVER_REPLICATION=1) is the workers' business:
   // they move its parts to their other holders, and give those parts new
-  // copies, which fail here if they were being filled from it.
-  member.on_departed([&server, &filler](const LostNode& gone) {
-    if (gone.role == Role::kWorker) server.store().worker_departed(gone.rank, gone.pid);
-    if (gone.role == Role::kServer) filler.server_lost(gone.rank);
+  // copies, which fail here if they were being filled from it. A server
+  // that rejoined in its place is where later fills from that rank go.
+  member.on_server_change([&filler](const ClusterMember::ServerNews& news) {
+    if (news.change.rejoined) {
+      filler.server_rejoined(news.rejoined);
+    } else {
+      filler.server_lost(news.lost.rank);
+    }
   });
   member.wait_for_stop();
   member.shutdown();

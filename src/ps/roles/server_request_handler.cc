@@ -3,9 +3,13 @@
 #include <atomic>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <utility>
 #include <vector>
 
 #include "optim/optimizer_config.h"
@@ -322,22 +326,120 @@ RequestServer::Reply ServerRequestHandler::tracked(int worker, wire::DataOp op, 
                        reply);
 }
 
-void ServerRequestHandler::part_state(const Frame& frame, const wire::DataRequest& data, uint32_t pipe,
-                                      const RequestServer::Reply& reply) {
+int ServerRequestHandler::server_speaker(const wire::DataRequest& data, uint32_t pipe, const char* what) {
   const int speaker = data.worker_rank();
   if (speaker >= 0) {
-    throw Error(ErrorCode::kProtocol, "a part's state in the name of worker " + std::to_string(speaker) +
+    throw Error(ErrorCode::kProtocol, std::string(what) + " in the name of worker " + std::to_string(speaker) +
                                           " (rule: servers ask for it, as -1 - their rank)");
   }
   check_speaker(speaker, pipe);
+  return -1 - speaker;
+}
+
+namespace {
+
+std::string number_text(double value) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%.17g", value);
+  return text;
+}
+
+double number_of(const std::string& name, const std::string& text) {
+  char* end = nullptr;
+  const double value = std::strtod(text.c_str(), &end);
+  if (text.empty() || end == nullptr || *end != '\0' || !std::isfinite(value)) {
+    throw Error(ErrorCode::kProtocol, "the job's settings: " + name + "=" + text + " is not a finite number");
+  }
+  return value;
+}
+
+}  // namespace
+
+std::string ServerRequestHandler::settings() const {
+  std::string mode = "none";
+  try {
+    mode = store_.mode() == ServerKeyStore::Mode::kSync ? "dist_sync" : "dist_async";
+  } catch (const Error&) {
+    // No init has reached this server yet: no mode.
+  }
+  std::string text = "mode=" + mode + "\n";
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    text += "optimizer=" + (optimizer_ ? optimizer_->to_json() : std::string()) + "\n";
+    text += "compression=" + (compression_ ? compression_->to_string() : std::string()) + "\n";
+  }
+  if (store_.has_optimizer()) {
+    text += "learning_rate=" + number_text(store_.learning_rate()) + "\n";
+    text += "rescale_grad=" + number_text(store_.rescale_grad()) + "\n";
+  }
+  return text;
+}
+
+void ServerRequestHandler::apply_settings(const std::string& text) {
+  std::map<std::string, std::string> values;
+  size_t start = 0;
+  while (start < text.size()) {
+    const size_t end = std::min(text.find('\n', start), text.size());
+    const std::string line = text.substr(start, end - start);
+    start = end + 1;
+    if (line.empty()) continue;
+    const size_t eq = line.find('=');
+    const std::string name = line.substr(0, eq);
+    if (eq == std::string::npos || values.count(name) != 0 ||
+        (name != "mode" && name != "optimizer" && name != "compression" && name != "learning_rate" &&
+         name != "rescale_grad")) {
+      throw Error(ErrorCode::kProtocol, "the job's settings: a line '" + line.substr(0, 80) + "' not understood");
+    }
+    values[name] = line.substr(eq + 1);
+  }
+  const std::string mode = values.count("mode") != 0 ? values["mode"] : "";
+  if (mode != "dist_sync" && mode != "dist_async" && mode != "none") {
+    throw Error(ErrorCode::kProtocol, "the job's settings: mode '" + mode + "'");
+  }
+  if (mode != "none") store_.set_mode(mode == "dist_sync" ? ServerKeyStore::Mode::kSync : ServerKeyStore::Mode::kAsync);
+  if (!values["compression"].empty()) {
+    set_compression(0, compression::CompressionConfig::parse(values["compression"]));
+  }
+  if (!values["optimizer"].empty()) {
+    const optim::OptimizerConfig config = optim::OptimizerConfig::from_json(values["optimizer"]);
+    store_.set_optimizer(config);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      optimizer_ = config;
+    }
+    if (values.count("learning_rate") != 0) store_.set_learning_rate(number_of("learning_rate", values["learning_rate"]));
+    if (values.count("rescale_grad") != 0) store_.set_rescale_grad(number_of("rescale_grad", values["rescale_grad"]));
+  }
+}
+
+void ServerRequestHandler::take_source_optimizer_numbers(double learning_rate, double rescale_grad) {
+  if (!store_.has_optimizer()) return;
+  bool take_rate = false;
+  bool take_rescale = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    take_rate = !learning_rate_set_;
+    take_rescale = !rescale_grad_set_;
+  }
+  if (take_rate) store_.set_learning_rate(learning_rate);
+  if (take_rescale) store_.set_rescale_grad(rescale_grad);
+}
+
+void ServerRequestHandler::part_state(const Frame& frame, const wire::DataRequest& data, uint32_t pipe,
+                                      const RequestServer::Reply& reply) {
+  server_speaker(data, pipe, "a part's state");
+  // A rejoined server takes the optimizer's numbers with each part (see
+  // take_source_optimizer_numbers).
+  std::optional<std::pair<double, double>> numbers;
+  if (store_.has_optimizer()) numbers.emplace(store_.learning_rate(), store_.rescale_grad());
   const auto slices = decode_all(frame, data, false);
   if (slices.size() != 1) {
     throw Error(ErrorCode::kProtocol, "a part-state request names " + std::to_string(slices.size()) +
                                           " parts (rule: one)");
   }
   const PartInfo info = slices.front().info;
-  store_.part_state(info, slices.front().round, [reply, info](const Error* error,
-                                                              const ServerKeyStore::PartState& state) {
+  store_.part_state(info, slices.front().round, [reply, info, numbers](const Error* error,
+                                                                       const ServerKeyStore::PartState& state) {
     if (error) {
       reply(encode_data_error(error->code(), error->what()));
       return;
@@ -371,6 +473,11 @@ void ServerRequestHandler::part_state(const Frame& frame, const wire::DataReques
         spec.encoding = state.encoding;
         add(kPullEncoding, spec, state.encoded->data());
       }
+      const SliceSpec scalar{PartInfo{PartKey{0, 0, 1}, core::DType::kFloat64, core::Shape({1})}, -1, sizeof(double)};
+      if (numbers) {
+        add(kSourceLearningRate, scalar, &numbers->first);
+        add(kSourceRescaleGrad, scalar, &numbers->second);
+      }
       EncodedData answer = encode_data_reply(specs, names, state.round);
       for (size_t i = 0; i < specs.size(); ++i) {
         if (specs[i].data_bytes != 0) std::memcpy(answer.slice_data[i], sources[i], specs[i].data_bytes);
@@ -392,6 +499,18 @@ void ServerRequestHandler::handle(Message request, const RequestServer::Reply& r
     }
     if (data->op() == wire::DataOp::PartState) {
       part_state(frame, *data, pipe, reply);
+      return;
+    }
+    if (data->op() == wire::DataOp::ServerSettings) {
+      // Asked for in a server's name, but not bound to the connection: the
+      // asker closes it at once and fills on another, and reading the
+      // job's settings gives no say in it.
+      if (data->worker_rank() >= 0) {
+        throw Error(ErrorCode::kProtocol, "the job's settings in the name of worker " +
+                                              std::to_string(data->worker_rank()) +
+                                              " (rule: servers ask for them, as -1 - their rank)");
+      }
+      reply(encode_data_reply({}, settings()).message);
       return;
     }
     const int worker = data->worker_rank();
@@ -453,12 +572,20 @@ void ServerRequestHandler::handle(Message request, const RequestServer::Reply& r
         only_worker_0("SetRescaleGrad");
         finite_number("SetRescaleGrad");
         store_.set_rescale_grad(data->number());
+        {
+          std::lock_guard<std::mutex> lock(mutex_);
+          rescale_grad_set_ = true;
+        }
         reply(encode_data_reply({}).message);
         return;
       case wire::DataOp::SetLearningRate:
         only_worker_0("SetLearningRate");
         finite_number("SetLearningRate");
         store_.set_learning_rate(data->number());
+        {
+          std::lock_guard<std::mutex> lock(mutex_);
+          learning_rate_set_ = true;
+        }
         reply(encode_data_reply({}).message);
         return;
       case wire::DataOp::GetOptimizerState: {
@@ -535,6 +662,7 @@ void ServerRequestHandler::handle(Message request, const RequestServer::Reply& r
         return;
       }
       case wire::DataOp::PartState:
+      case wire::DataOp::ServerSettings:
         break;  // a server's request, handled above
       case wire::DataOp::SetGradientCompression:
         set_compression(worker, compression::CompressionConfig::parse(data->text() ? data->text()->str() : ""));

@@ -85,12 +85,27 @@ class ServerRequestHandler {
 
   ServerKeyStore& store() { return store_; }
 
+  // A server rejoining a replicated job (DT_SERVER_REPLICATION=1) takes the
+  // job's settings from another server before it serves: settings() is
+  // that server's answer (DataOp ServerSettings's text), apply_settings()
+  // the rejoined one's side. Error(kProtocol) for text it cannot read.
+  std::string settings() const;
+  void apply_settings(const std::string& text);
+  // The learning rate and gradient rescale of the server a new copy was
+  // filled from (PartState): taken unless worker 0 set them here since
+  // this server started (then they are newer than the source's were when
+  // it answered).
+  void take_source_optimizer_numbers(double learning_rate, double rescale_grad);
+
  private:
   // The worker the request may speak for; throws naming the rule otherwise.
   // Servers speak as -1 - their rank (PartState).
   void check_speaker(int worker, uint32_t pipe);
   // DataOp PartState: another server filling a new copy of a part.
   void part_state(const Frame& frame, const wire::DataRequest& data, uint32_t pipe, const RequestServer::Reply& reply);
+  // The asking server's rank (-1 - worker_rank), checked: a server's
+  // requests only.
+  int server_speaker(const wire::DataRequest& data, uint32_t pipe, const char* what);
   void set_optimizer(int worker, const optim::OptimizerConfig& config, const RequestServer::Reply& reply);
   // The first worker's config is the job's; the same again is a no-op,
   // another (or any change after the first push) an error naming both.
@@ -108,13 +123,16 @@ class ServerRequestHandler {
   ResentRequests resent_;
   RateLimitedLog log_{"dt server"};
 
-  std::mutex mutex_;  // guards what follows
+  mutable std::mutex mutex_;  // guards what follows
   std::map<int, uint32_t> pipe_of_worker_;
   std::map<uint32_t, int> worker_of_pipe_;
   std::optional<optim::OptimizerConfig> optimizer_;  // worker 0's
   std::optional<compression::CompressionConfig> compression_;  // the first worker's
   std::unique_ptr<compression::GradientCodec> codec_;  // its codec (none: null), set once
   bool pushed_ = false;
+  // Worker 0 set them on this server (SetLearningRate, SetRescaleGrad).
+  bool learning_rate_set_ = false;
+  bool rescale_grad_set_ = false;
   // Other workers' SetOptimizer waiting for worker 0's (one per worker).
   struct OptimizerCheck {
     optim::OptimizerConfig config;

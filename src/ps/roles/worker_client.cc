@@ -36,7 +36,11 @@ DataTransport data_transport_from_name(const std::string& name) {
 
 WorkerClient::WorkerClient(const NodeTable& table, const std::string& node_host, DataTransport transport,
                            const PsOptions& options, const TransportSecurity& security)
-    : options_(options) {
+    : options_(options),
+      num_servers_(static_cast<int>(table.servers.size())),
+      node_host_(node_host),
+      transport_(transport),
+      security_(security) {
   for (const NodeInfo& server : table.servers) {
     const std::string url = data_url_of(server, node_host, transport);
     verbose_log(1, "worker " + std::to_string(table.your_rank) + ": data connection to server " +
@@ -60,7 +64,14 @@ WorkerClient::~WorkerClient() {
   }
 }
 
+RequestClient& WorkerClient::connection(int server) const {
+  std::shared_lock<std::shared_mutex> lock(servers_mutex_);
+  return *servers_.at(static_cast<size_t>(server));
+}
+
 void WorkerClient::on_disconnect(const std::function<void(int server)>& callback) {
+  std::unique_lock<std::shared_mutex> lock(servers_mutex_);
+  disconnect_callback_ = callback;
   for (size_t s = 0; s < servers_.size(); ++s) {
     servers_[s]->on_disconnect([callback, server = static_cast<int>(s)] { callback(server); });
   }
@@ -69,7 +80,28 @@ void WorkerClient::on_disconnect(const std::function<void(int server)>& callback
 void WorkerClient::drop_server(int server) {
   verbose_log(1, "worker: data connection to server " + std::to_string(server) + " abandoned (the job goes on without it)");
   dropped_any_ = true;
-  servers_.at(static_cast<size_t>(server))->abandon();
+  connection(server).abandon();
+}
+
+void WorkerClient::reconnect_server(const NodeInfo& server) {
+  const std::string url = data_url_of(server, node_host_, transport_);
+  if (server.rank < 0 || server.rank >= num_servers_) {
+    throw Error(ErrorCode::kProtocol, "a rejoined " + server.describe() + " out of range");
+  }
+  verbose_log(1, "worker: data connection to rejoined server " + std::to_string(server.rank) + " at " + url);
+  auto fresh = std::make_unique<RequestClient>(url, std::chrono::milliseconds(0), options_.max_message_bytes, security_);
+  std::unique_lock<std::shared_mutex> lock(servers_mutex_);
+  if (disconnect_callback_) {
+    fresh->on_disconnect([callback = disconnect_callback_, rank = server.rank] { callback(rank); });
+  }
+  // Senders may still hold the old connection (connection() handed it out
+  // before this): it stays alive, abandoned (a pending request on it ends
+  // with kClosed), until the client ends.
+  std::unique_ptr<RequestClient>& slot = servers_.at(static_cast<size_t>(server.rank));
+  slot->abandon();
+  dropped_any_ = true;
+  replaced_.push_back(std::move(slot));
+  slot = std::move(fresh);
 }
 
 void WorkerClient::fail(const Error& error) {
@@ -91,8 +123,7 @@ void WorkerClient::send(int server, Message request, Done done, bool may_resend)
     done(*error, nullptr);
     return;
   }
-  servers_.at(static_cast<size_t>(server))
-      ->request(
+  connection(server).request(
           std::move(request), to_ms(options_.request_timeout_s),
           [done = std::move(done)](std::optional<Error> error, Message reply) {
                   if (error) {
@@ -155,8 +186,7 @@ void WorkerClient::Exchange::send(int server, Message request) {
     ++state_->pending;
   }
   auto state = state_;
-  client_.servers_.at(static_cast<size_t>(server))
-      ->request(std::move(request), to_ms(client_.options_.request_timeout_s),
+  client_.connection(server).request(std::move(request), to_ms(client_.options_.request_timeout_s),
                 [state, index](std::optional<Error> error, Message reply) {
                   if (error) {
                     state->record(*error);
@@ -224,7 +254,9 @@ void WorkerClient::Exchange::wait() {
 
 core::Traffic WorkerClient::traffic() const {
   core::Traffic total;
+  std::shared_lock<std::shared_mutex> lock(servers_mutex_);
   for (const auto& server : servers_) total += server->traffic();
+  for (const auto& server : replaced_) total += server->traffic();
   return total;
 }
 

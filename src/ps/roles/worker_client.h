@@ -48,7 +48,7 @@ class WorkerClient {
   WorkerClient(const WorkerClient&) = delete;
   WorkerClient& operator=(const WorkerClient&) = delete;
 
-  int num_servers() const { return static_cast<int>(servers_.size()); }
+  int num_servers() const { return num_servers_; }
 
   // One batch of requests. Destroying it without wait() (an exception on the
   // sending side) still waits for the handlers that are running, so they
@@ -90,6 +90,11 @@ class WorkerClient {
   // requests end with kClosed, and so do later ones, at once; its socket is
   // left alone until the process ends (RequestClient::abandon).
   void drop_server(int server);
+  // A server rejoined the job in a dropped one's place (DT_SERVER_
+  // REPLICATION=1): later requests to its rank go to it, over a new
+  // connection (with the on_disconnect callback). Error(kProtocol) when it
+  // offers no usable URL.
+  void reconnect_server(const NodeInfo& server);
   // Called (on an nng thread: keep it short) each time a connection to a
   // server closes while its client is open, with the server's rank. Set it
   // before the first request.
@@ -105,8 +110,19 @@ class WorkerClient {
 
  private:
 
+  // The connection to server now; it stays valid until the client ends
+  // (a replaced one is kept, abandoned, in replaced_).
+  RequestClient& connection(int server) const;
+
   PsOptions options_;
+  const int num_servers_;
+  const std::string node_host_;
+  const DataTransport transport_;
+  const TransportSecurity security_;
+  mutable std::shared_mutex servers_mutex_;  // guards servers_, replaced_, disconnect_callback_
   std::vector<std::unique_ptr<RequestClient>> servers_;
+  std::vector<std::unique_ptr<RequestClient>> replaced_;
+  std::function<void(int server)> disconnect_callback_;
   mutable std::mutex mutex_;
   std::optional<core::Error> failure_;
   std::atomic<bool> dropped_any_{false};  // drop_server() was called

@@ -48,6 +48,11 @@ EncodedData encode_data_reply(const std::vector<SliceSpec>& slices, const std::s
 // applied round's encoding, a slice of the part with its encoding set).
 inline constexpr const char* kPullResidual = "pull_residual";
 inline constexpr const char* kPullEncoding = "pull_encoding";
+// After those, when the source has an optimizer, its learning rate and
+// gradient rescale (float64 scalars), which a rejoined server takes
+// (ServerRequestHandler::take_source_optimizer_numbers).
+inline constexpr const char* kSourceLearningRate = "learning_rate";
+inline constexpr const char* kSourceRescaleGrad = "rescale_grad";
 
 // An error answer to a data request (also used for a failure half-way).
 Message encode_data_error(core::ErrorCode code, const std::string& message);

@@ -34,8 +34,10 @@ namespace dt::ps {
 // all-reduce job's survivors meeting), which a version-3 scheduler would
 // take for barrier 0. 5: TensorSlice.adopt_from (a push to a new copy of a
 // part), which a version-4 server would take for an ordinary push, and the
-// PartState data op and Heartbeat.copies_restored that go with it.
-constexpr uint32_t kProtocolVersion = 5;
+// PartState data op and Heartbeat.copies_restored that go with it. 6:
+// HeartbeatReply.rejoined (a server rejoining a replicated job), which a
+// version-5 worker would not route to, and the ServerSettings data op.
+constexpr uint32_t kProtocolVersion = 6;
 constexpr size_t kPayloadAlignment = 16;
 constexpr size_t kFrameHeaderBytes = 4;
 

@@ -103,6 +103,16 @@ class FakeServers final : public RequestScheduler::Link {
   void drop_server(int server) override {
     std::lock_guard<std::mutex> lock(mutex_);
     dropped_.push_back(server);
+    link_events_.push_back("drop " + std::to_string(server));
+  }
+  void reconnect_server(const ps::NodeInfo& server) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    link_events_.push_back("reconnect " + std::to_string(server.rank) + " pid " + std::to_string(server.pid));
+  }
+  // Drops and reconnects, in order ("drop 1", "reconnect 1 pid 42").
+  std::vector<std::string> link_events() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return link_events_;
   }
   std::vector<int> dropped() const {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -131,6 +141,7 @@ class FakeServers final : public RequestScheduler::Link {
   std::deque<Sent> sent_;
   std::optional<Error> failure_;
   std::vector<int> dropped_;
+  std::vector<std::string> link_events_;
 };
 
 // A float32 key of numel elements on one server, with its own push data
@@ -642,6 +653,70 @@ TEST_F(RequestSchedulerTest, AfterALossThePartsItHeldGetANewCopyOnTheNextServerL
   EXPECT_EQ(inited.op, DataOp::Init);
   inited.ack();
   EXPECT_EQ(code_after_wait(init), std::nullopt);
+  EXPECT_EQ(servers_->untaken(), 0u);
+}
+
+// Server rejoin: of 2 servers, 1 is lost and a new process takes its place.
+// The link reconnects (after dropping the old connection), every part gets
+// a new copy there, filled from server 0, which keeps serving the pulls;
+// the copies count once the rejoined server acknowledged a push of each.
+// Then server 0 may go: the rejoined server serves everything.
+TEST_F(RequestSchedulerTest, ARejoinedServerTakesNewCopiesOfThePartsLeftWithOneHolder) {
+  start(2, true, 1, 0, true);
+  std::mutex mutex;
+  std::vector<uint32_t> reports;
+  scheduler_->on_copies_restored([&](uint32_t changes) {
+    std::lock_guard<std::mutex> lock(mutex);
+    reports.push_back(changes);
+  });
+  const auto reported = [&] {
+    std::lock_guard<std::mutex> lock(mutex);
+    return reports;
+  };
+  TestKey on_0(5, 4, 0, 1.5f);
+  TestKey on_1(6, 4, 1, 2.5f);
+  auto init = scheduler_->submit({{DataOp::Init, on_0.part(true, false)}, {DataOp::Init, on_1.part(true, false)}}, 0,
+                                 nullptr);
+  for (Sent& s : take_sorted(2)) s.ack();  // one message per server
+  EXPECT_EQ(code_after_wait(init), std::nullopt);
+  scheduler_->server_lost(1);
+  // One server left: no new copy is possible, and none is awaited.
+  EXPECT_EQ(reported(), std::vector<uint32_t>{1});
+  ps::NodeInfo again;
+  again.role = ps::Role::kServer;
+  again.rank = 1;
+  again.pid = 42;
+  scheduler_->server_rejoined(again);
+  EXPECT_EQ(servers_->link_events(), (std::vector<std::string>{"drop 1", "reconnect 1 pid 42"}));
+  EXPECT_TRUE(scheduler_->server_alive(1));
+  EXPECT_EQ(scheduler_->holders(1), (std::vector<int>{0, 1}));
+  // Both keys: pushed to 0 and to the new copy on 1, filled from 0.
+  auto a = scheduler_->submit({{DataOp::Push, on_0.part(true, false, 3)}, {DataOp::Push, on_1.part(true, false, 3)}},
+                              0, nullptr);
+  std::vector<Sent> sent = take_sorted(2);
+  ASSERT_EQ(sent[0].server, 0);
+  ASSERT_EQ(sent[1].server, 1);
+  for (const ps::DecodedSlice& slice : sent[0].slices) EXPECT_EQ(slice.adopt_from, -1);
+  ASSERT_EQ(sent[1].slices.size(), 2u);
+  for (const ps::DecodedSlice& slice : sent[1].slices) EXPECT_EQ(slice.adopt_from, 0);
+  sent[0].ack();
+  EXPECT_EQ(reported(), std::vector<uint32_t>{1}) << "the copies count once filled";
+  sent[1].ack();
+  EXPECT_EQ(code_after_wait(a), std::nullopt);
+  EXPECT_EQ(reported(), (std::vector<uint32_t>{1, 2}));
+  // Pulls stay with server 0, which held the parts throughout.
+  auto pull = scheduler_->submit({{DataOp::Pull, on_1.part(false, true, 3)}}, 0, nullptr);
+  Sent pulled = servers_->take();
+  EXPECT_EQ(pulled.server, 0);
+  pulled.answer({4.0f});
+  EXPECT_EQ(code_after_wait(pull), std::nullopt);
+  // Server 0 lost: the rejoined server holds every part alone.
+  scheduler_->server_lost(0);
+  auto last = scheduler_->submit({{DataOp::Pull, on_0.part(false, true, 3)}}, 0, nullptr);
+  pulled = servers_->take();
+  EXPECT_EQ(pulled.server, 1);
+  pulled.answer({4.0f});
+  EXPECT_EQ(code_after_wait(last), std::nullopt);
   EXPECT_EQ(servers_->untaken(), 0u);
 }
 

@@ -80,21 +80,43 @@ TEST(PsDataPlacement, ReplacingAKeyKeepsItsPlacementAndChecksItsSize) {
   EXPECT_THROW(KeyPlacement(0, 1000), core::Error);
 }
 
+// Holders written as {server, original}.
+using Holders = std::vector<PartHolder>;
+ServerChange lost(int server) { return {server, false}; }
+ServerChange rejoined(int server) { return {server, true}; }
+
 TEST(PsDataPlacement, APartsHoldersAreTheFirstTwoServersLeftGoingRoundFromItsOwn) {
-  using V = std::vector<int>;
-  EXPECT_EQ(part_holders(0, {false, false, false}), (V{0, 1}));
-  EXPECT_EQ(part_holders(2, {false, false, false}), (V{2, 0}));
+  EXPECT_EQ(part_holders(0, 3, {}), (Holders{{0, true}, {1, true}}));
+  EXPECT_EQ(part_holders(2, 3, {}), (Holders{{2, true}, {0, true}}));
   // Server 1 lost: its own parts are on 2 and get a new copy on 0; server
   // 0's parts keep 0 and get a new copy on 2.
-  EXPECT_EQ(part_holders(1, {false, true, false}), (V{2, 0}));
-  EXPECT_EQ(part_holders(0, {false, true, false}), (V{0, 2}));
-  EXPECT_EQ(part_holders(2, {false, true, false}), (V{2, 0}));
-  EXPECT_EQ(part_holders(1, {false, true, true, false}), (V{3, 0}));
-  EXPECT_EQ(part_holders(0, {true, false}), (V{1}));
-  EXPECT_EQ(part_holders(0, {true, true}), V{});
-  EXPECT_TRUE(is_original_holder(1, 0, 3));
-  EXPECT_FALSE(is_original_holder(2, 0, 3));
-  EXPECT_TRUE(is_original_holder(0, 2, 3));
+  EXPECT_EQ(part_holders(1, 3, {lost(1)}), (Holders{{2, true}, {0, false}}));
+  EXPECT_EQ(part_holders(0, 3, {lost(1)}), (Holders{{0, true}, {2, false}}));
+  EXPECT_EQ(part_holders(2, 3, {lost(1)}), (Holders{{2, true}, {0, true}}));
+  EXPECT_EQ(part_holders(1, 4, {lost(1), lost(2)}), (Holders{{3, false}, {0, false}}));
+  EXPECT_EQ(part_holders(1, 4, {lost(2), lost(1)}), (Holders{{3, false}, {0, false}}));
+  EXPECT_EQ(part_holders(0, 2, {lost(0)}), (Holders{{1, true}}));
+  EXPECT_EQ(part_holders(0, 2, {lost(0), lost(1)}), Holders{});
+  EXPECT_EQ(part_holders(0, 1, {}), (Holders{{0, true}}));
+}
+
+TEST(PsDataPlacement, ARejoinedServerTakesNewCopiesOfThePartsLeftWithOneHolder) {
+  // Two servers: the one started again holds every part again, as a new
+  // copy after the holder that kept them, which serves their pulls.
+  EXPECT_EQ(part_holders(0, 2, {lost(1), rejoined(1)}), (Holders{{0, true}, {1, false}}));
+  EXPECT_EQ(part_holders(1, 2, {lost(1), rejoined(1)}), (Holders{{0, true}, {1, false}}));
+  // ... and the other may go next: the rejoined one is left with them all.
+  EXPECT_EQ(part_holders(0, 2, {lost(1), rejoined(1), lost(0)}), (Holders{{1, false}}));
+  EXPECT_EQ(part_holders(1, 2, {lost(1), rejoined(1), lost(0), rejoined(0)}), (Holders{{1, false}, {0, false}}));
+  // Three servers: the new copies were made at the loss, so the rejoined
+  // server holds nothing; it is a server for the new copies of a later loss.
+  EXPECT_EQ(part_holders(1, 3, {lost(1), rejoined(1)}), (Holders{{2, true}, {0, false}}));
+  EXPECT_EQ(part_holders(0, 3, {lost(1), rejoined(1)}), (Holders{{0, true}, {2, false}}));
+  EXPECT_EQ(part_holders(1, 3, {lost(1), rejoined(1), lost(2)}), (Holders{{0, false}, {1, false}}));
+  EXPECT_EQ(part_holders(2, 3, {lost(1), rejoined(1), lost(2)}), (Holders{{0, true}, {1, false}}));
+  // Never a server that was lost and has not come back.
+  EXPECT_EQ(part_holders(0, 3, {lost(1), lost(2)}), (Holders{{0, true}}));
+  EXPECT_EQ(part_holders(0, 3, {lost(1), lost(2), rejoined(2)}), (Holders{{0, true}, {2, false}}));
 }
 
 }  // namespace

@@ -88,8 +88,11 @@ std::vector<float> gradient(int worker, int64_t round) {
 class PartFillerTest : public ::testing::Test {
  protected:
   // compression: the job's gradient compression ("none": the servers run
-  // sgd with momentum instead).
-  void start(const std::string& compression) {
+  // sgd with momentum instead). rejoined: the copy's server is one started
+  // again in a lost one's place: it takes the job's settings from the
+  // source (DataOp ServerSettings) instead of from the workers, after the
+  // source's learning rate was changed.
+  void start(const std::string& compression, bool rejoined = false) {
     const std::string url = "inproc://dt-part-filler-source-" + std::to_string(::getpid());
     source_ = std::make_unique<ServerRequestHandler>(2);
     transport_ = std::make_unique<RequestServer>(
@@ -103,7 +106,11 @@ class PartFillerTest : public ::testing::Test {
     NodeInfo source_node{Role::kServer, 0, "localhost", 1, {url}};
     NodeInfo copy_node{Role::kServer, 1, "localhost", 2, {}};
     filler_->set_servers(1, {source_node, copy_node});
+    filler_->on_source_numbers([this](double learning_rate, double rescale_grad) {
+      copy_->take_source_optimizer_numbers(learning_rate, rescale_grad);
+    });
     for (ServerRequestHandler* server : {source_.get(), copy_.get()}) {
+      if (rejoined && server == copy_.get()) continue;
       for (int w : {0, 1}) {
         if (compression != "none") {
           expect_ok(*server, encode_data_request(wire::DataOp::SetGradientCompression, w, {}, compression));
@@ -125,7 +132,18 @@ class PartFillerTest : public ::testing::Test {
                                                          -1, 2 * sizeof(float)}},
                                               "dist_sync");
       std::memset(other.slice_data[0], 0, 2 * sizeof(float));
-      expect_ok(*copy_, std::move(other));
+      if (!rejoined) expect_ok(*copy_, std::move(other));
+    }
+    if (rejoined) {
+      if (compression == "none") {
+        expect_ok(*source_, encode_data_request(wire::DataOp::SetLearningRate, 0, {}, {}, 0.05));
+        expect_ok(*source_, encode_data_request(wire::DataOp::SetRescaleGrad, 0, {}, {}, 0.5));
+      }
+      NodeTable table;
+      table.servers = {source_node, copy_node};
+      table.your_rank = 1;
+      table.joined_running_job = true;
+      copy_->apply_settings(filler_->job_settings(table, 5s));
     }
   }
   void TearDown() override {
@@ -222,6 +240,68 @@ TEST_F(PartFillerTest, AFillFromALostServerFailsThePushesWaitingForIt) {
   // gone: then the part is lost, and the pull says so.
   const auto pulled = pull(*copy_, 1);
   EXPECT_EQ(pulled->status, static_cast<int>(ErrorCode::kPeerLost)) << pulled->message;
+}
+
+// A server started again takes the job's settings from another server:
+// mode, optimizer (with the learning rate and rescale set since), and
+// compression; its copies then compute the source's bytes.
+TEST_F(PartFillerTest, ARejoinedServerTakesTheJobsSettingsFromAnotherServer) {
+  start("none", true);
+  EXPECT_EQ(copy_->store().mode(), ServerKeyStore::Mode::kSync);
+  ASSERT_TRUE(copy_->store().has_optimizer());
+  EXPECT_EQ(copy_->store().learning_rate(), 0.05);
+  EXPECT_EQ(copy_->store().rescale_grad(), 0.5);
+  // Changed on the source after the settings came (before the workers
+  // knew of the rejoined server): the fill brings it.
+  expect_ok(*source_, encode_data_request(wire::DataOp::SetLearningRate, 0, {}, {}, 0.02));
+  fill_and_compare(false);
+  EXPECT_EQ(copy_->store().learning_rate(), 0.02);
+}
+
+TEST_F(PartFillerTest, ARejoinedServerTakesTheCompressionFromAnotherServer) {
+  start("2bit:threshold=0.5", true);
+  EXPECT_FALSE(copy_->store().has_optimizer());
+  fill_and_compare(true);
+}
+
+// What worker 0 sets on the rejoined server itself is newer than what a
+// fill brings from the source.
+TEST_F(PartFillerTest, ALearningRateWorker0SetOnTheRejoinedServerIsKept) {
+  start("none", true);
+  expect_ok(*copy_, encode_data_request(wire::DataOp::SetLearningRate, 0, {}, {}, 0.03));
+  copy_->take_source_optimizer_numbers(0.07, 0.25);
+  EXPECT_EQ(copy_->store().learning_rate(), 0.03);
+  EXPECT_EQ(copy_->store().rescale_grad(), 0.25);
+}
+
+TEST_F(PartFillerTest, SettingsAreAskedForInAServersNameAndReadStrictly) {
+  start("none");
+  Answer answer;
+  source_->handle(encode_data_request(wire::DataOp::ServerSettings, 0, {}).message, answer.reply());
+  ASSERT_TRUE(answer.wait());
+  EXPECT_EQ(answer.status, static_cast<int>(ErrorCode::kProtocol)) << answer.message;
+  ServerRequestHandler fresh(2);
+  for (const std::string bad : {"mode=dist_sync\nmode=dist_async\n", "mode=sideways\n", "colour=blue\n",
+                                "mode=dist_sync\noptimizer={\"optimizer\":\"sgd\"}\nlearning_rate=fast\n"}) {
+    try {
+      fresh.apply_settings(bad);
+      ADD_FAILURE() << "accepted: " << bad;
+    } catch (const core::Error& e) {
+      EXPECT_TRUE(e.code() == ErrorCode::kProtocol || e.code() == ErrorCode::kInvalidArgument) << e.what();
+    }
+  }
+  // A server nobody reaches: job_settings says so, naming it.
+  NodeTable table;
+  table.servers = {NodeInfo{Role::kServer, 0, "localhost", 1, {"inproc://dt-part-filler-nobody"}},
+                   NodeInfo{Role::kServer, 1, "localhost", 2, {}}};
+  table.your_rank = 1;
+  try {
+    filler_->job_settings(table, 200ms);
+    ADD_FAILURE() << "settings from nobody";
+  } catch (const core::Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kPeerLost);
+    EXPECT_NE(std::string(e.what()).find("server 0"), std::string::npos) << e.what();
+  }
 }
 
 // A PartState request speaks for a server (worker_rank -1 - its rank): one
