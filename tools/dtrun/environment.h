@@ -31,11 +31,13 @@ struct JobLayout {
 // it, or load its checkpoint only when it is not 0.
 constexpr const char* kRestartCountVariable = "DT_RESTART_COUNT";
 
-// A worker that dtrun started again alone, to rejoin the running job in the
-// place of its failed self (--max-restarts with --worker-loss continue; see
-// SupervisorSettings), sees how many times that happened to it in this run
-// of the job (1 at its first such restart); unset in every other process. A
-// program may log it, or load its checkpoint only when it is set.
+// A worker (or, in a replicated job, a server) that dtrun started again
+// alone, to rejoin the running job in the place of its failed self
+// (--max-restarts with --worker-loss continue, or --server-replication 1;
+// see SupervisorSettings), sees how many times that happened to it in this
+// run of the job (1 at its first such restart); unset in every other
+// process. A program may log it, or load its checkpoint only when it is set.
+// (The name stays the workers' one, which programs already read.)
 constexpr const char* kWorkerRestartCountVariable = "DT_WORKER_RESTART_COUNT";
 
 // Variables that describe the job layout: dtrun sets them, so --env may not.

@@ -34,8 +34,9 @@ struct RunReport {
   dt::dtrun::Outcome outcome;
   std::vector<std::string> lost_workers;
   std::vector<std::string> lost_servers;
-  std::vector<dt::dtrun::RestartedWorker> rejoined_workers;
-  int worker_restarts = 0;  // of --max-restarts' budget
+  std::vector<dt::dtrun::RestartedProcess> rejoined_workers;
+  std::vector<dt::dtrun::RestartedProcess> rejoined_servers;
+  int restarts = 0;  // in place, of workers and servers: of --max-restarts' budget
 };
 
 // One run of the whole job under its own supervisor, which has stopped
@@ -65,7 +66,7 @@ RunReport run_once(const dt::dtrun::JobContext& job, dt::dtrun::SignalPipe& sign
     outcome.process_failed = false;
   }
   return RunReport{outcome, supervisor.lost_workers(), supervisor.lost_servers(), supervisor.rejoined_workers(),
-                   supervisor.worker_restarts()};
+                   supervisor.rejoined_servers(), supervisor.restarts()};
 }
 
 std::string listed(const std::vector<std::string>& names) {
@@ -93,8 +94,11 @@ std::string clean_end(const RunReport& run) {
     }
     text = "every other process exited cleanly; the job went on " + went_on;
   }
-  for (const dt::dtrun::RestartedWorker& w : run.rejoined_workers) {
-    text += "; " + w.name + " rejoined the job after " + (w.restarts == 1 ? "a restart" : counted_restarts(w.restarts));
+  for (const auto* rejoined : {&run.rejoined_workers, &run.rejoined_servers}) {
+    for (const dt::dtrun::RestartedProcess& p : *rejoined) {
+      text += "; " + p.name + " rejoined the job after " +
+              (p.restarts == 1 ? "a restart" : counted_restarts(p.restarts));
+    }
   }
   return text;
 }
@@ -122,13 +126,17 @@ int run(const dt::dtrun::Options& options) {
   settings.colour_stderr = isatty(STDERR_FILENO) == 1;
   settings.continue_after_worker_loss = continues_after_worker_loss(options, inherited);
   settings.tolerated_server_losses = tolerated_server_losses(options, inherited);
-  // Under --worker-loss continue the supervisor spends the budget on
-  // restarting failed workers alone (local and ssh: the launchers that own
-  // each worker process); what it leaves, a whole-job restart may use.
+  // The supervisor spends the budget on restarting alone the workers that
+  // fail under --worker-loss continue and the servers that fail in a
+  // replicated job (local and ssh: the launchers that own each process);
+  // what it leaves, a whole-job restart may use.
   settings.max_restarts = options.max_restarts;
   settings.workers_rejoin = options.num_servers > 0;
+  // A replicated job's scheduler takes a server started again in the place
+  // of the one it lost, as a replica of its keys; the budget is the same.
+  settings.servers_rejoin = settings.tolerated_server_losses > 0 && options.num_servers >= 2;
   RunReport run = run_once(job, signals, settings);
-  int restarts = run.worker_restarts;  // of either kind: one budget
+  int restarts = run.restarts;  // of either kind: one budget
   // torchrun's --max-restarts: the failed job starts again, whole, and its
   // processes resume from what they saved. Only a process's failure is worth
   // another run; Ctrl-C and --timeout are the user's decisions.
@@ -140,7 +148,7 @@ int run(const dt::dtrun::Options& options) {
     say("restarting the whole job (restart " + std::to_string(restarts) + " of at most " +
         std::to_string(options.max_restarts) + ", DT_RESTART_COUNT=" + std::to_string(job.restart_count) + ")");
     run = run_once(job, signals, settings);
-    restarts += run.worker_restarts;
+    restarts += run.restarts;
   }
   const std::string after = restarts == 0 ? "" : " (after " + counted_restarts(restarts) + ")";
   if (run.outcome.exit_code != 0) {

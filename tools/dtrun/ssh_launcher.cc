@@ -262,7 +262,8 @@ Outcome run_ssh(Supervisor& supervisor, const JobContext& job, SignalPipe& signa
   // The job's secret goes through each session's stdin, never a command line.
   const auto secret = job.inherited.find("DT_JOB_SECRET");
   const std::string secret_line = secret == job.inherited.end() ? "" : secret->second;
-  // worker_restart_count: 0, or k for the k-th restart in place of a worker,
+  // worker_restart_count: 0, or k for the k-th restart in place of a worker
+  // (or of a replicated job's server),
   // which needs a session of its own (the last one's secret line was read)
   // and DT_WORKER_RESTART_COUNT on the remote command line.
   const auto session_spec = [&](Role role, int rank, const SshHost& host, const std::vector<std::string>& command,

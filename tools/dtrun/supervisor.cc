@@ -77,6 +77,16 @@ milliseconds until(Clock::time_point deadline) {
   return std::max(left, milliseconds(0));
 }
 
+// Those of restarted not named in lost.
+std::vector<RestartedProcess> not_lost(const std::vector<RestartedProcess>& restarted,
+                                       const std::vector<std::string>& lost) {
+  std::vector<RestartedProcess> kept;
+  for (const RestartedProcess& p : restarted) {
+    if (std::find(lost.begin(), lost.end(), p.name) == lost.end()) kept.push_back(p);
+  }
+  return kept;
+}
+
 }  // namespace
 
 Supervisor::Supervisor(SignalPipe& signals, SupervisorSettings settings)
@@ -303,19 +313,26 @@ std::optional<Outcome> Supervisor::next_outcome(const std::function<bool()>& don
 }
 
 bool Supervisor::may_rejoin(const Child& failed, Clock::time_point deadline, int pending) const {
-  if (!settings_.continue_after_worker_loss || !settings_.workers_rejoin || failed.name.role != "worker") return false;
-  const int restarts_left = settings_.max_restarts - settings_.restarts_done - worker_restarts_ - pending;
+  const std::string& role = failed.name.role;
+  const bool rejoins = role == "worker" ? settings_.continue_after_worker_loss && settings_.workers_rejoin
+                                        : role == "server" && settings_.servers_rejoin;
+  if (!rejoins) return false;
+  const int restarts_left = settings_.max_restarts - settings_.restarts_done - restarts() - pending;
   if (restarts_left <= 0 || stopping_ || Clock::now() >= deadline) return false;
-  // With no other worker left the job is over (or has failed): there is no
-  // running job to rejoin.
+  // With no other process of its role left the job is over (or has failed):
+  // there is no running job to rejoin, nor, for a server, one that holds the
+  // replicas it would be filled from.
   return others_of_role_run(failed);
 }
 
 void Supervisor::restart_to_rejoin(const Child& failed) {
-  const int restart = settings_.restarts_done + worker_restarts_ + 1;
+  const bool server = failed.name.role == "server";
+  const int restart = settings_.restarts_done + restarts() + 1;
   const std::string line = "dtrun: " + failed.name.text() + " " + describe_wait_status(failed.status) +
-                           "; starting it again to rejoin the running job (restart " + std::to_string(restart) +
-                           " of at most " + std::to_string(settings_.max_restarts) + ", DT_WORKER_LOSS=continue)\n";
+                           "; starting it again to rejoin the running job" + (server ? " as a replica" : "") +
+                           " (restart " + std::to_string(restart) + " of at most " +
+                           std::to_string(settings_.max_restarts) + ", " +
+                           (server ? "DT_SERVER_REPLICATION=1" : "DT_WORKER_LOSS=continue") + ")\n";
   write_all(STDERR_FILENO, line.data(), line.size());
   const int restart_count = failed.restart_count + 1;
   ChildSpec again = failed.spec;
@@ -324,54 +341,62 @@ void Supervisor::restart_to_rejoin(const Child& failed) {
   } else {
     again.env[kWorkerRestartCountVariable] = std::to_string(restart_count);
   }
-  ++worker_restarts_;
-  const auto same_worker = [&](const RestartedWorker& w) { return w.name == failed.name.text(); };
-  const auto known = std::find_if(restarted_workers_.begin(), restarted_workers_.end(), same_worker);
-  if (known == restarted_workers_.end()) {
-    restarted_workers_.push_back({failed.name.text(), restart_count});
+  ++(server ? server_restarts_ : worker_restarts_);
+  std::vector<RestartedProcess>& restarted = server ? restarted_servers_ : restarted_workers_;
+  const auto same_process = [&](const RestartedProcess& p) { return p.name == failed.name.text(); };
+  const auto known = std::find_if(restarted.begin(), restarted.end(), same_process);
+  if (known == restarted.end()) {
+    restarted.push_back({failed.name.text(), restart_count});
   } else {
     known->restarts = restart_count;
   }
   start_child(again, failed.restarted, true, restart_count);
 }
 
-std::vector<RestartedWorker> Supervisor::rejoined_workers() const {
-  std::vector<RestartedWorker> rejoined;
-  for (const RestartedWorker& w : restarted_workers_) {
-    if (std::find(lost_workers_.begin(), lost_workers_.end(), w.name) == lost_workers_.end()) rejoined.push_back(w);
-  }
-  return rejoined;
+std::vector<RestartedProcess> Supervisor::rejoined_workers() const {
+  return not_lost(restarted_workers_, lost_workers_);
+}
+
+std::vector<RestartedProcess> Supervisor::rejoined_servers() const {
+  return not_lost(restarted_servers_, lost_servers_);
 }
 
 bool Supervisor::tolerated_worker_loss(const Child& failed) {
   if (!settings_.continue_after_worker_loss || failed.name.role != "worker") return false;
-  if (failed.restart_count > 0 && !others_of_role_run(failed) && other_workers_succeeded(failed)) {
-    // Started again to rejoin, it found the job over (the scheduler refuses
-    // a worker once every other one said goodbye): the job went on without
-    // its predecessor already, and finished.
-    const std::string line = "dtrun: " + failed.name.text() + " " + describe_wait_status(failed.status) +
-                             " after the job's other workers had finished: there was no running job to rejoin "
-                             "(DT_WORKER_LOSS=continue)\n";
-    write_all(STDERR_FILENO, line.data(), line.size());
-    lost_workers_.push_back(failed.name.text());
-    return true;
-  }
+  // Started again to rejoin, it found the job over (the scheduler refuses a
+  // worker once every other one said goodbye): the job went on without its
+  // predecessor already, and finished.
+  if (found_no_job_to_rejoin(failed, "DT_WORKER_LOSS=continue", lost_workers_)) return true;
   return go_on_without(failed, "the job goes on without it (DT_WORKER_LOSS=continue)", lost_workers_);
 }
 
-bool Supervisor::other_workers_succeeded(const Child& failed) const {
-  return std::all_of(children_.begin(), children_.end(), [&](const auto& c) {
-    return c.get() == &failed || c->name.role != "worker" || c->name.rank == failed.name.rank ||
-           (c->exited && exit_code_of(c->status) == 0);
-  });
-}
-
 bool Supervisor::tolerated_server_loss(const Child& failed) {
-  if (failed.name.role != "server" || static_cast<int>(lost_servers_.size()) >= settings_.tolerated_server_losses) {
-    return false;
-  }
+  if (failed.name.role != "server") return false;
+  // Started again to rejoin, it found the job over (every other server had
+  // finished, and so had the work): the job went on from the replicas of its
+  // predecessor's keys already, and finished.
+  if (found_no_job_to_rejoin(failed, "DT_SERVER_REPLICATION=1", lost_servers_)) return true;
+  if (static_cast<int>(lost_servers_.size()) >= settings_.tolerated_server_losses) return false;
   return go_on_without(failed, "the job goes on with the replicas of its keys (DT_SERVER_REPLICATION=1)",
                        lost_servers_);
+}
+
+bool Supervisor::found_no_job_to_rejoin(const Child& failed, const std::string& variable,
+                                        std::vector<std::string>& lost) {
+  if (failed.restart_count == 0 || others_of_role_run(failed) || !others_of_role_succeeded(failed)) return false;
+  const std::string line = "dtrun: " + failed.name.text() + " " + describe_wait_status(failed.status) +
+                           " after the job's other " + failed.name.role +
+                           "s had finished: there was no running job to rejoin (" + variable + ")\n";
+  write_all(STDERR_FILENO, line.data(), line.size());
+  lost.push_back(failed.name.text());
+  return true;
+}
+
+bool Supervisor::others_of_role_succeeded(const Child& failed) const {
+  return std::all_of(children_.begin(), children_.end(), [&](const auto& c) {
+    return c.get() == &failed || c->name.role != failed.name.role || c->name.rank == failed.name.rank ||
+           (c->exited && exit_code_of(c->status) == 0);
+  });
 }
 
 bool Supervisor::others_of_role_run(const Child& failed) const {

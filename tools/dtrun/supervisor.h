@@ -3,7 +3,8 @@
 // LinePrefixers, reaps them, and decides when the job must stop: the first
 // process that exits non-zero or is killed (but for workers under
 // continue_after_worker_loss, which may also be started again in place, and
-// servers under tolerated_server_losses), a signal to dtrun, or a deadline.
+// servers under tolerated_server_losses, which may be started again in place
+// under servers_rejoin), a signal to dtrun, or a deadline.
 // stop() ends every process of the group: SIGTERM, then SIGKILL after a
 // grace period, and reaps them all.
 //
@@ -47,8 +48,8 @@ struct ChildSpec {
   EnvMap env;
 };
 
-// What a worker restarted in place runs at its restart_count-th restart
-// (see SupervisorSettings::max_restarts).
+// What a worker or server restarted in place runs at its restart_count-th
+// restart (see SupervisorSettings::max_restarts and servers_rejoin).
 using RestartedSpec = std::function<ChildSpec(int restart_count)>;
 
 // Why a job stopped, as dtrun reports it.
@@ -65,8 +66,8 @@ struct Outcome {
 std::string describe_wait_status(int status);
 int exit_code_of(int status);
 
-// A worker that was started again in place, and how many times.
-struct RestartedWorker {
+// A worker or server that was started again in place, and how many times.
+struct RestartedProcess {
   std::string name;
   int restarts = 0;
 };
@@ -87,10 +88,11 @@ struct SupervisorSettings {
   // with continue_after_worker_loss, a worker that fails while another still
   // runs is started again in place, alone (same spec and log file, and
   // DT_WORKER_RESTART_COUNT), and rejoins the running job, which the
-  // scheduler lets it do in the place of the worker it lost. Once
-  // restarts_done (those of earlier runs of the job, both kinds) and this
-  // run's worker restarts reach max_restarts, a failed worker is left out as
-  // above. Whole-job restarts are main's, after a run failed.
+  // scheduler lets it do in the place of the worker it lost; servers too,
+  // under servers_rejoin. Once restarts_done (those of earlier runs of the
+  // job, both kinds) and this run's restarts in place of workers and servers
+  // reach max_restarts, a failed worker is left out as above. Whole-job
+  // restarts are main's, after a run failed.
   int max_restarts = 0;
   int restarts_done = 0;
   // False for a job without servers: its workers regroup over the ones that
@@ -101,6 +103,14 @@ struct SupervisorSettings {
   // job goes on with the replicas of their keys; one more server failing, or
   // the scheduler, still stops the job.
   int tolerated_server_losses = 0;
+  // DT_SERVER_REPLICATION=1 with 2 or more servers: a server that fails
+  // while another still runs is started again in place, alone, as a worker
+  // is under max_restarts (same spec and log file, and
+  // DT_WORKER_RESTART_COUNT), out of the same budget; the scheduler takes it
+  // in the lost server's place, as a replica of its keys. It came back, so
+  // it is no loss for tolerated_server_losses. With the budget spent, a
+  // failed server is left out under tolerated_server_losses as before.
+  bool servers_rejoin = false;
 };
 
 class Supervisor {
@@ -114,10 +124,10 @@ class Supervisor {
   // Starts a process in the job's process group. Throws std::runtime_error
   // when it cannot be started (the command does not exist, pipes or fork
   // fail); a process that got as far as fork is still owned and reaped.
-  // restarted: what the process runs when, as a worker, it is restarted in
-  // place. When empty, spec with DT_WORKER_RESTART_COUNT added to env: all
-  // that a process of this host needs; a launcher whose env does not reach
-  // the process (ssh) passes its own. It is called only from run_until
+  // restarted: what the process runs when, as a worker or a server, it is
+  // restarted in place. When empty, spec with DT_WORKER_RESTART_COUNT added
+  // to env: all that a process of this host needs; a launcher whose env does
+  // not reach the process (ssh) passes its own. It is called only from run_until
   // before the job stops, so it may refer to what the launcher holds while
   // it runs the job.
   pid_t start(const ChildSpec& spec, RestartedSpec restarted = {});
@@ -136,11 +146,18 @@ class Supervisor {
   bool has_exited(pid_t pid) const;
   // Workers that failed and that the job went on without, e.g. "worker 2".
   const std::vector<std::string>& lost_workers() const { return lost_workers_; }
-  // How many times a failed worker was started again in place in this run.
+  // How many times a failed process, of either role, was started again in
+  // place in this run: what the run spent of --max-restarts' budget.
+  int restarts() const { return worker_restarts_ + server_restarts_; }
+  // Of those, the restarts of workers and of servers.
   int worker_restarts() const { return worker_restarts_; }
+  int server_restarts() const { return server_restarts_; }
   // Workers started again in place that were not lost afterwards, in the
   // order of their first restart, e.g. {"worker 1", 1}.
-  std::vector<RestartedWorker> rejoined_workers() const;
+  std::vector<RestartedProcess> rejoined_workers() const;
+  // Servers started again in place that were not lost afterwards (they
+  // serve as replicas of the lost server's keys), e.g. {"server 1", 1}.
+  std::vector<RestartedProcess> rejoined_servers() const;
   // Servers that failed and whose keys the job went on with from their
   // replicas, e.g. "server 1".
   const std::vector<std::string>& lost_servers() const { return lost_servers_; }
@@ -171,10 +188,12 @@ class Supervisor {
   // Returns early (false) on SIGINT/SIGTERM/SIGHUP when interruptible.
   bool pump_while_stopping(const std::function<bool()>& pred, Clock::time_point deadline, bool interruptible);
   bool any_output_open() const;
-  // Whether a failed process is a worker to start again in place, to rejoin
-  // the running job: continue_after_worker_loss, max_restarts not spent by
-  // the restarts done and the `pending` ones of this round, another worker
-  // still runs, the job is not stopping, and deadline has not passed.
+  // Whether a failed process is one to start again in place, to rejoin the
+  // running job: a worker under continue_after_worker_loss (and
+  // workers_rejoin) or a server under servers_rejoin, max_restarts not spent
+  // by the restarts done and the `pending` ones of this round, another
+  // process of its role still runs, the job is not stopping, and deadline
+  // has not passed.
   bool may_rejoin(const Child& failed, Clock::time_point deadline, int pending) const;
   // Says so on stderr and starts it again. Throws as start() does.
   void restart_to_rejoin(const Child& failed);
@@ -188,13 +207,19 @@ class Supervisor {
   // tolerated_server_losses lost so far and another server still runs); says
   // so on stderr and records it.
   bool tolerated_server_loss(const Child& failed);
+  // Both: failed was started again in place and found the job over, every
+  // other process of its role having exited 0; says so on stderr (naming
+  // the variable that had it restarted), records failed in lost and returns
+  // true.
+  bool found_no_job_to_rejoin(const Child& failed, const std::string& variable, std::vector<std::string>& lost);
   // Both: when another process of failed's role still runs, says on stderr
   // that the job goes on (how), records failed in lost and returns true.
   bool go_on_without(const Child& failed, const std::string& how, std::vector<std::string>& lost);
   // Another process of failed's role has not exited.
   bool others_of_role_run(const Child& failed) const;
-  // Every worker other than failed's rank (its earlier runs) exited 0.
-  bool other_workers_succeeded(const Child& failed) const;
+  // Every process of failed's role other than failed's rank (its earlier
+  // runs) exited 0.
+  bool others_of_role_succeeded(const Child& failed) const;
 
   SignalPipe& signals_;
   SupervisorSettings settings_;
@@ -204,8 +229,10 @@ class Supervisor {
   std::vector<std::string> lost_workers_;
   std::vector<std::string> lost_servers_;
   int worker_restarts_ = 0;
-  std::vector<RestartedWorker> restarted_workers_;  // each once
-  // run_until returned what stops the job: no worker is started again after.
+  int server_restarts_ = 0;
+  std::vector<RestartedProcess> restarted_workers_;  // each once
+  std::vector<RestartedProcess> restarted_servers_;  // each once
+  // run_until returned what stops the job: no process is started again after.
   bool stopping_ = false;
   bool interrupted_while_stopping_ = false;
 };

@@ -1,6 +1,6 @@
 // The supervisor's decisions about failed processes, over real children
-// (/bin/sh): which failures the job goes on after, which workers it starts
-// again to rejoin the job, and which failures stop it.
+// (/bin/sh): which failures the job goes on after, which workers and servers
+// it starts again to rejoin the job, and which failures stop it.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -40,6 +40,14 @@ ChildSpec gated(ProcessName name, const std::string& gate, int code) {
 
 Outcome deadline_passed() { return Outcome{124, "deadline passed"}; }
 
+// Lets the children waiting on gate go, and expects the job to end cleanly.
+void open_gate_and_expect_a_clean_end(Supervisor& supervisor, const std::string& gate) {
+  std::ofstream(gate).put('\n');
+  const std::optional<Outcome> end =
+      supervisor.run_until([&] { return supervisor.all_exited(); }, Clock::now() + seconds(20), deadline_passed);
+  EXPECT_FALSE(end.has_value()) << end->message;
+}
+
 // DT_WORKER_LOSS=continue with a --max-restarts budget.
 SupervisorSettings rejoin_settings(int max_restarts, bool continue_after_worker_loss = true) {
   SupervisorSettings settings = quick_settings(0);
@@ -55,9 +63,37 @@ ChildSpec worker(int rank, const std::string& script) {
   return spec;
 }
 
+// Process 1 of role is killed at its first run; started again, it waits
+// until process 0 has finished and then fails: it finds the job over.
+// Process 0 finishes only once process 1 runs again: waiting for the first
+// run's marker raced the kill, and a process 0 that exited before the kill
+// was seen left no running job to restart process 1 into.
+void start_one_that_finds_the_job_over(Supervisor& supervisor, const std::string& role, const TempDir& dir) {
+  const std::string marker = dir.path() + "/failed-once";
+  const std::string restarted = dir.path() + "/" + role + "-1-restarted";
+  const std::string done = dir.path() + "/" + role + "-0-done";
+  supervisor.start(shell({role, 0}, "while [ ! -e '" + restarted + "' ]; do sleep 0.02; done; touch '" + done +
+                                        "'; exit 0"));
+  ChildSpec again = shell({role, 1}, "if [ -e '" + marker + "' ]; then"
+                                     "  touch '" + restarted + "';"
+                                     "  while [ ! -e '" + done + "' ]; do sleep 0.02; done; sleep 0.5; exit 1;"
+                                     "fi; touch '" + marker + "'; kill -9 $$");
+  if (role == "worker") again.env["DMLC_WORKER_ID"] = "1";
+  supervisor.start(again);
+}
+
 std::string read_all(const std::string& path) {
   std::ifstream in(path);
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// DT_SERVER_REPLICATION=1 with a --max-restarts budget: failed servers are
+// started again to rejoin as replicas.
+SupervisorSettings server_rejoin_settings(int max_restarts, int tolerated_server_losses) {
+  SupervisorSettings settings = quick_settings(tolerated_server_losses);
+  settings.servers_rejoin = true;
+  settings.max_restarts = max_restarts;
+  return settings;
 }
 
 TEST(DtrunSupervisor, OneServerLossIsToleratedWithReplicationAndASecondStopsTheJob) {
@@ -173,7 +209,7 @@ TEST(DtrunSupervisor, AFailedWorkerStartsAgainAloneAndRejoinsUnderContinueWithRe
   EXPECT_EQ(read_all(seen), "1 1 " + std::to_string(supervisor.process_group()) + "\n");
   EXPECT_EQ(supervisor.worker_restarts(), 1);
   EXPECT_TRUE(supervisor.lost_workers().empty());
-  const std::vector<RestartedWorker> rejoined = supervisor.rejoined_workers();
+  const std::vector<RestartedProcess> rejoined = supervisor.rejoined_workers();
   ASSERT_EQ(rejoined.size(), 1u);
   EXPECT_EQ(rejoined[0].name, "worker 1");
   EXPECT_EQ(rejoined[0].restarts, 1);
@@ -188,19 +224,8 @@ TEST(DtrunSupervisor, AFailedWorkerStartsAgainAloneAndRejoinsUnderContinueWithRe
 TEST(DtrunSupervisor, AWorkerStartedAgainThatFindsTheJobOverDoesNotFailIt) {
   SignalPipe signals;
   TempDir dir("dtrun-supervisor-test");
-  const std::string marker = dir.path() + "/failed-once";
-  const std::string restarted = dir.path() + "/worker-1-restarted";
-  const std::string done = dir.path() + "/worker-0-done";
   Supervisor supervisor(signals, rejoin_settings(1));
-  // Worker 0 finishes only once worker 1 runs again: waiting for the first
-  // run's marker raced worker 1's kill, and a worker 0 that exited before
-  // the kill was seen left no running job to restart worker 1 into.
-  supervisor.start(shell({"worker", 0}, "while [ ! -e '" + restarted + "' ]; do sleep 0.02; done; touch '" + done +
-                                             "'; exit 0"));
-  supervisor.start(worker(1, "if [ -e '" + marker + "' ]; then"
-                             "  touch '" + restarted + "';"
-                             "  while [ ! -e '" + done + "' ]; do sleep 0.02; done; sleep 0.5; exit 1;"
-                             "fi; touch '" + marker + "'; kill -9 $$"));
+  start_one_that_finds_the_job_over(supervisor, "worker", dir);
   testing::internal::CaptureStderr();
   const std::optional<Outcome> outcome =
       supervisor.run_until([&] { return supervisor.all_exited(); }, Clock::now() + seconds(20), deadline_passed);
@@ -236,10 +261,7 @@ TEST(DtrunSupervisor, AWorkerThatFailsAgainOnceTheRestartsAreSpentIsLeftOutAsBef
   EXPECT_EQ(supervisor.lost_workers(), std::vector<std::string>{"worker 1"});
   EXPECT_TRUE(supervisor.rejoined_workers().empty());
 
-  std::ofstream(gate).put('\n');
-  const std::optional<Outcome> end =
-      supervisor.run_until([&] { return supervisor.all_exited(); }, Clock::now() + seconds(20), deadline_passed);
-  EXPECT_FALSE(end.has_value()) << end->message;
+  open_gate_and_expect_a_clean_end(supervisor, gate);
 }
 
 // A job without servers: its workers regroup over the ones that remain, and
@@ -265,10 +287,7 @@ TEST(DtrunSupervisor, AWorkerOfAJobWithoutServersIsLeftOutNotStartedAgain) {
       << said;
   EXPECT_EQ(supervisor.worker_restarts(), 0);
 
-  std::ofstream(gate).put('\n');
-  const std::optional<Outcome> end =
-      supervisor.run_until([&] { return supervisor.all_exited(); }, Clock::now() + seconds(20), deadline_passed);
-  EXPECT_FALSE(end.has_value()) << end->message;
+  open_gate_and_expect_a_clean_end(supervisor, gate);
 }
 
 TEST(DtrunSupervisor, RestartsOfEarlierRunsOfTheJobSpendTheSameBudget) {
@@ -341,6 +360,179 @@ TEST(DtrunSupervisor, NoWorkerStartsAgainWhenNoOtherWorkerRunsOrTheJobIsStopping
     EXPECT_EQ(supervisor.worker_restarts(), 0);
     EXPECT_EQ(supervisor.still_running(), "worker 0");
   }
+}
+
+// Server rejoin: with DT_SERVER_REPLICATION=1 and --max-restarts, a failed
+// server is started again alone, as it was, and the scheduler takes it in
+// the lost server's place as a replica of its keys.
+TEST(DtrunSupervisor, AFailedServerStartsAgainAloneAndRejoinsAsAReplicaWithRestartsLeft) {
+  SignalPipe signals;
+  TempDir dir("dtrun-supervisor-test");
+  const std::string marker = dir.path() + "/failed-once";
+  const std::string seen = dir.path() + "/seen";
+  SupervisorSettings settings = server_rejoin_settings(1, 1);
+  settings.log_dir = dir.path() + "/logs";
+  Supervisor supervisor(signals, settings);
+  // Run until the restarted server 1 has reported: the job it rejoins. A
+  // file of the first run would race its kill.
+  supervisor.start(gated({"scheduler"}, seen, 0));
+  supervisor.start(gated({"server", 0}, seen, 0));
+  // Killed at its first run; its second reports DT_WORKER_RESTART_COUNT.
+  supervisor.start(shell({"server", 1}, "if [ -e '" + marker + "' ]; then"
+                                        "  echo second run;"
+                                        "  echo \"$DT_WORKER_RESTART_COUNT\" > '" + seen + ".tmp';"
+                                        "  mv '" + seen + ".tmp' '" + seen + "'; exit 0;"
+                                        "fi;"
+                                        "echo \"first run ${DT_WORKER_RESTART_COUNT-unset}\"; touch '" + marker +
+                                        "'; kill -9 $$"));
+
+  testing::internal::CaptureStderr();
+  const std::optional<Outcome> outcome =
+      supervisor.run_until([&] { return supervisor.all_exited(); }, Clock::now() + seconds(20), deadline_passed);
+  const std::string said = testing::internal::GetCapturedStderr();
+  EXPECT_FALSE(outcome.has_value()) << outcome->message;
+  EXPECT_NE(said.find("dtrun: server 1 killed by signal 9 (Killed); starting it again to rejoin the running job as a "
+                      "replica (restart 1 of at most 1, DT_SERVER_REPLICATION=1)\n"),
+            std::string::npos)
+      << said;
+  EXPECT_EQ(read_all(seen), "1\n");
+  EXPECT_EQ(supervisor.server_restarts(), 1);
+  EXPECT_EQ(supervisor.worker_restarts(), 0);
+  EXPECT_EQ(supervisor.restarts(), 1);
+  // It came back: no loss, and the budget of losses is whole.
+  EXPECT_TRUE(supervisor.lost_servers().empty());
+  const std::vector<RestartedProcess> rejoined = supervisor.rejoined_servers();
+  ASSERT_EQ(rejoined.size(), 1u);
+  EXPECT_EQ(rejoined[0].name, "server 1");
+  EXPECT_EQ(rejoined[0].restarts, 1);
+  EXPECT_TRUE(supervisor.rejoined_workers().empty());
+  // One log file for both runs: the restart appends to it.
+  const std::string log = read_all(settings.log_dir + "/server-1.log");
+  EXPECT_NE(log.find("first run unset\n"), std::string::npos) << log;
+  EXPECT_NE(log.find("second run\n"), std::string::npos) << log;
+}
+
+TEST(DtrunSupervisor, AServerThatFailsAgainOnceTheRestartsAreSpentIsAToleratedLoss) {
+  SignalPipe signals;
+  TempDir dir("dtrun-supervisor-test");
+  const std::string gate = dir.path() + "/gate";
+  const std::string runs = dir.path() + "/runs";
+  Supervisor supervisor(signals, server_rejoin_settings(1, 1));
+  supervisor.start(gated({"scheduler"}, gate, 0));
+  supervisor.start(gated({"server", 0}, gate, 0));
+  // Every run says so in runs; the first is killed, the next ones fail.
+  supervisor.start(shell({"server", 1}, "echo run >> '" + runs + "'; if [ \"${DT_WORKER_RESTART_COUNT-0}\" = 0 ]; "
+                                        "then kill -9 $$; fi; exit 3"));
+
+  testing::internal::CaptureStderr();
+  const std::optional<Outcome> lost = supervisor.run_until([&] { return !supervisor.lost_servers().empty(); },
+                                                           Clock::now() + seconds(20), deadline_passed);
+  const std::string said = testing::internal::GetCapturedStderr();
+  EXPECT_FALSE(lost.has_value()) << lost->message;
+  const std::string restarted = "dtrun: server 1 killed by signal 9 (Killed); starting it again to rejoin the running "
+                                "job as a replica (restart 1 of at most 1, DT_SERVER_REPLICATION=1)\n";
+  const std::string left_out = "dtrun: server 1 exited with status 3; the job goes on with the replicas of its keys "
+                               "(DT_SERVER_REPLICATION=1)\n";
+  EXPECT_NE(said.find(restarted), std::string::npos) << said;
+  EXPECT_GT(said.find(left_out), said.find(restarted)) << said;
+  EXPECT_EQ(said.find("starting it again", said.find(restarted) + restarted.size()), std::string::npos) << said;
+  EXPECT_EQ(supervisor.server_restarts(), 1);
+  EXPECT_EQ(supervisor.lost_servers(), std::vector<std::string>{"server 1"});
+  EXPECT_TRUE(supervisor.rejoined_servers().empty());
+
+  open_gate_and_expect_a_clean_end(supervisor, gate);
+  // No third start.
+  EXPECT_EQ(read_all(runs), "run\nrun\n");
+  EXPECT_EQ(supervisor.server_restarts(), 1);
+}
+
+// Workers and servers restarted in place, and earlier runs of the job,
+// spend one budget.
+TEST(DtrunSupervisor, RestartsOfServersAndWorkersSpendTheSameBudget) {
+  SignalPipe signals;
+  TempDir dir("dtrun-supervisor-test");
+  const std::string gate = dir.path() + "/gate";
+  const std::string worker_gate = dir.path() + "/worker-gate";
+  SupervisorSettings settings = server_rejoin_settings(2, 1);
+  settings.continue_after_worker_loss = true;
+  settings.restarts_done = 1;  // e.g. a whole-job restart
+  Supervisor supervisor(signals, settings);
+  supervisor.start(gated({"server", 0}, gate, 0));
+  supervisor.start(shell({"server", 1}, "exit 3"));
+  supervisor.start(gated({"worker", 0}, gate, 0));
+  supervisor.start(gated({"worker", 1}, worker_gate, 3));
+
+  testing::internal::CaptureStderr();
+  const std::optional<Outcome> server_lost = supervisor.run_until(
+      [&] { return !supervisor.lost_servers().empty(); }, Clock::now() + seconds(20), deadline_passed);
+  EXPECT_FALSE(server_lost.has_value()) << server_lost->message;
+  // The server's restart spent what was left; worker 1 fails only now.
+  std::ofstream(worker_gate).put('\n');
+  const std::optional<Outcome> worker_lost = supervisor.run_until(
+      [&] { return !supervisor.lost_workers().empty(); }, Clock::now() + seconds(20), deadline_passed);
+  const std::string said = testing::internal::GetCapturedStderr();
+  EXPECT_FALSE(worker_lost.has_value()) << worker_lost->message;
+  EXPECT_NE(said.find("dtrun: server 1 exited with status 3; starting it again to rejoin the running job as a replica "
+                      "(restart 2 of at most 2, DT_SERVER_REPLICATION=1)\n"),
+            std::string::npos)
+      << said;
+  EXPECT_NE(said.find("dtrun: worker 1 exited with status 3; the job goes on without it (DT_WORKER_LOSS=continue)\n"),
+            std::string::npos)
+      << said;
+  EXPECT_EQ(supervisor.restarts(), 1);
+  EXPECT_EQ(supervisor.server_restarts(), 1);
+  EXPECT_EQ(supervisor.worker_restarts(), 0);
+  EXPECT_EQ(supervisor.lost_servers(), std::vector<std::string>{"server 1"});
+
+  open_gate_and_expect_a_clean_end(supervisor, gate);
+}
+
+// Without servers_rejoin (no replication, or a launcher run before it), a
+// failed server is tolerated or stops the job as before, restarts or not,
+// even with workers restarted in place.
+TEST(DtrunSupervisor, WithoutServersRejoinAFailedServerIsNotStartedAgain) {
+  SignalPipe signals;
+  TempDir dir("dtrun-supervisor-test");
+  const std::string gate = dir.path() + "/gate";
+  SupervisorSettings settings = rejoin_settings(3);
+  settings.tolerated_server_losses = 1;
+  Supervisor supervisor(signals, settings);
+  supervisor.start(gated({"server", 0}, gate, 0));
+  supervisor.start(shell({"server", 1}, "exit 3"));
+
+  testing::internal::CaptureStderr();
+  const std::optional<Outcome> lost = supervisor.run_until([&] { return !supervisor.lost_servers().empty(); },
+                                                           Clock::now() + seconds(20), deadline_passed);
+  const std::string said = testing::internal::GetCapturedStderr();
+  EXPECT_FALSE(lost.has_value()) << lost->message;
+  EXPECT_EQ(said.find("starting it again"), std::string::npos) << said;
+  EXPECT_NE(said.find("dtrun: server 1 exited with status 3; the job goes on with the replicas of its keys "
+                      "(DT_SERVER_REPLICATION=1)\n"),
+            std::string::npos)
+      << said;
+  EXPECT_EQ(supervisor.restarts(), 0);
+
+  open_gate_and_expect_a_clean_end(supervisor, gate);
+}
+
+// Killed near the job's end, a server started again finds every other
+// server gone: the job finished on the replicas of its keys.
+TEST(DtrunSupervisor, AServerStartedAgainThatFindsTheJobOverDoesNotFailIt) {
+  SignalPipe signals;
+  TempDir dir("dtrun-supervisor-test");
+  Supervisor supervisor(signals, server_rejoin_settings(1, 1));
+  start_one_that_finds_the_job_over(supervisor, "server", dir);
+  testing::internal::CaptureStderr();
+  const std::optional<Outcome> outcome =
+      supervisor.run_until([&] { return supervisor.all_exited(); }, Clock::now() + seconds(20), deadline_passed);
+  const std::string said = testing::internal::GetCapturedStderr();
+  EXPECT_FALSE(outcome.has_value()) << outcome->message;
+  EXPECT_NE(said.find("dtrun: server 1 exited with status 1 after the job's other servers had finished: there was "
+                      "no running job to rejoin (DT_SERVER_REPLICATION=1)\n"),
+            std::string::npos)
+      << said;
+  EXPECT_EQ(supervisor.lost_servers(), std::vector<std::string>{"server 1"});
+  EXPECT_TRUE(supervisor.rejoined_servers().empty());
 }
 
 }  // namespace
