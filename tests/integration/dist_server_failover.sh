@@ -21,6 +21,16 @@
 #                                                   neighbour server 2 too: the
 #                                                   job ends on server 0 alone,
 #                                                   bit-identical
+#   DT_FAILOVER_REJOIN=1 dist_server_failover.sh DTRUN EXAMPLE
+#                                                   2 servers, dtrun
+#                                                   --max-restarts 1: kill -9
+#                                                   one server in epoch 2;
+#                                                   dtrun starts it again, it
+#                                                   rejoins as a replica, and
+#                                                   once its new copies are
+#                                                   filled the other server is
+#                                                   killed: the job ends on the
+#                                                   rejoined one, bit-identical
 #   DT_FAILOVER_SERVERS=3 dist_server_failover.sh DTRUN EXAMPLE SEED...
 #                                                   per seed, two drawn servers
 #                                                   one after the other at drawn
@@ -41,6 +51,9 @@ trap 'rm -rf "$work"' EXIT
 export OMP_WAIT_POLICY=passive
 epochs=3
 servers="${DT_FAILOVER_SERVERS:-2}"
+rejoin="${DT_FAILOVER_REJOIN:-0}"
+restarts=()
+[ "$rejoin" = 1 ] && restarts=(--max-restarts 1)
 job_args=(--model mlp --kvstore dist_sync --batch-size 64 --threads 1 --lr 0.05 --momentum 0.9 --epochs "$epochs")
 # Every process of a job run by this script carries its tag, so that the
 # victim is found among its processes only (other jobs may run here).
@@ -48,7 +61,8 @@ tag="dt-failover-$$-$RANDOM"
 
 # Starts the replicated job in the background; sets job_pid.
 start_job() {
-  "$dtrun" -n 2 -s "$servers" --timeout 600 --server-replication 1 --env "DT_JOB_TAG=$tag" -- "$example" "${job_args[@]}" \
+  "$dtrun" -n 2 -s "$servers" --timeout 600 --server-replication 1 "${restarts[@]}" --env "DT_JOB_TAG=$tag" -- \
+    "$example" "${job_args[@]}" \
     --checkpoint "$work/failover.safetensors" > "$work/failover.log" 2>&1 &
   job_pid=$!
 }
@@ -103,6 +117,29 @@ if [ $# -eq 0 ]; then
   # Servers are told apart by the order of their pids, among those running.
   [ "$servers" -eq 3 ] && neighbour=$(job_process "$tag" server 2 0)
   kill -9 "$pid"
+  if [ "$rejoin" = 1 ]; then
+    # dtrun starts server 0 again; it rejoins in its place and takes new
+    # copies of every part. Once they are filled, the other original server
+    # (the lower pid of the two running now) may go too.
+    for i in $(seq 300); do
+      grep -qs "have two holders again after 1 server loss(es) and 1 rejoin(s)" "$work/failover.log" && break
+      kill -0 "$job_pid" 2>/dev/null || break
+      sleep 0.1
+    done
+    grep -qs "have two holders again after 1 server loss(es) and 1 rejoin(s)" "$work/failover.log" ||
+      { echo "FAIL: the rejoined server's copies were not reported filled"; grep "disttrain\|^dtrun" "$work/failover.log"; exit 1; }
+    other=$(job_process "$tag" server 0 0)
+    [ -n "$other" ] && [ "$other" != "$pid" ] || { echo "FAIL: the other server was not running"; exit 1; }
+    kill -9 "$other"
+    check_job 0 "server 0 killed, started again, then the other server killed"
+    grep -q "server 0 killed by signal 9 (Killed); starting it again to rejoin the running job as a replica" \
+      "$work/failover.log" && grep -q "server 1 killed by signal 9" "$work/failover.log" ||
+      { echo "FAIL: dtrun did not restart server 0 and report server 1 killed"; grep "^dtrun" "$work/failover.log"; exit 1; }
+    echo "OK: server 0 killed in epoch 2 and started again by dtrun; it rejoined as a replica, and once its copies" \
+      "were filled the other server was killed: the job ended on the rejoined server, bit-identical to the" \
+      "uninterrupted job without replication"
+    exit 0
+  fi
   if [ "$servers" -eq 3 ]; then
     # Server 1's parts get new copies on 2 and 0; once they are filled,
     # server 2 may go too, though it was next to server 1.
