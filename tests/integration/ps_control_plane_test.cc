@@ -27,6 +27,7 @@
 #include "process_harness.h"
 #include "ps/job/job_config.h"
 #include "ps/roles/cluster_member.h"
+#include "ps/roles/node_table.h"
 #include "ps/roles/scheduler.h"
 #include "ps/transport/frame.h"
 #include "ps/transport/request_client.h"
@@ -350,6 +351,106 @@ TEST(PsThreads, MismatchedProtocolVersionIsAProtocolError) {
     EXPECT_NE(text.find("version " + std::to_string(kProtocolVersion + 1)), std::string::npos) << text;
     EXPECT_NE(text.find("version " + std::to_string(kProtocolVersion)), std::string::npos) << text;
   }
+}
+
+// Server rejoin at the control plane (DT_SERVER_REPLICATION=1). A server
+// registering after the job started takes a departed server's place; one
+// that does not beat within the heartbeat timeout (it never got the job's
+// settings) is dropped unannounced, and its late heartbeat is told so. The
+// next one is announced at its first heartbeat, and members hear the loss
+// and the rejoin in that order. The rejoiners speak raw frames, so that
+// each has a pid of its own in this one process.
+TEST(PsThreads, AServerRejoinsInADepartedPlaceAndIsAnnouncedAtItsFirstHeartbeat) {
+  const std::string url = inproc_url();
+  PsOptions o = fast_options();
+  o.server_replicas = 1;
+  Scheduler scheduler(inproc_job(url, Role::kScheduler, 2, 1), o);
+  auto done = std::async(std::launch::async, [&] {
+    try {
+      scheduler.run();
+    } catch (const Error&) {
+    }
+  });
+  const auto member = [&](Role role) {
+    return std::async(std::launch::async, [&, role] {
+      return std::make_unique<ClusterMember>(inproc_job(url, role, 2, 1, role == Role::kWorker ? 0 : -1), o,
+                                             std::vector<std::string>{"inproc://rejoin-data"});
+    });
+  };
+  auto f0 = member(Role::kServer);
+  auto f1 = member(Role::kServer);
+  auto fw = member(Role::kWorker);
+  for (auto* f : {&f0, &f1, &fw}) ASSERT_EQ(f->wait_for(20s), std::future_status::ready);
+  std::unique_ptr<ClusterMember> worker = fw.get();
+  std::unique_ptr<ClusterMember> s0 = f0.get();
+  std::unique_ptr<ClusterMember> s1 = f1.get();
+  if (s0->rank() == 1) std::swap(s0, s1);
+  std::mutex mutex;
+  std::vector<std::string> news;
+  worker->on_server_change([&](const ClusterMember::ServerNews& n) {
+    std::lock_guard<std::mutex> lock(mutex);
+    news.push_back(n.change.rejoined ? "rejoined " + std::to_string(n.rejoined.rank) + " pid " +
+                                           std::to_string(n.rejoined.pid)
+                                     : "lost " + std::to_string(n.lost.rank));
+  });
+  const auto heard = [&](size_t count) {
+    const auto end = std::chrono::steady_clock::now() + 10s;
+    for (;;) {
+      {
+        std::lock_guard<std::mutex> lock(mutex);
+        if (news.size() >= count) return news;
+      }
+      if (std::chrono::steady_clock::now() > end) return news;
+      std::this_thread::sleep_for(10ms);
+    }
+  };
+  s1.reset();  // its connection closes without a goodbye: lost, and departed
+  EXPECT_EQ(heard(1), std::vector<std::string>{"lost 1"});
+
+  const auto register_server = [&](RequestClient& client, int64_t pid) {
+    flatbuffers::FlatBufferBuilder fbb;
+    auto reg = wire::CreateRegister(fbb, wire::Role::Server, fbb.CreateString("127.0.0.1"), pid,
+                                    fbb.CreateVectorOfStrings(std::vector<std::string>{"inproc://rejoined"}), -1, 2, 1);
+    return read_node_table(Frame::parse(client.call(make_message(fbb, reg), 5s)).expect<wire::NodeTable>());
+  };
+  const auto heartbeat = [&](RequestClient& client) {
+    flatbuffers::FlatBufferBuilder fbb;
+    return Frame::parse(client.call(make_message(fbb, wire::CreateHeartbeat(fbb, wire::Role::Server, 1, 0)), 5s));
+  };
+  // A rejoiner that stays silent past the heartbeat timeout (1 s).
+  RequestClient slow(scheduler.url(), 5s);
+  const NodeTable first = register_server(slow, 900001);
+  EXPECT_TRUE(first.joined_running_job);
+  EXPECT_EQ(first.your_rank, 1);
+  std::this_thread::sleep_for(1800ms);
+  try {
+    heartbeat(slow).expect<wire::HeartbeatReply>();
+    ADD_FAILURE() << "a dropped rejoiner's heartbeat was answered";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kPeerLost);
+    EXPECT_NE(std::string(e.what()).find("dropped before it had rejoined"), std::string::npos) << e.what();
+  }
+  // Nobody heard of it.
+  EXPECT_EQ(heard(1), std::vector<std::string>{"lost 1"});
+  // The next one takes the place and beats at once: announced.
+  RequestClient quick(scheduler.url(), 5s);
+  const NodeTable second = register_server(quick, 900002);
+  EXPECT_EQ(second.your_rank, 1);
+  ASSERT_EQ(second.servers.size(), 2u);
+  EXPECT_EQ(second.servers[1].pid, 900002);
+  const Frame reply = heartbeat(quick);
+  const auto& beat = reply.expect<wire::HeartbeatReply>();
+  ASSERT_NE(beat.rejoined(), nullptr);
+  ASSERT_EQ(beat.rejoined()->size(), 1u);
+  const RejoinedServer back = read_rejoined_server(*beat.rejoined()->Get(0));
+  EXPECT_EQ(back.node.rank, 1);
+  EXPECT_EQ(back.after_departures, 1u);
+  EXPECT_EQ(heard(2), (std::vector<std::string>{"lost 1", "rejoined 1 pid 900002"}));
+  quick.close();
+  slow.close();
+  worker->shutdown();
+  s0->wait_for_stop();
+  ASSERT_EQ(done.wait_for(15s), std::future_status::ready);
 }
 
 TEST(PsThreads, MismatchedJobLayoutIsRejected) {

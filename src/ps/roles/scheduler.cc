@@ -87,6 +87,9 @@ struct Scheduler::State {
     // only at its first heartbeat: it sends none before it has the job's
     // settings and can serve.
     bool announced = true;
+    // It was lost before it was announced (it took too long to get the
+    // settings, say): its later heartbeats are told so, and it ends.
+    bool dropped_while_rejoining = false;
   };
   std::map<std::pair<int, int>, Member> members;  // (role, rank)
 
@@ -378,6 +381,7 @@ void Scheduler::State::seat_server_joins() {
     place->last_heartbeat = Clock::now();
     place->lost = place->left = place->told = place->disconnected = false;
     place->announced = false;
+    place->dropped_while_rejoining = false;
     std::fprintf(stderr,
                  "disttrain scheduler: %s registered to rejoin the running job in the place of %s; it is announced "
                  "once it has the job's settings (DT_SERVER_REPLICATION=1)\n",
@@ -523,6 +527,10 @@ Scheduler::State::Member& Scheduler::State::speaker(Role role, int rank, uint32_
 
 void Scheduler::State::on_heartbeat(const wire::Heartbeat& h, uint32_t pipe, RequestServer::Reply& reply) {
   Member& m = speaker(from_wire(h.role()), h.rank(), pipe, "heartbeat");
+  if (m.dropped_while_rejoining) {
+    throw Error(ErrorCode::kPeerLost, m.info.describe() + " was dropped before it had rejoined the job (no heartbeat "
+                                                          "within the heartbeat timeout): start it again");
+  }
   m.last_heartbeat = Clock::now();
   if (!m.announced) {
     // A rejoined server beats once it has the job's settings and serves:
@@ -668,6 +676,7 @@ void Scheduler::State::mark_lost(Member& m, const std::string& reason) {
     // for the next server that registers to rejoin.
     m.lost = true;
     m.announced = true;
+    m.dropped_while_rejoining = true;
     std::fprintf(stderr, "disttrain scheduler: %s, which was rejoining the job, was lost before it served (%s)\n",
                  m.info.describe().c_str(), reason.c_str());
     return;
