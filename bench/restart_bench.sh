@@ -30,6 +30,13 @@
 #    "two holders again" (every worker saw the new copies of the lost
 #    server's parts filled, from the other holders, while training went
 #    on); the epoch with the kill beside the one before.
+#  - "serverrejoin": --server-replication 1 --max-restarts 1 with 2
+#    servers, and server 1 is killed: dtrun starts it again, it takes the
+#    job's settings and the lost server's place, and the workers give it
+#    new copies of every part, filled while training goes on; times from the
+#    kill to dtrun's restart line, to the scheduler announcing it, and to
+#    "two holders again after 1 server loss(es) and 1 rejoin(s)"; the epoch
+#    with the kill beside the one before.
 #  - "regroup": a job without servers (allreduce, 3 workers, -s 0) under
 #    --worker-loss continue; times from the kill to the scheduler's report
 #    and to worker 0's regroup with worker 2 (its all-reduces go on); the
@@ -39,7 +46,7 @@
 # Every output line is stamped as it arrives, so the times include the
 # pipe's delay (milliseconds).
 set -euo pipefail
-build=build epochs=3 hb_timeout=5 ways=restart,continue,rejoin,replica,newcopy,regroup
+build=build epochs=3 hb_timeout=5 ways=restart,continue,rejoin,replica,newcopy,serverrejoin,regroup
 while [ $# -gt 0 ]; do
   case "$1" in
     --build-dir) build=$2; shift 2 ;;
@@ -163,6 +170,19 @@ printf '"kill_to_scheduler_goes_on_s":%s,"kill_to_new_copies_filled_s":%s,' \
   "$(since "$kill_at" "$(first_after "$work/newcopy.log" "$kill_at" "have two holders again")")"
 printf '"epoch_s_before":%s,"epoch_s_with_kill":%s}\n' \
   "$(epoch_seconds "$work/newcopy.log" 1)" "$(epoch_seconds "$work/newcopy.log" 2)"
+fi
+
+if wanted serverrejoin; then
+layout=(-n 2 -s 2)
+run_job "$work/serverrejoin.log" server 1 --server-replication 1 --max-restarts 1
+printf '{"bench":"restart_after_kill","way":"serverrejoin","victim":"server 1","servers":2,"epochs":%d,"heartbeat_timeout_s":%s,' \
+  "$epochs" "$hb_timeout"
+printf '"kill_to_restart_s":%s,"kill_to_rejoined_s":%s,"kill_to_copies_filled_s":%s,' \
+  "$(since "$kill_at" "$(first_after "$work/serverrejoin.log" "$kill_at" "starting it again to rejoin")")" \
+  "$(since "$kill_at" "$(first_after "$work/serverrejoin.log" "$kill_at" "rejoined the running job; the job has")")" \
+  "$(since "$kill_at" "$(first_after "$work/serverrejoin.log" "$kill_at" "and 1 rejoin(s)")")"
+printf '"epoch_s_before":%s,"epoch_s_with_kill":%s}\n' \
+  "$(epoch_seconds "$work/serverrejoin.log" 1)" "$(epoch_seconds "$work/serverrejoin.log" 2)"
 fi
 
 if wanted regroup; then

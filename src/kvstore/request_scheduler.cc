@@ -432,7 +432,11 @@ void RequestScheduler::on_reply(int lane, const std::vector<Unit>& units, std::o
   bool waiting;  // whether the lane has queued messages the freed slot lets go
   bool rerouted = false;  // replicated: the units are not this reply's to finish
   Ended ended;
-  std::optional<uint32_t> restored;  // every new copy after this many losses is filled
+  std::optional<uint32_t> restored;  // every new copy after this many changes is filled
+  // A push answered at new copies still being filled (DataReply.held) is
+  // delivered, but fills nothing yet. (The link verified the reply.)
+  const auto* data = !error && reply != nullptr ? reply->body<ps::wire::DataReply>() : nullptr;
+  const bool held = data != nullptr && data->held();
   {
     std::lock_guard<std::mutex> lock(mutex_);
     Lane& l = lanes_[static_cast<size_t>(lane)];
@@ -440,7 +444,7 @@ void RequestScheduler::on_reply(int lane, const std::vector<Unit>& units, std::o
     waiting = !l.queued.empty();
     last_progress_ = std::chrono::steady_clock::now();
     if (error && replicated_) rerouted = reroute_locked(lane / 2, units, *error, ended);
-    if (!error && replicated_) restored = note_filled_locked(lane / 2, units);
+    if (!error && replicated_ && !held) restored = note_filled_locked(lane / 2, units);
   }
   if (restored && report_restored_) report_restored_(*restored);
   if (waiting || rerouted) wake_.notify_all();

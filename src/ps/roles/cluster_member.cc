@@ -286,6 +286,10 @@ ClusterMember::ClusterMember(const JobConfig& job, const PsOptions& options, std
     st.cv.notify_all();
   });
   if (before_heartbeats) before_heartbeats(st.table);
+  // A node joining the running job beats at once: a rejoined server is
+  // announced at its first heartbeat, which would otherwise come an
+  // interval later (1 s by default).
+  st.beat_now = st.table.joined_running_job;
   st.heartbeat_thread = std::thread([&st] { st.heartbeat_loop(); });
 }
 

@@ -6,8 +6,9 @@
 // The store asks with the part's lock held, so the filler only queues the
 // request there; its own thread sends it, and the reply is installed on the
 // transport's thread. A request that fails (the source lost, a refusal, the
-// request timeout) fails the part's held pushes with its error: the workers
-// waiting on them learn why, and the part waits for their next pushes.
+// request timeout) is logged, with why, and the part waits for the workers'
+// next pushes (ServerKeyStore::fail_fill); the workers never counted it as
+// filled.
 #pragma once
 
 #include <condition_variable>

@@ -298,9 +298,20 @@ void ServerKeyStore::push(int worker, const PartInfo& info, int64_t round, const
   // one round ahead of the round being merged.
   if (!e.ready || (mode() == Mode::kSync && round > e.applied_round + 1)) {
     const auto* begin = static_cast<const uint8_t*>(data);
+    if (e.adopt_source >= 0) {
+      // A new copy keeps the bytes and answers at once: a worker waiting
+      // here would stop its rounds on the part's other holder, which may be
+      // what another worker, still unaware of the copy, waits for before
+      // its first push here (a deadlock).
+      e.held.push_back(HeldPush{worker, round, std::vector<uint8_t>(begin, begin + bytes), [](const Error*) {}});
+      e.pushed_round[static_cast<size_t>(worker)] = round;
+      keep_needed_held_locked(e, worker, round);
+      done(nullptr);
+      request_fill_locked(e);
+      return;
+    }
     e.held.push_back(HeldPush{worker, round, std::vector<uint8_t>(begin, begin + bytes), std::move(done)});
     if (mode() == Mode::kSync) e.pushed_round[static_cast<size_t>(worker)] = round;
-    if (e.adopt_source >= 0) request_fill_locked(e);
     return;
   }
   // Elements wider than the payload's alignment (nng bodies start 4 bytes
@@ -793,21 +804,33 @@ ServerKeyStore::Entry& ServerKeyStore::adopting_locked(int worker, const PartInf
   }
   const size_t w = static_cast<size_t>(worker);
   if (e.adopt_round[w] == 0) {
-    // Its rounds here start with this push.
-    int64_t earliest = round;
-    for (int64_t first : e.adopt_round) {
-      if (first > 0) earliest = std::min(earliest, first);
-    }
-    if (round > earliest + kRoundWindow) {
-      throw Error(ErrorCode::kBadState, "worker " + std::to_string(worker) + " began a new copy of " + part_name(p) +
-                                            " at round " + std::to_string(round) + ", another worker at round " +
-                                            std::to_string(earliest) + " (rule: at most " +
-                                            std::to_string(kRoundWindow) + " rounds apart)");
-    }
+    // Its rounds here start with this push. Another worker may have begun
+    // many rounds earlier (it heard of the copy a heartbeat sooner): it
+    // keeps only the pushes the fill may need (keep_needed_held_locked).
     e.adopt_round[w] = round;
     e.pushed_round[w] = round - 1;
   }
   return e;
+}
+
+void ServerKeyStore::keep_needed_held_locked(Entry& e, int worker, int64_t round) {
+  // Every other worker has pushed round - (kRoundWindow + 1) to the part's
+  // other holder at least: this worker could not have pushed `round` there
+  // otherwise (a push of round r needs round r - 1 - kRoundWindow applied).
+  // So their first pushes here will be of that round or later, and the
+  // fill's state will hold every round before it: this worker's held
+  // pushes of those rounds are never needed, and its rounds here start at
+  // the first one kept.
+  // Not while a fill is asked for: its state's round was fixed by the first
+  // pushes as they were.
+  if (e.fill_requested) return;
+  const int64_t oldest_needed = round - kRoundWindow - 1;
+  const size_t w = static_cast<size_t>(worker);
+  if (e.adopt_round[w] >= oldest_needed) return;
+  e.held.erase(std::remove_if(e.held.begin(), e.held.end(),
+                              [&](const HeldPush& h) { return h.worker == worker && h.round < oldest_needed; }),
+               e.held.end());
+  e.adopt_round[w] = oldest_needed;
 }
 
 void ServerKeyStore::request_fill_locked(Entry& e) {

@@ -233,15 +233,19 @@ class ServerKeyStore {
   // training goes on. dist_sync only (kNotSupported otherwise).
   //  - The workers' pushes of the part to the new copy carry adopt_from (the
   //    server holding it). The first creates the part here, empty; from then
-  //    on its pushes are held, unanswered (each worker waits there, so at
-  //    most a round or two of pushes per worker is held). A worker's first
-  //    push here may be of any round; its rounds go on from it.
+  //    on its pushes are kept here and answered at once (the caller tells
+  //    the worker they are kept, not applied: filling()). A worker must not
+  //    wait here: its rounds on the source would stop, and another worker
+  //    that has not heard of the copy yet may wait for them on the source
+  //    before its first push here. A worker's first push here may be of any
+  //    round; its rounds go on from it. Of a worker far ahead, only the
+  //    pushes a fill may need are kept (its last kRoundWindow + 1 rounds:
+  //    no other worker can be further behind, the source's round window
+  //    stops it).
   //  - Once every worker in the job has pushed the part here, this server
   //    asks the source (on_fill_wanted) for the part as it is once the round
   //    before the latest of those first pushes is applied there. From that
-  //    round on every push of the part is held here; the source cannot have
-  //    passed it without the pushes held here, which are answered only after
-  //    the fill.
+  //    round on every push of the part is kept here.
   //  - install() puts the source's answer in: its value, its round R, its
   //    optimizer state and, when its pulls are compressed, its residual and
   //    the encoding its pulls of round R get. Held pushes of rounds <= R are in that value already
@@ -278,10 +282,13 @@ class ServerKeyStore {
   // kBadState for a part that is not waiting for one, or a round below the
   // one asked for; kShapeMismatch for bytes of the wrong size.
   void install(const PartInfo& info, const PartState& state);
-  // The source could not answer: the held pushes fail with error, and the
-  // part waits for a fresh start (the workers' next pushes of it).
+  // The source could not answer: the kept pushes are dropped (error goes
+  // nowhere: they were answered as kept, and the workers never counted the
+  // copy as filled), and the part waits for a fresh start (the workers'
+  // next pushes of it).
   void fail_fill(const PartInfo& info, const core::Error& error);
-  // Whether the part is a new copy still waiting for its state (tests).
+  // Whether the part is a new copy still waiting for its state: a push to it
+  // was kept, not applied (DataReply.held).
   bool filling(const PartInfo& info) const;
 
  private:
@@ -304,6 +311,9 @@ class ServerKeyStore {
   // A new copy whose every worker has pushed (or left the job): asks for
   // its state, once.
   void request_fill_locked(Entry& e);
+  // A new copy after worker's push of round: drops its held pushes that no
+  // fill can need (at most kRoundWindow + 2 rounds are kept per worker).
+  void keep_needed_held_locked(Entry& e, int worker, int64_t round);
   PartState state_locked(const Entry& e) const;
   void check(const Entry& e, const PartInfo& info, size_t bytes, const char* op) const;
   void push_locked(Entry& e, int worker, int64_t round, const void* data, PushDone& done);

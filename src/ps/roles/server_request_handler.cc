@@ -56,11 +56,16 @@ class Completion {
       kept_[i].copy.assign(begin, begin + answer.bytes);
     }
   }
+  // A push-only request with slices kept at new copies still being filled
+  // (said in the reply, DataReply.held). Before the handler's own finish.
+  void mark_held() { held_ = true; }
   // Settles n pieces of work; the last one replies.
   void finish(size_t n = 1) {
     if (remaining_.fetch_sub(n, std::memory_order_acq_rel) != n) return;
     if (error_) {
       reply_(encode_data_error(error_->code(), error_->what()));
+    } else if (held_) {
+      reply_(encode_held_push_reply());
     } else if (!kept_.empty()) {
       reply_(assemble());
     } else {
@@ -89,6 +94,7 @@ class Completion {
 
   RequestServer::Reply reply_;
   std::atomic<size_t> remaining_;
+  std::atomic<bool> held_{false};
   std::mutex mutex_;
   std::unique_ptr<Error> error_;
 };
@@ -166,6 +172,9 @@ void push_pull(ServerKeyStore& store, int worker, const std::vector<DecodedSlice
               completion->finish();
             },
             resent, s.adopt_from);
+        // A new copy answers at once while it is filled (the worker must
+        // not wait for it: see ServerKeyStore's "New copies"), and says so.
+        if (s.adopt_from >= 0 && !pull && store.filling(s.info)) completion->mark_held();
       }
       if (pull) {
         ++started;

@@ -77,6 +77,11 @@ EncodedData encode_data_reply(const std::vector<SliceSpec>& slices, const std::s
   return finish(std::move(msg), payload, slices, offsets);
 }
 
+Message encode_held_push_reply() {
+  flatbuffers::FlatBufferBuilder fbb(64);
+  return make_message(fbb, wire::CreateDataReply(fbb, 0, 0, 0, -1, true));
+}
+
 Message encode_data_error(ErrorCode code, const std::string& message) {
   flatbuffers::FlatBufferBuilder fbb(64 + message.size());
   auto text = fbb.CreateString(message);

@@ -54,6 +54,9 @@ inline constexpr const char* kPullEncoding = "pull_encoding";
 inline constexpr const char* kSourceLearningRate = "learning_rate";
 inline constexpr const char* kSourceRescaleGrad = "rescale_grad";
 
+// The answer to a push whose slices for new copies are kept there until the
+// copies are filled (DataReply.held).
+Message encode_held_push_reply();
 // An error answer to a data request (also used for a failure half-way).
 Message encode_data_error(core::ErrorCode code, const std::string& message);
 

@@ -36,7 +36,8 @@ namespace dt::ps {
 // part), which a version-4 server would take for an ordinary push, and the
 // PartState data op and Heartbeat.copies_restored that go with it. 6:
 // HeartbeatReply.rejoined (a server rejoining a replicated job), which a
-// version-5 worker would not route to, and the ServerSettings data op.
+// version-5 worker would not route to, the ServerSettings data op, and
+// DataReply.held (a push answered at a new copy still being filled).
 constexpr uint32_t kProtocolVersion = 6;
 constexpr size_t kPayloadAlignment = 16;
 constexpr size_t kFrameHeaderBytes = 4;
