@@ -204,6 +204,8 @@ void DistKVStore::exchange_with_servers(const std::function<ps::Message(int serv
   }
   for (;;) {
     const auto answered = std::make_unique<std::atomic<bool>[]>(servers.size());
+    std::vector<int> lost_before;
+    for (int s : servers) lost_before.push_back(scheduler_->times_lost(s));
     try {
       ps::WorkerClient::Exchange exchange(*client_, [&](size_t index, const ps::Frame& reply) {
         on_reply(servers[index], reply);
@@ -213,7 +215,7 @@ void DistKVStore::exchange_with_servers(const std::function<ps::Message(int serv
       exchange.wait();
       return;
     } catch (const Error& e) {
-      if (!scheduler_->replicated() || !lost_server_among(servers, e)) throw;
+      if (!scheduler_->replicated() || !lost_server_among(servers, lost_before, e)) throw;
     }
     // A server was lost meanwhile: again, to the others that did not answer.
     std::vector<int> left;
@@ -225,7 +227,8 @@ void DistKVStore::exchange_with_servers(const std::function<ps::Message(int serv
   }
 }
 
-bool DistKVStore::lost_server_among(const std::vector<int>& servers, const Error& error) const {
+bool DistKVStore::lost_server_among(const std::vector<int>& servers, const std::vector<int>& lost_before,
+                                    const Error& error) const {
   if (error.code() != ErrorCode::kNetwork && error.code() != ErrorCode::kTimedOut &&
       error.code() != ErrorCode::kClosed && error.code() != ErrorCode::kPeerLost) {
     return false;
@@ -234,8 +237,8 @@ bool DistKVStore::lost_server_among(const std::vector<int>& servers, const Error
   const auto verdict = std::chrono::steady_clock::now() + ps::to_ms(2 * options_.heartbeat_timeout_s);
   for (;;) {
     if (auto failure = client_->failure()) throw *failure;
-    for (int s : servers) {
-      if (!scheduler_->server_alive(s)) return true;
+    for (size_t i = 0; i < servers.size(); ++i) {
+      if (scheduler_->times_lost(servers[i]) > lost_before[i]) return true;
     }
     if (std::chrono::steady_clock::now() >= verdict) return false;
     std::this_thread::sleep_for(kFailurePoll);

@@ -159,7 +159,10 @@ class DistKVStore final : public KVStore {
   // Whether error (a dropped connection, a timeout) came from one of
   // servers that the scheduler has declared lost by now, waiting up to
   // 2 x heartbeat_timeout_s for its verdict; throws the job's failure.
-  bool lost_server_among(const std::vector<int>& servers, const core::Error& error) const;
+  // lost_before: each server's RequestScheduler::times_lost when the
+  // requests were sent (a server lost and rejoined since counts as lost).
+  bool lost_server_among(const std::vector<int>& servers, const std::vector<int>& lost_before,
+                         const core::Error& error) const;
 
   const std::string type_;
   const bool sync_;

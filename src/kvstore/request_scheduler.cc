@@ -319,6 +319,11 @@ void RequestScheduler::send_batch(int lane, std::vector<Unit> units) {
     codec = codec_;
     feedback = feedback_;
   }
+  if (replicated_) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const int epoch = times_lost_locked(server);
+    for (Unit& unit : units) unit.sent_epoch = epoch;
+  }
   std::optional<ps::EncodedData> encoded;
   bool may_resend = false;
   std::optional<Error> error;
@@ -456,7 +461,12 @@ void RequestScheduler::on_reply(int lane, const std::vector<Unit>& units, std::o
 }
 
 bool RequestScheduler::reroute_locked(int server, const std::vector<Unit>& units, const Error& error, Ended& ended) {
-  if (lost_servers_[static_cast<size_t>(server)]) {
+  // Lost now, or since the units left (a server that rejoined since is
+  // another process: they were cut by its predecessor's loss).
+  const bool cut_by_a_loss = std::any_of(units.begin(), units.end(), [&](const Unit& unit) {
+    return unit.sent_epoch >= 0 && unit.sent_epoch < times_lost_locked(server);
+  });
+  if (lost_servers_[static_cast<size_t>(server)] || cut_by_a_loss) {
     redirect_locked(units, ended);
     return true;
   }
@@ -623,6 +633,15 @@ std::vector<int> RequestScheduler::holders(int server) const {
   std::vector<int> servers;
   for (const ps::PartHolder& holder : holders_locked(server)) servers.push_back(holder.server);
   return servers;
+}
+
+int RequestScheduler::times_lost(int server) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return times_lost_locked(server);
+}
+
+int RequestScheduler::times_lost_locked(int server) const {
+  return static_cast<int>(std::count(changes_.begin(), changes_.end(), ps::ServerChange{server, false}));
 }
 
 bool RequestScheduler::server_alive(int server) const {

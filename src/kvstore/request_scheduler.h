@@ -163,6 +163,10 @@ class RequestScheduler {
   void server_rejoined(const ps::NodeInfo& server);
   // Whether server still serves this worker's requests (not server_lost()).
   bool server_alive(int server) const;
+  // How many times server was lost so far: a request sent to it that
+  // failed was cut by a loss when this grew since, even if the server has
+  // rejoined by now.
+  int times_lost(int server) const;
   // The servers holding a part placed on server now (ps::part_holders);
   // just server when not replicated.
   std::vector<int> holders(int server) const;
@@ -224,6 +228,10 @@ class RequestScheduler {
     // Replicated pushes and inits: the server the other copy went to (-1:
     // none), which carries it when this one's server is lost.
     int peer = -1;
+    // Replicated: times_lost() of its server when it was sent. A failure
+    // that comes back after the server was lost again (and perhaps
+    // rejoined) is that loss's.
+    int sent_epoch = -1;
   };
   // A unit that ended here instead of in a reply: with its error, or none
   // when the other copy of a push carries it.
@@ -273,6 +281,7 @@ class RequestScheduler {
   std::optional<int> pull_server_locked(int primary) const;
   // The holders of a part placed on home after the changes so far.
   std::vector<ps::PartHolder> holders_locked(int home) const;
+  int times_lost_locked(int server) const;
   void finish_unit(const std::shared_ptr<Request>& request, const std::optional<core::Error>& error);
   // Replicated, mutex_ held: after a change, the parts whose new copies
   // are not known filled yet; the number of changes when there are none.

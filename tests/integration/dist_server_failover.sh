@@ -31,6 +31,14 @@
 #                                                   filled the other server is
 #                                                   killed: the job ends on the
 #                                                   rejoined one, bit-identical
+#   DT_FAILOVER_REJOIN=1 dist_server_failover.sh DTRUN EXAMPLE SEED...
+#                                                   per seed, a drawn server
+#                                                   killed at a drawn time,
+#                                                   started again by dtrun, and
+#                                                   once it has rejoined with
+#                                                   its copies filled, the
+#                                                   other server after a drawn
+#                                                   delay
 #   DT_FAILOVER_SERVERS=3 dist_server_failover.sh DTRUN EXAMPLE SEED...
 #                                                   per seed, two drawn servers
 #                                                   one after the other at drawn
@@ -84,7 +92,15 @@ wait_for_training() {
 check_job() {
   local server=$1 what=$2 rc=0
   wait "$job_pid" || rc=$?
-  if [ "$rc" -ne 0 ]; then echo "FAIL ($what): dtrun exited $rc"; tail -30 "$work/failover.log"; exit 1; fi
+  if [ "$rc" -ne 0 ]; then
+    # What dtrun, the scheduler and the servers said (every line: a server
+    # started again speaks only there), then the log's end.
+    echo "FAIL ($what): dtrun exited $rc"
+    grep "^dtrun\|^\[scheduler\]\|^\[server" "$work/failover.log" | tail -60
+    echo "..."
+    tail -15 "$work/failover.log"
+    exit 1
+  fi
   grep -q "server $server killed by signal 9" "$work/failover.log" ||
     { echo "FAIL ($what): dtrun did not report server $server killed"; grep "^dtrun:" "$work/failover.log"; exit 1; }
   grep -q "the job goes on with $((servers - 1)) of $servers servers" "$work/failover.log" ||
@@ -210,7 +226,49 @@ three_server_seed() {
     "(the uninterrupted job took $straight_tenths); bit-identical"
 }
 
+# 2 servers under dtrun --max-restarts 1, per seed: a drawn server killed at
+# a drawn time (5-45% of the uninterrupted job's), started again by dtrun;
+# once the scheduler says its copies are filled, the other original server
+# after a further drawn delay (0-20%).
+rejoin_seed() {
+  local seed=$1 first delay second_delay pids=() i
+  RANDOM=$seed
+  first=$((RANDOM % 2))
+  delay=$((straight_tenths * (5 + RANDOM % 41) / 100))
+  second_delay=$((straight_tenths * (RANDOM % 21) / 100))
+  start_job
+  wait_for_training "$first" || { echo "FAIL: seed $seed: the job ended before it started"; exit 1; }
+  for i in 0 1; do pids+=("$(job_process "$tag" server "$i" 0)"); done
+  sleep "$((delay / 10)).$((delay % 10))"
+  if ! kill -9 "${pids[$first]}" 2>/dev/null; then
+    wait "$job_pid" || true
+    echo "OK: seed $seed: server $first@$delay came too late (the job had ended)"
+    return
+  fi
+  for i in $(seq 300); do
+    grep -qs "and 1 rejoin(s)" "$work/failover.log" && break
+    kill -0 "$job_pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  sleep "$((second_delay / 10)).$((second_delay % 10))"
+  local second_killed=no
+  if grep -qs "and 1 rejoin(s)" "$work/failover.log" && kill -9 "${pids[$((1 - first))]}" 2>/dev/null; then
+    second_killed=yes
+  fi
+  check_job "$first" "seed $seed: server $first@$delay, started again, then server $((1 - first))"
+  grep -q "server $first killed by signal 9 (Killed); starting it again" "$work/failover.log" ||
+    { echo "FAIL: seed $seed: dtrun did not start server $first again"; grep "^dtrun" "$work/failover.log"; exit 1; }
+  echo "OK: seed $seed: server $first killed $delay tenths of a second into training and started again;" \
+    "server $((1 - first)) $([ "$second_killed" = yes ] && echo "killed $second_delay tenths after the rejoined" \
+    "server's copies were filled" || echo "not (the job had ended)") (the uninterrupted job took" \
+    "$straight_tenths); bit-identical"
+}
+
 for seed in "$@"; do
+  if [ "$rejoin" = 1 ]; then
+    rejoin_seed "$seed"
+    continue
+  fi
   if [ "$servers" -eq 3 ]; then
     three_server_seed "$seed"
     continue

@@ -730,6 +730,34 @@ TEST_F(RequestSchedulerTest, ARejoinedServerTakesNewCopiesOfThePartsLeftWithOneH
   EXPECT_EQ(servers_->untaken(), 0u);
 }
 
+// A message to a server cut by its loss may come back failed only after
+// the server has rejoined: it is the loss's, not the rejoined server's. The
+// push is carried by its other copy and the pull goes to the holder left.
+TEST_F(RequestSchedulerTest, AFailureFromBeforeALossThatComesBackAfterTheRejoinCountsAsTheLoss) {
+  start(2, true, 1, 0, true, std::chrono::milliseconds(200));
+  TestKey key(5, 4, 1, 1.5f);  // on server 1, its replica on 0
+  auto done = scheduler_->submit({{DataOp::Push, key.part(true, false, 3)}, {DataOp::Pull, key.part(false, true, 3)}},
+                                 0, nullptr);
+  std::vector<Sent> sent = take_sorted(3);  // push to 0; push and pull to 1
+  ASSERT_EQ(sent[0].server, 0);
+  ASSERT_EQ(sent[1].server, 1);
+  ASSERT_EQ(sent[2].server, 1);
+  scheduler_->server_lost(1);
+  ps::NodeInfo again;
+  again.role = ps::Role::kServer;
+  again.rank = 1;
+  again.pid = 43;
+  scheduler_->server_rejoined(again);
+  sent[1].done(Error(ErrorCode::kNetwork, "connection lost while waiting for the reply"), nullptr);
+  sent[2].done(Error(ErrorCode::kNetwork, "connection lost while waiting for the reply"), nullptr);
+  sent[0].ack();
+  Sent pulled = servers_->take();
+  EXPECT_EQ(pulled.server, 0);
+  EXPECT_EQ(pulled.op, DataOp::Pull);
+  pulled.answer({4.0f});
+  EXPECT_EQ(code_after_wait(done), std::nullopt);
+}
+
 TEST_F(RequestSchedulerTest, APushWhoseOtherCopyWentToALostServerToo) {
   start(3, true, 1, 0, true);
   TestKey key(5, 4, 0, 1.5f);
