@@ -320,9 +320,30 @@ void RequestScheduler::send_batch(int lane, std::vector<Unit> units) {
     feedback = feedback_;
   }
   if (replicated_) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    const int epoch = times_lost_locked(server);
-    for (Unit& unit : units) unit.sent_epoch = epoch;
+    // Taken from the lane before a loss of its server that came (and a
+    // rejoin, maybe) while they waited to leave: theirs, not the rejoined
+    // server's.
+    Ended ended;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      std::vector<Unit> stale;
+      for (auto it = units.begin(); it != units.end();) {
+        if (it->epoch >= 0 && it->epoch < times_lost_locked(server)) {
+          stale.push_back(std::move(*it));
+          it = units.erase(it);
+        } else {
+          ++it;
+        }
+      }
+      if (!stale.empty()) {
+        // A message with nothing left to send frees its place in the lane.
+        if (units.empty()) --lanes_[static_cast<size_t>(lane)].in_flight;
+        redirect_locked(std::move(stale), ended);
+      }
+    }
+    if (!ended.empty() || units.empty()) wake_.notify_all();
+    for (const auto& [request, e] : ended) finish_unit(request, e);
+    if (units.empty()) return;
   }
   std::optional<ps::EncodedData> encoded;
   bool may_resend = false;
@@ -464,7 +485,7 @@ bool RequestScheduler::reroute_locked(int server, const std::vector<Unit>& units
   // Lost now, or since the units left (a server that rejoined since is
   // another process: they were cut by its predecessor's loss).
   const bool cut_by_a_loss = std::any_of(units.begin(), units.end(), [&](const Unit& unit) {
-    return unit.sent_epoch >= 0 && unit.sent_epoch < times_lost_locked(server);
+    return unit.epoch >= 0 && unit.epoch < times_lost_locked(server);
   });
   if (lost_servers_[static_cast<size_t>(server)] || cut_by_a_loss) {
     redirect_locked(units, ended);
@@ -521,6 +542,7 @@ void RequestScheduler::redirect_locked(std::vector<Unit> units, Ended& ended) {
       continue;
     }
     const int64_t order = -static_cast<int64_t>(unit.priority);
+    unit.epoch = times_lost_locked(*other);
     lanes_[2 * static_cast<size_t>(*other) + 1].queued.emplace(std::make_pair(order, next_sequence_++),
                                                                std::move(unit));
   }
@@ -717,7 +739,8 @@ std::shared_ptr<Completion> RequestScheduler::submit(const Work& work, int prior
       // the pushes that complete rounds from leaving.
       const size_t lane = 2 * static_cast<size_t>(server) + (waits ? 1 : 0);
       lanes_.at(lane).queued.emplace(std::make_pair(-static_cast<int64_t>(priority), next_sequence_++),
-                                     Unit{request, op, part, std::move(encoding), priority, adopt_from, peer});
+                                     Unit{request, op, part, std::move(encoding), priority, adopt_from, peer,
+                                          replicated_ ? times_lost_locked(server) : -1});
       touched[lane] = true;
       ++request->units;
     };

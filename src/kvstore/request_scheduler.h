@@ -228,10 +228,12 @@ class RequestScheduler {
     // Replicated pushes and inits: the server the other copy went to (-1:
     // none), which carries it when this one's server is lost.
     int peer = -1;
-    // Replicated: times_lost() of its server when it was sent. A failure
-    // that comes back after the server was lost again (and perhaps
-    // rejoined) is that loss's.
-    int sent_epoch = -1;
+    // Replicated: times_lost() of its server when it was queued for it. A
+    // unit whose server was lost since (and perhaps rejoined: another
+    // process, which never held what the unit was placed for) is that
+    // loss's: never sent, and its failure, when it comes back, not the
+    // rejoined server's.
+    int epoch = -1;
   };
   // A unit that ended here instead of in a reply: with its error, or none
   // when the other copy of a push carries it.

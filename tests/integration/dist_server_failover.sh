@@ -184,36 +184,45 @@ if [ $# -eq 0 ]; then
   exit 0
 fi
 
+# Per seed: starts the job of COUNT servers, kills server FIRST DELAY tenths
+# of a second into training and, once the log says TEXT (30 s at most),
+# server SECOND after SECOND_DELAY more. Sets second_killed (yes or no);
+# returns 1, having said so, when the first kill came after the job ended.
+kill_one_then_another() {
+  local seed=$1 first=$2 second=$3 delay=$4 second_delay=$5 count=$6 text=$7 pids=() i
+  start_job
+  wait_for_training "$first" || { echo "FAIL: seed $seed: the job ended before it started"; exit 1; }
+  for i in $(seq 0 $((count - 1))); do pids+=("$(job_process "$tag" server "$i" 0)"); done
+  sleep "$((delay / 10)).$((delay % 10))"
+  if ! kill -9 "${pids[$first]}" 2>/dev/null; then
+    wait "$job_pid" || true
+    echo "OK: seed $seed: server $first@$delay came too late (the job had ended)"
+    return 1
+  fi
+  for i in $(seq 300); do
+    grep -qs "$text" "$work/failover.log" && break
+    kill -0 "$job_pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  sleep "$((second_delay / 10)).$((second_delay % 10))"
+  second_killed=no
+  if grep -qs "$text" "$work/failover.log" && kill -9 "${pids[$second]}" 2>/dev/null; then
+    second_killed=yes
+  fi
+}
+
 # 3 servers, per seed: a drawn server killed at a drawn time (5-50% of the
 # uninterrupted job's), and once the scheduler says its parts' new copies
 # are filled, another drawn server after a further drawn delay (0-30%).
 three_server_seed() {
-  local seed=$1 first second delay second_delay pids=() pid
+  local seed=$1 first second delay second_delay
   RANDOM=$seed
   first=$((RANDOM % 3))
   second=$(( (first + 1 + RANDOM % 2) % 3 ))
   delay=$((straight_tenths * (5 + RANDOM % 46) / 100))
   second_delay=$((straight_tenths * (RANDOM % 31) / 100))
-  start_job
-  wait_for_training "$first" || { echo "FAIL: seed $seed: the job ended before it started"; exit 1; }
-  for i in 0 1 2; do pids+=("$(job_process "$tag" server "$i" 0)"); done
-  sleep "$((delay / 10)).$((delay % 10))"
-  if ! kill -9 "${pids[$first]}" 2>/dev/null; then
-    wait "$job_pid" || true
-    echo "OK: seed $seed: server $first@$delay came too late (the job had ended)"
-    return
-  fi
-  for i in $(seq 300); do
-    grep -qs "have two holders again after the loss of 1 server" "$work/failover.log" && break
-    kill -0 "$job_pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  sleep "$((second_delay / 10)).$((second_delay % 10))"
-  local second_killed=no
-  if grep -qs "have two holders again after the loss of 1 server" "$work/failover.log" &&
-    kill -9 "${pids[$second]}" 2>/dev/null; then
-    second_killed=yes
-  fi
+  kill_one_then_another "$seed" "$first" "$second" "$delay" "$second_delay" 3 \
+    "have two holders again after the loss of 1 server" || return 0
   check_job "$first" "seed $seed: server $first@$delay, then server $second"
   if [ "$second_killed" = yes ] && ! grep -q "the job goes on with 1 of 3 servers" "$work/failover.log"; then
     # Killed as the job was ending: dtrun and the scheduler may not have
@@ -231,30 +240,12 @@ three_server_seed() {
 # once the scheduler says its copies are filled, the other original server
 # after a further drawn delay (0-20%).
 rejoin_seed() {
-  local seed=$1 first delay second_delay pids=() i
+  local seed=$1 first delay second_delay
   RANDOM=$seed
   first=$((RANDOM % 2))
   delay=$((straight_tenths * (5 + RANDOM % 41) / 100))
   second_delay=$((straight_tenths * (RANDOM % 21) / 100))
-  start_job
-  wait_for_training "$first" || { echo "FAIL: seed $seed: the job ended before it started"; exit 1; }
-  for i in 0 1; do pids+=("$(job_process "$tag" server "$i" 0)"); done
-  sleep "$((delay / 10)).$((delay % 10))"
-  if ! kill -9 "${pids[$first]}" 2>/dev/null; then
-    wait "$job_pid" || true
-    echo "OK: seed $seed: server $first@$delay came too late (the job had ended)"
-    return
-  fi
-  for i in $(seq 300); do
-    grep -qs "and 1 rejoin(s)" "$work/failover.log" && break
-    kill -0 "$job_pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  sleep "$((second_delay / 10)).$((second_delay % 10))"
-  local second_killed=no
-  if grep -qs "and 1 rejoin(s)" "$work/failover.log" && kill -9 "${pids[$((1 - first))]}" 2>/dev/null; then
-    second_killed=yes
-  fi
+  kill_one_then_another "$seed" "$first" "$((1 - first))" "$delay" "$second_delay" 2 "and 1 rejoin(s)" || return 0
   check_job "$first" "seed $seed: server $first@$delay, started again, then server $((1 - first))"
   grep -q "server $first killed by signal 9 (Killed); starting it again" "$work/failover.log" ||
     { echo "FAIL: seed $seed: dtrun did not start server $first again"; grep "^dtrun" "$work/failover.log"; exit 1; }
