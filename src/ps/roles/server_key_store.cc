@@ -67,6 +67,10 @@ struct ServerKeyStore::Entry {
   std::vector<int64_t> adopt_round;
   bool fill_requested = false;
   bool adopted = false;  // created as a new copy: workers' inits never store into it
+  // A filled copy: the round its state came at. A worker's pushes of rounds
+  // up to it that arrive after the fill (they were on their way: workers do
+  // not wait at a copy) are in the state already: answered, not counted.
+  int64_t filled_round = 0;
 };
 
 ServerKeyStore::ServerKeyStore(int num_workers, uint64_t memory_limit_bytes)
@@ -274,6 +278,11 @@ void ServerKeyStore::push(int worker, const PartInfo& info, int64_t round, const
     }
     if (resent && round <= last && round > 0) {
       done(nullptr);  // counted once already
+      return;
+    }
+    if (round == last + 1 && round <= e.filled_round && !held_already) {
+      e.pushed_round[static_cast<size_t>(worker)] = round;
+      done(nullptr);
       return;
     }
     if (round <= last || held_already) {
@@ -942,18 +951,18 @@ void ServerKeyStore::install(const PartInfo& info, const PartState& state) {
   // state's round).
   std::vector<HeldPush> held;
   held.swap(e.held);
-  std::vector<int64_t> last(static_cast<size_t>(num_workers_), state.round);
   for (HeldPush& h : held) {
     if (h.round <= state.round) {
       h.done(nullptr);
       continue;
     }
-    last[static_cast<size_t>(h.worker)] = std::max(last[static_cast<size_t>(h.worker)], h.round);
     e.held.push_back(std::move(h));
   }
+  // Each worker's rounds go on after the last it pushed here; pushes of
+  // rounds the state holds that are still on their way are answered when
+  // they come (filled_round), never counted.
+  e.filled_round = state.round;
   for (int w = 0; w < num_workers_; ++w) {
-    auto& pushed = e.pushed_round[static_cast<size_t>(w)];
-    pushed = std::max(pushed, last[static_cast<size_t>(w)]);
     // A worker that left before its first push here is absent from every
     // round after the state's.
     for (auto& gap : e.absent[static_cast<size_t>(w)]) {

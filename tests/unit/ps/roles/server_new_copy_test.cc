@@ -200,6 +200,31 @@ TEST_F(NewCopy, AWorkerManyRoundsAheadOfTheOthersFirstPushHereKeepsOnlyWhatTheFi
   }
 }
 
+// Workers do not wait at a copy, so the source may be rounds past the one
+// asked for when it answers, and a worker's push of such a round to the
+// copy may come after the fill: it is in the state already, answered and
+// not counted (it was refused as a second push of the round).
+TEST_F(NewCopy, APushOfARoundTheStateHoldsThatComesAfterTheFillIsNotCountedAgain) {
+  push(*source_, 0, 1);
+  push(*source_, 1, 1);
+  push_both(0, 2);
+  push_both(1, 2);
+  ASSERT_EQ(requests_.size(), 1u);
+  EXPECT_EQ(requests_.front().min_round, 1);
+  // Round 3 is applied on the source; worker 1's push of it to the copy is
+  // still on its way when the source answers.
+  push_both(0, 3);
+  push(*source_, 1, 3);
+  fill();
+  EXPECT_FALSE(copy_->filling(info(7)));
+  PushResult late;
+  push(*copy_, 1, 3, &late, 0);
+  EXPECT_TRUE(late.done);
+  EXPECT_EQ(late.error, "");
+  for (int w : {1, 0}) push_both(w, 4);
+  expect_same(4);
+}
+
 TEST_F(NewCopy, TheSourceAnswersOnceTheRoundAskedForIsApplied) {
   push(*source_, 0, 1);
   push(*source_, 1, 1);
