@@ -89,8 +89,34 @@ wait_for_training() {
 }
 
 # After the job: exit 0 without a restart, the loss reported, the weights.
+# Where every process of the job is, for a job that runs far longer than
+# the uninterrupted one: each thread's stack (gdb, when installed), else
+# what each thread waits in.
+dump_stacks() {
+  local p role
+  for p in /proc/[0-9]*; do
+    tr '\0' '\n' 2>/dev/null < "$p/environ" | grep -qx "DT_JOB_TAG=$tag" || continue
+    role=$(tr '\0' '\n' < "$p/environ" | grep "^DMLC_ROLE=\|^DMLC_WORKER_ID=" | tr '\n' ' ')
+    echo "== pid ${p#/proc/}: $role$(tr '\0' ' ' < "$p/cmdline" | cut -c1-80)"
+    if command -v gdb > /dev/null; then
+      timeout 30 gdb -p "${p#/proc/}" -batch -ex "thread apply all bt 15" 2>&1 | grep "^Thread\|^#"
+    else
+      cat "$p"/task/*/wchan 2>/dev/null | tr '\0' '\n' | sort | uniq -c
+    fi
+  done > "$work/stacks.txt" 2>&1
+}
+
 check_job() {
-  local server=$1 what=$2 rc=0
+  local server=$1 what=$2 rc=0 waited=0
+  # Stacks are taken once the job has run 120 s, or 6 times the
+  # uninterrupted job, longer than it should (dtrun's --timeout ends it).
+  local stacks_after=$((straight_tenths * 6 / 10))
+  [ "$stacks_after" -ge 120 ] || stacks_after=120
+  while kill -0 "$job_pid" 2>/dev/null; do
+    sleep 1
+    waited=$((waited + 1))
+    [ "$waited" -eq "$stacks_after" ] && dump_stacks
+  done
   wait "$job_pid" || rc=$?
   if [ "$rc" -ne 0 ]; then
     # What dtrun, the scheduler and the servers said (every line: a server
@@ -99,6 +125,7 @@ check_job() {
     grep "^dtrun\|^\[scheduler\]\|^\[server" "$work/failover.log" | tail -60
     echo "..."
     tail -15 "$work/failover.log"
+    [ -s "$work/stacks.txt" ] && { echo "... where the job's processes were after $stacks_after s:"; cat "$work/stacks.txt"; }
     exit 1
   fi
   grep -q "server $server killed by signal 9" "$work/failover.log" ||
