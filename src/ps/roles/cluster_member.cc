@@ -295,12 +295,22 @@ ClusterMember::ClusterMember(const JobConfig& job, const PsOptions& options, std
 
 ClusterMember::~ClusterMember() {
   State& st = *state_;
+  bool failover = false;
   {
     std::lock_guard<std::mutex> lock(st.mutex);
     st.stopping = true;
+    failover = !st.departed.empty() || !st.lost.empty();
   }
-  // Closing aborts a heartbeat in flight, so the join below is prompt.
-  st.client->close();
+  // Closing aborts a heartbeat in flight, so the join below is prompt. After
+  // a failover nng_close of the scheduler's socket has blocked for good at
+  // exit (a worker's, once the scheduler had gone; nng 1.5.2, not
+  // understood, as with the servers' sockets in WorkerClient): the socket
+  // is abandoned then, left open until the process ends.
+  if (failover) {
+    st.client->abandon();
+  } else {
+    st.client->close();
+  }
   st.stop_heartbeats();
 }
 
