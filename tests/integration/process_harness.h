@@ -59,6 +59,10 @@ class JobProcesses : public ::testing::Test {
     Child c;
     c.out = dir + "/ps-" + std::to_string(::getpid()) + "-" + tag + ".out";
     c.err = dir + "/ps-" + std::to_string(::getpid()) + "-" + tag + ".err";
+    // Emptied here, not only by the child: a test that runs its job twice
+    // reuses the names, and a wait for a child's output could otherwise
+    // find the previous child's before the new one has started.
+    for (const std::string* path : {&c.out, &c.err}) std::ofstream(*path, std::ios::trunc).flush();
     std::map<std::string, std::string> all;
     for (char** e = environ; *e != nullptr; ++e) {
       const std::string kv = *e;
