@@ -13,6 +13,7 @@
 
 #include "core/error.h"
 #include "kvstore/argument_checks.h"
+#include "optim/optimizer.h"
 #include "ps/transport/data_codec.h"
 
 namespace dt::kvstore {
@@ -407,10 +408,12 @@ std::shared_ptr<Completion> DistKVStore::issue(DataOp op, const std::vector<Key>
       spreads.push_back(std::move(spread));
     }
     const int64_t round = sync_ ? m.pushes : -1;
+    const bool with_numbers = sync_ && src && has_optimizer_ && member_->rank() == 0;
     for (const ps::PartRange& part : m.parts) {
       // A dist_sync pushpull may become a push and a pull of its round: see
       // RequestScheduler::submit().
-      work.emplace_back(op, RequestScheduler::Part{group.key, m.dtype, &m.shape, part, round, src, dst});
+      work.emplace_back(op, RequestScheduler::Part{group.key, m.dtype, &m.shape, part, round, src, dst,
+                                                   with_numbers ? numbers_ : optim::UpdateNumbers{}});
     }
   }
   auto done = scheduler_->submit(work, priority, [merge = merge_.get(), spreads = std::move(spreads)] {
@@ -458,6 +461,7 @@ void DistKVStore::set_optimizer(const optim::OptimizerConfig& config) {
   // drop the state; from another worker it would be refused.
   if (!joined_running_job()) broadcast_command(DataOp::SetOptimizer, config.to_json(), 0);
   has_optimizer_ = true;
+  numbers_ = {};  // the description's own rate and rescale, until set again
 }
 
 bool DistKVStore::has_optimizer() const {
@@ -472,13 +476,17 @@ bool DistKVStore::has_optimizer() const {
 void DistKVStore::set_learning_rate(double lr) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!has_optimizer_) throw Error(ErrorCode::kBadState, "set_learning_rate: the kvstore has no optimizer");
+  optim::Optimizer::check_learning_rate(lr, "set_learning_rate");
   if (member_->rank() == 0) broadcast_command(DataOp::SetLearningRate, {}, lr);
+  numbers_.learning_rate = lr;
 }
 
 void DistKVStore::set_rescale_grad(double rescale) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!has_optimizer_) throw Error(ErrorCode::kBadState, "set_rescale_grad: the kvstore has no optimizer");
+  optim::Optimizer::check_rescale_grad(rescale, "set_rescale_grad");
   if (member_->rank() == 0) broadcast_command(DataOp::SetRescaleGrad, {}, rescale);
+  numbers_.rescale_grad = rescale;
 }
 
 void DistKVStore::set_gradient_compression(const std::string& spec) {

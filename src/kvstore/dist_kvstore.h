@@ -179,6 +179,12 @@ class DistKVStore final : public KVStore {
   std::map<Key, KeyMeta> keys_;
   int64_t rounds_before_joining_ = 0;  // set once, before any init
   bool has_optimizer_ = false;
+  // What this worker set with set_learning_rate / set_rescale_grad. Worker 0
+  // of a dist_sync job sends them with each push, for the round it pushes
+  // (optim/update_numbers.h): a replica that a setting command reaches
+  // before that round's last push then applies the round as its other holder
+  // did.
+  optim::UpdateNumbers numbers_;
   bool pushed_ = false;  // compression is fixed from the first push on
   std::string compression_ = "none";  // canonical text
   std::atomic<bool> closing_{false};  // the destructor has begun

@@ -362,6 +362,7 @@ void RequestScheduler::send_batch(int lane, std::vector<Unit> units) {
       ps::PartInfo info{ps::PartKey{part.key, part.range.begin, part.range.end}, part.dtype, *part.shape};
       ps::SliceSpec spec{info, part.round, part.src ? ps::part_bytes(info) : 0};
       spec.adopt_from = units[j].adopt_from;
+      if (units[j].op == DataOp::Push || units[j].op == DataOp::PushPull) spec.numbers = part.numbers;
       const bool compresses = codec && part.src && part.dtype == core::DType::kFloat32;
       SharedEncoding* shared = part.src ? units[j].encoding.get() : nullptr;
       if (shared) {
@@ -766,7 +767,8 @@ std::shared_ptr<Completion> RequestScheduler::submit(const Work& work, int prior
       const int second = holders.size() > 1 ? holders[1].server : -1;
       const int adopt_from = second >= 0 && !holders[1].original ? first : -1;
       auto encoding = part.src && op != DataOp::Pull ? std::make_shared<SharedEncoding>() : nullptr;
-      const Part pushed{part.key, part.dtype, part.shape, part.range, part.round, part.src, nullptr};
+      Part pushed = part;
+      pushed.dst = nullptr;
       if (op == DataOp::Init) {
         std::vector<int> original;
         for (const ps::PartHolder& holder : holders) {
@@ -804,7 +806,9 @@ std::shared_ptr<Completion> RequestScheduler::submit(const Work& work, int prior
         if (fused[server] == 1) {
           place(op, part, true);
         } else {
-          place(DataOp::Push, Part{part.key, part.dtype, part.shape, part.range, part.round, part.src, nullptr}, false);
+          Part pushed = part;
+          pushed.dst = nullptr;
+          place(DataOp::Push, pushed, false);
           place(DataOp::Pull, Part{part.key, part.dtype, part.shape, part.range, part.round, nullptr, part.dst}, true);
         }
       } else {

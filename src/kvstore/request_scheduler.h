@@ -57,6 +57,7 @@
 #include "core/shape.h"
 #include "kvstore/completion.h"
 #include "kvstore/kvstore.h"
+#include "optim/update_numbers.h"
 #include "ps/compression/error_feedback.h"
 #include "ps/compression/gradient_codec.h"
 #include "ps/key_placement.h"
@@ -102,6 +103,10 @@ class RequestScheduler {
     int64_t round;             // dist_sync's round, -1 for none
     const uint8_t* src;        // the key's full host data to push, or null
     uint8_t* dst;              // where the key's full host data is pulled to, or null
+    // A push's optimizer numbers for its round (worker 0 of a dist_sync job
+    // whose servers run the optimizer; TensorSlice.learning_rate /
+    // rescale_grad), empty otherwise.
+    optim::UpdateNumbers numbers = {};
   };
   using Work = std::vector<std::pair<ps::wire::DataOp, Part>>;
 

@@ -83,11 +83,21 @@ Optimizer::Optimizer(const OptimizerConfig& config, const Defaults& defaults, st
       base_lr_(config.get_number("learning_rate", defaults.learning_rate)),
       rescale_grad_(config.get_number("rescale_grad", 1.0)) {}
 
-void Optimizer::set_learning_rate(double lr) {
+void Optimizer::check_learning_rate(double lr, const std::string& what) {
   if (!std::isfinite(lr) || lr < 0.0) {
-    throw Error(ErrorCode::kInvalidArgument,
-                "optimizer '" + config_.name() + "': learning rate must be finite and >= 0, not " + std::to_string(lr));
+    throw Error(ErrorCode::kInvalidArgument, what + ": learning rate must be finite and >= 0, not " + std::to_string(lr));
   }
+}
+
+void Optimizer::check_rescale_grad(double rescale, const std::string& what) {
+  if (!std::isfinite(rescale) || rescale <= 0.0) {
+    throw Error(ErrorCode::kInvalidArgument,
+                what + ": rescale_grad must be finite and > 0, not " + std::to_string(rescale));
+  }
+}
+
+void Optimizer::set_learning_rate(double lr) {
+  check_learning_rate(lr, "optimizer '" + config_.name() + "'");
   std::lock_guard<std::mutex> lock(mutex_);
   base_lr_ = lr;
 }
@@ -103,11 +113,7 @@ double Optimizer::learning_rate() const {
 }
 
 void Optimizer::set_rescale_grad(double rescale) {
-  if (!std::isfinite(rescale) || rescale <= 0.0) {
-    throw Error(ErrorCode::kInvalidArgument, "optimizer '" + config_.name() +
-                                                 "': rescale_grad must be finite and > 0, not " +
-                                                 std::to_string(rescale));
-  }
+  check_rescale_grad(rescale, "optimizer '" + config_.name() + "'");
   std::lock_guard<std::mutex> lock(mutex_);
   rescale_grad_ = rescale;
 }
@@ -178,7 +184,13 @@ void Optimizer::prepare_state(uint64_t key, KeyState& state, const NDArray& weig
 }
 
 void Optimizer::update(uint64_t key, const NDArray& weight, const NDArray& grad) {
+  update(key, weight, grad, UpdateNumbers{});
+}
+
+void Optimizer::update(uint64_t key, const NDArray& weight, const NDArray& grad, const UpdateNumbers& numbers) {
   const std::string& name = config_.name();
+  if (numbers.learning_rate) check_learning_rate(*numbers.learning_rate, "optimizer '" + name + "'");
+  if (numbers.rescale_grad) check_rescale_grad(*numbers.rescale_grad, "optimizer '" + name + "'");
   if (!weight.defined() || !grad.defined()) {
     throw Error(ErrorCode::kInvalidArgument, "optimizer '" + name + "': update of key " + std::to_string(key) +
                                                  " with an undefined " + (weight.defined() ? "gradient" : "weight"));
@@ -229,7 +241,8 @@ void Optimizer::update(uint64_t key, const NDArray& weight, const NDArray& grad)
     KeyState& ks = it->second;
     ks.count += 1;
     num_update_ = std::max(num_update_, ks.count);
-    step = Step{scheduler_.rate(num_update_, base_lr_), wd_, rescale_grad_, clip_gradient_, ks.count};
+    step = Step{scheduler_.rate(num_update_, numbers.learning_rate.value_or(base_lr_)), wd_,
+                numbers.rescale_grad.value_or(rescale_grad_), clip_gradient_, ks.count};
     state = &ks;
   }
   apply(weight, grad, *state, step);

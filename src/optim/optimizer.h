@@ -17,6 +17,7 @@
 #include "core/safetensors.h"
 #include "optim/lr_scheduler.h"
 #include "optim/optimizer_config.h"
+#include "optim/update_numbers.h"
 
 namespace dt::optim {
 
@@ -52,11 +53,20 @@ class Optimizer {
   // Thread safety: calls for different keys may run concurrently; calls for
   // one key must not overlap (the kvstore serialises per key).
   void update(uint64_t key, const core::NDArray& weight, const core::NDArray& grad);
+  // The same with numbers for this update alone: a set field replaces the
+  // base rate (still scheduled) or the rescale set last, which stay as they
+  // are for later updates. Error(kInvalidArgument) as the setters for a
+  // number they would refuse.
+  void update(uint64_t key, const core::NDArray& weight, const core::NDArray& grad, const UpdateNumbers& numbers);
 
   // The base rate, before the schedule (Error(kInvalidArgument) for a
   // negative or non-finite one). With a schedule, the schedule scales the new
   // base from the current update count on.
   void set_learning_rate(double lr);
+  // Throws what set_learning_rate / set_rescale_grad throw for a number they
+  // refuse (what names the number's source in the message).
+  static void check_learning_rate(double lr, const std::string& what);
+  static void check_rescale_grad(double rescale, const std::string& what);
   double base_learning_rate() const;
   // The scheduled rate at the current num_update: the rate of the latest
   // update (before any update, the schedule at 0).

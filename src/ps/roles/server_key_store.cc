@@ -71,6 +71,9 @@ struct ServerKeyStore::Entry {
   // up to it that arrive after the fill (they were on their way: workers do
   // not wait at a copy) are in the state already: answered, not counted.
   int64_t filled_round = 0;
+  // dist_sync: the numbers worker 0 pushed the round being summed with
+  // (empty until its push is in, or when it sent none).
+  optim::UpdateNumbers round_numbers;
 };
 
 ServerKeyStore::ServerKeyStore(int num_workers, uint64_t memory_limit_bytes)
@@ -239,7 +242,7 @@ void ServerKeyStore::init(int worker, const PartInfo& info, const void* data, si
 }
 
 void ServerKeyStore::push(int worker, const PartInfo& info, int64_t round, const void* data, size_t bytes,
-                          PushDone done, bool resent, int adopt_from) {
+                          PushDone done, bool resent, int adopt_from, const optim::UpdateNumbers& numbers) {
   throw_if_failed();
   if (worker < 0 || worker >= num_workers_) {
     throw Error(ErrorCode::kInvalidArgument, "push from worker " + std::to_string(worker) + " of " +
@@ -312,14 +315,15 @@ void ServerKeyStore::push(int worker, const PartInfo& info, int64_t round, const
       // here would stop its rounds on the part's other holder, which may be
       // what another worker, still unaware of the copy, waits for before
       // its first push here (a deadlock).
-      e.held.push_back(HeldPush{worker, round, std::vector<uint8_t>(begin, begin + bytes), [](const Error*) {}});
+      e.held.push_back(
+          HeldPush{worker, round, std::vector<uint8_t>(begin, begin + bytes), [](const Error*) {}, numbers});
       e.pushed_round[static_cast<size_t>(worker)] = round;
       keep_needed_held_locked(e, worker, round);
       done(nullptr);
       request_fill_locked(e);
       return;
     }
-    e.held.push_back(HeldPush{worker, round, std::vector<uint8_t>(begin, begin + bytes), std::move(done)});
+    e.held.push_back(HeldPush{worker, round, std::vector<uint8_t>(begin, begin + bytes), std::move(done), numbers});
     if (mode() == Mode::kSync) e.pushed_round[static_cast<size_t>(worker)] = round;
     return;
   }
@@ -328,19 +332,22 @@ void ServerKeyStore::push(int worker, const PartInfo& info, int64_t round, const
   if (reinterpret_cast<uintptr_t>(data) % core::dtype_size(info.dtype) != 0) {
     const auto* begin = static_cast<const uint8_t*>(data);
     const std::vector<uint8_t> aligned(begin, begin + bytes);
-    push_locked(e, worker, round, aligned.data(), done);
+    push_locked(e, worker, round, aligned.data(), done, numbers);
     return;
   }
-  push_locked(e, worker, round, data, done);
+  push_locked(e, worker, round, data, done, numbers);
 }
 
-void ServerKeyStore::push_locked(Entry& e, int worker, int64_t round, const void* data, PushDone& done) {
+void ServerKeyStore::push_locked(Entry& e, int worker, int64_t round, const void* data, PushDone& done,
+                                 const optim::UpdateNumbers& numbers) {
   if (mode() == Mode::kAsync) {
     apply_locked(e, data);
     done(nullptr);
     return;
   }
   e.pushed_round[static_cast<size_t>(worker)] = round;
+  // This push is of the round being summed (later ones are held).
+  if (worker == 0) e.round_numbers = numbers;
   accumulate_locked(e, worker, data);
   done(nullptr);
   advance_locked(e);
@@ -419,6 +426,7 @@ bool ServerKeyStore::returns_later_locked(const Entry& e, int64_t round) {
 }
 
 void ServerKeyStore::complete_empty_round_locked(Entry& e) {
+  e.round_numbers = {};
   e.encoded.reset();
   e.encoding = 0;
   // Without an optimizer the stored value is the round's sum: of nothing.
@@ -527,11 +535,12 @@ bool ServerKeyStore::has_departed(int worker) const {
 }
 
 void ServerKeyStore::apply_locked(Entry& e, const void* single_value) {
+  const optim::UpdateNumbers numbers = std::exchange(e.round_numbers, {});
   e.encoded.reset();  // whatever the stored value becomes, an older encoding is not it
   e.encoding = 0;
   if (single_value != nullptr) std::memcpy(e.merged.data(), single_value, e.bytes);
   if (auto opt = optimizer()) {
-    opt->update(e.optimizer_key, e.stored, e.merged);
+    opt->update(e.optimizer_key, e.stored, e.merged, numbers);
     return;
   }
   std::swap(e.stored, e.merged);
@@ -601,7 +610,7 @@ void ServerKeyStore::release_held_locked(Entry& e) {
       continue;
     }
     try {
-      push_locked(e, h.worker, h.round, h.bytes.data(), h.done);
+      push_locked(e, h.worker, h.round, h.bytes.data(), h.done, h.numbers);
     } catch (const Error& error) {
       h.done(&error);
     }

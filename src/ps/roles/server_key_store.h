@@ -155,8 +155,12 @@ class ServerKeyStore {
   // adopt_from >= 0 (a new copy of the part, see "New copies" below): a part
   // this server does not hold yet is taken on as a copy of the one on server
   // adopt_from.
+  // numbers (dist_sync, worker 0's push only; others' are ignored): the
+  // learning rate and rescale its round is applied with, whenever the round
+  // completes; unset fields take the optimizer's as last set. They stay with
+  // a held or kept push, so a replica and a new copy apply each round alike.
   void push(int worker, const PartInfo& info, int64_t round, const void* data, size_t bytes, PushDone done,
-            bool resent = false, int adopt_from = -1);
+            bool resent = false, int adopt_from = -1, const optim::UpdateNumbers& numbers = {});
   // Throws like push when rejected outright; otherwise done fires now or
   // once round is applied.
   void pull(const PartInfo& info, int64_t round, PullDone done);
@@ -298,6 +302,7 @@ class ServerKeyStore {
     int64_t round;
     std::vector<uint8_t> bytes;  // copied: the request's buffer is released at once
     PushDone done;
+    optim::UpdateNumbers numbers;
   };
   Entry& find(const PartInfo& info, const char* op) const;
   // The part's entry, created (empty: no value yet) when it is new, within
@@ -316,7 +321,8 @@ class ServerKeyStore {
   void keep_needed_held_locked(Entry& e, int worker, int64_t round);
   PartState state_locked(const Entry& e) const;
   void check(const Entry& e, const PartInfo& info, size_t bytes, const char* op) const;
-  void push_locked(Entry& e, int worker, int64_t round, const void* data, PushDone& done);
+  void push_locked(Entry& e, int worker, int64_t round, const void* data, PushDone& done,
+                   const optim::UpdateNumbers& numbers);
   void accumulate_locked(Entry& e, int worker, const void* data);
   // merged = data for the round's first term, merged += data after it.
   void add_term_locked(Entry& e, const void* data);

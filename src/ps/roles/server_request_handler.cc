@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "optim/optimizer.h"
 #include "optim/optimizer_config.h"
 #include "ps/job/environment_options.h"
 #include "ps/transport/data_codec.h"
@@ -108,6 +109,21 @@ void log_slice(const wire::DataRequest& request, const DecodedSlice& s) {
                      std::to_string(bytes) + " bytes round " + std::to_string(s.round));
 }
 
+// A slice's optimizer numbers (TensorSlice.learning_rate / rescale_grad)
+// come from worker 0 alone, as the setting commands do, and hold numbers
+// the optimizer takes; checked before any slice of the request is applied.
+void check_numbers(int worker, const DecodedSlice& s) {
+  if (s.numbers.empty()) return;
+  const std::string what = "a push of key " + std::to_string(s.info.part.key);
+  if (worker != 0) {
+    throw Error(ErrorCode::kBadState, what + " from worker " + std::to_string(worker) +
+                                          " carries optimizer numbers (rule: worker 0 owns the servers' "
+                                          "optimizer settings)");
+  }
+  if (s.numbers.learning_rate) optim::Optimizer::check_learning_rate(*s.numbers.learning_rate, what);
+  if (s.numbers.rescale_grad) optim::Optimizer::check_rescale_grad(*s.numbers.rescale_grad, what);
+}
+
 std::vector<DecodedSlice> decode_all(const Frame& frame, const wire::DataRequest& request, bool with_data) {
   std::vector<DecodedSlice> out;
   if (request.slices() == nullptr) return out;
@@ -119,6 +135,7 @@ std::vector<DecodedSlice> decode_all(const Frame& frame, const wire::DataRequest
     if (with_data && out.back().data == nullptr && out.back().encoding == 0) {
       throw Error(ErrorCode::kProtocol, "a push of key " + std::to_string(out.back().info.part.key) + " carries no data");
     }
+    check_numbers(request.worker_rank(), out.back());
   }
   return out;
 }
@@ -171,7 +188,7 @@ void push_pull(ServerKeyStore& store, int worker, const std::vector<DecodedSlice
               if (error) completion->fail(*error);
               completion->finish();
             },
-            resent, s.adopt_from);
+            resent, s.adopt_from, s.numbers);
         // A new copy answers at once while it is filled (the worker must
         // not wait for it: see ServerKeyStore's "New copies"), and says so.
         if (s.adopt_from >= 0 && !pull && store.filling(s.info)) completion->mark_held();

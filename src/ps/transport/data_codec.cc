@@ -12,6 +12,17 @@ using core::ErrorCode;
 
 namespace {
 
+// flatbuffers::Optional is std::optional where the build has it, its own
+// class elsewhere: these convert either way.
+flatbuffers::Optional<double> wire_number(const std::optional<double>& value) {
+  return value ? flatbuffers::Optional<double>(*value) : flatbuffers::Optional<double>();
+}
+
+template <class WireOptional>
+std::optional<double> read_number(const WireOptional& value) {
+  return value.has_value() ? std::optional<double>(value.value()) : std::nullopt;
+}
+
 size_t align_up(size_t n) { return (n + kPayloadAlignment - 1) / kPayloadAlignment * kPayloadAlignment; }
 
 // Writes the slice tables and returns them with the payload layout.
@@ -28,7 +39,9 @@ flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<wire::TensorSlice>>>
     tables.push_back(wire::CreateTensorSlice(fbb, s.info.part.key, static_cast<uint64_t>(s.info.part.begin),
                                              static_cast<uint64_t>(s.info.part.end),
                                              static_cast<int8_t>(s.info.dtype), shape, s.round, offset,
-                                             s.data_bytes, s.encoding, s.adopt_from));
+                                             s.data_bytes, s.encoding, s.adopt_from,
+                                             wire_number(s.numbers.learning_rate),
+                                             wire_number(s.numbers.rescale_grad)));
     offsets.push_back(offset);
     if (s.data_bytes != 0) payload_bytes = offset + s.data_bytes;
   }
@@ -123,6 +136,8 @@ DecodedSlice decode_slice(const Frame& frame, const wire::TensorSlice* slice) {
   out.data_bytes = slice->data_bytes();
   out.encoding = slice->encoding();
   out.adopt_from = slice->adopt_from();
+  out.numbers.learning_rate = read_number(slice->learning_rate());
+  out.numbers.rescale_grad = read_number(slice->rescale_grad());
   if (out.encoding != 0 && out.info.dtype != core::DType::kFloat32) {
     throw Error(ErrorCode::kProtocol, what + ": encoding " + std::to_string(out.encoding) + " of a " +
                                           core::dtype_name(out.info.dtype) + " part (only float32 is compressed)");

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "optim/update_numbers.h"
 #include "ps/transport/frame.h"
 #include "ps/transport/message.h"
 #include "ps/transport/tensor_part.h"
@@ -25,6 +26,7 @@ struct SliceSpec {
   size_t data_bytes = 0;
   uint8_t encoding = 0;
   int adopt_from = -1;  // TensorSlice.adopt_from: a push to a new copy of the part
+  optim::UpdateNumbers numbers = {};  // TensorSlice.learning_rate / rescale_grad: worker 0's, for its push's round
 };
 
 // A frame under construction: message() once the payload is filled in.
@@ -75,6 +77,9 @@ struct DecodedSlice {
   // >= 0: a push to a new copy of the part, held now by that server
   // (TensorSlice.adopt_from); unchecked here (the store checks it).
   int adopt_from = -1;
+  // TensorSlice.learning_rate / rescale_grad as sent; unchecked here (the
+  // server checks who sent them and their values).
+  optim::UpdateNumbers numbers;
 };
 DecodedSlice decode_slice(const Frame& frame, const wire::TensorSlice* slice);
 

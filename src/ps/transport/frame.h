@@ -37,8 +37,11 @@ namespace dt::ps {
 // PartState data op and Heartbeat.copies_restored that go with it. 6:
 // HeartbeatReply.rejoined (a server rejoining a replicated job), which a
 // version-5 worker would not route to, the ServerSettings data op, and
-// DataReply.held (a push answered at a new copy still being filled).
-constexpr uint32_t kProtocolVersion = 6;
+// DataReply.held (a push answered at a new copy still being filled). 7:
+// TensorSlice.learning_rate / rescale_grad (worker 0's numbers for the round
+// it pushes), which a version-6 server would drop, applying the round with
+// whatever setting reached it last.
+constexpr uint32_t kProtocolVersion = 7;
 constexpr size_t kPayloadAlignment = 16;
 constexpr size_t kFrameHeaderBytes = 4;
 

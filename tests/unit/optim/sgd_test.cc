@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <optional>
+
 #include "optim/optimizer.h"
 #include "optim_test_util.h"
 
@@ -103,6 +106,38 @@ TEST(SgdTest, RescaleGradFromConfigAndSetter) {
   EXPECT_EQ(opt->rescale_grad(), 0.5);
   opt->update(0, w, g);
   expect_near(values_of(w), {-0.3, 0.6});
+}
+
+// A server applies a dist_sync round with the numbers worker 0 pushed it
+// with: they count for that update alone.
+TEST(SgdTest, NumbersForOneUpdateLeaveTheSettingsAsTheyAre) {
+  auto opt = Optimizer::create(OptimizerConfig("sgd").set("learning_rate", 0.1).set("rescale_grad", 0.25));
+  const core::NDArray w = f32({0.0f, 0.0f});
+  const core::NDArray g = f32({4.0f, -8.0f});
+  // step 1 with lr 0.5, rescale 0.5: g' = [2, -4];  w = [-1, 2]
+  opt->update(0, w, g, UpdateNumbers{0.5, 0.5});
+  expect_near(values_of(w), {-1.0, 2.0});
+  EXPECT_EQ(opt->base_learning_rate(), 0.1);
+  EXPECT_EQ(opt->rescale_grad(), 0.25);
+  // step 2 with the rescale alone: g' = [1, -2] * 2 = [2, -4] * 0.1;  w = [-1.2, 2.4]
+  opt->update(0, w, g, UpdateNumbers{std::nullopt, 0.5});
+  expect_near(values_of(w), {-1.2, 2.4});
+  // step 3 with its own: g' = [1, -2];  w = [-1.3, 2.6]
+  opt->update(0, w, g);
+  expect_near(values_of(w), {-1.3, 2.6});
+  EXPECT_EQ(opt->update_count(0), 3);
+  // Numbers the setters refuse are refused, and nothing changes.
+  for (const UpdateNumbers& bad : {UpdateNumbers{-1.0, std::nullopt}, UpdateNumbers{std::nullopt, 0.0},
+                                   UpdateNumbers{std::nullopt, std::nan("")}}) {
+    try {
+      opt->update(0, w, g, bad);
+      ADD_FAILURE() << "bad numbers were taken";
+    } catch (const core::Error& e) {
+      EXPECT_EQ(e.code(), core::ErrorCode::kInvalidArgument);
+    }
+  }
+  expect_near(values_of(w), {-1.3, 2.6});
+  EXPECT_EQ(opt->update_count(0), 3);
 }
 
 TEST(SgdTest, ClipGradientClipsTheRescaledGradientBeforeWeightDecay) {

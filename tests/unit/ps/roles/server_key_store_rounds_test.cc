@@ -237,6 +237,83 @@ TEST(PsDataServerKeyStore, OptimizerOnServerEqualsTheLocalKvstore) {
   EXPECT_TRUE(found_mean);
 }
 
+// The settings-order race of a replicated job: worker 0 changes rescale_grad
+// (the trainer does, for an epoch's last, smaller batch) once it has pulled
+// round 1 from the part's first holder, whose round is complete; the second
+// holder may still wait for worker 1's push of round 1 when the setting
+// reaches it. Worker 0's push carries the numbers of its round, so both
+// holders apply round 1 alike; a setting command alone would not.
+TEST(PsDataServerKeyStore, ARoundIsAppliedWithTheNumbersWorker0PushedItWithWhateverTheSettingsSince) {
+  const auto config = optim::OptimizerConfig("sgd").set("learning_rate", 0.1).set("momentum", 0.9);
+  ServerKeyStore first(ServerKeyStore::Mode::kSync, 2), second(ServerKeyStore::Mode::kSync, 2),
+      without_numbers(ServerKeyStore::Mode::kSync, 2);
+  const std::vector<float> w0 = {0.5f, -0.25f, 1.0f};
+  for (auto* store : {&first, &second, &without_numbers}) {
+    store->set_optimizer(config);
+    store->set_rescale_grad(1.0 / 64);
+    init_all(*store, 9, w0);
+  }
+  const std::vector<float> g0 = {3.0f, -1.5f, 0.75f}, g1 = {-0.5f, 2.25f, 1.0f};
+  const optim::UpdateNumbers round1{0.1, 1.0 / 64};
+  // Round 1 completes on the first holder, and worker 0 pulls it there.
+  first.push(0, info(9, 3), 1, g0.data(), bytes(g0), ignore_done(), false, -1, round1);
+  first.push(1, info(9, 3), 1, g1.data(), bytes(g1), ignore_done());
+  // The second holder has worker 0's push only when the setting comes.
+  second.push(0, info(9, 3), 1, g0.data(), bytes(g0), ignore_done(), false, -1, round1);
+  without_numbers.push(0, info(9, 3), 1, g0.data(), bytes(g0), ignore_done());
+  for (auto* store : {&first, &second, &without_numbers}) {
+    store->set_rescale_grad(1.0 / 32);
+    store->set_learning_rate(0.07);
+  }
+  second.push(1, info(9, 3), 1, g1.data(), bytes(g1), ignore_done());
+  without_numbers.push(1, info(9, 3), 1, g1.data(), bytes(g1), ignore_done());
+
+  PullResult a, b, c;
+  first.pull(info(9, 3), 1, a.callback());
+  second.pull(info(9, 3), 1, b.callback());
+  without_numbers.pull(info(9, 3), 1, c.callback());
+  ASSERT_TRUE(a.done && b.done && c.done);
+  EXPECT_EQ(0, std::memcmp(a.value.data(), b.value.data(), bytes(a.value)));
+  EXPECT_NE(0, std::memcmp(a.value.data(), c.value.data(), bytes(a.value)))
+      << "the setting alone would have changed round 1 on the second holder";
+
+  // Round 2 with the new numbers: the holders stay alike, and the setting
+  // as the servers keep it is the last one.
+  const optim::UpdateNumbers round2{0.07, 1.0 / 32};
+  for (auto* store : {&first, &second}) {
+    store->push(1, info(9, 3), 2, g1.data(), bytes(g1), ignore_done());
+    store->push(0, info(9, 3), 2, g0.data(), bytes(g0), ignore_done(), false, -1, round2);
+  }
+  PullResult a2, b2;
+  first.pull(info(9, 3), 2, a2.callback());
+  second.pull(info(9, 3), 2, b2.callback());
+  ASSERT_TRUE(a2.done && b2.done);
+  EXPECT_EQ(0, std::memcmp(a2.value.data(), b2.value.data(), bytes(a2.value)));
+  EXPECT_NE(0, std::memcmp(a.value.data(), a2.value.data(), bytes(a.value)));
+  EXPECT_EQ(second.rescale_grad(), 1.0 / 32);
+  EXPECT_EQ(second.learning_rate(), 0.07);
+}
+
+// Numbers from a worker other than 0 never count: worker 0 owns the
+// settings (the request handler refuses such a push before it gets here).
+TEST(PsDataServerKeyStore, OnlyWorker0sNumbersApplyItsRound) {
+  const auto config = optim::OptimizerConfig("sgd").set("learning_rate", 0.1);
+  ServerKeyStore plain(ServerKeyStore::Mode::kSync, 2), told(ServerKeyStore::Mode::kSync, 2);
+  const std::vector<float> w0 = {1.0f, 2.0f}, g = {0.5f, -0.5f};
+  for (auto* store : {&plain, &told}) {
+    store->set_optimizer(config);
+    init_all(*store, 2, w0);
+    store->push(0, info(2, 2), 1, g.data(), bytes(g), ignore_done());
+  }
+  plain.push(1, info(2, 2), 1, g.data(), bytes(g), ignore_done());
+  told.push(1, info(2, 2), 1, g.data(), bytes(g), ignore_done(), false, -1, optim::UpdateNumbers{5.0, 3.0});
+  PullResult a, b;
+  plain.pull(info(2, 2), 1, a.callback());
+  told.pull(info(2, 2), 1, b.callback());
+  ASSERT_TRUE(a.done && b.done);
+  EXPECT_EQ(a.value, b.value);
+}
+
 TEST(PsDataServerKeyStore, FailAnswersWaitingPullsAndRefusesLaterCalls) {
   ServerKeyStore store(ServerKeyStore::Mode::kSync, 2);
   init_all(store, 1, {0});

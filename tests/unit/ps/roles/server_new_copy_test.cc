@@ -83,12 +83,14 @@ class NewCopy : public ::testing::Test {
     }
   }
 
-  void push(ServerKeyStore& store, int worker, int64_t round, PushResult* result = nullptr, int adopt_from = -1) {
+  void push(ServerKeyStore& store, int worker, int64_t round, PushResult* result = nullptr, int adopt_from = -1,
+            const optim::UpdateNumbers& numbers = {}) {
     const auto g = gradient(worker, round);
     // A push held at the copy is answered after this returns: an unwatched
     // one's answer goes nowhere.
     ServerKeyStore::PushDone done = result ? result->callback() : [](const Error*) {};
-    store.push(worker, info(7), round, g.data(), g.size() * sizeof(float), std::move(done), false, adopt_from);
+    store.push(worker, info(7), round, g.data(), g.size() * sizeof(float), std::move(done), false, adopt_from,
+               numbers);
   }
 
   // A round's push of worker to the source and to the copy.
@@ -170,6 +172,56 @@ TEST_F(NewCopy, FilledMidTrainingItComputesTheSourcesBytes) {
     if (a[i].first.find('.') == std::string::npos) continue;  // num_update, learning_rate
     EXPECT_EQ(a[i].first, b[i].first);
     EXPECT_EQ(0, std::memcmp(a[i].second.data(), b[i].second.data(), a[i].second.nbytes())) << a[i].first;
+  }
+}
+
+// Worker 0's pushes carry the numbers of their rounds (the trainer changes
+// rescale_grad for an epoch's last batch, and back): a copy replaying kept
+// pushes after a later setting reached it applies each round with the
+// numbers the source applied it with.
+TEST_F(NewCopy, KeptRoundsAreAppliedWithTheNumbersWorker0PushedThemWith) {
+  const auto numbers = [](int64_t round) { return optim::UpdateNumbers{0.1, 1.0 / double(60 + round)}; };
+  for (int64_t round = 1; round <= 3; ++round) {
+    push(*source_, 1, round);
+    push(*source_, 0, round, nullptr, -1, numbers(round));
+  }
+  // Worker 0 knows of the copy from round 4 on; worker 1 from round 5.
+  push(*source_, 0, 4, nullptr, -1, numbers(4));
+  push(*copy_, 0, 4, nullptr, 0, numbers(4));
+  push(*source_, 1, 4);
+  push(*source_, 0, 5, nullptr, -1, numbers(5));
+  push(*copy_, 0, 5, nullptr, 0, numbers(5));
+  push(*copy_, 1, 5, nullptr, 0);
+  // The source answers with round 4; its answer travels while worker 1's
+  // push completes round 5 there, and worker 0's setting for round 6 reaches
+  // both servers.
+  ASSERT_EQ(requests_.size(), 1u);
+  std::vector<float> value;
+  ServerKeyStore::PartState state;
+  source_->part_state(requests_.front().info, requests_.front().min_round,
+                      [&](const Error* e, const ServerKeyStore::PartState& s) {
+                        ASSERT_EQ(e, nullptr) << e->what();
+                        state = s;
+                        value.assign(static_cast<const float*>(s.value),
+                                     static_cast<const float*>(s.value) + s.bytes / sizeof(float));
+                      });
+  ASSERT_EQ(state.round, 4);
+  state.value = value.data();
+  push(*source_, 1, 5);
+  for (auto* store : {source_.get(), copy_.get()}) {
+    store->set_rescale_grad(1.0 / 7);
+    store->set_learning_rate(0.02);
+  }
+  copy_->install(requests_.front().info, state);
+  requests_.clear();
+  ASSERT_FALSE(copy_->filling(info(7)));
+  expect_same(5);
+  for (int64_t round = 6; round <= 7; ++round) {
+    for (int w : {1, 0}) {
+      push(*source_, w, round, nullptr, -1, w == 0 ? numbers(round) : optim::UpdateNumbers{});
+      push(*copy_, w, round, nullptr, 0, w == 0 ? numbers(round) : optim::UpdateNumbers{});
+    }
+    expect_same(round);
   }
 }
 

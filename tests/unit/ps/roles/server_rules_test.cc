@@ -94,6 +94,36 @@ TEST(PsServerRules, OnlyWorkerZeroSetsTheLearningRateAndRescale) {
   EXPECT_EQ(status_of(server, command(wire::DataOp::SetLearningRate, 0, 0.05)), 0);
 }
 
+// A push's numbers for its round (TensorSlice.learning_rate / rescale_grad)
+// are a setting too: worker 0's alone, and numbers an optimizer takes; the
+// whole request is refused before any slice of it counts.
+TEST(PsServerRules, OnlyWorkerZerosPushesCarryOptimizerNumbers) {
+  ServerRequestHandler server(2);
+  const auto sgd = optim::OptimizerConfig("sgd").set("learning_rate", 0.1);
+  const PartInfo part = info(5, 4);
+  for (int w : {1, 0}) {
+    Answer set;
+    server.handle(command(wire::DataOp::SetOptimizer, w, 0, sgd.to_json()).message, set.reply());
+    EXPECT_EQ(status_of(server, init(w, part)), 0);
+  }
+  const auto push_with = [&](int worker, int64_t round, optim::UpdateNumbers numbers) {
+    SliceSpec spec{part, round, part_bytes(part)};
+    spec.numbers = numbers;
+    EncodedData e = encode_data_request(wire::DataOp::Push, worker, {spec});
+    std::memset(e.slice_data[0], 0, part_bytes(part));
+    return e;
+  };
+  EXPECT_EQ(status_of(server, push_with(1, 1, optim::UpdateNumbers{std::nullopt, 0.5})), kBadState);
+  EXPECT_EQ(status_of(server, push_with(0, 1, optim::UpdateNumbers{std::nan(""), std::nullopt})),
+            static_cast<int>(ErrorCode::kInvalidArgument));
+  EXPECT_EQ(status_of(server, push_with(0, 1, optim::UpdateNumbers{0.05, -2.0})),
+            static_cast<int>(ErrorCode::kInvalidArgument));
+  // None of them counted: round 1 is still open to both.
+  EXPECT_EQ(status_of(server, push_with(0, 1, optim::UpdateNumbers{0.05, 0.5})), 0);
+  EXPECT_EQ(status_of(server, push(1, part, 1)), 0);
+  EXPECT_EQ(status_of(server, pull(1, part, 1)), 0);
+}
+
 TEST(PsServerRules, AnotherWorkersDifferentOptimizerIsRefusedAndWorkerZerosKept) {
   ServerRequestHandler server(2);
   const auto rank0 = optim::OptimizerConfig("sgd").set("learning_rate", 0.1);
