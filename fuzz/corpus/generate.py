@@ -20,7 +20,20 @@ import zlib
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 SCHEMA = os.path.join(ROOT, "src", "ps", "transport", "protocol.fbs")
-PROTOCOL_VERSION = 3  # kProtocolVersion in src/ps/transport/frame.h
+FRAME_H = os.path.join(ROOT, "src", "ps", "transport", "frame.h")
+
+
+def protocol_version():
+    # kProtocolVersion, read from frame.h: seeds of another version stop at
+    # Frame::parse's version check and reach nothing behind it.
+    with open(FRAME_H) as f:
+        for line in f:
+            if line.startswith("constexpr uint32_t kProtocolVersion = "):
+                return int(line.split("=")[1].strip().rstrip(";"))
+    raise SystemExit("generate.py: no kProtocolVersion in " + FRAME_H)
+
+
+PROTOCOL_VERSION = protocol_version()
 
 
 def write(target, name, data):
@@ -67,6 +80,9 @@ def ps_frames(tmp):
         "ack_gathered": ("Ack", {"gathered": [{"rank": 0, "data": [9, 8]}, {"rank": 1, "data": []}]}, b""),
         "error_reply": ("ErrorReply", {"status": 9, "message": "slow"}, b""),
         "push": ("DataRequest", {"op": "Push", "worker_rank": 0, "slices": [slice_]}, floats),
+        # worker 0's push to a new copy, with its round's optimizer numbers
+        "push_new_copy_numbers": ("DataRequest", {"op": "Push", "worker_rank": 0, "slices": [
+            dict(slice_, adopt_from=1, learning_rate=0.05, rescale_grad=0.015625)]}, floats),
         "pull": ("DataRequest", {"op": "Pull", "worker_rank": 1,
                                  "slices": [dict(slice_, data_bytes=0, data_offset=0)]}, b""),
         # 1bit (encoding 4) of 4 values: one 32-bit word
@@ -84,10 +100,12 @@ def ps_frames(tmp):
     # Found by ps_frame_fuzzer: a push whose shape vector ([long]) sits 4 bytes
     # off its 8-byte alignment, which the Verifier does not check. (Byte 32,
     # the envelope's protocol_version, follows PROTOCOL_VERSION.)
-    write("ps_frame", "regression_misaligned_shape", base64.b64decode(
+    misaligned = bytearray(base64.b64decode(
         "oAAAABQAAABEVFBTAAAKABIACAAHAAwACgAAAAAAAAkDAAAAEAAAAAAACgAMAAcAAAAIAAoAAAAAAAADBAAAAAEAAAAcAAAA"
         "AAAWADAADAAAABQAAAAIABwAAAAkAAcAFgAAAAAAAAMEAAAAAQAAABwAAAAAABYAMAAMAAAAFAAAAAgAHAAAACQABwAWAAAA"
         "AAAAAAIAAAAAAAAAAgAAAAAAAAAAAAAAAAAAAAAAAACgAAAA"))
+    misaligned[32] = PROTOCOL_VERSION
+    write("ps_frame", "regression_misaligned_shape", bytes(misaligned))
 
 
 # --- gradient_codec: mode, parameter, n (low 13 bits of a uint16 LE), bytes --
