@@ -62,7 +62,7 @@ servers="${DT_FAILOVER_SERVERS:-2}"
 rejoin="${DT_FAILOVER_REJOIN:-0}"
 restarts=()
 [ "$rejoin" = 1 ] && restarts=(--max-restarts 1)
-job_args=(--model mlp --kvstore dist_sync --batch-size 100 --threads 1 --lr 0.05 --momentum 0.9 --epochs "$epochs")
+job_args=(--model mlp --kvstore dist_sync --batch-size 64 --threads 1 --lr 0.05 --momentum 0.9 --epochs "$epochs")
 # Every process of a job run by this script carries its tag, so that the
 # victim is found among its processes only (other jobs may run here).
 tag="dt-failover-$$-$RANDOM"
