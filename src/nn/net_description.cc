@@ -28,6 +28,13 @@ const json& required(const json& object, const char* key, const std::string& whe
   return *it;
 }
 
+// For a literal place name: the std::string made here lives only within the
+// call, so a caller binding the result to a reference binds no temporary of
+// its own (GCC 13's -Wdangling-reference warned at every such call).
+const json& required(const json& object, const char* key, const char* where) {
+  return required(object, key, std::string(where));
+}
+
 std::string string_field(const json& value, const std::string& where) {
   if (!value.is_string()) invalid(where + " must be a string, not " + value.type_name());
   std::string text = value.get<std::string>();
