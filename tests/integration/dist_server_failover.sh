@@ -218,7 +218,7 @@ fi
 kill_one_then_another() {
   local seed=$1 first=$2 second=$3 delay=$4 second_delay=$5 count=$6 text=$7 pids=() i
   start_job
-  wait_for_training "$first" || { echo "FAIL: seed $seed: the job ended before it started"; exit 1; }
+  wait_for_training "$first" || { echo "FAIL: seed $seed: the job ended before it started"; tail -20 "$work/failover.log"; exit 1; }
   for i in $(seq 0 $((count - 1))); do pids+=("$(job_process "$tag" server "$i" 0)"); done
   sleep "$((delay / 10)).$((delay % 10))"
   if ! kill -9 "${pids[$first]}" 2>/dev/null; then
@@ -295,7 +295,7 @@ for seed in "$@"; do
   victim=$((RANDOM % 2))
   delay=$((straight_tenths * (5 + RANDOM % 71) / 100))  # tenths of a second
   start_job
-  wait_for_training "$victim" || { echo "FAIL: seed $seed: the job ended before it started"; exit 1; }
+  wait_for_training "$victim" || { echo "FAIL: seed $seed: the job ended before it started"; tail -20 "$work/failover.log"; exit 1; }
   sleep "$((delay / 10)).$((delay % 10))"
   pid=$(job_process "$tag" server "$victim" 0)
   if [ -z "$pid" ]; then

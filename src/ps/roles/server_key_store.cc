@@ -241,7 +241,7 @@ void ServerKeyStore::init(int worker, const PartInfo& info, const void* data, si
   release_held_locked(*e);
 }
 
-void ServerKeyStore::push(int worker, const PartInfo& info, int64_t round, const void* data, size_t bytes,
+bool ServerKeyStore::push(int worker, const PartInfo& info, int64_t round, const void* data, size_t bytes,
                           PushDone done, bool resent, int adopt_from, const optim::UpdateNumbers& numbers) {
   throw_if_failed();
   if (worker < 0 || worker >= num_workers_) {
@@ -261,6 +261,9 @@ void ServerKeyStore::push(int worker, const PartInfo& info, int64_t round, const
   Entry& e = adopt_from >= 0 ? adopting_locked(worker, info, round, adopt_from, lock) : find(info, "push");
   if (!lock.owns_lock()) lock = std::unique_lock<std::mutex>(e.mutex);
   check(e, info, bytes, "push");
+  // A new copy still being filled keeps what it is sent (or has it kept
+  // already, for a resent push): its answer says so.
+  const bool filling = e.adopt_source >= 0;
   if (!core::is_floating(info.dtype)) {
     throw Error(ErrorCode::kNotSupported, "push: " + part_name(info.part) + " has the integer dtype " +
                                               core::dtype_name(info.dtype) + "; pushes are summed");
@@ -277,16 +280,16 @@ void ServerKeyStore::push(int worker, const PartInfo& info, int64_t round, const
         first(error);
         again(error);
       };
-      return;
+      return filling;
     }
     if (resent && round <= last && round > 0) {
       done(nullptr);  // counted once already
-      return;
+      return filling;
     }
     if (round == last + 1 && round <= e.filled_round && !held_already) {
       e.pushed_round[static_cast<size_t>(worker)] = round;
       done(nullptr);
-      return;
+      return filling;
     }
     if (round <= last || held_already) {
       throw Error(ErrorCode::kBadState, "worker " + std::to_string(worker) + " pushed key " +
@@ -321,11 +324,11 @@ void ServerKeyStore::push(int worker, const PartInfo& info, int64_t round, const
       keep_needed_held_locked(e, worker, round);
       done(nullptr);
       request_fill_locked(e);
-      return;
+      return filling;
     }
     e.held.push_back(HeldPush{worker, round, std::vector<uint8_t>(begin, begin + bytes), std::move(done), numbers});
     if (mode() == Mode::kSync) e.pushed_round[static_cast<size_t>(worker)] = round;
-    return;
+    return filling;
   }
   // Elements wider than the payload's alignment (nng bodies start 4 bytes
   // past an 8-byte boundary) are read from an aligned copy.
@@ -333,9 +336,10 @@ void ServerKeyStore::push(int worker, const PartInfo& info, int64_t round, const
     const auto* begin = static_cast<const uint8_t*>(data);
     const std::vector<uint8_t> aligned(begin, begin + bytes);
     push_locked(e, worker, round, aligned.data(), done, numbers);
-    return;
+    return filling;
   }
   push_locked(e, worker, round, data, done, numbers);
+  return filling;
 }
 
 void ServerKeyStore::push_locked(Entry& e, int worker, int64_t round, const void* data, PushDone& done,

@@ -159,7 +159,12 @@ class ServerKeyStore {
   // learning rate and rescale its round is applied with, whenever the round
   // completes; unset fields take the optimizer's as last set. They stay with
   // a held or kept push, so a replica and a new copy apply each round alike.
-  void push(int worker, const PartInfo& info, int64_t round, const void* data, size_t bytes, PushDone done,
+  // Returns true when the part is a new copy still being filled: the push
+  // was kept there (or was already, when resent), answered at once, not
+  // applied (DataReply.held). Said here, not asked after: a fill that fails
+  // on another thread meanwhile would make filling() say no, and the worker
+  // would count as filled a copy whose kept pushes were dropped.
+  bool push(int worker, const PartInfo& info, int64_t round, const void* data, size_t bytes, PushDone done,
             bool resent = false, int adopt_from = -1, const optim::UpdateNumbers& numbers = {});
   // Throws like push when rejected outright; otherwise done fires now or
   // once round is applied.

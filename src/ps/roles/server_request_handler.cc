@@ -182,7 +182,7 @@ void push_pull(ServerKeyStore& store, int worker, const std::vector<DecodedSlice
         const std::vector<float> decoded = s.encoding != 0 ? decode_push(codec, s) : std::vector<float>();
         const void* data = s.encoding != 0 ? static_cast<const void*>(decoded.data()) : s.data;
         const size_t bytes = s.encoding != 0 ? decoded.size() * sizeof(float) : s.data_bytes;
-        store.push(
+        const bool kept = store.push(
             worker, s.info, s.round, data, bytes,
             [completion](const Error* error) {
               if (error) completion->fail(*error);
@@ -191,7 +191,7 @@ void push_pull(ServerKeyStore& store, int worker, const std::vector<DecodedSlice
             resent, s.adopt_from, s.numbers);
         // A new copy answers at once while it is filled (the worker must
         // not wait for it: see ServerKeyStore's "New copies"), and says so.
-        if (s.adopt_from >= 0 && !pull && store.filling(s.info)) completion->mark_held();
+        if (kept && !pull) completion->mark_held();
       }
       if (pull) {
         ++started;

@@ -83,14 +83,16 @@ class NewCopy : public ::testing::Test {
     }
   }
 
-  void push(ServerKeyStore& store, int worker, int64_t round, PushResult* result = nullptr, int adopt_from = -1,
-            const optim::UpdateNumbers& numbers = {}) {
+  // Returns what the store said: whether the push was kept at a copy still
+  // being filled.
+  bool push(ServerKeyStore& store, int worker, int64_t round, PushResult* result = nullptr, int adopt_from = -1,
+            const optim::UpdateNumbers& numbers = {}, bool resent = false) {
     const auto g = gradient(worker, round);
     // A push held at the copy is answered after this returns: an unwatched
     // one's answer goes nowhere.
     ServerKeyStore::PushDone done = result ? result->callback() : [](const Error*) {};
-    store.push(worker, info(7), round, g.data(), g.size() * sizeof(float), std::move(done), false, adopt_from,
-               numbers);
+    return store.push(worker, info(7), round, g.data(), g.size() * sizeof(float), std::move(done), resent,
+                      adopt_from, numbers);
   }
 
   // A round's push of worker to the source and to the copy.
@@ -329,10 +331,13 @@ TEST_F(NewCopy, AWorkerLeavingWhileItFillsLetsTheFillGoOn) {
 }
 
 TEST_F(NewCopy, AFailedFillDropsTheHeldPushesAndStartsAfresh) {
-  push(*source_, 0, 1);
-  push(*source_, 1, 1);
-  push(*copy_, 0, 2, nullptr, 0);
-  push(*copy_, 1, 2, nullptr, 0);
+  EXPECT_FALSE(push(*source_, 0, 1));
+  EXPECT_FALSE(push(*source_, 1, 1));
+  EXPECT_TRUE(push(*copy_, 0, 2, nullptr, 0));
+  // The push that asks for the fill says it was kept, whatever becomes of
+  // the fill (here it fails at once, as from a lost source, before anyone
+  // could ask filling()): the worker must not count this copy as filled.
+  EXPECT_TRUE(push(*copy_, 1, 2, nullptr, 0));
   ASSERT_EQ(requests_.size(), 1u);
   requests_.clear();
   copy_->fail_fill(info(7), Error(ErrorCode::kPeerLost, "server 0 lost"));
