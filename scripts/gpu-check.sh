@@ -13,7 +13,7 @@
 #
 # Environment: DT_GPU_ARCH (default "native": only this GPU's architecture,
 # the fastest build), DT_JOBS (default: all cores), DT_GPU_BENCH=0 to skip
-# the benchmarks, DT_GPU_BUILD_ALL=1 to build every target (by default only
+# the benchmarks, DT_GPU_TESTS=0 to skip the tests, DT_GPU_BUILD_ALL=1 to build every target (by default only
 # the library, the gpu-labelled tests and the GPU benchmarks: lent device time
 # is short), DT_BENCH_TIMEOUT (default 90 s per benchmark run), DT_TEST_TIMEOUT
 # (default 150 s per test).
@@ -103,10 +103,12 @@ log "built in $(( $(date +%s) - start )) s"
 # -V keeps every test's own output: a test that skips a case inside a binary
 # (GTEST_SKIP, e.g. "needs 2 GPUs") passes as a whole in CTest's eyes, and
 # only gtest's lines say which cases did not run.
+if [ "${DT_GPU_TESTS:-1}" != "0" ]; then
 (cd "$build" && ctest -L gpu -V --timeout "${DT_TEST_TIMEOUT:-150}") >"$out/gpu-tests.log" 2>&1
 log "gpu tests: exit $? ($(grep -E 'tests passed|tests failed' "$out/gpu-tests.log"))"
 grep -E "Test +#.*(Passed|Failed|Skipped|\*\*\*)" "$out/gpu-tests.log" | tee -a "$out/summary.txt"
 grep -E "^[0-9]+: \[ +(SKIPPED|FAILED) +\] [A-Za-z]" "$out/gpu-tests.log" | sort -u | tee -a "$out/summary.txt"
+fi
 
 # --- benchmarks, disttrain then PyTorch, in one session ----------------------
 if [ "${DT_GPU_BENCH:-1}" != "0" ]; then

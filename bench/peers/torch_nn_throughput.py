@@ -4,7 +4,8 @@ PyTorch (Debian's python3-torch), same batch and thread count, one JSON line
 per model. Run both in one session and compare ratios.
 
 usage: torch_nn_throughput.py [--device cpu|gpu] [--precision fp32|fp16|bf16]
-                              [--threads N] [--steps N] [--batch N] [--model lenet|resnet18|all]
+                              [--threads N] [--steps N] [--warmup N] [--batch N]
+                              [--model lenet|resnet18|all]
 
 --device gpu trains on cuda:0 with the batch already there, as
 nn_throughput --device gpu does. --precision fp16 / bf16 is PyTorch's
@@ -97,6 +98,8 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--steps", type=int, default=0)
+    parser.add_argument("--warmup", type=int, default=-1,
+                        help="warm-up steps; default as nn_throughput: 10 on the GPU, LeNet 3 and ResNet-18 2 on the CPU")
     parser.add_argument("--model", default="all")
     parser.add_argument("--device", choices=("cpu", "gpu"), default="cpu")
     parser.add_argument("--precision", choices=("fp32", "fp16", "bf16"), default="fp32")
@@ -120,13 +123,17 @@ def main():
 
     # The same batches, warm-up and step counts as nn_throughput.
     gpu = args.device == "gpu"
+
+    def warmup(default):
+        return default if args.warmup < 0 else args.warmup
+
     if args.model in ("all", "lenet"):
         batch = args.batch or 64
-        report("lenet", batch, measure(lenet(), batch, (1, 28, 28), 10 if gpu else 3,
+        report("lenet", batch, measure(lenet(), batch, (1, 28, 28), warmup(10 if gpu else 3),
                                        args.steps or (500 if gpu else 100), device, args.precision))
     if args.model in ("all", "resnet18"):
         batch = args.batch or (128 if gpu else 32)
-        report("resnet18", batch, measure(resnet18(), batch, (3, 32, 32), 10 if gpu else 2,
+        report("resnet18", batch, measure(resnet18(), batch, (3, 32, 32), warmup(10 if gpu else 2),
                                           args.steps or (100 if gpu else 10), device, args.precision))
 
 
