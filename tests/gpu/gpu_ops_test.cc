@@ -125,6 +125,10 @@ class GpuOps : public ::testing::Test {
     return v;
   }
 
+  // Training forward, backward and inference forward of one shape, beside
+  // the CPU kernel's.
+  void expect_batch_norm_matches_cpu(int64_t N, int64_t C, int64_t H, int64_t W);
+
 #if DT_WITH_CUDNN
   void check_conv(const ops::Conv2DParams& p, uint32_t seed) {
     const size_t nx = static_cast<size_t>(p.N * p.C * p.H * p.W);
@@ -303,10 +307,24 @@ TEST_F(GpuOps, GlobalAvgPoolMatchesCpu) {
   expect_close(download(gdx, nx), dx, kElementwise, "global avgpool dx");
 }
 
+// Shapes whose per-channel sums run in one block per channel, and in
+// several splits of the samples each (kernels::batch_norm_splits), evenly
+// and not.
 TEST_F(GpuOps, BatchNormMatchesCpu) {
+  const struct {
+    int64_t N, C, H, W;
+  } shapes[] = {{8, 16, 10, 10}, {64, 8, 16, 16}, {96, 3, 24, 24}, {32, 64, 2, 3}};
+  for (const auto& shape : shapes) {
+    SCOPED_TRACE("N " + std::to_string(shape.N) + " C " + std::to_string(shape.C) + " H " + std::to_string(shape.H) +
+                 " W " + std::to_string(shape.W));
+    expect_batch_norm_matches_cpu(shape.N, shape.C, shape.H, shape.W);
+  }
+}
+
+void GpuOps::expect_batch_norm_matches_cpu(int64_t N, int64_t C, int64_t H, int64_t W) {
   ops::BatchNormParams p;
-  p.N = 8, p.C = 16, p.H = 10, p.W = 10, p.eps = 1e-5f, p.momentum = 0.1f;
-  const size_t nx = static_cast<size_t>(p.N * p.C * p.H * p.W), nc = 16;
+  p.N = N, p.C = C, p.H = H, p.W = W, p.eps = 1e-5f, p.momentum = 0.1f;
+  const size_t nx = static_cast<size_t>(p.N * p.C * p.H * p.W), nc = static_cast<size_t>(C);
   // Offset inputs: the statistics must not rely on a mean near zero.
   const std::vector<float> x = random_vector(nx, 12, 2.0f, 5.0f), dy = random_vector(nx, 13),
                            gamma = random_vector(nc, 14, 0.5f, 1.5f), beta = random_vector(nc, 15);

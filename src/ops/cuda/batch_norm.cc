@@ -9,6 +9,7 @@
 
 #include "core/cuda/device_guard.h"
 #include "core/cuda/gpu_context.h"
+#include "ops/cuda/device_buffer.h"
 #include "ops/cuda/layer_kernels.h"
 
 namespace dt::ops::cuda {
@@ -31,6 +32,7 @@ BatchNorm::BatchNorm(std::shared_ptr<core::Context> ctx, const BatchNormParams& 
   require(std::isfinite(p_.eps) && p_.eps > 0.0f, "eps must be positive");
   require(p_.momentum >= 0.0f && p_.momentum <= 1.0f, "momentum must be in [0, 1]");
   require(p_.C <= INT_MAX, "C must fit the grid's int");
+  require(p_.H * p_.W <= INT_MAX, "H x W must fit 31 bits");
   core::cuda::gpu_context_of(*ctx_);
 }
 
@@ -43,8 +45,11 @@ void BatchNorm::forward_training(const void* x, const float* gamma, const float*
   const int64_t inner = p_.H * p_.W, count = p_.N * inner;
   // As the CPU kernel: the running variance takes the unbiased estimate.
   const float unbias = count > 1 ? static_cast<float>(count) / static_cast<float>(count - 1) : 1.0f;
+  // Freed when this returns: the caching allocator hands it out again only
+  // to work queued after these kernels on the same stream.
+  const DeviceBuffer scratch(ctx_, kernels::batch_norm_scratch(p_.N, p_.C, inner) * sizeof(float));
   kernels::batch_norm_statistics(gpu.stream(), dtype_, x, p_.N, p_.C, inner, p_.momentum, unbias, saved_mean, saved_var,
-                                 running_mean, running_var);
+                                 running_mean, running_var, static_cast<float*>(scratch.get()));
   kernels::batch_norm_apply(gpu.stream(), dtype_, x, gamma, beta, saved_mean, saved_var, p_.eps, p_.N, p_.C, inner, y);
 }
 
@@ -64,8 +69,9 @@ void BatchNorm::backward(const void* x, const void* dy, const float* gamma, cons
                 {dx, "dx"}, {dgamma, "dgamma"}, {dbeta, "dbeta"}});
   core::cuda::GpuContext& gpu = core::cuda::gpu_context_of(*ctx_);
   core::cuda::DeviceGuard guard(gpu.device_id());
+  const DeviceBuffer scratch(ctx_, kernels::batch_norm_scratch(p_.N, p_.C, p_.H * p_.W) * sizeof(float));
   kernels::batch_norm_backward(gpu.stream(), dtype_, x, dy, gamma, saved_mean, saved_var, p_.eps, p_.N, p_.C, p_.H * p_.W,
-                               dx, dgamma, dbeta);
+                               dx, dgamma, dbeta, static_cast<float*>(scratch.get()));
 }
 
 }  // namespace dt::ops::cuda

@@ -47,12 +47,20 @@ void global_avg_pool_forward(cudaStream_t stream, core::DType dtype, int64_t row
 void global_avg_pool_backward(cudaStream_t stream, core::DType dtype, int64_t rows, int64_t plane, const void* dy,
                               void* dx);
 
+// The per-channel sums of batch norm run in (channel, split) blocks, each
+// summing its channel over a fixed range of samples: how many splits, and
+// the float scratch the two kernels below need (batch_norm_scratch floats,
+// device memory the caller owns until the work queued on stream is done).
+// inner must fit 31 bits.
+int64_t batch_norm_splits(int64_t N, int64_t C, int64_t inner);
+size_t batch_norm_scratch(int64_t N, int64_t C, int64_t inner);
+
 // Batch statistics of x (N x C x inner) per channel: mean and biased
 // variance into mean/var, and running = (1 - momentum) * running + momentum
 // * statistic, the variance scaled by unbias first.
 void batch_norm_statistics(cudaStream_t stream, core::DType dtype, const void* x, int64_t N, int64_t C,
                            int64_t inner, float momentum, float unbias, float* mean, float* var, float* running_mean,
-                           float* running_var);
+                           float* running_var, float* scratch);
 // y = gamma * (x - mean) / sqrt(var + eps) + beta, per channel.
 void batch_norm_apply(cudaStream_t stream, core::DType dtype, const void* x, const float* gamma, const float* beta,
                       const float* mean, const float* var, float eps, int64_t N, int64_t C, int64_t inner, void* y);
@@ -60,7 +68,7 @@ void batch_norm_apply(cudaStream_t stream, core::DType dtype, const void* x, con
 // dx = gamma / sqrt(var + eps) * (dy - dbeta / M - xhat * dgamma / M), M = N * inner.
 void batch_norm_backward(cudaStream_t stream, core::DType dtype, const void* x, const void* dy, const float* gamma,
                          const float* mean, const float* var, float eps, int64_t N, int64_t C, int64_t inner,
-                         void* dx, float* dgamma, float* dbeta);
+                         void* dx, float* dgamma, float* dbeta, float* scratch);
 
 enum class ActivationKind { kRelu, kSigmoid, kTanh };
 void activation_forward(cudaStream_t stream, core::DType dtype, ActivationKind kind, const void* x, void* y,
