@@ -534,6 +534,16 @@ void ServerKeyStore::join(int worker, int64_t pid, int64_t round) {
   departed_[w] = false;
 }
 
+std::vector<std::pair<int, int64_t>> ServerKeyStore::joined_workers() const {
+  std::lock_guard<std::mutex> membership(membership_mutex_);
+  std::vector<std::pair<int, int64_t>> joined;
+  for (int w = 0; w < num_workers_; ++w) {
+    const int64_t pid = incarnation_[static_cast<size_t>(w)];
+    if (pid != 0 && !departed_[static_cast<size_t>(w)].load()) joined.emplace_back(w, pid);
+  }
+  return joined;
+}
+
 bool ServerKeyStore::has_departed(int worker) const {
   return worker >= 0 && worker < num_workers_ && departed_[static_cast<size_t>(worker)].load();
 }

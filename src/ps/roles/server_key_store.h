@@ -69,6 +69,7 @@
 #include <mutex>
 #include <shared_mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/context.h"
@@ -235,6 +236,11 @@ class ServerKeyStore {
   // storing anything: the parts keep the job's values.
   int64_t join_floor(int worker) const;
   void join(int worker, int64_t pid, int64_t round);
+  // The workers that joined the running job and are in it now, with their
+  // pids: what a server rejoining the job takes from this one (it missed
+  // their Join requests, and would take the news of their predecessors'
+  // losses for theirs).
+  std::vector<std::pair<int, int64_t>> joined_workers() const;
 
   // New copies (DT_SERVER_REPLICATION=1; docs/fault-tolerance.md): after a
   // server loss the workers give each part that kept one copy a new one on

@@ -1,5 +1,6 @@
 #include "ps/roles/server_request_handler.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdio>
@@ -379,6 +380,28 @@ double number_of(const std::string& name, const std::string& text) {
   return value;
 }
 
+// "rank:pid,rank:pid" (the joined line of the job's settings), read
+// strictly: ranks of the job's workers, positive pids.
+std::vector<std::pair<int, int64_t>> joined_workers_of(const std::string& text, int num_workers) {
+  std::vector<std::pair<int, int64_t>> joined;
+  if (text.empty()) return joined;
+  for (size_t start = 0; start <= text.size();) {
+    const size_t end = std::min(text.find(',', start), text.size());
+    const std::string item = text.substr(start, end - start);
+    start = end + 1;
+    const size_t colon = item.find(':');
+    const std::string rank = item.substr(0, colon), pid = colon == std::string::npos ? "" : item.substr(colon + 1);
+    const auto digits = [](const std::string& t) {
+      return !t.empty() && t.size() <= 18 && t.find_first_not_of("0123456789") == std::string::npos;
+    };
+    if (!digits(rank) || !digits(pid) || std::stoll(rank) >= num_workers || std::stoll(pid) == 0) {
+      throw Error(ErrorCode::kProtocol, "the job's settings: joined worker '" + item.substr(0, 40) + "'");
+    }
+    joined.emplace_back(static_cast<int>(std::stoll(rank)), std::stoll(pid));
+  }
+  return joined;
+}
+
 }  // namespace
 
 std::string ServerRequestHandler::settings() const {
@@ -398,6 +421,13 @@ std::string ServerRequestHandler::settings() const {
     text += "learning_rate=" + number_text(store_.learning_rate()) + "\n";
     text += "rescale_grad=" + number_text(store_.rescale_grad()) + "\n";
   }
+  // Workers that joined the running job (rank:pid,...): a rejoining server
+  // missed their Join requests.
+  std::string joined;
+  for (const auto& [worker, pid] : store_.joined_workers()) {
+    joined += (joined.empty() ? "" : ",") + std::to_string(worker) + ":" + std::to_string(pid);
+  }
+  if (!joined.empty()) text += "joined=" + joined + "\n";
   return text;
 }
 
@@ -413,7 +443,7 @@ void ServerRequestHandler::apply_settings(const std::string& text) {
     const std::string name = line.substr(0, eq);
     if (eq == std::string::npos || values.count(name) != 0 ||
         (name != "mode" && name != "optimizer" && name != "compression" && name != "learning_rate" &&
-         name != "rescale_grad")) {
+         name != "rescale_grad" && name != "joined")) {
       throw Error(ErrorCode::kProtocol, "the job's settings: a line '" + line.substr(0, 80) + "' not understood");
     }
     values[name] = line.substr(eq + 1);
@@ -435,6 +465,12 @@ void ServerRequestHandler::apply_settings(const std::string& text) {
     }
     if (values.count("learning_rate") != 0) store_.set_learning_rate(number_of("learning_rate", values["learning_rate"]));
     if (values.count("rescale_grad") != 0) store_.set_rescale_grad(number_of("rescale_grad", values["rescale_grad"]));
+  }
+  // As if their Join requests had come here: the news of their
+  // predecessors' losses, which this server hears from the scheduler, then
+  // passes them by.
+  for (const auto& [worker, pid] : joined_workers_of(values["joined"], store_.num_workers())) {
+    store_.join(worker, pid, store_.join_floor(worker));
   }
 }
 

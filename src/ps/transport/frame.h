@@ -40,7 +40,8 @@ namespace dt::ps {
 // DataReply.held (a push answered at a new copy still being filled). 7:
 // TensorSlice.learning_rate / rescale_grad (worker 0's numbers for the round
 // it pushes), which a version-6 server would drop, applying the round with
-// whatever setting reached it last.
+// whatever setting reached it last, and the joined line of ServerSettings'
+// answer, which a version-6 server would refuse.
 constexpr uint32_t kProtocolVersion = 7;
 constexpr size_t kPayloadAlignment = 16;
 constexpr size_t kFrameHeaderBytes = 4;

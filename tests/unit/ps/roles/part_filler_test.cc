@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -30,6 +31,7 @@ namespace dt::ps {
 namespace {
 
 using core::DType;
+using core::Error;
 using core::ErrorCode;
 using core::Shape;
 using namespace std::chrono_literals;
@@ -94,7 +96,10 @@ class PartFillerTest : public ::testing::Test {
   // again in a lost one's place: it takes the job's settings from the
   // source (DataOp ServerSettings) instead of from the workers, after the
   // source's learning rate was changed.
-  void start(const std::string& compression, bool rejoined = false) {
+  // before_rejoin: what happens on the source before the copy's server
+  // rejoins and asks it for the job's settings.
+  void start(const std::string& compression, bool rejoined = false,
+             const std::function<void()>& before_rejoin = nullptr) {
     const std::string url = "inproc://dt-part-filler-source-" + std::to_string(::getpid());
     source_ = std::make_unique<ServerRequestHandler>(2);
     transport_ = std::make_unique<RequestServer>(
@@ -137,6 +142,7 @@ class PartFillerTest : public ::testing::Test {
       if (!rejoined) expect_ok(*copy_, std::move(other));
     }
     if (rejoined) {
+      if (before_rejoin) before_rejoin();
       if (compression == "none") {
         expect_ok(*source_, encode_data_request(wire::DataOp::SetLearningRate, 0, {}, {}, 0.05));
         expect_ok(*source_, encode_data_request(wire::DataOp::SetRescaleGrad, 0, {}, {}, 0.5));
@@ -278,6 +284,48 @@ TEST_F(PartFillerTest, ARejoinedServerTakesTheJobsSettingsFromAnotherServer) {
   expect_ok(*source_, encode_data_request(wire::DataOp::SetLearningRate, 0, {}, {}, 0.02));
   fill_and_compare(false);
   EXPECT_EQ(copy_->store().learning_rate(), 0.02);
+}
+
+// A worker that joined the running job (DT_WORKER_LOSS=continue, started
+// again) before a server rejoined: the rejoined server missed its Join
+// request, and the scheduler's news of its predecessor's loss must not make
+// it refuse the joined worker's pushes as a departed worker's.
+TEST_F(PartFillerTest, ARejoinedServerKnowsTheWorkersThatJoinedBeforeIt) {
+  start("none", true, [this] {
+    source_->store().worker_departed(1, 111);
+    auto floor = std::make_shared<Answer>();
+    source_->handle(encode_data_request(wire::DataOp::Join, 1, {}, {}, -1).message, floor->reply());
+    ASSERT_TRUE(floor->wait());
+    expect_ok(*source_, encode_data_request(wire::DataOp::Join, 1, {}, "222", 2));
+  });
+  EXPECT_NE(source_->settings().find("joined=1:222"), std::string::npos) << source_->settings();
+  // The scheduler tells the rejoined server of the loss of worker 1's
+  // predecessor (pid 111) after it took the settings.
+  copy_->store().worker_departed(1, 111);
+  EXPECT_FALSE(copy_->store().has_departed(1));
+  auto kept = push(*copy_, 1, 2, 0);
+  ASSERT_TRUE(kept->wait());
+  EXPECT_EQ(kept->status, 0) << kept->message;
+  EXPECT_TRUE(kept->held);
+  // Its own loss still counts.
+  copy_->store().worker_departed(1, 222);
+  EXPECT_TRUE(copy_->store().has_departed(1));
+}
+
+// The joined line is read as strictly as the rest.
+TEST_F(PartFillerTest, ASettingsLineOfJoinedWorkersIsReadStrictly) {
+  ServerRequestHandler server(2);
+  for (const char* bad : {"joined=2:5\n", "joined=1:0\n", "joined=1\n", "joined=x:5\n", "joined=1:5,\n",
+                          "joined=-1:5\n"}) {
+    try {
+      server.apply_settings(std::string("mode=dist_sync\n") + bad);
+      ADD_FAILURE() << "took " << bad;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kProtocol) << bad;
+    }
+  }
+  server.apply_settings("mode=dist_sync\njoined=0:17,1:18\n");
+  EXPECT_EQ(server.store().joined_workers(), (std::vector<std::pair<int, int64_t>>{{0, 17}, {1, 18}}));
 }
 
 TEST_F(PartFillerTest, ARejoinedServerTakesTheCompressionFromAnotherServer) {
