@@ -15,6 +15,11 @@
 #
 # DT_REJOIN_DTRUN_ARGS: more dtrun options for the killed job (CTest runs it
 # once with --server-replication 1: the worker joins both copies).
+# DT_REJOIN_THEN_SERVERS=1 (without seeds; with --server-replication 1):
+# once worker 1 has joined, server 1 is killed and started again by dtrun;
+# once its new copies are filled, server 0 is killed. The rejoined server
+# missed worker 1's Join: it takes the joined workers with the job's
+# settings, so the job ends on it, worker 1's pushes taken.
 #
 # The seed fixes the victims and the delays' fractions (printed, so that a
 # failure can be replayed). The weights cannot be the uninterrupted job's:
@@ -28,6 +33,9 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/dt-rejoin.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 export OMP_WAIT_POLICY=passive
 epochs=3
+then_servers="${DT_REJOIN_THEN_SERVERS:-0}"
+# Room for a worker's join, a server's rejoin and its fill before the end.
+[ "$then_servers" = 1 ] && epochs=5
 job_args=(--model mlp --kvstore dist_sync --batch-size 64 --threads 1 --lr 0.05 --momentum 0.9 --epochs "$epochs")
 tag="dt-rejoin-$$-$RANDOM"
 log="$work/rejoin.log"
@@ -76,6 +84,47 @@ check_job() {
   [ "$rc" -eq 0 ] || fail "$what: dtrun exited $rc"
   grep -q "dtrun: job finished" "$log" || fail "$what: no clean end"
 }
+
+# The pid of server RANK's first process (dtrun's, not a restarted one).
+server_pid() { job_process "$tag" server "$1" 0; }
+
+# Waits up to 30 s for TEXT in the log; fails naming WHAT otherwise.
+wait_for_line() {
+  local text=$1 what=$2 i
+  for i in $(seq 300); do
+    grep -qs "$text" "$log" && return 0
+    kill -0 "$job_pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  grep -qs "$text" "$log" || fail "$what"
+}
+
+if [ $# -eq 0 ] && [ "$then_servers" = 1 ]; then
+  start_job 2
+  wait_for_training || fail "the job ended before it started"
+  wait_for_line "\[worker 0\] epoch 1/$epochs:" "epoch 1 did not end"
+  pid=$(worker_pid 1)
+  [ -n "$pid" ] || fail "worker 1 was not running in epoch 2"
+  server1=$(server_pid 1) server0=$(server_pid 0)
+  kill -9 "$pid"
+  wait_for_line "joined the running job in the place of worker 1" "worker 1 did not join again"
+  sleep 0.5  # its rounds under way on both servers
+  kill -9 "$server1"
+  wait_for_line "have two holders again after 1 server loss(es) and 1 rejoin(s)" \
+    "the rejoined server's copies were not reported filled"
+  kill -0 "$server0" 2>/dev/null || fail "server 0 was not running when server 1's copies were filled"
+  kill -9 "$server0"
+  check_job "worker 1 killed and joined again, server 1 killed and rejoined, then server 0 killed"
+  grep -q "server 1 killed by signal 9 (Killed); starting it again to rejoin the running job as a replica" "$log" ||
+    fail "dtrun did not start server 1 again"
+  grep -q "server 0 killed by signal 9" "$log" || fail "dtrun did not report server 0 killed"
+  grep -q "\[worker 1\] epoch $epochs/$epochs:\|\"epoch\": *$epochs\b" "$log" "$work/metrics-worker1.jsonl" ||
+    fail "the joined worker 1 did not train epoch $epochs"
+  ! grep -q "which the job goes on without" "$log" || fail "a server refused the joined worker's push"
+  echo "OK: worker 1 killed and joined the running job; server 1 killed, started again, and rejoined knowing" \
+    "of worker 1; once its copies were filled server 0 was killed, and the job ended on the rejoined server"
+  exit 0
+fi
 
 if [ $# -eq 0 ]; then
   start_job 1
