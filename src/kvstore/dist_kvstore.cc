@@ -65,6 +65,16 @@ ps::JobConfig worker_job(const ps::JobConfig& job, const std::string& type) {
 
 }  // namespace
 
+struct DistKVStore::ClientForCallbacks {
+  std::mutex mutex;
+  ps::WorkerClient* client = nullptr;  // null once the store closed it
+
+  void fail(const Error& error) {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (client != nullptr) client->fail(error);
+  }
+};
+
 DistKVStore::DistKVStore(const std::string& type, const ps::JobConfig& job, const ps::PsOptions& options,
                          ps::DataTransport transport, int max_in_flight_per_server,
                          std::unique_ptr<WorkerMerge> merge)
@@ -98,7 +108,9 @@ DistKVStore::DistKVStore(const std::string& type, const ps::JobConfig& job, cons
   // The scheduler weighs a further server loss with the parts' new copies
   // once every worker has seen its own filled.
   scheduler_->on_copies_restored([member](uint32_t losses) { member->report_copies_restored(losses); });
-  ps::WorkerClient* client = client_.get();
+  client_for_callbacks_ = std::make_shared<ClientForCallbacks>();
+  client_for_callbacks_->client = client_.get();
+  const std::shared_ptr<ClientForCallbacks> client = client_for_callbacks_;
   member_->on_lost([client](const ps::LostNode& lost) { client->fail(Error(ErrorCode::kPeerLost, lost.message())); });
   // A server the job goes on without, or one that rejoined in its place
   // (the scheduler's DT_SERVER_REPLICATION=1), in the order the scheduler
@@ -126,7 +138,16 @@ DistKVStore::DistKVStore(const std::string& type, const ps::JobConfig& job, cons
                  news.lost.message().c_str());
     scheduler->server_lost(news.lost.rank);
   });
-  if (member_->table().joined_running_job) join_running_job();
+  if (!member_->table().joined_running_job) return;
+  try {
+    join_running_job();
+  } catch (...) {
+    // No destructor runs: the client goes before the member's heartbeat
+    // thread ends, as there.
+    std::lock_guard<std::mutex> lock(client_for_callbacks_->mutex);
+    client_for_callbacks_->client = nullptr;
+    throw;
+  }
 }
 
 void DistKVStore::join_running_job() {
@@ -172,6 +193,20 @@ DistKVStore::~DistKVStore() {
   // The member skips its goodbye to the scheduler once any peer is known
   // lost (the job is over); a failure only the data path saw counts too.
   const bool failed = client_->failure().has_value();
+  // A loss the member heard of but the client has not (its news came as the
+  // store closed): the client's sockets are abandoned, not closed, after a
+  // failed job (ps::WorkerClient's destructor says why).
+  if (!failed) {
+    const auto lost = member_->lost();
+    if (!lost.empty()) client_->fail(Error(ErrorCode::kPeerLost, lost.front().message()));
+  }
+  // The heartbeat thread runs until the member ends, after this: a loss it
+  // hears of from now on finds no client (one that reached it first ends
+  // before this goes on).
+  {
+    std::lock_guard<std::mutex> lock(client_for_callbacks_->mutex);
+    client_for_callbacks_->client = nullptr;
+  }
   // Closing the connections answers every message in flight (kClosed) and
   // waits for their handlers, which touch the request scheduler.
   client_.reset();

@@ -174,6 +174,12 @@ class DistKVStore final : public KVStore {
   std::unique_ptr<RequestScheduler> scheduler_;
   std::unique_ptr<ps::ClusterMember> member_;
   std::unique_ptr<ps::WorkerClient> client_;
+  // The client as the member's heartbeat thread reaches it (a lost peer
+  // fails it): the destructor closes the client while that thread still
+  // runs, so the thread's callbacks go through this, under its lock, and
+  // find no client once it is gone.
+  struct ClientForCallbacks;
+  std::shared_ptr<ClientForCallbacks> client_for_callbacks_;
   ps::KeyPlacement placement_;
   mutable std::mutex mutex_;  // one call at a time: rounds and staging are per key
   std::map<Key, KeyMeta> keys_;

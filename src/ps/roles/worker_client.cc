@@ -53,8 +53,10 @@ WorkerClient::WorkerClient(const NodeTable& table, const std::string& node_host,
 WorkerClient::~WorkerClient() {
   // After a failover nng_close of the remaining servers' sockets has blocked
   // for good at exit (nng 1.5.2; not understood): they are abandoned too,
-  // left open until the process ends.
-  const bool dropped = dropped_any_;
+  // left open until the process ends. Likewise after the job failed (a lost
+  // peer): a worker stuck there in DistJob.KilledWorkerIsNamedByEveryOther
+  // Process about 1 run in 40, its requests just failed by the loss.
+  const bool dropped = dropped_any_ || failure().has_value();
   for (auto& server : servers_) {
     if (dropped) {
       server->abandon();
