@@ -73,6 +73,11 @@ struct DistKVStore::ClientForCallbacks {
     std::lock_guard<std::mutex> lock(mutex);
     if (client != nullptr) client->fail(error);
   }
+  // Before the client is destroyed: a callback under way ends first.
+  void forget() {
+    std::lock_guard<std::mutex> lock(mutex);
+    client = nullptr;
+  }
 };
 
 DistKVStore::DistKVStore(const std::string& type, const ps::JobConfig& job, const ps::PsOptions& options,
@@ -144,8 +149,7 @@ DistKVStore::DistKVStore(const std::string& type, const ps::JobConfig& job, cons
   } catch (...) {
     // No destructor runs: the client goes before the member's heartbeat
     // thread ends, as there.
-    std::lock_guard<std::mutex> lock(client_for_callbacks_->mutex);
-    client_for_callbacks_->client = nullptr;
+    client_for_callbacks_->forget();
     throw;
   }
 }
@@ -203,10 +207,7 @@ DistKVStore::~DistKVStore() {
   // The heartbeat thread runs until the member ends, after this: a loss it
   // hears of from now on finds no client (one that reached it first ends
   // before this goes on).
-  {
-    std::lock_guard<std::mutex> lock(client_for_callbacks_->mutex);
-    client_for_callbacks_->client = nullptr;
-  }
+  client_for_callbacks_->forget();
   // Closing the connections answers every message in flight (kClosed) and
   // waits for their handlers, which touch the request scheduler.
   client_.reset();

@@ -16,6 +16,19 @@ using ps::wire::DataOp;
 
 namespace {
 
+// The push half of a part (nothing pulled into) and its pull half (nothing
+// pushed, so no optimizer numbers either).
+RequestScheduler::Part push_half(RequestScheduler::Part part) {
+  part.dst = nullptr;
+  return part;
+}
+
+RequestScheduler::Part pull_half(RequestScheduler::Part part) {
+  part.src = nullptr;
+  part.numbers = {};
+  return part;
+}
+
 // A replicated part none of whose holders is left: the job cannot serve it.
 Error every_holder_lost(const RequestScheduler::Part& part) {
   return Error(ErrorCode::kPeerLost, "every server holding key " + std::to_string(part.key) + " elements [" +
@@ -767,8 +780,7 @@ std::shared_ptr<Completion> RequestScheduler::submit(const Work& work, int prior
       const int second = holders.size() > 1 ? holders[1].server : -1;
       const int adopt_from = second >= 0 && !holders[1].original ? first : -1;
       auto encoding = part.src && op != DataOp::Pull ? std::make_shared<SharedEncoding>() : nullptr;
-      Part pushed = part;
-      pushed.dst = nullptr;
+      const Part pushed = push_half(part);
       if (op == DataOp::Init) {
         std::vector<int> original;
         for (const ps::PartHolder& holder : holders) {
@@ -793,8 +805,7 @@ std::shared_ptr<Completion> RequestScheduler::submit(const Work& work, int prior
         if (second >= 0) place_on(second, DataOp::Push, pushed, false, encoding, adopt_from, first);
       }
       if (op == DataOp::Pull || op == DataOp::PushPull) {
-        place_on(first, DataOp::Pull, Part{part.key, part.dtype, part.shape, part.range, part.round, nullptr, part.dst},
-                 true, nullptr);
+        place_on(first, DataOp::Pull, pull_half(part), true, nullptr);
       }
     };
     for (const auto& [op, part] : work) {
@@ -806,10 +817,8 @@ std::shared_ptr<Completion> RequestScheduler::submit(const Work& work, int prior
         if (fused[server] == 1) {
           place(op, part, true);
         } else {
-          Part pushed = part;
-          pushed.dst = nullptr;
-          place(DataOp::Push, pushed, false);
-          place(DataOp::Pull, Part{part.key, part.dtype, part.shape, part.range, part.round, nullptr, part.dst}, true);
+          place(DataOp::Push, push_half(part), false);
+          place(DataOp::Pull, pull_half(part), true);
         }
       } else {
         place(op, part, op == DataOp::Pull);

@@ -523,9 +523,6 @@ size_t batch_norm_scratch(int64_t N, int64_t C, int64_t inner) {
 
 namespace {
 
-// The grid of the per-channel finishing kernels: a thread per channel.
-unsigned channel_blocks(int64_t C) { return blocks_for(C); }
-
 // Launches an elementwise batch-norm kernel with 32-bit indices when the
 // tensor's element count allows.
 template <typename Launch>
@@ -549,11 +546,11 @@ void batch_norm_statistics(cudaStream_t stream, core::DType dtype, const void* x
     const auto blocks = static_cast<unsigned>(C * S);
     batch_norm_partial_kernel<T><<<blocks, kReduceBlock, 0, stream>>>(typed<T>(x), N, C, inner, S, nullptr, scratch);
     check_launch();
-    batch_norm_mean_kernel<<<channel_blocks(C), kBlockSize, 0, stream>>>(scratch, C, S, count, mean);
+    batch_norm_mean_kernel<<<blocks_for(C), kBlockSize, 0, stream>>>(scratch, C, S, count, mean);
     check_launch();
     batch_norm_partial_kernel<T><<<blocks, kReduceBlock, 0, stream>>>(typed<T>(x), N, C, inner, S, mean, scratch);
     check_launch();
-    batch_norm_variance_kernel<<<channel_blocks(C), kBlockSize, 0, stream>>>(scratch, C, S, count, momentum, unbias,
+    batch_norm_variance_kernel<<<blocks_for(C), kBlockSize, 0, stream>>>(scratch, C, S, count, momentum, unbias,
                                                                              mean, var, running_mean, running_var);
     check_launch();
   });
@@ -583,7 +580,7 @@ void batch_norm_backward(cudaStream_t stream, core::DType dtype, const void* x, 
     batch_norm_backward_partial_kernel<T><<<static_cast<unsigned>(C * S), kReduceBlock, 0, stream>>>(
         typed<T>(x), typed<T>(dy), mean, N, C, inner, S, scratch);
     check_launch();
-    batch_norm_backward_sums_kernel<<<channel_blocks(C), kBlockSize, 0, stream>>>(scratch, C, S, var, eps, dgamma,
+    batch_norm_backward_sums_kernel<<<blocks_for(C), kBlockSize, 0, stream>>>(scratch, C, S, var, eps, dgamma,
                                                                                   dbeta);
     check_launch();
     const int64_t total = N * C * inner;

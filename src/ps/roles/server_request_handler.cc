@@ -110,6 +110,11 @@ void log_slice(const wire::DataRequest& request, const DecodedSlice& s) {
                      std::to_string(bytes) + " bytes round " + std::to_string(s.round));
 }
 
+// A pid or rank as peers write it: 1 to 18 decimal digits.
+bool is_decimal(const std::string& text) {
+  return !text.empty() && text.size() <= 18 && text.find_first_not_of("0123456789") == std::string::npos;
+}
+
 // A slice's optimizer numbers (TensorSlice.learning_rate / rescale_grad)
 // come from worker 0 alone, as the setting commands do, and hold numbers
 // the optimizer takes; checked before any slice of the request is applied.
@@ -391,10 +396,7 @@ std::vector<std::pair<int, int64_t>> joined_workers_of(const std::string& text, 
     start = end + 1;
     const size_t colon = item.find(':');
     const std::string rank = item.substr(0, colon), pid = colon == std::string::npos ? "" : item.substr(colon + 1);
-    const auto digits = [](const std::string& t) {
-      return !t.empty() && t.size() <= 18 && t.find_first_not_of("0123456789") == std::string::npos;
-    };
-    if (!digits(rank) || !digits(pid) || std::stoll(rank) >= num_workers || std::stoll(pid) == 0) {
+    if (!is_decimal(rank) || !is_decimal(pid) || std::stoll(rank) >= num_workers || std::stoll(pid) == 0) {
       throw Error(ErrorCode::kProtocol, "the job's settings: joined worker '" + item.substr(0, 40) + "'");
     }
     joined.emplace_back(static_cast<int>(std::stoll(rank)), std::stoll(pid));
@@ -703,8 +705,7 @@ void ServerRequestHandler::handle(Message request, const RequestServer::Reply& r
         }
         const std::string pid = data->text() ? data->text()->str() : "";
         // A pid of 0 would pass for the worker that started with the job.
-        if (!std::isfinite(data->number()) || data->number() > 1e15 || pid.empty() ||
-            pid.find_first_not_of("0123456789") != std::string::npos || pid.size() > 18 || std::stoll(pid) == 0) {
+        if (!std::isfinite(data->number()) || data->number() > 1e15 || !is_decimal(pid) || std::stoll(pid) == 0) {
           throw Error(ErrorCode::kProtocol, "a join request needs a round and the worker's pid, got " +
                                                 std::to_string(data->number()) + " and '" + pid + "'");
         }
