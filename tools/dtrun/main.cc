@@ -131,7 +131,6 @@ int run(const dt::dtrun::Options& options) {
   // replicated job (local and ssh: the launchers that own each process);
   // what it leaves, a whole-job restart may use.
   settings.max_restarts = options.max_restarts;
-  settings.workers_rejoin = options.num_servers > 0;
   // A replicated job's scheduler takes a server started again in the place
   // of the one it lost, as a replica of its keys; the budget is the same.
   settings.servers_rejoin = settings.tolerated_server_losses > 0 && options.num_servers >= 2;

@@ -251,13 +251,6 @@ Options parse_options(const std::vector<std::string>& args) {
     o.notes.push_back("--worker-loss " + o.worker_loss + ": the servers and scheduler follow it, but mpirun and srun "
                       "stop every rank when one fails");
   }
-  if (o.worker_loss == "continue" && o.num_servers == 0 && o.max_restarts > 0) {
-    // The workers of an all-reduce job regroup over the ones that remain; a
-    // new one cannot join their ring.
-    o.notes.push_back("--worker-loss continue on a job without servers (-s 0): the workers that remain regroup and "
-                      "go on, but a failed worker is not started again to rejoin them (not built); --max-restarts "
-                      "restarts the whole job");
-  }
   if (o.server_replication == "1" && o.num_servers < 2) {
     // The replica of a key part lives on the next server; one server has none.
     throw UsageError("--server-replication 1 needs 2 or more servers (-s)");

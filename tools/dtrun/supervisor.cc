@@ -314,7 +314,7 @@ std::optional<Outcome> Supervisor::next_outcome(const std::function<bool()>& don
 
 bool Supervisor::may_rejoin(const Child& failed, Clock::time_point deadline, int pending) const {
   const std::string& role = failed.name.role;
-  const bool rejoins = role == "worker" ? settings_.continue_after_worker_loss && settings_.workers_rejoin
+  const bool rejoins = role == "worker" ? settings_.continue_after_worker_loss
                                         : role == "server" && settings_.servers_rejoin;
   if (!rejoins) return false;
   const int restarts_left = settings_.max_restarts - settings_.restarts_done - restarts() - pending;

@@ -95,9 +95,6 @@ struct SupervisorSettings {
   // restarts are main's, after a run failed.
   int max_restarts = 0;
   int restarts_done = 0;
-  // False for a job without servers: its workers regroup over the ones that
-  // remain, and a worker started again could not join their ring.
-  bool workers_rejoin = true;
   // DT_SERVER_REPLICATION=1: every key part has a replica on the next
   // server, so this many servers may fail while another still runs and the
   // job goes on with the replicas of their keys; one more server failing, or
@@ -189,8 +186,8 @@ class Supervisor {
   bool pump_while_stopping(const std::function<bool()>& pred, Clock::time_point deadline, bool interruptible);
   bool any_output_open() const;
   // Whether a failed process is one to start again in place, to rejoin the
-  // running job: a worker under continue_after_worker_loss (and
-  // workers_rejoin) or a server under servers_rejoin, max_restarts not spent
+  // running job: a worker under continue_after_worker_loss or a server
+  // under servers_rejoin, max_restarts not spent
   // by the restarts done and the `pending` ones of this round, another
   // process of its role still runs, the job is not stopping, and deadline
   // has not passed.

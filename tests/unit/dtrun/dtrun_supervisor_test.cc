@@ -264,32 +264,6 @@ TEST(DtrunSupervisor, AWorkerThatFailsAgainOnceTheRestartsAreSpentIsLeftOutAsBef
   open_gate_and_expect_a_clean_end(supervisor, gate);
 }
 
-// A job without servers: its workers regroup over the ones that remain, and
-// a worker started again could not join them, so none is, restarts or not.
-TEST(DtrunSupervisor, AWorkerOfAJobWithoutServersIsLeftOutNotStartedAgain) {
-  SignalPipe signals;
-  TempDir dir("dtrun-supervisor-test");
-  const std::string gate = dir.path() + "/gate";
-  SupervisorSettings settings = rejoin_settings(3);
-  settings.workers_rejoin = false;
-  Supervisor supervisor(signals, settings);
-  supervisor.start(gated({"worker", 0}, gate, 0));
-  supervisor.start(worker(1, "exit 3"));
-
-  testing::internal::CaptureStderr();
-  const std::optional<Outcome> lost = supervisor.run_until([&] { return !supervisor.lost_workers().empty(); },
-                                                           Clock::now() + seconds(20), deadline_passed);
-  const std::string said = testing::internal::GetCapturedStderr();
-  EXPECT_FALSE(lost.has_value()) << lost->message;
-  EXPECT_EQ(said.find("starting it again"), std::string::npos) << said;
-  EXPECT_NE(said.find("dtrun: worker 1 exited with status 3; the job goes on without it (DT_WORKER_LOSS=continue)\n"),
-            std::string::npos)
-      << said;
-  EXPECT_EQ(supervisor.worker_restarts(), 0);
-
-  open_gate_and_expect_a_clean_end(supervisor, gate);
-}
-
 TEST(DtrunSupervisor, RestartsOfEarlierRunsOfTheJobSpendTheSameBudget) {
   SignalPipe signals;
   TempDir dir("dtrun-supervisor-test");
