@@ -975,7 +975,11 @@ DT_API dt_status dt_fit_options_init(dt_fit_options *options,
  *  "seconds"}. A worker that joined a running dist_sync job
  * (dt_kvstore_joined_running_job) starts at the job's step instead: the
  * epoch and batch its rounds have reached, with the servers' weights
- * (DT_ERR_NOT_SUPPORTED when the workers run the optimizer). */
+ * (DT_ERR_NOT_SUPPORTED when the workers run the optimizer). Under
+ * DT_WORKER_LOSS=continue the workers of an "allreduce" job let a worker
+ * that joined in a departed one's place in before a batch, and hand it
+ * their weights, optimizer state and step: it goes on from there, its
+ * replica the same as theirs (docs/fault-tolerance.md). */
 DT_API dt_status dt_trainer_fit(dt_trainer *trainer, dt_data_loader *train,
                                 dt_data_loader *test,
                                 const dt_fit_options *options);

@@ -77,7 +77,12 @@ def ps_frames(tmp):
         "heartbeat_reply": ("HeartbeatReply", {"lost": [{"role": "Worker", "rank": 1, "host": "x", "pid": 3,
                                                           "reason": "gone"}], "shutdown": False}, b""),
         "barrier": ("Barrier", {"rank": 1, "barrier_id": 4, "data": [1, 2, 3]}, b""),
+        "barrier_admission": ("Barrier", {"rank": 1, "data": [1, 0, 0, 0, 0, 0, 0, 0, 0], "regroup": True,
+                                          "regroup_generation": 1, "admission": True}, b""),
         "ack_gathered": ("Ack", {"gathered": [{"rank": 0, "data": [9, 8]}, {"rank": 1, "data": []}]}, b""),
+        "ack_admission": ("Ack", {"gathered": [{"rank": 0, "data": [0, 5, 0, 0, 0, 0, 0, 0, 0]},
+                                               {"rank": 1, "data": [1, 0, 0, 0, 0, 0, 0, 0, 0]}],
+                                  "regroup_generation": 2, "departed_workers": 1, "next_barrier": 3}, b""),
         "error_reply": ("ErrorReply", {"status": 9, "message": "slow"}, b""),
         "push": ("DataRequest", {"op": "Push", "worker_rank": 0, "slices": [slice_]}, floats),
         # worker 0's push to a new copy, with its round's optimizer numbers

@@ -98,6 +98,20 @@ class KVStore {
   // on a store that spans workers): its sums then count fewer workers than
   // num_workers().
   virtual bool goes_on_after_worker_loss() const { return false; }
+  // Workers joining a job without servers (the "allreduce" store under
+  // DT_WORKER_LOSS=continue): the workers in the job hold the weights, so
+  // they let a joined worker in at a step they agree on and hand it their
+  // state. Every worker in the job calls admit_joining_workers() at the same
+  // point (the trainer: before each batch; one small all-reduce); it
+  // returns true, alike on every one of them, when joined workers were let
+  // in just now. Then each of them calls hand_over_state(its state), and a
+  // joined worker calls it once, first: it returns the state of the first
+  // worker that was in the job before. A joined worker's init() keeps its
+  // own values (it has nobody to take them from before the hand-over).
+  // Stores that let nobody join return false; their hand_over_state is
+  // Error(kNotSupported).
+  virtual bool admit_joining_workers() { return false; }
+  virtual std::vector<uint8_t> hand_over_state(const std::vector<uint8_t>& state);
   // Bytes this process's store sent and received over the network since it
   // was made (zero for the in-process stores).
   virtual core::Traffic traffic() const { return {}; }

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -79,6 +80,22 @@ std::string CheckpointDirectory::worker_file(int epoch) const {
   std::filesystem::create_directories(dir, ec);
   if (ec) throw Error(ErrorCode::kIo, "checkpoint directory " + dir + ": " + ec.message());
   return dir + "/worker-" + std::to_string(rank_) + ".safetensors";
+}
+
+std::string CheckpointDirectory::resume_file(int epoch) const {
+  const auto file_of = [&](int rank) { return epoch_dir(epoch) + "/worker-" + std::to_string(rank) + ".safetensors"; };
+  std::error_code ec;
+  if (std::filesystem::exists(file_of(rank_), ec)) return file_of(rank_);
+  for (int r = 0; r < num_workers_; ++r) {
+    if (!std::filesystem::exists(file_of(r), ec)) continue;
+    std::fprintf(stderr,
+                 "disttrain: worker %d wrote no checkpoint of epoch %d (the job went on without it then); it resumes "
+                 "from worker %d's\n",
+                 rank_, epoch, r);
+    return file_of(r);
+  }
+  throw Error(ErrorCode::kNotFound, "checkpoint directory " + path_ + ": epoch " + std::to_string(epoch) +
+                                        " has no worker's checkpoint (" + file_of(rank_) + " and the others)");
 }
 
 void CheckpointDirectory::commit(int epoch, kvstore::KVStore* kv) const {

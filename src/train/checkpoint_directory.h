@@ -3,7 +3,9 @@
 //  - after each epoch every worker writes its trainer checkpoint to
 //    epoch-<E>/worker-<R>.safetensors (itself written to a temporary name
 //    and renamed, core/safetensors.h);
-//  - the workers meet at a kvstore barrier, so all of epoch E's files exist;
+//  - the workers meet at a kvstore barrier, so all of epoch E's files exist
+//    (every worker's still in the job: under DT_WORKER_LOSS=continue one it
+//    went on without wrote none, and resumes from another's);
 //  - worker 0 then replaces MANIFEST.json, again by a rename, naming E and
 //    the number of workers, and removes the epoch directories before E.
 // A restart reads the manifest and loads its epoch. A job killed while an
@@ -32,6 +34,11 @@ class CheckpointDirectory {
   const std::string& path() const { return path_; }
   // This worker's checkpoint of epoch (creating the epoch's directory).
   std::string worker_file(int epoch) const;
+  // The checkpoint this worker resumes epoch from: its own, or, when the
+  // job went on without it in that epoch (DT_WORKER_LOSS=continue) and it
+  // wrote none, the lowest-ranked worker's (every worker's holds the same
+  // weights, optimizer state and step). Error(kNotFound) when there is none.
+  std::string resume_file(int epoch) const;
   // After this worker wrote worker_file(epoch): waits for the others
   // (kv->barrier(); kv may be null for a single worker), then worker 0
   // records the epoch in the manifest and removes older epochs.

@@ -1,11 +1,15 @@
 #include "train/trainer.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <climits>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <string>
@@ -15,6 +19,8 @@
 #include "kvstore/kvstore_factory.h"
 #include "train/checkpoint_directory.h"
 #include "train/metrics.h"
+
+#include <unistd.h>
 
 namespace dt::train {
 
@@ -52,6 +58,46 @@ NDArray on_context(const NDArray& part, const std::shared_ptr<core::Context>& ct
   staging.copy_from(part);
   return staging;
 }
+
+// A file in a private directory of its own under $TMPDIR (else /tmp),
+// removed with it: where a trainer's state passes through on its way to or
+// from bytes (the checkpoint format is written to and read from files).
+class ScratchFile {
+ public:
+  ScratchFile() {
+    const char* tmp = std::getenv("TMPDIR");
+    std::string pattern = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/disttrain-state.XXXXXX";
+    if (::mkdtemp(pattern.data()) == nullptr) {
+      throw Error(ErrorCode::kIo, "cannot make a directory like " + pattern + ": " + std::strerror(errno));
+    }
+    dir_ = pattern;
+    path_ = dir_ + "/state.safetensors";
+  }
+  ~ScratchFile() {
+    ::unlink(path_.c_str());
+    ::rmdir(dir_.c_str());
+  }
+  ScratchFile(const ScratchFile&) = delete;
+  ScratchFile& operator=(const ScratchFile&) = delete;
+  const std::string& path() const { return path_; }
+
+  std::vector<uint8_t> read() const {
+    std::ifstream in(path_, std::ios::binary);
+    std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (!in.eof() && in.fail()) throw Error(ErrorCode::kIo, "cannot read " + path_);
+    return bytes;
+  }
+  void write(const std::vector<uint8_t>& bytes) const {
+    std::ofstream out(path_, std::ios::binary | std::ios::trunc);
+    out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    out.close();
+    if (!out) throw Error(ErrorCode::kIo, "cannot write " + std::to_string(bytes.size()) + " bytes to " + path_);
+  }
+
+ private:
+  std::string dir_;
+  std::string path_;
+};
 
 }  // namespace
 
@@ -465,6 +511,9 @@ EpochRecord Trainer::fit(data::BatchLoader& train, data::BatchLoader* test, cons
   const bool joining = kv_ && kv_->joined_running_job() && steps_ == 0 && epoch_ == 0 && !store_initialized();
   int64_t batches_to_skip = 0;
   if (joining) batches_to_skip = join_running_job(total);
+  // An all-reduce job lets joined workers in before a batch (kvstore.h):
+  // a joined worker was let in before the first batch it trains.
+  bool let_workers_in = !joining;
   std::unique_ptr<MetricsLog> log;
   if (!options.metrics_path.empty()) log = std::make_unique<MetricsLog>(options.metrics_path, epoch_ > 0);
   Progress progress(options.progress);
@@ -474,7 +523,7 @@ EpochRecord Trainer::fit(data::BatchLoader& train, data::BatchLoader* test, cons
     directory.emplace(options.checkpoint_dir, kv_ ? kv_->rank() : 0, kv_ ? kv_->num_workers() : 1);
     if (steps_ == 0 && epoch_ == 0 && !joining) {
       if (const std::optional<int> done = directory->last_complete_epoch(); done && *done > 0) {
-        load_checkpoint(directory->worker_file(*done));
+        load_checkpoint(directory->resume_file(*done));
         progress.resumed(*done, options.epochs, options.checkpoint_dir);
       }
     }
@@ -490,6 +539,10 @@ EpochRecord Trainer::fit(data::BatchLoader& train, data::BatchLoader* test, cons
     // The batches of this epoch the job trained before this worker joined.
     for (; batches_to_skip > 0 && train.next(batch); --batches_to_skip) ++done;
     while (train.next(batch)) {
+      if (let_workers_in && kv_ && store_initialized() && kv_->admit_joining_workers()) {
+        kv_->hand_over_state(state_bytes());
+      }
+      let_workers_in = true;
       const BatchResult r = train_batch(batch.images, batch.labels);
       metrics.add(r.loss, r.correct, batch.size());
       ++done;
@@ -522,13 +575,40 @@ EpochRecord Trainer::fit(data::BatchLoader& train, data::BatchLoader* test, cons
 }
 
 int64_t Trainer::join_running_job(int64_t batches_per_epoch) {
-  prepare_precision();
+  const auto refuse = [] {
+    return Error(ErrorCode::kNotSupported,
+                 "trainer: this worker joined a running job, whose weights and optimizer state only the servers hold "
+                 "when they run the optimizer (update_on_kvstore); this trainer updates on the workers");
+  };
+  bool handed_over = false;
   if (!update_on_kvstore_) {
-    throw Error(ErrorCode::kNotSupported,
-                "trainer: this worker joined a running job, whose weights and optimizer state only the servers hold "
-                "when they run the optimizer (update_on_kvstore); this trainer updates on the workers");
+    // A store without an optimizer spans workers that each hold the
+    // weights (an all-reduce job): they hand over their state, checkpoint
+    // and progress alike.
+    std::vector<uint8_t> state;
+    try {
+      state = kv_->hand_over_state({});
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::kNotSupported) throw;
+      throw refuse();
+    }
+    load_state(state);
+    handed_over = true;
   }
-  initialize_kvstore();  // the weights of the round before the first it pushes
+  prepare_precision();
+  if (!update_on_kvstore_ && !handed_over) throw refuse();
+  initialize_kvstore();  // servers: the weights of the round before the first it pushes
+  if (handed_over) {
+    // The job's step is the one the state was taken before.
+    const int64_t into_epoch = batches_per_epoch <= 0 ? 0
+                                                      : std::clamp<int64_t>(steps_ - static_cast<int64_t>(epoch_) *
+                                                                                         batches_per_epoch,
+                                                                            0, batches_per_epoch);
+    std::fprintf(stderr, "disttrain trainer: joined the running job at epoch %d, batch %lld (step %lld), with the "
+                 "weights and optimizer state the workers in it handed over\n", epoch_ + 1,
+                 static_cast<long long>(into_epoch + 1), static_cast<long long>(steps_ + 1));
+    return into_epoch;
+  }
   const int64_t done = kv_->rounds_before_joining();
   if (batches_per_epoch <= 0) return 0;
   epoch_ = static_cast<int>(done / batches_per_epoch);
@@ -536,6 +616,18 @@ int64_t Trainer::join_running_job(int64_t batches_per_epoch) {
   std::fprintf(stderr, "disttrain trainer: joined the running job at epoch %d, batch %lld (step %lld)\n", epoch_ + 1,
                static_cast<long long>(done % batches_per_epoch + 1), static_cast<long long>(done + 1));
   return done % batches_per_epoch;
+}
+
+std::vector<uint8_t> Trainer::state_bytes() const {
+  ScratchFile file;
+  save_checkpoint(file.path());
+  return file.read();
+}
+
+void Trainer::load_state(const std::vector<uint8_t>& bytes) {
+  ScratchFile file;
+  file.write(bytes);
+  load_checkpoint(file.path());
 }
 
 void Trainer::set_learning_rate(double lr) {

@@ -157,7 +157,14 @@ class Trainer {
   // servers' weights), moves epoch_ and steps_ to the job's step and
   // returns how many batches of that epoch the job trained already.
   // Error(kNotSupported) when the workers run the optimizer.
+  // In an all-reduce job the workers hold the weights: it takes the
+  // workers' state as they hand it over (kvstore.h), and returns how many
+  // batches of its epoch they trained already.
   int64_t join_running_job(int64_t batches_per_epoch);
+  // The checkpoint's contents as bytes, and back (fresh trainers only, as
+  // load_checkpoint): what workers hand a joined one.
+  std::vector<uint8_t> state_bytes() const;
+  void load_state(const std::vector<uint8_t>& bytes);
   bool store_initialized() const { return phase_.store_initialized(kv_ != nullptr); }
   // Brings the replicas to the net's compute dtype and loss scaler, and
   // the update side to what the net's precision policy allows (see above).

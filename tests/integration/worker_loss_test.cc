@@ -17,6 +17,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <cstdlib>
 #include <iostream>
@@ -94,8 +95,37 @@ int joining_job_worker(kvstore::KVStore& kv) {
 const std::vector<int64_t> kAllreduceSizes = {4, 3000, 40000};
 constexpr int kKillRounds = 60;
 
+// A worker's state to hand a joined one: the next round, then every weight.
+std::vector<uint8_t> encode_state(int round, const std::vector<std::vector<float>>& weights) {
+  std::vector<uint8_t> bytes(sizeof(round));
+  std::memcpy(bytes.data(), &round, sizeof(round));
+  for (const auto& w : weights) {
+    const auto* b = reinterpret_cast<const uint8_t*>(w.data());
+    bytes.insert(bytes.end(), b, b + w.size() * sizeof(float));
+  }
+  return bytes;
+}
+
+int decode_state(const std::vector<uint8_t>& bytes, std::vector<std::vector<float>>& weights) {
+  size_t expected = sizeof(int);
+  for (const auto& w : weights) expected += w.size() * sizeof(float);
+  if (bytes.size() != expected) {
+    throw Error(core::ErrorCode::kProtocol, "handed " + std::to_string(bytes.size()) + " bytes, expected " +
+                                                std::to_string(expected));
+  }
+  int round = 0;
+  std::memcpy(&round, bytes.data(), sizeof(round));
+  size_t at = sizeof(round);
+  for (auto& w : weights) {
+    std::memcpy(w.data(), bytes.data() + at, w.size() * sizeof(float));
+    at += w.size() * sizeof(float);
+  }
+  return round;
+}
+
 int allreduce_worker(kvstore::KVStore& kv, const std::string& leave) {
   const int rank = kv.rank();
+  const bool joiner = kv.joined_running_job();
   auto cpu = core::make_cpu_context();
   std::vector<uint64_t> keys;
   std::vector<core::NDArray> values, outs;
@@ -113,14 +143,24 @@ int allreduce_worker(kvstore::KVStore& kv, const std::string& leave) {
   // The kill's moment is drawn from here: a worker killed before it
   // registered would leave the job waiting for it at start-up.
   if (rank == 2 && leave == "kill") std::cout << "training" << std::endl;
-  const int rounds = leave == "kill" ? kKillRounds : kRounds;
-  for (int round = 1; round <= rounds; ++round) {
+  const int rounds = leave == "kill" ? kKillRounds : leave == "rejoin" ? kJoinRounds : kRounds;
+  // rejoin: the workers in the job let a joined worker in before a round
+  // and hand it the weights and the round; it runs the rounds from there.
+  int first = 1;
+  if (joiner) {
+    first = decode_state(kv.hand_over_state({}), weights);
+    std::cout << "joined before round " << first << std::endl;
+  }
+  for (int round = first; round <= rounds; ++round) {
+    if (round > first || !joiner) {
+      if (kv.admit_joining_workers()) kv.hand_over_state(encode_state(round, weights));
+    }
     kv.pushpull(keys, values, outs, 0);
     for (size_t i = 0; i < keys.size(); ++i) {
       const float* sum = outs[i].data_as<float>();
       for (size_t j = 0; j < weights[i].size(); ++j) weights[i][j] -= sum[j];
     }
-    if (rank == 2 && leave == "exit" && round == kLeaverRounds) {
+    if (rank == 2 && !joiner && (leave == "exit" || leave == "rejoin") && round == kLeaverRounds) {
       std::cout << "leaving" << std::endl;
       _exit(0);
     }
@@ -131,6 +171,7 @@ int allreduce_worker(kvstore::KVStore& kv, const std::string& leave) {
       std::this_thread::sleep_for(300ms);
     }
     if (leave == "kill") std::this_thread::sleep_for(rank == 2 ? 10ms : 20ms);
+    if (leave == "rejoin") std::this_thread::sleep_for(50ms);
   }
   kv.barrier();
   std::ofstream out(std::getenv("DT_TEST_OUT") + std::string(".") + std::to_string(rank));
@@ -205,6 +246,37 @@ class WorkerLoss : public test::JobProcesses {
     return children_.back();
   }
 
+  // Waits for worker 2 (children_[leaver]) to leave, starts a worker in its
+  // place, and waits for every other process to end cleanly. Returns the
+  // round the joined worker started at (0 after a failure, reported).
+  int round_joined_at(const std::map<std::string, std::string>& env, size_t leaver) {
+    if (!wait_exit(children_[leaver], 60s)) {
+      ADD_FAILURE() << "worker 2 did not leave";
+      return 0;
+    }
+    EXPECT_EQ(children_[leaver].status, 0) << read_file(children_[leaver].err);
+    Child& joiner = spawn_joiner(env);
+    if (!wait_output(joiner, "joined before round", 60s)) {
+      ADD_FAILURE() << read_file(joiner.err);
+      return 0;
+    }
+    for (size_t i = 0; i < children_.size(); ++i) {
+      if (i == leaver) continue;
+      if (!wait_exit(children_[i], 60s)) {
+        ADD_FAILURE() << "process " << i << " hung after worker 2 joined again";
+        return 0;
+      }
+      EXPECT_EQ(children_[i].status, 0) << "process " << i << ": " << read_file(children_[i].err);
+    }
+    const std::string said = read_file(joiner.out);
+    const size_t at = said.find("joined before round ");
+    if (at == std::string::npos) {
+      ADD_FAILURE() << said;
+      return 0;
+    }
+    return std::stoi(said.substr(at + 20));
+  }
+
   // Every weight of a survivor's final pull.
   void expect_weights(int rank, float expected) {
     test::expect_weights_file(out_prefix() + "." + std::to_string(rank), static_cast<size_t>(kSizes[0] + kSizes[1]),
@@ -252,6 +324,28 @@ TEST_F(WorkerLoss, AllreduceWorkersRegroupOverTheOnesThatRemain) {
   EXPECT_NE(said.find("worker 0 regrouped with workers 0, 1 after the loss of worker(s) 2"), std::string::npos)
       << said;
   EXPECT_NE(read_file(children_[0].err).find("goes on with 2 of 3 workers"), std::string::npos);
+}
+
+// Issue 19, item 3, for a job without servers: a worker started in the
+// place of the departed worker 2 waits until the others let it in before a
+// round, takes the weights and the round they hand it, and the three go on
+// together. Every weight is exact on all three: worker 2's value counts in
+// its first kLeaverRounds rounds and in those from the joined one's first
+// on, no other.
+TEST_F(WorkerLoss, AllreduceWorkerStartedInTheLostOnesPlaceIsLetInWithTheirState) {
+  const int first = round_joined_at(job("allreduce", "rejoin"), 3);
+  ASSERT_GT(first, kLeaverRounds);
+  ASSERT_LE(first, kJoinRounds) << "the others finished before it joined: slow them down";
+  const float expected = kInit - 6.0f * static_cast<float>(kLeaverRounds + kJoinRounds - first + 1) -
+                         3.0f * static_cast<float>(first - 1 - kLeaverRounds);
+  const size_t count = static_cast<size_t>(kAllreduceSizes[0] + kAllreduceSizes[1] + kAllreduceSizes[2]);
+  for (int r = 0; r < 3; ++r) {
+    test::expect_weights_file(out_prefix() + "." + std::to_string(r), count, expected, "worker " + std::to_string(r));
+  }
+  EXPECT_NE(read_file(children_[0].err).find("was let into the running job"), std::string::npos)
+      << read_file(children_[0].err);
+  EXPECT_NE(read_file(children_[1].err).find("let worker(s) 2 into the job"), std::string::npos)
+      << read_file(children_[1].err);
 }
 
 // A worker of an allreduce job stalled past the heartbeat timeout is
@@ -346,22 +440,8 @@ TEST_F(WorkerLoss, DistAsyncGoesOnAtOnce) {
 // joined at, and every weight is exact: worker 2's value counts in its first
 // kLeaverRounds rounds and in those from its joining on, no other.
 TEST_F(WorkerLoss, AWorkerStartedInTheLostOnesPlaceJoinsTheRunningJob) {
-  const auto env = job("dist_sync", "rejoin");
-  Child& leaver = children_[5];
-  ASSERT_TRUE(wait_exit(leaver, 60s));
-  EXPECT_EQ(leaver.status, 0) << read_file(leaver.err);
-  Child& joiner = spawn_joiner(env);
-  ASSERT_TRUE(wait_output(joiner, "joined before round", 60s)) << read_file(joiner.err);
-  for (size_t i = 0; i < children_.size(); ++i) {
-    if (i == 5) continue;
-    ASSERT_TRUE(wait_exit(children_[i], 60s)) << "process " << i << " hung after worker 2 joined again";
-    EXPECT_EQ(children_[i].status, 0) << "process " << i << ": " << read_file(children_[i].err);
-  }
-  const std::string said = read_file(joiner.out);
-  const size_t at = said.find("joined before round ");
-  ASSERT_NE(at, std::string::npos) << said;
-  const int first = std::stoi(said.substr(at + 20));
-  EXPECT_GT(first, kLeaverRounds);
+  const int first = round_joined_at(job("dist_sync", "rejoin"), 5);
+  ASSERT_GT(first, kLeaverRounds);
   ASSERT_LE(first, kJoinRounds) << "the others finished before it joined: slow them down";
   const float expected = kInit - 3.0f * kJoinRounds - 3.0f * static_cast<float>(kLeaverRounds + kJoinRounds - first + 1);
   expect_weights(0, expected);

@@ -121,7 +121,12 @@ HostAllreduceKVStore::~HostAllreduceKVStore() {
   // The links first: closing them is bounded and never waits for the
   // scheduler, which may end the job once every worker said goodbye.
   group_.reset();
-  member_->shutdown();
+  bool failed = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    failed = failure_.has_value();
+  }
+  if (!failed) member_->shutdown();
 }
 
 int HostAllreduceKVStore::rank() const { return member_->rank(); }
@@ -330,9 +335,11 @@ void HostAllreduceKVStore::set_gradient_compression(const std::string& spec) {
                                       "the first push, on every worker");
   }
   // Every worker's canonical spec, compared: the same decision everywhere.
+  // A joined worker runs the job's command again, with the spec the others
+  // agreed on at the start; they compare no more.
   const std::string mine = config.to_string();
   std::vector<std::vector<uint8_t>> all;
-  run_on_communication_thread(lock, [&] {
+  if (!joined_running_job()) run_on_communication_thread(lock, [&] {
     member_->check_peers();
     group_->run_step(
         [&](HostCommunicator& comm) {
@@ -412,6 +419,12 @@ void HostAllreduceKVStore::init(const std::vector<Key>& keys, const std::vector<
     NDArray copy = NDArray::empty(cpu_, value.dtype(), value.shape());
     copy.copy_from(value);
     stored.push_back(copy);
+  }
+  // A joined worker's keys start from its own values: the workers in the
+  // job initialised theirs long ago, and hand their state over instead.
+  if (joined_running_job()) {
+    for (size_t i = 0; i < keys.size(); ++i) entries_.emplace(keys[i], Entry{keys[i], stored[i], {}, false});
+    return;
   }
   // Worker 0's values everywhere (after a regroup, the first survivor's);
   // the keys exist only once that worked.
@@ -498,6 +511,25 @@ void HostAllreduceKVStore::pushpull(const std::vector<Key>& keys, const std::vec
                                     const std::vector<NDArray>& outs, int priority) {
   pushpull_async(keys, values, outs, priority);
   wait_all();
+}
+
+bool HostAllreduceKVStore::joined_running_job() const { return member_->table().joined_running_job; }
+
+bool HostAllreduceKVStore::admit_joining_workers() {
+  if (!group_->regroups()) return false;
+  std::unique_lock<std::mutex> lock(mutex_);
+  throw_if_failed();
+  bool admitted = false;
+  run_on_communication_thread(lock, [&] { admitted = group_->admit_waiting_workers(); });
+  return admitted;
+}
+
+std::vector<uint8_t> HostAllreduceKVStore::hand_over_state(const std::vector<uint8_t>& state) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  throw_if_failed();
+  std::vector<uint8_t> result;
+  run_on_communication_thread(lock, [&] { result = group_->hand_over(state); });
+  return result;
 }
 
 void HostAllreduceKVStore::barrier() {

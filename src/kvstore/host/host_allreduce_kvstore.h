@@ -41,6 +41,10 @@
 //    over themselves and settle the bucket the loss interrupted, alike on
 //    every one of them (survivor_group.h); training goes on. rank() and
 //    num_workers() stay the job's.
+//  - Under continue, a worker started again in a departed one's place
+//    (dtrun --max-restarts) joins: the workers in the job let it in at the
+//    next admit_joining_workers() they all call, and hand it their state
+//    (kvstore.h). The trainer does both before each batch.
 //  - Arrays on a GPU work too (summed through host memory); dist_nccl is the
 //    GPU-native all-reduce store.
 #pragma once
@@ -87,13 +91,24 @@ class HostAllreduceKVStore final : public ReducingKVStore {
   // scheduler or the other workers do not come within the deadlines.
   HostAllreduceKVStore(const ps::JobConfig& job, const ps::PsOptions& options, HostAllreduceOptions allreduce = {});
   // Stops the communication thread, closes the links, then says goodbye to
-  // the scheduler (bounded by shutdown_timeout_s); no barrier.
+  // the scheduler (bounded by shutdown_timeout_s); no barrier. A store that
+  // failed leaves without a goodbye, as a lost worker: under
+  // DT_WORKER_LOSS=continue the others go on without it, and a joined
+  // worker that never got the job's state does not end the job as if every
+  // worker had finished.
   ~HostAllreduceKVStore() override;
 
   std::string type() const override { return "allreduce"; }
   int rank() const override;
   int num_workers() const override;
   bool goes_on_after_worker_loss() const override { return group_->regroups(); }
+  // A worker started again in a departed one's place (DT_WORKER_LOSS=
+  // continue): its constructor returns once the workers in the job let it in
+  // (survivor_group.h); its init() keeps its own values, and
+  // hand_over_state() brings it theirs.
+  bool joined_running_job() const override;
+  bool admit_joining_workers() override;
+  std::vector<uint8_t> hand_over_state(const std::vector<uint8_t>& state) override;
 
   void init(const std::vector<Key>& keys, const std::vector<core::NDArray>& values) override;
   void push(const std::vector<Key>& keys, const std::vector<core::NDArray>& values, int priority) override;

@@ -16,6 +16,11 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 constexpr size_t kProgressBytes = 16;
+// An admission record: whether the worker is joining (1 byte), then its
+// count of finished steps.
+constexpr size_t kAdmissionBytes = 9;
+// The tag of the vote on letting joined workers in.
+constexpr uint64_t kAdmissionVoteTag = 0x61646d6974ull;  // "admit"
 
 void put_u64(std::vector<uint8_t>& out, uint64_t v) {
   for (int b = 0; b < 8; ++b) out.push_back(static_cast<uint8_t>(v >> (8 * b)));
@@ -41,6 +46,16 @@ SurvivorGroup::SurvivorGroup(ps::ClusterMember& member, const ps::PsOptions& opt
       options_(options),
       comm_options_(std::move(comm_options)),
       regroups_(options.worker_loss == ps::WorkerLossPolicy::kContinue) {
+  if (member.table().joined_running_job) {
+    // Let in at its first hand_over(), once its program is ready to train:
+    // the workers in the job wait for nothing meanwhile.
+    awaiting_admission_ = true;
+    if (!regroups_) {
+      throw Error(ErrorCode::kBadState, "allreduce: worker " + std::to_string(member.rank()) +
+                                            " joined a running job that does not go on after worker loss");
+    }
+    return;
+  }
   const int n = member.table().num_workers;
   for (int r = 0; r < n; ++r) workers_.push_back(r);
   ps::ClusterMember* m = &member;
@@ -61,33 +76,38 @@ std::shared_ptr<HostCommunicator> SurvivorGroup::current() const {
 core::Traffic SurvivorGroup::traffic() const {
   std::lock_guard<std::mutex> lock(mutex_);
   core::Traffic total = traffic_before_;
-  total += comm_->traffic();
+  if (comm_) total += comm_->traffic();
   return total;
 }
 
-std::vector<int> SurvivorGroup::departed_workers() const {
-  std::vector<int> ranks;
+std::vector<ps::LostNode> SurvivorGroup::worker_departures() const {
+  std::vector<ps::LostNode> workers;
   for (const ps::LostNode& l : member_.departed()) {
-    if (l.role == ps::Role::kWorker && std::find(ranks.begin(), ranks.end(), l.rank) == ranks.end()) {
-      ranks.push_back(l.rank);
-    }
+    if (l.role == ps::Role::kWorker) workers.push_back(l);
   }
-  return ranks;
+  return workers;
 }
 
 bool SurvivorGroup::regroup_pending() const {
   if (!regroups_) return false;
-  const size_t departed = departed_workers().size();
+  const size_t departed = worker_departures().size();
   std::lock_guard<std::mutex> lock(mutex_);
-  return !closed_ && departed > generation_;
+  // A joined worker not let in yet has no group to regroup.
+  return !closed_ && comm_ && departed > departures_seen_;
 }
 
 void SurvivorGroup::on_departure(int rank, const std::string& why) {
+  const size_t departed = worker_departures().size();
   std::lock_guard<std::mutex> lock(mutex_);
   // The news may come after the step thread, which read the same departed
-  // list, regrouped already: the new ring must not be aborted for it.
-  if (!regroups_ || closed_ || std::find(workers_.begin(), workers_.end(), rank) == workers_.end()) return;
-  comm_->abort(why);
+  // list, regrouped already: the new ring must not be aborted for it. Nor
+  // for a departure the group formed after (a joined worker hears of its
+  // predecessor's late).
+  if (!regroups_ || closed_ || departed <= departures_seen_ ||
+      std::find(workers_.begin(), workers_.end(), rank) == workers_.end()) {
+    return;
+  }
+  if (comm_) comm_->abort(why);
 }
 
 void SurvivorGroup::abort(const std::string& why) {
@@ -96,7 +116,7 @@ void SurvivorGroup::abort(const std::string& why) {
     closed_ = true;
     closed_why_ = why;
   }
-  comm_->abort(why);
+  if (comm_) comm_->abort(why);
 }
 
 bool SurvivorGroup::wait_for_departure(uint64_t beyond) const {
@@ -114,7 +134,7 @@ bool SurvivorGroup::wait_for_departure(uint64_t beyond) const {
       std::lock_guard<std::mutex> lock(mutex_);
       if (closed_) return false;
     }
-    if (departed_workers().size() > beyond) return true;
+    if (worker_departures().size() > beyond) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   return false;
@@ -122,6 +142,11 @@ bool SurvivorGroup::wait_for_departure(uint64_t beyond) const {
 
 void SurvivorGroup::run_step(const Step& step, void* data, size_t bytes, bool redoable) {
   if (broken_) throw *broken_;
+  if (!current()) {
+    throw Error(ErrorCode::kBadState, "allreduce: worker " + std::to_string(member_.rank()) +
+                                          " joined the running job and was not let in yet: its first collective is "
+                                          "hand_over_state, which takes the job's state (the trainer calls it)");
+  }
   auto* bytes_at = static_cast<uint8_t*>(data);
   if (regroups_ && bytes > 0) input_.assign(bytes_at, bytes_at + bytes);
   for (;;) {
@@ -136,15 +161,15 @@ void SurvivorGroup::run_step(const Step& step, void* data, size_t bytes, bool re
       // lost) aborted the step, or left the links unusable: say that, not
       // what the aborted links said.
       member_.check_peers();
-      uint64_t generation = 0;
+      uint64_t departures = 0;
       {
         std::lock_guard<std::mutex> lock(mutex_);
         if (!regroups_ || closed_) throw;
-        generation = generation_;
+        departures = departures_seen_;
       }
       // Only a loss the scheduler confirms is regrouped over; any other
       // failure stands.
-      if (!wait_for_departure(generation)) throw;
+      if (!wait_for_departure(departures)) throw;
       // A survivor that finished the step sent its result: done as well.
       if (regroup_over_survivors(data, bytes, true)) break;
       if (!redoable) {
@@ -172,7 +197,7 @@ void SurvivorGroup::regroup() {
 bool SurvivorGroup::regroup_over_survivors(void* data, size_t bytes, bool in_step) {
   const auto deadline = Clock::now() + std::chrono::duration<double>(options_.request_timeout_s);
   for (;;) {
-    const uint64_t generation = departed_workers().size();
+    const uint64_t departures = worker_departures().size();
     try {
       return try_regroup(data, bytes, in_step);
     } catch (const Error& e) {
@@ -180,19 +205,27 @@ bool SurvivorGroup::regroup_over_survivors(void* data, size_t bytes, bool in_ste
       // before this worker heard of it: again, over the workers then left.
       const bool another_loss = e.code() == ErrorCode::kBadState || e.code() == ErrorCode::kTimedOut ||
                                 e.code() == ErrorCode::kPeerLost || e.code() == ErrorCode::kNetwork;
-      if (!another_loss || Clock::now() > deadline || !wait_for_departure(generation)) throw;
+      if (!another_loss || Clock::now() > deadline || !wait_for_departure(departures)) throw;
     }
   }
 }
 
 bool SurvivorGroup::try_regroup(void* data, size_t bytes, bool in_step) {
-  const std::vector<int> departed = departed_workers();
-  const uint64_t generation = departed.size();
-  const int me = member_.rank();
-  std::vector<int> survivors;
-  for (int r = 0; r < member_.table().num_workers; ++r) {
-    if (std::find(departed.begin(), departed.end(), r) == departed.end()) survivors.push_back(r);
+  // The group's members less the workers departed since it formed.
+  const std::vector<ps::LostNode> departures = worker_departures();
+  std::vector<int> survivors, departed;
+  uint64_t generation = 0;
+  size_t departures_known = 0;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    departures_known = std::max<size_t>(departures.size(), departures_seen_);
+    for (size_t i = departures_seen_; i < departures.size(); ++i) departed.push_back(departures[i].rank);
+    generation = generation_ + (departures_known - departures_seen_);
+    for (int r : workers_) {
+      if (std::find(departed.begin(), departed.end(), r) == departed.end()) survivors.push_back(r);
+    }
   }
+  const int me = member_.rank();
   const auto mine_at = std::find(survivors.begin(), survivors.end(), me);
   if (mine_at == survivors.end()) {
     throw Error(ErrorCode::kPeerLost, "allreduce: the job went on without worker " + std::to_string(me) +
@@ -204,7 +237,7 @@ bool SurvivorGroup::try_regroup(void* data, size_t bytes, bool in_step) {
   // The old links close first, so that a survivor still blocked on this
   // worker fails at once and comes to the regroup too.
   std::shared_ptr<HostCommunicator> old = current();
-  old->abort("worker " + std::to_string(me) + " regroups after the loss of worker(s) " + ranks_text(departed));
+  if (old) old->abort("worker " + std::to_string(me) + " regroups after the loss of worker(s) " + ranks_text(departed));
 
   std::vector<Progress> progress(survivors.size());
   progress[static_cast<size_t>(new_rank)] = Progress{steps_done_, last_result_.size()};
@@ -235,10 +268,14 @@ bool SurvivorGroup::try_regroup(void* data, size_t bytes, bool in_step) {
   std::shared_ptr<HostCommunicator> fresh = HostCommunicator::create(new_rank, size, exchange, comm_options_);
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    traffic_before_ += old->traffic();
+    if (old) traffic_before_ += old->traffic();
     comm_ = fresh;
     workers_ = survivors;
     generation_ = generation;
+    departures_seen_ = departures_known;
+    joined_.erase(std::remove_if(joined_.begin(), joined_.end(),
+                                 [&](int r) { return std::find(survivors.begin(), survivors.end(), r) == survivors.end(); }),
+                  joined_.end());
     if (closed_) comm_->abort(closed_why_);
   }
 
@@ -285,9 +322,198 @@ bool SurvivorGroup::try_regroup(void* data, size_t bytes, bool in_step) {
   } else if (in_step) {
     settled = "step " + std::to_string(steps_done_ + 1) + " runs again without the lost worker(s)";
   }
-  std::fprintf(stderr, "disttrain allreduce: worker %d regrouped with workers %s after the loss of worker(s) %s: %s\n",
-               me, ranks_text(survivors).c_str(), ranks_text(departed).c_str(), settled.c_str());
+  if (departed.empty()) {
+    std::fprintf(stderr, "disttrain allreduce: worker %d connected with workers %s\n", me, ranks_text(survivors).c_str());
+  } else {
+    std::fprintf(stderr,
+                 "disttrain allreduce: worker %d regrouped with workers %s after the loss of worker(s) %s: %s\n", me,
+                 ranks_text(survivors).c_str(), ranks_text(departed).c_str(), settled.c_str());
+  }
   return took_result;
+}
+
+// ---- joining ----------------------------------------------------------------------
+
+namespace {
+
+std::vector<uint8_t> admission_record(bool joining, uint64_t steps_done) {
+  std::vector<uint8_t> record{static_cast<uint8_t>(joining ? 1 : 0)};
+  put_u64(record, steps_done);
+  return record;
+}
+
+bool retry_admission(const Error& e) {
+  // A loss meanwhile (the scheduler failed the admission: ask again at the
+  // new count), or nobody let it in before the scheduler's deadline.
+  return e.code() == ErrorCode::kBadState || e.code() == ErrorCode::kTimedOut;
+}
+
+}  // namespace
+
+void SurvivorGroup::join_running_job() {
+  const int me = member_.rank();
+  // The workers in the job let it in at their next step; a step may be long
+  // and the first admission try may meet the scheduler's deadline.
+  const auto deadline =
+      Clock::now() + std::chrono::duration<double>(options_.startup_timeout_s + options_.request_timeout_s);
+  std::fprintf(stderr, "disttrain allreduce: worker %d joined the running job; waiting to be let in\n", me);
+  for (;;) {
+    try {
+      take_admission(member_.admission(0, admission_record(true, 0)));
+      break;
+    } catch (const Error& e) {
+      // The job finished, or lost every worker that held its state: it
+      // ends, and this worker after it (a launcher sees the job's end first).
+      if (e.code() == ErrorCode::kClosed || e.code() == ErrorCode::kPeerLost) {
+        member_.wait_for_scheduler_gone(options_.heartbeat_timeout_s + 2 * options_.heartbeat_interval_s);
+      }
+      if (e.code() == ErrorCode::kClosed) {
+        throw Error(ErrorCode::kClosed, "allreduce: worker " + std::to_string(me) +
+                                            " joined too late: every worker in the job finished before letting it in");
+      }
+      if (e.code() == ErrorCode::kPeerLost) throw;
+      if (!retry_admission(e)) throw;
+      if (Clock::now() > deadline) {
+        throw Error(ErrorCode::kTimedOut, "allreduce: worker " + std::to_string(me) +
+                                              " joined the running job, and the workers in it did not let it in "
+                                              "within " + ps::seconds_text(options_.startup_timeout_s +
+                                                                           options_.request_timeout_s) +
+                                              " (" + e.what() + ")");
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+  regroup_over_survivors(nullptr, 0, false);
+}
+
+void SurvivorGroup::take_admission(const ps::ClusterMember::Gathered& admitted) {
+  std::vector<int> members, joined;
+  uint64_t steps = 0;
+  bool steps_known = false;
+  for (const auto& [rank, record] : admitted.data) {
+    if (record.size() != kAdmissionBytes || record[0] > 1) {
+      throw Error(ErrorCode::kProtocol,
+                  "allreduce: worker " + std::to_string(rank) + " sent a malformed admission record");
+    }
+    members.push_back(rank);
+    if (record[0] == 1) {
+      joined.push_back(rank);
+      continue;
+    }
+    const uint64_t theirs = get_u64(record, 1);
+    if (steps_known && theirs != steps) {
+      throw Error(ErrorCode::kInternal, "allreduce: the workers in the job let others in after different numbers of "
+                                        "steps (" + std::to_string(steps) + " and " + std::to_string(theirs) + ")");
+    }
+    steps = theirs;
+    steps_known = true;
+  }
+  if (!steps_known) {
+    throw Error(ErrorCode::kProtocol, "allreduce: an admission without any worker of the job (workers " +
+                                          ranks_text(members) + ")");
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  workers_ = members;
+  joined_ = joined;
+  generation_ = admitted.generation;
+  departures_seen_ = admitted.departures;
+  // A joined worker counts the steps the others count, so that a loss in the
+  // next one settles alike (it keeps no result of theirs: it ran none).
+  steps_done_ = steps;
+  last_result_.clear();
+}
+
+bool SurvivorGroup::admit_waiting_workers() {
+  if (!regroups_) return false;
+  if (broken_) throw *broken_;
+  int32_t waiting = member_.workers_awaiting_admission() > 0 ? 1 : 0;
+  run_step([&](HostCommunicator& comm) { comm.all_reduce_sum(&waiting, 1, core::DType::kInt32, kAdmissionVoteTag); },
+           &waiting, sizeof(waiting));
+  if (waiting == 0) return false;
+  std::vector<int> before;
+  uint64_t generation = 0;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    before = workers_;
+    generation = generation_;
+  }
+  ps::ClusterMember::Gathered admitted;
+  try {
+    admitted = member_.admission(generation, admission_record(false, steps_done_));
+  } catch (const Error& e) {
+    // A loss the scheduler counted before every worker was there failed the
+    // admission for every one of them: the next step regroups, and they
+    // vote again after it.
+    if (!retry_admission(e)) throw;
+    return false;
+  }
+  std::vector<int> members;
+  for (const auto& kv : admitted.data) members.push_back(kv.first);
+  // The one waiting was lost before it was let in: nothing changed.
+  if (members == before) return false;
+  take_admission(admitted);
+  regroup_over_survivors(nullptr, 0, false);
+  bool joined = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    joined = !joined_.empty();
+    std::fprintf(stderr, "disttrain allreduce: worker %d let worker(s) %s into the job after step %llu\n",
+                 member_.rank(), ranks_text(joined_).c_str(), static_cast<unsigned long long>(steps_done_));
+  }
+  return joined;
+}
+
+bool SurvivorGroup::awaits_hand_over() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return awaiting_admission_ || std::find(joined_.begin(), joined_.end(), member_.rank()) != joined_.end();
+}
+
+std::vector<uint8_t> SurvivorGroup::hand_over(std::vector<uint8_t> state) {
+  // A step whose result every worker holds once it finished (the closing
+  // all-reduce comes after the broadcasts), so a loss in it is run again,
+  // over the workers left, from the first of them that holds the state: one
+  // that was in the job before, or a joined one that had received all of it.
+  bool waiting = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    waiting = awaiting_admission_;
+  }
+  if (waiting) {
+    join_running_job();
+    std::lock_guard<std::mutex> lock(mutex_);
+    awaiting_admission_ = false;
+  }
+  bool holds = !awaits_hand_over();
+  if (!holds) state.clear();
+  run_step(
+      [&](HostCommunicator& comm) {
+        std::vector<int> members, joined;
+        {
+          std::lock_guard<std::mutex> lock(mutex_);
+          members = workers_;
+          joined = joined_;
+        }
+        std::vector<int32_t> holding(members.size(), 0);
+        holding[static_cast<size_t>(comm.rank())] = holds ? 1 : 0;
+        comm.all_reduce_sum(holding.data(), holding.size(), core::DType::kInt32);
+        const auto first = std::find_if(holding.begin(), holding.end(), [](int32_t h) { return h > 0; });
+        if (first == holding.end()) {
+          throw Error(ErrorCode::kPeerLost, "allreduce: every worker that was in the job before workers " +
+                                                ranks_text(joined) + " joined it was lost before handing them its state");
+        }
+        const int root = static_cast<int>(first - holding.begin());
+        uint64_t size = state.size();
+        comm.broadcast(&size, sizeof(size), root);
+        state.resize(size);
+        if (size > 0) comm.broadcast(state.data(), size, root);
+        holds = true;
+        int32_t one = 1;
+        comm.all_reduce_sum(&one, 1, core::DType::kInt32);
+      },
+      nullptr, 0);
+  std::lock_guard<std::mutex> lock(mutex_);
+  joined_.clear();
+  return state;
 }
 
 }  // namespace dt::kvstore

@@ -27,6 +27,19 @@
 //    counted.
 // Either way every survivor ends every step with the same bytes, and no
 // step counts the lost worker's data on one survivor and not on another.
+//
+// Under continue, a worker started again in a departed one's place joins
+// the job (NodeTable.joined_running_job): once its program is ready to
+// train, its first hand_over() waits in the scheduler's admission. The
+// workers in the job vote at every call of admit_waiting_workers() (one
+// all-reduce of a flag: whether any of them heard, from the scheduler's
+// heartbeats, of a worker waiting there), so they all agree on the step;
+// then they meet it in the admission (ClusterMember::admission) and all
+// connect afresh over the grown group, ranked by worker rank. The
+// hand-over step then sends the joined ones what they need to take part
+// (the trainer's weights and progress) from the first worker that holds
+// it. Both are steps like any other: a loss during them regroups and
+// settles as above.
 #pragma once
 
 #include <cstddef>
@@ -54,6 +67,8 @@ class SurvivorGroup {
   // worker makes this call at the same point of its barrier sequence).
   // Regroups after losses when options.worker_loss is continue. member must
   // outlive the group.
+  // A worker that joined the running job (member.table().joined_running_job)
+  // connects to nobody yet: its first hand_over() does, once let in.
   SurvivorGroup(ps::ClusterMember& member, const ps::PsOptions& options,
                 collective::host::HostCommunicatorOptions comm_options);
   SurvivorGroup(const SurvivorGroup&) = delete;
@@ -90,6 +105,22 @@ class SurvivorGroup {
   // Bytes sent to and received from the other workers, all groups together.
   core::Traffic traffic() const;
 
+  // Between steps, on every worker in the job at the same point (a step of
+  // its own): true, alike on every one, when workers that joined were let
+  // in just now; then every worker calls hand_over() next. False at once
+  // without DT_WORKER_LOSS=continue.
+  bool admit_waiting_workers();
+  // The step after the joined workers were let in: returns state as the
+  // first worker in the group that holds it sent it (its own state, there;
+  // a joined worker's is ignored). A joined worker's first call waits until
+  // the workers in the job let it in: Error(kTimedOut) after
+  // startup_timeout_s + request_timeout_s, kClosed when the job finished
+  // first. Before it, any other step is Error(kBadState).
+  std::vector<uint8_t> hand_over(std::vector<uint8_t> state);
+  // Whether this worker joined the running job and has not had the job's
+  // state yet.
+  bool awaits_hand_over() const;
+
  private:
   // What each survivor said in the regroup: steps finished, and the size of
   // its copy of the last one's result.
@@ -97,11 +128,18 @@ class SurvivorGroup {
     uint64_t steps_done = 0;
     uint64_t result_bytes = 0;
   };
-  // Workers departed, by rank, as this worker heard from the scheduler.
-  std::vector<int> departed_workers() const;
-  // Waits (bounded) until the job has lost more workers than the group
-  // lost; false when no such news came.
+  // Workers departed (one entry per departure: a rank may depart, be
+  // replaced and depart again), in the scheduler's order, as this worker
+  // heard.
+  std::vector<ps::LostNode> worker_departures() const;
+  // Waits (bounded) until the job has lost more workers than `beyond`
+  // departures; false when no such news came.
   bool wait_for_departure(uint64_t beyond) const;
+  // A joined worker's construction: waits in the admission until let in.
+  void join_running_job();
+  // The admission's answer: the group's new members, generation and
+  // departures; the joined ones take the others' count of steps.
+  void take_admission(const ps::ClusterMember::Gathered& admitted);
   // Meets the survivors and connects to them; in_step: data/bytes is the
   // step in progress (the one this worker has not finished). Returns true
   // when that step got its result from a survivor that finished it.
@@ -125,7 +163,10 @@ class SurvivorGroup {
   mutable std::mutex mutex_;
   std::shared_ptr<collective::host::HostCommunicator> comm_;
   std::vector<int> workers_;      // job ranks in the group, ascending
-  uint64_t generation_ = 0;       // workers the job had lost when it formed
+  std::vector<int> joined_;       // of them, the ones let in that have no state yet
+  bool awaiting_admission_ = false;  // joined the running job, not let in yet
+  uint64_t generation_ = 0;       // the job's departures plus workers let in, when it formed
+  uint64_t departures_seen_ = 0;  // the job's worker departures, when it formed
   core::Traffic traffic_before_;  // of the groups before this one
   bool closed_ = false;
   std::string closed_why_;

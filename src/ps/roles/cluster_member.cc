@@ -36,6 +36,7 @@ struct ClusterMember::State {
   std::vector<ServerNews> server_news;
   size_t rejoins_seen = 0;  // entries of HeartbeatReply.rejoined taken
   std::vector<std::function<void(const ServerNews&)>> server_callbacks;
+  uint32_t awaiting_admission = 0;  // HeartbeatReply.awaiting_admission, latest
   bool stop_requested = false;  // the scheduler said the job ended
   bool stopping = false;        // this node is leaving: the thread exits
   bool shut_down = false;
@@ -44,6 +45,8 @@ struct ClusterMember::State {
   // may name the node whose loss ended the job).
   bool scheduler_closed = false;
   uint64_t next_barrier = 0;
+  // A worker that joined a job without servers, until it is let in.
+  bool awaiting_admission_self = false;
   bool beat_now = false;                // ask_for_news()
   uint32_t copies_restored = 0;         // report_copies_restored()
   Clock::time_point quick_beats_until;  // ask_for_news(): every 50 ms until then
@@ -58,8 +61,8 @@ struct ClusterMember::State {
   // An all-gather barrier (numbered, or a regroup at generation): every
   // worker's data by rank, as the scheduler answered; expected: how many
   // answers (0: any but none).
-  std::map<int, std::vector<uint8_t>> gather(const char* what, const std::vector<uint8_t>& data, bool regroup,
-                                             uint64_t generation, size_t expected);
+  Gathered gather(const char* what, const std::vector<uint8_t>& data, bool regroup, bool admission,
+                  uint64_t generation, size_t expected);
   // Error(kPeerLost) with the first lost node's message, if any.
   void check_peers() const {
     std::lock_guard<std::mutex> lock(mutex);
@@ -205,6 +208,10 @@ void ClusterMember::State::heartbeat_loop() {
         for (const auto* l : *r.lost()) add_lost(read_lost_node(*l));
       }
       take_changes(r);
+      {
+        std::lock_guard<std::mutex> lock(mutex);
+        awaiting_admission = r.awaiting_admission();
+      }
       if (r.shutdown()) {
         {
           std::lock_guard<std::mutex> lock(mutex);
@@ -246,14 +253,17 @@ ClusterMember::ClusterMember(const JobConfig& job, const PsOptions& options, std
   st.client = std::make_unique<RequestClient>(job.root_url, std::chrono::milliseconds(0), options.max_message_bytes,
                                               job.security);
 
-  flatbuffers::FlatBufferBuilder fbb(512);
-  auto host = fbb.CreateString(job.node_host);
-  auto urls = fbb.CreateVectorOfStrings(data_urls);
-  auto reg = wire::CreateRegister(fbb, to_wire(job.role), host, static_cast<int64_t>(::getpid()), urls,
-                                  job.role == Role::kWorker ? job.worker_id : -1, job.num_servers, job.num_workers);
+  const auto registration = [&] {
+    flatbuffers::FlatBufferBuilder fbb(512);
+    auto host = fbb.CreateString(job.node_host);
+    auto urls = fbb.CreateVectorOfStrings(data_urls);
+    auto reg = wire::CreateRegister(fbb, to_wire(job.role), host, static_cast<int64_t>(::getpid()), urls,
+                                    job.role == Role::kWorker ? job.worker_id : -1, job.num_servers, job.num_workers);
+    return make_message(fbb, reg);
+  };
   Message reply;
   try {
-    reply = st.client->call(make_message(fbb, reg), to_ms(options.startup_timeout_s));
+    reply = st.client->call(registration(), to_ms(options.startup_timeout_s));
   } catch (const Error& e) {
     if (e.code() != ErrorCode::kTimedOut) throw;
     if (!st.client->connected()) {
@@ -263,10 +273,30 @@ ClusterMember::ClusterMember(const JobConfig& job, const PsOptions& options, std
     throw Error(ErrorCode::kTimedOut, "scheduler at " + job.root_url + " did not publish the node table within " +
                                           seconds_text(options.startup_timeout_s) + " (not every node registered)");
   }
-  const Frame frame = Frame::parse(std::move(reply));
-  st.table = read_node_table(frame.expect<wire::NodeTable>());
+  try {
+    const Frame frame = Frame::parse(std::move(reply));
+    st.table = read_node_table(frame.expect<wire::NodeTable>());
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::kClosed || job.role != Role::kWorker) throw;
+    // A worker started again to join a job that is ending (every other
+    // worker finished, or the job was lost): it stays until the scheduler
+    // goes, so that a launcher restarting failed workers alone (dtrun
+    // --max-restarts) does not start it again and again meanwhile, and sees
+    // the job's own end first.
+    const auto deadline = Clock::now() + std::chrono::duration<double>(options.startup_timeout_s);
+    while (Clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      try {
+        Frame::parse(st.client->call(registration(), std::chrono::milliseconds(1000))).expect<wire::NodeTable>();
+      } catch (const Error& again) {
+        if (again.code() != ErrorCode::kClosed) break;
+      }
+    }
+    throw Error(ErrorCode::kClosed, std::string(e.what()) + " (it waited until the job had ended)");
+  }
   st.rank = st.table.your_rank;
   st.next_barrier = st.table.first_barrier;
+  st.awaiting_admission_self = st.table.joined_running_job && st.table.num_servers == 0;
   if (st.table.num_servers != job.num_servers || st.table.num_workers != job.num_workers || st.rank < 0 ||
       st.rank >= (job.role == Role::kServer ? job.num_servers : job.num_workers)) {
     throw Error(ErrorCode::kProtocol, "the scheduler's node table contradicts this node's job layout");
@@ -328,8 +358,8 @@ void ClusterMember::barrier() {
   Frame::parse(std::move(reply)).expect<wire::Ack>();
 }
 
-std::map<int, std::vector<uint8_t>> ClusterMember::State::gather(const char* what, const std::vector<uint8_t>& data,
-                                                                 bool regroup, uint64_t generation, size_t expected) {
+ClusterMember::Gathered ClusterMember::State::gather(const char* what, const std::vector<uint8_t>& data, bool regroup,
+                                                    bool admission, uint64_t generation, size_t expected) {
   if (job.role != Role::kWorker) throw Error(ErrorCode::kBadState, std::string(what) + ": only workers take part");
   if (data.size() > kMaxGatherBytes) {
     throw Error(ErrorCode::kInvalidArgument, std::string(what) + ": " + std::to_string(data.size()) +
@@ -340,22 +370,33 @@ std::map<int, std::vector<uint8_t>> ClusterMember::State::gather(const char* wha
   // A regroup is not one of the numbered barriers: it takes no id.
   const uint64_t id = regroup ? 0 : take_barrier_id();
   flatbuffers::FlatBufferBuilder fbb(128 + data.size());
-  auto body = wire::CreateBarrier(fbb, rank, id, fbb.CreateVector(data), regroup, generation);
+  auto body = wire::CreateBarrier(fbb, rank, id, fbb.CreateVector(data), regroup, generation, admission);
   Message reply = call_scheduler(make_message(fbb, body));
   const Frame frame = Frame::parse(std::move(reply));
-  const auto* gathered = frame.expect<wire::Ack>().gathered();
+  const wire::Ack& ack = frame.expect<wire::Ack>();
+  const auto* gathered = ack.gathered();
   if (gathered == nullptr || gathered->size() == 0 || (expected > 0 && gathered->size() != expected)) {
     throw Error(ErrorCode::kProtocol, std::string(what) + ": the scheduler answered without every worker's data "
                                                           "(a scheduler of an older disttrain version?)");
   }
-  std::map<int, std::vector<uint8_t>> result;
+  Gathered result;
+  result.generation = ack.regroup_generation();
+  result.departures = ack.departed_workers();
+  if (admission) {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (awaiting_admission_self) {
+      // Barriers the others entered while it waited finished without it.
+      next_barrier = ack.next_barrier();
+      awaiting_admission_self = false;
+    }
+  }
   for (const wire::GatheredData* g : *gathered) {
     const int r = g->rank();
-    if (r < 0 || r >= job.num_workers || result.count(r) > 0) {
+    if (r < 0 || r >= job.num_workers || result.data.count(r) > 0) {
       throw Error(ErrorCode::kProtocol, std::string(what) + ": the scheduler's answer lists worker rank " +
                                             std::to_string(r) + " out of range or twice");
     }
-    std::vector<uint8_t>& theirs = result[r];
+    std::vector<uint8_t>& theirs = result.data[r];
     if (g->data() != nullptr) theirs.assign(g->data()->begin(), g->data()->end());
   }
   return result;
@@ -363,14 +404,23 @@ std::map<int, std::vector<uint8_t>> ClusterMember::State::gather(const char* wha
 
 std::vector<std::vector<uint8_t>> ClusterMember::allgather(const std::vector<uint8_t>& data) {
   const size_t workers = static_cast<size_t>(state_->job.num_workers);
-  std::map<int, std::vector<uint8_t>> by_rank = state_->gather("allgather", data, false, 0, workers);
+  Gathered by_rank = state_->gather("allgather", data, false, false, 0, workers);
   std::vector<std::vector<uint8_t>> result(workers);
-  for (auto& [r, theirs] : by_rank) result[static_cast<size_t>(r)] = std::move(theirs);
+  for (auto& [r, theirs] : by_rank.data) result[static_cast<size_t>(r)] = std::move(theirs);
   return result;
 }
 
 std::map<int, std::vector<uint8_t>> ClusterMember::regroup(uint64_t generation, const std::vector<uint8_t>& data) {
-  return state_->gather("regroup", data, true, generation, 0);
+  return state_->gather("regroup", data, true, false, generation, 0).data;
+}
+
+ClusterMember::Gathered ClusterMember::admission(uint64_t generation, const std::vector<uint8_t>& data) {
+  return state_->gather("admission", data, true, true, generation, 0);
+}
+
+uint32_t ClusterMember::workers_awaiting_admission() const {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  return state_->awaiting_admission;
 }
 
 void ClusterMember::on_lost(LostCallback callback) {
@@ -401,6 +451,14 @@ void ClusterMember::on_server_change(std::function<void(const ServerNews&)> call
     already = state_->server_news;
   }
   for (const ServerNews& n : already) callback(n);
+}
+
+void ClusterMember::wait_for_scheduler_gone(double timeout_s) const {
+  std::unique_lock<std::mutex> lock(state_->mutex);
+  state_->cv.wait_for(lock, std::chrono::duration<double>(timeout_s), [&] {
+    return std::any_of(state_->lost.begin(), state_->lost.end(),
+                       [](const LostNode& l) { return l.role == Role::kScheduler; });
+  });
 }
 
 std::vector<LostNode> ClusterMember::departed() const {

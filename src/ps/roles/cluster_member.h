@@ -56,13 +56,33 @@ class ClusterMember {
   static constexpr size_t kMaxGatherBytes = 64 * 1024;
   std::vector<std::vector<uint8_t>> allgather(const std::vector<uint8_t>& data);
   // Workers, DT_WORKER_LOSS=continue: an all-gather among the workers still
-  // in the job, after the job lost `generation` workers in all (the
-  // departed() workers this node knows of). Not a numbered barrier: it may
-  // run beside barrier() on another thread. Returns each worker's data by
-  // its rank. Error(kBadState) when the scheduler counts another number of
-  // lost workers (a loss this node has not heard of yet, or one during the
-  // regroup: ask again at the new count); otherwise as allgather().
+  // in the job, at `generation` = the workers the job lost in all (the
+  // departed() workers this node knows of) plus the workers it let in
+  // (admission() below). Not a numbered barrier: it may run beside
+  // barrier() on another thread. Returns each worker's data by its rank.
+  // Error(kBadState) when the scheduler counts another generation (a loss
+  // this node has not heard of yet, or one during the regroup: ask again at
+  // the new count); otherwise as allgather().
   std::map<int, std::vector<uint8_t>> regroup(uint64_t generation, const std::vector<uint8_t>& data);
+  // Workers of a job without servers, DT_WORKER_LOSS=continue: the workers
+  // in the job let in the workers that joined it in departed ones' places
+  // (NodeTable.joined_running_job), which wait here from their start. The
+  // workers in the job call it at the same point, at `generation` (their
+  // group's: departures plus workers let in); a joined one's generation is
+  // ignored. Returns once every worker in the job and every one waiting is
+  // there: each one's data by rank, and the job's generation and worker
+  // departures with them in it. Error(kBadState) when the job lost a worker
+  // meanwhile (regroup first; a joined one asks again), kClosed to a joined
+  // worker when the job finished first; otherwise as allgather().
+  struct Gathered {
+    std::map<int, std::vector<uint8_t>> data;
+    uint64_t generation = 0;
+    uint64_t departures = 0;
+  };
+  Gathered admission(uint64_t generation, const std::vector<uint8_t>& data);
+  // Workers that joined and wait to be let in, as the latest heartbeat
+  // reply said.
+  uint32_t workers_awaiting_admission() const;
 
   // Calls callback once for every node lost (already lost ones at once), on
   // the heartbeat thread: keep it short (fail pending requests, wake waiters).
@@ -91,6 +111,11 @@ class ClusterMember {
   void on_server_change(std::function<void(const ServerNews&)> callback);
   // Throws Error(kPeerLost) with the first lost node's message, if any.
   void check_peers() const;
+  // Returns once the scheduler is gone (its connection closed, or it went
+  // silent), or after timeout_s: a node whose job was lost before it took
+  // part ends after the scheduler, so that a launcher sees the job's own
+  // failure first instead of one node's.
+  void wait_for_scheduler_gone(double timeout_s) const;
   // Any thread; returns at once: the heartbeat thread sends its next
   // heartbeat now, not at the end of the interval, and then every 50 ms
   // for half a second (the scheduler may see the loss a moment after this

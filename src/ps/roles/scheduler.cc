@@ -32,8 +32,12 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 // Regroups (wire Barrier.regroup) wait beside the numbered barriers, under
 // ids no worker's barrier counter reaches: this bit and the generation.
 constexpr uint64_t kRegroupBit = uint64_t{1} << 63;
+// With kRegroupBit: an admission (workers joining an all-reduce job let in).
+constexpr uint64_t kAdmissionBit = uint64_t{1} << 62;
 bool is_regroup(uint64_t id) { return (id & kRegroupBit) != 0; }
+bool is_admission(uint64_t id) { return is_regroup(id) && (id & kAdmissionBit) != 0; }
 std::string barrier_name(uint64_t id) {
+  if (is_admission(id)) return "admission at generation " + std::to_string(id & ~(kRegroupBit | kAdmissionBit));
   return is_regroup(id) ? "regroup " + std::to_string(id & ~kRegroupBit) : "barrier " + std::to_string(id);
 }
 
@@ -90,6 +94,11 @@ struct Scheduler::State {
     // It was lost before it was announced (it took too long to get the
     // settings, say): its later heartbeats are told so, and it ends.
     bool dropped_while_rejoining = false;
+    // A worker that joined a job without servers in a departed one's place:
+    // it has no weights yet, and waits for the workers in the job to let it
+    // in at their next step (Barrier.admission). Until then no barrier or
+    // regroup waits for it, and losing it frees the place again.
+    bool awaiting_admission = false;
   };
   std::map<std::pair<int, int>, Member> members;  // (role, rank)
 
@@ -109,6 +118,8 @@ struct Scheduler::State {
   // Servers started again that took a departed server's place, announced
   // (HeartbeatReply.rejoined).
   std::vector<RejoinedServer> rejoined;
+  // Workers let into a job without servers after joining it (admissions).
+  uint64_t admitted = 0;
   // Servers registering to rejoin before the scheduler has declared the
   // loss of the one they replace (a launcher restarts a server the moment
   // it dies): they wait for a place, up to startup_timeout_s.
@@ -144,8 +155,15 @@ struct Scheduler::State {
   void on_barrier(const wire::Barrier& b, uint32_t pipe, RequestServer::Reply& reply);
   // An all-reduce job's workers meeting again after a loss (Barrier.regroup).
   void on_regroup(const wire::Barrier& b, Member& m, RequestServer::Reply& reply);
+  // Workers of an all-reduce job letting in the ones that joined it, and
+  // those waiting to be let in (Barrier.admission).
+  void on_admission(const wire::Barrier& b, Member& m, RequestServer::Reply& reply);
   // Workers the job went on without (DT_WORKER_LOSS=continue).
   uint64_t departed_workers() const;
+  // What a regroup is counted at: workers departed plus workers let in.
+  uint64_t generation() const { return departed_workers() + admitted; }
+  // Workers that joined a job without servers and wait to be let in.
+  uint32_t awaiting_admission() const;
   void complete_barrier(uint64_t id, std::vector<Waiter>& waiters);
   void on_shutdown(const wire::Shutdown& s, uint32_t pipe, RequestServer::Reply& reply);
   void on_pipe_closed(uint32_t pipe);
@@ -277,15 +295,8 @@ void Scheduler::State::on_join(const wire::Register& r, uint32_t pipe, RequestSe
                                           "DT_WORKER_LOSS=continue, or a server under DT_SERVER_REPLICATION=1)");
   }
   check_layout(r);
-  if (job.num_servers == 0) {
-    // Joining is a server round to start at and the servers' weights to pull;
-    // an all-reduce job's workers hold their own weights and their ring is
-    // regrouped over the workers that remain, never grown.
-    throw Error(ErrorCode::kNotSupported, "a worker registered to join a running job without servers (-s 0): only "
-                                          "jobs with parameter servers take a worker in a lost one's place");
-  }
   if (failure || !lost.empty() || stopping) {
-    throw Error(ErrorCode::kBadState, "a worker registered to join a job that is ending");
+    throw Error(ErrorCode::kClosed, "a worker registered to join a job that is ending");
   }
   // Its own place when it asks for one (a restarted worker keeps its
   // DMLC_WORKER_ID, and with it its data shard), else the first free one.
@@ -319,10 +330,20 @@ void Scheduler::State::on_join(const wire::Register& r, uint32_t pipe, RequestSe
   place->first_barrier = first_barrier;
   place->last_heartbeat = Clock::now();
   place->lost = place->left = place->told = place->disconnected = false;
-  std::fprintf(stderr,
-               "disttrain scheduler: %s joined the running job in the place of %s; the job goes on with %d of %d "
-               "workers\n",
-               place->info.describe().c_str(), predecessor.describe().c_str(), live_workers(), job.num_workers);
+  // A job without servers: the workers in it hold the weights, and let it
+  // in at a step they agree on (an all-reduce job's HostAllreduceKVStore).
+  place->awaiting_admission = job.num_servers == 0;
+  if (place->awaiting_admission) {
+    std::fprintf(stderr,
+                 "disttrain scheduler: %s joined the running job in the place of %s; it waits for the %d workers in "
+                 "the job to let it in at their next step\n",
+                 place->info.describe().c_str(), predecessor.describe().c_str(), live_workers());
+  } else {
+    std::fprintf(stderr,
+                 "disttrain scheduler: %s joined the running job in the place of %s; the job goes on with %d of %d "
+                 "workers\n",
+                 place->info.describe().c_str(), predecessor.describe().c_str(), live_workers(), job.num_workers);
+  }
   NodeTable table = table_for(place->info.rank, true);
   table.first_barrier = first_barrier;
   flatbuffers::FlatBufferBuilder fbb(1024);
@@ -394,13 +415,17 @@ void Scheduler::State::seat_server_joins() {
 size_t Scheduler::State::workers_at_barrier(uint64_t id) const {
   // A regroup gathers every worker still in the job: not the ones that said
   // goodbye, which have no more collectives to run.
+  // Nothing waits for the workers waiting to be let in (an admission takes
+  // the ones there, complete_ready_barriers).
   if (is_regroup(id)) {
     return static_cast<size_t>(std::count_if(members.begin(), members.end(), [](const auto& kv) {
-      return kv.second.info.role == Role::kWorker && !kv.second.lost && !kv.second.left;
+      const Member& m = kv.second;
+      return m.info.role == Role::kWorker && !m.lost && !m.left && !m.awaiting_admission;
     }));
   }
   return static_cast<size_t>(std::count_if(members.begin(), members.end(), [id](const auto& kv) {
-    return kv.second.info.role == Role::kWorker && !kv.second.lost && kv.second.first_barrier <= id;
+    const Member& m = kv.second;
+    return m.info.role == Role::kWorker && !m.lost && !m.awaiting_admission && m.first_barrier <= id;
   }));
 }
 
@@ -445,13 +470,27 @@ Message Scheduler::State::heartbeat_reply() {
   std::vector<flatbuffers::Offset<wire::RejoinedServer>> back;
   for (const RejoinedServer& r : rejoined) back.push_back(write_rejoined_server(fbb, r));
   return make_message(fbb, wire::CreateHeartbeatReply(fbb, fbb.CreateVector(list), stopping, fbb.CreateVector(gone),
-                                                      fbb.CreateVector(back)));
+                                                      fbb.CreateVector(back), awaiting_admission()));
 }
 
 int Scheduler::State::live_workers() const {
   return static_cast<int>(std::count_if(members.begin(), members.end(), [](const auto& kv) {
-    return kv.second.info.role == Role::kWorker && !kv.second.lost;
+    return kv.second.info.role == Role::kWorker && !kv.second.lost && !kv.second.awaiting_admission;
   }));
+}
+
+uint32_t Scheduler::State::awaiting_admission() const {
+  // The ones in an admission: ready for the workers in the job, which wait
+  // for nobody once they come.
+  uint32_t ready = 0;
+  for (const auto& [id, waiters] : barriers) {
+    if (!is_admission(id)) continue;
+    for (const Waiter& w : waiters) {
+      const auto m = members.find({static_cast<int>(Role::kWorker), w.rank});
+      if (m != members.end() && m->second.awaiting_admission) ++ready;
+    }
+  }
+  return ready;
 }
 
 void Scheduler::State::announce_copies_restored() {
@@ -561,9 +600,18 @@ void Scheduler::State::on_barrier(const wire::Barrier& b, uint32_t pipe, Request
   Member& m = speaker(Role::kWorker, b.rank(), pipe, "barrier");
   if (m.left) throw Error(ErrorCode::kBadState, "barrier from " + m.info.describe() + " after its Shutdown");
   if (m.lost) throw Error(ErrorCode::kPeerLost, "barrier from " + m.info.describe() + ", which the job already lost");
+  if (b.regroup() && b.admission()) {
+    on_admission(b, m, reply);
+    return;
+  }
   if (b.regroup()) {
     on_regroup(b, m, reply);
     return;
+  }
+  if (m.awaiting_admission) {
+    throw Error(ErrorCode::kBadState, "barrier from " + m.info.describe() +
+                                          ", which waits to be let into the job (rule: a joined worker's first call "
+                                          "is the admission)");
   }
   // Each worker enters barriers 0, 1, 2, ... in order: an id from elsewhere
   // would open a barrier nobody else enters and hold a reply for nothing.
@@ -593,10 +641,17 @@ void Scheduler::State::on_regroup(const wire::Barrier& b, Member& m, RequestServ
   if (b.data() == nullptr) throw Error(ErrorCode::kProtocol, "regroup from " + m.info.describe() + " without data");
   // Every worker must regroup over the same workers: one that has not heard
   // of the latest loss yet asks again once its heartbeat brings it.
-  if (b.regroup_generation() != departed_workers()) {
-    throw Error(ErrorCode::kBadState, "regroup of " + m.info.describe() + " after " +
-                                          std::to_string(b.regroup_generation()) + " lost workers, but the job has lost " +
-                                          std::to_string(departed_workers()) + " (ask again at that count)");
+  if (m.awaiting_admission) {
+    throw Error(ErrorCode::kBadState, "regroup of " + m.info.describe() +
+                                          ", which waits to be let into the job (rule: a joined worker's first call "
+                                          "is the admission)");
+  }
+  if (b.regroup_generation() != generation()) {
+    throw Error(ErrorCode::kBadState, "regroup of " + m.info.describe() + " at generation " +
+                                          std::to_string(b.regroup_generation()) + ", but the job is at " +
+                                          std::to_string(generation()) + " (" + std::to_string(departed_workers()) +
+                                          " workers departed, " + std::to_string(admitted) +
+                                          " let in; ask again at that count)");
   }
   const uint64_t id = kRegroupBit | b.regroup_generation();
   std::vector<Waiter>& waiters = barriers[id];
@@ -608,9 +663,42 @@ void Scheduler::State::on_regroup(const wire::Barrier& b, Member& m, RequestServ
   complete_ready_barriers();
 }
 
+void Scheduler::State::on_admission(const wire::Barrier& b, Member& m, RequestServer::Reply& reply) {
+  if (!lost.empty()) throw Error(ErrorCode::kPeerLost, lost.front().message());
+  if (b.data() == nullptr) throw Error(ErrorCode::kProtocol, "admission from " + m.info.describe() + " without data");
+  if (stopping) {
+    throw Error(ErrorCode::kClosed, "admission of " + m.info.describe() + ": every worker in the job has finished");
+  }
+  // The workers in the job must all let the joined ones into the same group;
+  // the joined ones learn its generation from the answer.
+  if (!m.awaiting_admission && b.regroup_generation() != generation()) {
+    throw Error(ErrorCode::kBadState, "admission by " + m.info.describe() + " at generation " +
+                                          std::to_string(b.regroup_generation()) + ", but the job is at " +
+                                          std::to_string(generation()) + " (regroup first)");
+  }
+  const uint64_t id = kRegroupBit | kAdmissionBit | generation();
+  std::vector<Waiter>& waiters = barriers[id];
+  for (const Waiter& w : waiters) {
+    if (w.rank == b.rank()) throw Error(ErrorCode::kBadState, m.info.describe() + " entered an admission twice");
+  }
+  if (waiters.empty()) barrier_started[id] = Clock::now();
+  waiters.push_back(Waiter{b.rank(), reply, std::vector<uint8_t>(b.data()->begin(), b.data()->end())});
+  complete_ready_barriers();
+}
+
 void Scheduler::State::complete_ready_barriers() {
   for (auto it = barriers.begin(); it != barriers.end();) {
-    if (it->second.size() < workers_at_barrier(it->first)) {
+    // An admission lets in the waiting workers that are there once every
+    // worker in the job is; the others wait for the next.
+    size_t arrived = it->second.size();
+    if (is_admission(it->first)) {
+      arrived = static_cast<size_t>(std::count_if(it->second.begin(), it->second.end(), [this](const Waiter& w) {
+        const auto m = members.find({static_cast<int>(Role::kWorker), w.rank});
+        return m != members.end() && !m->second.awaiting_admission;
+      }));
+    }
+    const size_t expected = workers_at_barrier(it->first);
+    if (arrived < expected || expected == 0) {
       ++it;
       continue;
     }
@@ -635,11 +723,30 @@ void Scheduler::State::complete_barrier(uint64_t id, std::vector<Waiter>& waiter
     return;
   }
   std::sort(waiters.begin(), waiters.end(), [](const Waiter& a, const Waiter& b) { return a.rank < b.rank; });
+  uint64_t next_barrier = 0;
+  if (is_admission(id)) {
+    // The joined workers among them are in the job from now on: they take
+    // the next barrier the others enter.
+    for (const auto& [key, other] : members) {
+      if (other.info.role == Role::kWorker && !other.lost && !other.awaiting_admission) {
+        next_barrier = std::max(next_barrier, other.next_barrier);
+      }
+    }
+    for (const Waiter& w : waiters) {
+      Member& joined = members.at({static_cast<int>(Role::kWorker), w.rank});
+      if (!joined.awaiting_admission) continue;
+      joined.awaiting_admission = false;
+      joined.next_barrier = joined.first_barrier = next_barrier;
+      ++admitted;
+      std::fprintf(stderr, "disttrain scheduler: %s was let into the running job; the job goes on with %d of %d workers\n",
+                   joined.info.describe().c_str(), live_workers(), job.num_workers);
+    }
+  }
   flatbuffers::FlatBufferBuilder fbb(1024);
   std::vector<flatbuffers::Offset<wire::GatheredData>> gathered;
   for (const Waiter& w : waiters) gathered.push_back(wire::CreateGatheredData(fbb, w.rank, fbb.CreateVector(*w.data)));
   // One FlatBuffer, framed once per worker: each reply owns its message.
-  Message first = make_message(fbb, wire::CreateAck(fbb, fbb.CreateVector(gathered)));
+  Message first = make_message(fbb, wire::CreateAck(fbb, fbb.CreateVector(gathered), generation(), departed_workers(), next_barrier));
   for (size_t i = 0; i < waiters.size(); ++i) {
     waiters[i].reply(i == 0 ? std::move(first) : encode_frame(fbb.GetBufferPointer(), fbb.GetSize(), 0, nullptr));
   }
@@ -662,15 +769,49 @@ void Scheduler::State::on_shutdown(const wire::Shutdown& s, uint32_t pipe, Reque
 void Scheduler::State::stop_if_every_worker_left() {
   // A departed worker (DT_WORKER_LOSS=continue) never says goodbye.
   const bool all_left = std::all_of(members.begin(), members.end(), [](const auto& kv) {
-    return kv.second.info.role != Role::kWorker || kv.second.left || kv.second.lost;
+    return kv.second.info.role != Role::kWorker || kv.second.left || kv.second.lost || kv.second.awaiting_admission;
   });
   if (all_left && !stopping) {
     stopping = true;
     stop_time = Clock::now();
+    // Workers still waiting to be let in came too late: nobody is left to
+    // hand them the weights.
+    for (auto& [key, m] : members) {
+      if (!m.awaiting_admission || m.lost || m.left) continue;
+      m.left = true;
+      std::fprintf(stderr, "disttrain scheduler: %s joined too late: every worker in the job finished before letting "
+                   "it in\n", m.info.describe().c_str());
+    }
+    for (auto it = barriers.begin(); it != barriers.end();) {
+      if (!is_admission(it->first)) {
+        ++it;
+        continue;
+      }
+      for (Waiter& w : it->second) {
+        w.reply(make_error_reply(ErrorCode::kClosed, "admission of worker " + std::to_string(w.rank) +
+                                                         ": every worker in the job finished before letting it in"));
+      }
+      barrier_started.erase(it->first);
+      it = barriers.erase(it);
+    }
   }
 }
 
 void Scheduler::State::mark_lost(Member& m, const std::string& reason) {
+  if (m.awaiting_admission) {
+    // It was never let in: the workers in the job never counted it, and its
+    // place is free again for the next worker that joins.
+    m.lost = true;
+    m.awaiting_admission = false;
+    std::fprintf(stderr, "disttrain scheduler: %s, which waited to be let into the job, was lost (%s)\n",
+                 m.info.describe().c_str(), reason.c_str());
+    for (auto& [id, waiters] : barriers) {
+      waiters.erase(std::remove_if(waiters.begin(), waiters.end(), [&](const Waiter& w) { return w.rank == m.info.rank; }),
+                    waiters.end());
+    }
+    complete_ready_barriers();
+    return;
+  }
   if (m.info.role == Role::kServer && !m.announced) {
     // It never served: nobody routed anything to it, and its place is free
     // for the next server that registers to rejoin.
@@ -885,8 +1026,12 @@ void Scheduler::run() {
       // process exits is dropped, and its node would then name the
       // scheduler instead of the node the job lost. Each node closes its
       // connection once it has the news (it exits).
+      // A worker waiting to be let in holds nothing of the job: it learns of
+      // the end from this process's, and ends after it (a launcher then
+      // sees the job fail first).
       const bool all_gone = std::all_of(st.members.begin(), st.members.end(), [](const auto& kv) {
-        return kv.second.lost || kv.second.left || (kv.second.told && kv.second.disconnected);
+        return kv.second.lost || kv.second.left || kv.second.awaiting_admission ||
+               (kv.second.told && kv.second.disconnected);
       });
       if (all_gone || seconds_since(st.first_loss) > grace) throw Error(ErrorCode::kPeerLost, st.lost.front().message());
     } else if (st.stopping) {

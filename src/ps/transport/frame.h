@@ -41,8 +41,10 @@ namespace dt::ps {
 // TensorSlice.learning_rate / rescale_grad (worker 0's numbers for the round
 // it pushes), which a version-6 server would drop, applying the round with
 // whatever setting reached it last, and the joined line of ServerSettings'
-// answer, which a version-6 server would refuse.
-constexpr uint32_t kProtocolVersion = 7;
+// answer, which a version-6 server would refuse. 8: Barrier.admission
+// (workers joining an all-reduce job), which a version-7 scheduler would
+// take for a regroup of the workers in the job.
+constexpr uint32_t kProtocolVersion = 8;
 constexpr size_t kPayloadAlignment = 16;
 constexpr size_t kFrameHeaderBytes = 4;
 

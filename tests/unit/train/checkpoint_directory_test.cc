@@ -53,6 +53,20 @@ TEST(CheckpointDirectory, TheManifestNamesTheLastCommittedEpochOnly) {
   std::filesystem::remove_all(dir);
 }
 
+// A worker the job went on without in an epoch (DT_WORKER_LOSS=continue)
+// wrote no file of it: it resumes from the lowest-ranked worker's.
+TEST(CheckpointDirectory, AWorkerWithoutAFileOfTheEpochResumesFromAnothers) {
+  const std::string dir = fresh_dir("resume");
+  const CheckpointDirectory worker0(dir, 0, 3), worker1(dir, 1, 3), worker2(dir, 2, 3);
+  EXPECT_EQ(code_of([&] { worker0.resume_file(1); }), core::ErrorCode::kNotFound);
+  std::ofstream(worker2.worker_file(1)) << "2";
+  std::ofstream(worker1.worker_file(1)) << "1";
+  EXPECT_EQ(worker1.resume_file(1), dir + "/epoch-1/worker-1.safetensors") << "its own first";
+  EXPECT_EQ(worker0.resume_file(1), dir + "/epoch-1/worker-1.safetensors");
+  EXPECT_EQ(code_of([&] { worker0.resume_file(2); }), core::ErrorCode::kNotFound);
+  std::filesystem::remove_all(dir);
+}
+
 TEST(CheckpointDirectory, ABadManifestOrAnotherJobSizeIsAClearError) {
   const std::string dir = fresh_dir("bad");
   const CheckpointDirectory two(dir, 0, 2);
