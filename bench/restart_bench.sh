@@ -43,10 +43,17 @@
 #    epoch with the kill beside the one before, and epoch 1 of the same job
 #    under the default policy, which keeps no copies for a regroup (the
 #    cost of being ready for one).
+#  - "allreducerejoin": that job (2 workers) under --worker-loss continue
+#    --max-restarts 1: dtrun starts the killed worker again, worker 0 lets
+#    it in before a batch and hands it its trainer's state; times from the
+#    kill to dtrun's restart line, to the scheduler seating it, to worker
+#    0 letting it in, and to its trainer going on from the job's step; the
+#    epoch with the kill beside the one before, and epoch 1 of the same job
+#    under the default policy (no vote before each batch, no copies kept).
 # Every output line is stamped as it arrives, so the times include the
 # pipe's delay (milliseconds).
 set -euo pipefail
-build=build epochs=3 hb_timeout=5 ways=restart,continue,rejoin,replica,newcopy,serverrejoin,regroup
+build=build epochs=3 hb_timeout=5 ways=restart,continue,rejoin,replica,newcopy,serverrejoin,regroup,allreducerejoin
 while [ $# -gt 0 ]; do
   case "$1" in
     --build-dir) build=$2; shift 2 ;;
@@ -185,13 +192,19 @@ printf '"epoch_s_before":%s,"epoch_s_with_kill":%s}\n' \
   "$(epoch_seconds "$work/serverrejoin.log" 1)" "$(epoch_seconds "$work/serverrejoin.log" 2)"
 fi
 
+# The job's epoch 1 under the default policy (no worker loss tolerated),
+# in LOG: the cost of being ready for a loss, beside the other runs' epochs.
+run_fail_policy_epoch() {
+  local one_epoch=("${job_args[@]}")
+  one_epoch[${#one_epoch[@]}-1]=1  # --epochs 1
+  "$dtrun" "${layout[@]}" --timeout 900 -- "$example" "${one_epoch[@]}" > "$1" 2>&1
+}
+
 if wanted regroup; then
 layout=(-n 3 -s 0)
 job_args=(--model mlp --kvstore allreduce --batch-size 64 --threads 1 --lr 0.05 --momentum 0.9 --epochs "$epochs")
 run_job "$work/regroup.log" worker 1 --worker-loss continue
-one_epoch=("${job_args[@]}")
-one_epoch[${#one_epoch[@]}-1]=1  # --epochs 1
-"$dtrun" "${layout[@]}" --timeout 900 -- "$example" "${one_epoch[@]}" > "$work/fail_policy.log" 2>&1
+run_fail_policy_epoch "$work/fail_policy.log"
 printf '{"bench":"restart_after_kill","way":"regroup","victim":"worker 1","workers":3,"epochs":%d,"heartbeat_timeout_s":%s,' \
   "$epochs" "$hb_timeout"
 printf '"kill_to_scheduler_goes_on_s":%s,"kill_to_worker0_regrouped_s":%s,' \
@@ -200,4 +213,21 @@ printf '"kill_to_scheduler_goes_on_s":%s,"kill_to_worker0_regrouped_s":%s,' \
 printf '"epoch_s_before":%s,"epoch_s_with_kill":%s,"epoch1_s_fail_policy":%s}\n' \
   "$(epoch_seconds "$work/regroup.log" 1)" "$(epoch_seconds "$work/regroup.log" 2)" \
   "$(epochs=1 epoch_seconds "$work/fail_policy.log" 1)"
+fi
+
+if wanted allreducerejoin; then
+layout=(-n 2 -s 0)
+job_args=(--model mlp --kvstore allreduce --batch-size 64 --threads 1 --lr 0.05 --momentum 0.9 --epochs "$epochs")
+run_job "$work/allreducerejoin.log" worker 1 --worker-loss continue --max-restarts 1
+run_fail_policy_epoch "$work/fail_policy2.log"
+printf '{"bench":"restart_after_kill","way":"allreducerejoin","victim":"worker 1","workers":2,"epochs":%d,"heartbeat_timeout_s":%s,' \
+  "$epochs" "$hb_timeout"
+printf '"kill_to_restart_s":%s,"kill_to_scheduler_seated_s":%s,"kill_to_let_in_s":%s,"kill_to_trainer_goes_on_s":%s,' \
+  "$(since "$kill_at" "$(first_after "$work/allreducerejoin.log" "$kill_at" "starting it again to rejoin")")" \
+  "$(since "$kill_at" "$(first_after "$work/allreducerejoin.log" "$kill_at" "joined the running job in the place of")")" \
+  "$(since "$kill_at" "$(first_after "$work/allreducerejoin.log" "$kill_at" "let worker(s) 1 into the job")")" \
+  "$(since "$kill_at" "$(first_after "$work/allreducerejoin.log" "$kill_at" "trainer: joined the running job at")")"
+printf '"epoch_s_before":%s,"epoch_s_with_kill":%s,"epoch1_s_fail_policy":%s}\n' \
+  "$(epoch_seconds "$work/allreducerejoin.log" 1)" "$(epoch_seconds "$work/allreducerejoin.log" 2)" \
+  "$(epochs=1 epoch_seconds "$work/fail_policy2.log" 1)"
 fi

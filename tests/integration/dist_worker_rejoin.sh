@@ -21,6 +21,14 @@
 # missed worker 1's Join: it takes the joined workers with the job's
 # settings, so the job ends on it, worker 1's pushes taken.
 #
+# DT_REJOIN_STORE=allreduce: the same for a job without servers (-s 0,
+# kvstore allreduce, SGD with momentum on the workers): the started worker
+# waits until the one left lets it in before a batch and hands it its
+# weights, optimizer state and step. Every worker writes a checkpoint
+# directory, and each epoch the joined worker finished must have left a
+# checkpoint byte-identical to worker 0's: the same weights, momentum and
+# step.
+#
 # The seed fixes the victims and the delays' fractions (printed, so that a
 # failure can be replayed). The weights cannot be the uninterrupted job's:
 # the rounds without the killed worker summed one gradient, not two
@@ -36,7 +44,12 @@ epochs=3
 then_servers="${DT_REJOIN_THEN_SERVERS:-0}"
 # Room for a worker's join, a server's rejoin and its fill before the end.
 [ "$then_servers" = 1 ] && epochs=5
-job_args=(--model mlp --kvstore dist_sync --batch-size 64 --threads 1 --lr 0.05 --momentum 0.9 --epochs "$epochs")
+store="${DT_REJOIN_STORE:-dist_sync}"
+servers=2
+[ "$store" = allreduce ] && servers=0
+job_args=(--model mlp --kvstore "$store" --batch-size 64 --threads 1 --lr 0.05 --momentum 0.9 --epochs "$epochs")
+# The workers' checkpoints, compared once the job ended (allreduce).
+[ "$store" = allreduce ] && job_args+=(--checkpoint-dir "$work/checkpoints")
 tag="dt-rejoin-$$-$RANDOM"
 log="$work/rejoin.log"
 
@@ -44,9 +57,9 @@ fail() { echo "FAIL: $1"; grep "disttrain\|^dtrun\|epoch\|failed" "$log" | tail 
 
 # Starts the job in the background with up to $1 restarts; sets job_pid.
 start_job() {
-  rm -f "$work"/metrics*.jsonl
+  rm -rf "$work"/metrics*.jsonl "$work/checkpoints"
   # shellcheck disable=SC2086 # options, split on purpose
-  "$dtrun" -n 2 -s 2 --timeout 600 --worker-loss continue --max-restarts "$1" ${DT_REJOIN_DTRUN_ARGS:-} \
+  "$dtrun" -n 2 -s "$servers" --timeout 600 --worker-loss continue --max-restarts "$1" ${DT_REJOIN_DTRUN_ARGS:-} \
     --env "DT_JOB_TAG=$tag" -- \
     "$example" "${job_args[@]}" --metrics "$work/metrics.jsonl" > "$log" 2>&1 &
   job_pid=$!
@@ -83,6 +96,17 @@ check_job() {
   wait "$job_pid" || rc=$?
   [ "$rc" -eq 0 ] || fail "$what: dtrun exited $rc"
   grep -q "dtrun: job finished" "$log" || fail "$what: no clean end"
+  [ "$store" = allreduce ] || return 0
+  # Every epoch both workers finished, the joined one included, ended with
+  # the same weights, optimizer state and step on both.
+  local dir compared=0
+  for dir in "$work"/checkpoints/epoch-*; do
+    [ -f "$dir/worker-0.safetensors" ] && [ -f "$dir/worker-1.safetensors" ] || continue
+    cmp -s "$dir/worker-0.safetensors" "$dir/worker-1.safetensors" ||
+      fail "$what: the workers' checkpoints of ${dir##*/} differ"
+    compared=$((compared + 1))
+  done
+  [ "$compared" -gt 0 ] || fail "$what: no epoch has both workers' checkpoints"
 }
 
 # The pid of server RANK's first process (dtrun's, not a restarted one).
@@ -144,6 +168,11 @@ if [ $# -eq 0 ]; then
   grep -q "starting it again to rejoin the running job" "$log" || fail "dtrun did not start worker 1 again"
   grep -q "joined the running job in the place of worker 1" "$log" || fail "the scheduler did not take worker 1 back"
   grep -q "\[worker 1\].*joined the running job at epoch 2" "$log" || fail "the trainer did not go on from the job's step"
+  if [ "$store" = allreduce ]; then
+    grep -q "\[worker 0\].*let worker(s) 1 into the job" "$log" || fail "worker 0 did not let worker 1 in"
+    grep -q "\[worker 1\].*with the weights and optimizer state the workers in it handed over" "$log" ||
+      fail "worker 1 did not take worker 0's state"
+  fi
   grep -q "worker 1 rejoined the job after a restart" "$log" || fail "dtrun's summary does not say worker 1 rejoined"
   # Worker 1 logs its epochs beside worker 0's; the joined one goes on in its
   # predecessor's file.
@@ -157,7 +186,7 @@ fi
 
 # How long the uninterrupted job trains: from worker 0's "training" line to
 # its end.
-straight_tenths=$(uninterrupted_training_tenths "$work/straight.log" "$dtrun" -n 2 -s 2 --timeout 300 -- "$example" "${job_args[@]}")
+straight_tenths=$(uninterrupted_training_tenths "$work/straight.log" "$dtrun" -n 2 -s "$servers" --timeout 300 -- "$example" "${job_args[@]}")
 
 for seed in "$@"; do
   RANDOM=$seed
@@ -171,7 +200,9 @@ for seed in "$@"; do
     victims=("${victims[1]}" "${victims[0]}") delays=("${delays[1]}" "${delays[0]}")
   fi
   # One restart more than kills: losing both workers at once ends the job
-  # (the last worker lost), which dtrun then restarts whole.
+  # (the last worker lost), which dtrun then restarts whole. (Without
+  # servers that includes the last worker holding the job's state lost
+  # before a joined one had all of it.)
   start_job 3
   wait_for_training || fail "seed $seed: the job ended before it started"
   begun=$(date +%s%N)
@@ -191,12 +222,19 @@ for seed in "$@"; do
   check_job "seed $seed: ${killed[*]}"
   # Every worker dtrun started again joined, or found the job over.
   restarted=$(grep -c "starting it again to rejoin" "$log" || true)
-  joined=$(grep -c "joined the running job in the place" "$log" || true)
+  # (Without servers a worker seated in the place is let in only at a batch
+  # of the others: one seated as they finish finds the job over.)
+  joined_line="joined the running job in the place"
+  [ "$store" = allreduce ] && joined_line="was let into the running job"
+  joined=$(grep -c "$joined_line" "$log" || true)
   too_late=$(grep -c "there was no running job to rejoin" "$log" || true)
-  if ! grep -q "restarting the whole job" "$log" && [ "$((joined + too_late))" -ne "$restarted" ]; then
-    fail "seed $seed: ${killed[*]}: $restarted worker(s) started again, $joined joined, $too_late found the job over"
+  # (A kill may fall on a worker started again while it waits to be let in.)
+  killed_waiting=$(grep -c "which waited to be let into the job, was lost" "$log" || true)
+  if ! grep -q "restarting the whole job" "$log" && [ "$((joined + too_late + killed_waiting))" -ne "$restarted" ]; then
+    fail "seed $seed: ${killed[*]}: $restarted worker(s) started again, $joined joined, $too_late found the job over," \
+      "$killed_waiting killed while waiting to be let in"
   fi
   echo "OK: seed $seed: worker(s)@tenths ${killed[*]} killed (the uninterrupted job trained $straight_tenths);" \
-    "$(grep -c "joined the running job in the place" "$log") join(s), $(grep -c "restarting the whole job" "$log")" \
+    "$(grep -c "$joined_line" "$log") join(s), $(grep -c "restarting the whole job" "$log")" \
     "whole-job restart(s), the job finished"
 done
