@@ -27,12 +27,22 @@ trap 'rm -rf "$work"' EXIT
 export OMP_WAIT_POLICY=passive
 epochs=3
 job_args=(--model mlp --kvstore allreduce --batch-size 64 --threads 1 --lr 0.05 --momentum 0.9 --epochs "$epochs")
+# Each worker's metrics log says when it finished its last epoch.
+job_args+=(--metrics "$work/metrics.jsonl")
 tag="dt-allreduce-loss-$$-$RANDOM"
 log="$work/job.log"
+
+# Whether worker $1 has written its last epoch's metrics line.
+finished() {
+  local file="$work/metrics.jsonl"
+  [ "$1" -eq 0 ] || file="$work/metrics-worker$1.jsonl"
+  grep -qs "\"epoch\": *$epochs\b" "$file"
+}
 
 fail() { echo "FAIL: $1"; grep "disttrain\|^dtrun\|epoch\|failed" "$log" | tail -40; exit 1; }
 
 start_job() {
+  rm -f "$work"/metrics*.jsonl
   "$dtrun" -n 3 -s 0 --timeout 300 --worker-loss continue --env "DT_JOB_TAG=$tag" -- \
     "$example" "${job_args[@]}" > "$log" 2>&1 &
   job_pid=$!
@@ -117,10 +127,15 @@ for seed in "$@"; do
     # one the delays were drawn from), losing the last worker ends the job
     # for dtrun, rightly (its own output would be lost). Such a late kill,
     # or one whose victim has ended, is skipped and said so.
-    others=0
+    # (A worker that finished its last epoch is as good as gone: it is
+    # only saying goodbye. That is checked last, just before the kill: the
+    # process scans take long enough for a worker to finish meanwhile.)
+    running=()
     for w in 0 1 2; do
-      [ "$w" -ne "${victims[k]}" ] && [ -n "$(job_process "$tag" worker "$w" 0)" ] && others=$((others + 1))
+      [ "$w" -ne "${victims[k]}" ] && [ -n "$(job_process "$tag" worker "$w" 0)" ] && running+=("$w")
     done
+    others=0
+    for w in "${running[@]}"; do finished "$w" || others=$((others + 1)); done
     if [ "$others" -gt 0 ] && [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null; then
       killed+=("${victims[k]}@${delays[k]}")
     else
