@@ -519,6 +519,9 @@ bool HostAllreduceKVStore::admit_joining_workers() {
   if (!group_->regroups()) return false;
   std::unique_lock<std::mutex> lock(mutex_);
   throw_if_failed();
+  // Most calls do not vote: they return without waking the communication
+  // thread.
+  if (!group_->vote_due()) return false;
   bool admitted = false;
   run_on_communication_thread(lock, [&] { admitted = group_->admit_waiting_workers(); });
   return admitted;

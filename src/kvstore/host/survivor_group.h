@@ -31,9 +31,11 @@
 // Under continue, a worker started again in a departed one's place joins
 // the job (NodeTable.joined_running_job): once its program is ready to
 // train, its first hand_over() waits in the scheduler's admission. The
-// workers in the job vote at every call of admit_waiting_workers() (one
-// all-reduce of a flag: whether any of them heard, from the scheduler's
-// heartbeats, of a worker waiting there), so they all agree on the step;
+// workers in the job vote at the calls vote_due() picks, about every
+// 0.1 s of steps (one small all-reduce: whether any of them heard, from the
+// scheduler's heartbeats, of a worker waiting there, and how long their
+// steps took, which sets the calls until the next vote alike everywhere),
+// so they all agree on the step;
 // then they meet it in the admission (ClusterMember::admission) and all
 // connect afresh over the grown group, ranked by worker rank. The
 // hand-over step then sends the joined ones what they need to take part
@@ -42,6 +44,7 @@
 // settles as above.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -105,10 +108,14 @@ class SurvivorGroup {
   // Bytes sent to and received from the other workers, all groups together.
   core::Traffic traffic() const;
 
-  // Between steps, on every worker in the job at the same point (a step of
-  // its own): true, alike on every one, when workers that joined were let
-  // in just now; then every worker calls hand_over() next. False at once
-  // without DT_WORKER_LOSS=continue.
+  // Whether this call of the workers' admission points (about every 0.1 s
+  // of steps, see above) is one where they vote: counts it. The same on
+  // every worker when they all call it at the same points. False without
+  // DT_WORKER_LOSS=continue.
+  bool vote_due();
+  // Where vote_due() said so, on every worker in the job (a step of its
+  // own): votes, and returns true, alike on every one, when workers that
+  // joined were let in just now; then every worker calls hand_over() next.
   bool admit_waiting_workers();
   // The step after the joined workers were let in: returns state as the
   // first worker in the group that holds it sent it (its own state, there;
@@ -156,6 +163,11 @@ class SurvivorGroup {
 
   // The thread running steps only.
   uint64_t steps_done_ = 0;
+  // admit_waiting_workers(): calls left until the next vote, calls since
+  // the last, and when it was.
+  int64_t calls_until_vote_ = 1;
+  int64_t calls_since_vote_ = 0;
+  std::chrono::steady_clock::time_point last_vote_ = std::chrono::steady_clock::now();
   std::vector<uint8_t> input_;        // the step in progress's input
   std::vector<uint8_t> last_result_;  // the last finished step's result
   std::optional<core::Error> broken_;  // an idle regroup's failure
