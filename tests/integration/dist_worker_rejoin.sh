@@ -233,15 +233,15 @@ for seed in "$@"; do
   too_late=$(grep -c "there was no running job to rejoin" "$log" || true)
   # (A kill may fall on a worker started again while it waits to be let in.)
   killed_waiting=$(grep -c "which waited to be let into the job, was lost" "$log" || true)
-  accounted=$((joined + too_late + killed_waiting))
   if [ "$store" = allreduce ]; then
     # One the others never let in, as they finished, is told so; dtrun may
     # start it again if it exits while the last other worker is still
-    # exiting, and that one finds no job: either line may say it.
+    # exiting, and that one finds no job: either line may say it, so the
+    # lines may count one worker twice.
     too_late=$((too_late + $(grep -c "joined too late: every worker in the job finished" "$log" || true)))
-    accounted=$((joined + too_late + killed_waiting))
-    [ "$accounted" -lt "$restarted" ] || accounted=$restarted
   fi
+  accounted=$((joined + too_late + killed_waiting))
+  [ "$store" != allreduce ] || [ "$accounted" -lt "$restarted" ] || accounted=$restarted
   if ! grep -q "restarting the whole job" "$log" && [ "$accounted" -ne "$restarted" ]; then
     fail "seed $seed: ${killed[*]}: $restarted worker(s) started again, $joined joined, $too_late found the job over," \
       "$killed_waiting killed while waiting to be let in"

@@ -160,6 +160,15 @@ struct Scheduler::State {
   void on_admission(const wire::Barrier& b, Member& m, RequestServer::Reply& reply);
   // Workers the job went on without (DT_WORKER_LOSS=continue).
   uint64_t departed_workers() const;
+  // Adds a worker's data to the all-gather under id (a regroup or an
+  // admission) and completes what is ready; `what` names the call in the
+  // error for a worker there twice.
+  void gather_for(uint64_t id, const wire::Barrier& b, Member& m, RequestServer::Reply& reply, const char* what);
+  // A worker's place in every barrier no longer counts; the others may all
+  // be there now.
+  void leave_barriers(const Member& m);
+  // Whether worker `rank` joined a job without servers and waits to be let in.
+  bool waits_to_be_let_in(int rank) const;
   // What a regroup is counted at: workers departed plus workers let in.
   uint64_t generation() const { return departed_workers() + admitted; }
   // Workers that joined a job without servers and wait to be let in.
@@ -485,10 +494,7 @@ uint32_t Scheduler::State::awaiting_admission() const {
   uint32_t ready = 0;
   for (const auto& [id, waiters] : barriers) {
     if (!is_admission(id)) continue;
-    for (const Waiter& w : waiters) {
-      const auto m = members.find({static_cast<int>(Role::kWorker), w.rank});
-      if (m != members.end() && m->second.awaiting_admission) ++ready;
-    }
+    for (const Waiter& w : waiters) ready += waits_to_be_let_in(w.rank) ? 1 : 0;
   }
   return ready;
 }
@@ -653,14 +659,31 @@ void Scheduler::State::on_regroup(const wire::Barrier& b, Member& m, RequestServ
                                           " workers departed, " + std::to_string(admitted) +
                                           " let in; ask again at that count)");
   }
-  const uint64_t id = kRegroupBit | b.regroup_generation();
+  gather_for(kRegroupBit | b.regroup_generation(), b, m, reply, "regrouped");
+}
+
+void Scheduler::State::gather_for(uint64_t id, const wire::Barrier& b, Member& m, RequestServer::Reply& reply,
+                                  const char* what) {
   std::vector<Waiter>& waiters = barriers[id];
   for (const Waiter& w : waiters) {
-    if (w.rank == b.rank()) throw Error(ErrorCode::kBadState, m.info.describe() + " regrouped twice at once");
+    if (w.rank == b.rank()) throw Error(ErrorCode::kBadState, m.info.describe() + " " + what + " twice at once");
   }
   if (waiters.empty()) barrier_started[id] = Clock::now();
   waiters.push_back(Waiter{b.rank(), reply, std::vector<uint8_t>(b.data()->begin(), b.data()->end())});
   complete_ready_barriers();
+}
+
+void Scheduler::State::leave_barriers(const Member& m) {
+  for (auto& [id, waiters] : barriers) {
+    waiters.erase(std::remove_if(waiters.begin(), waiters.end(), [&](const Waiter& w) { return w.rank == m.info.rank; }),
+                  waiters.end());
+  }
+  complete_ready_barriers();
+}
+
+bool Scheduler::State::waits_to_be_let_in(int rank) const {
+  const auto it = members.find({static_cast<int>(Role::kWorker), rank});
+  return it != members.end() && it->second.awaiting_admission;
 }
 
 void Scheduler::State::on_admission(const wire::Barrier& b, Member& m, RequestServer::Reply& reply) {
@@ -676,14 +699,7 @@ void Scheduler::State::on_admission(const wire::Barrier& b, Member& m, RequestSe
                                           std::to_string(b.regroup_generation()) + ", but the job is at " +
                                           std::to_string(generation()) + " (regroup first)");
   }
-  const uint64_t id = kRegroupBit | kAdmissionBit | generation();
-  std::vector<Waiter>& waiters = barriers[id];
-  for (const Waiter& w : waiters) {
-    if (w.rank == b.rank()) throw Error(ErrorCode::kBadState, m.info.describe() + " entered an admission twice");
-  }
-  if (waiters.empty()) barrier_started[id] = Clock::now();
-  waiters.push_back(Waiter{b.rank(), reply, std::vector<uint8_t>(b.data()->begin(), b.data()->end())});
-  complete_ready_barriers();
+  gather_for(kRegroupBit | kAdmissionBit | generation(), b, m, reply, "entered an admission");
 }
 
 void Scheduler::State::complete_ready_barriers() {
@@ -692,10 +708,8 @@ void Scheduler::State::complete_ready_barriers() {
     // worker in the job is; the others wait for the next.
     size_t arrived = it->second.size();
     if (is_admission(it->first)) {
-      arrived = static_cast<size_t>(std::count_if(it->second.begin(), it->second.end(), [this](const Waiter& w) {
-        const auto m = members.find({static_cast<int>(Role::kWorker), w.rank});
-        return m != members.end() && !m->second.awaiting_admission;
-      }));
+      arrived = static_cast<size_t>(std::count_if(it->second.begin(), it->second.end(),
+                                                  [this](const Waiter& w) { return !waits_to_be_let_in(w.rank); }));
     }
     const size_t expected = workers_at_barrier(it->first);
     if (arrived < expected || expected == 0) {
@@ -805,11 +819,7 @@ void Scheduler::State::mark_lost(Member& m, const std::string& reason) {
     m.awaiting_admission = false;
     std::fprintf(stderr, "disttrain scheduler: %s, which waited to be let into the job, was lost (%s)\n",
                  m.info.describe().c_str(), reason.c_str());
-    for (auto& [id, waiters] : barriers) {
-      waiters.erase(std::remove_if(waiters.begin(), waiters.end(), [&](const Waiter& w) { return w.rank == m.info.rank; }),
-                    waiters.end());
-    }
-    complete_ready_barriers();
+    leave_barriers(m);
     return;
   }
   if (m.info.role == Role::kServer && !m.announced) {
@@ -883,12 +893,7 @@ void Scheduler::State::depart(Member& m, const std::string& reason) {
     barrier_started.erase(it->first);
     it = barriers.erase(it);
   }
-  // Its place in a barrier no longer counts, and the others may all be there.
-  for (auto& [id, waiters] : barriers) {
-    waiters.erase(std::remove_if(waiters.begin(), waiters.end(), [&](const Waiter& w) { return w.rank == m.info.rank; }),
-                  waiters.end());
-  }
-  complete_ready_barriers();
+  leave_barriers(m);
   stop_if_every_worker_left();
 }
 
