@@ -559,7 +559,10 @@ typedef struct dt_kvstore dt_kvstore;
  * (device), "horovod" (allreduce); dt_kvstore_type reports the canonical name. An unknown name is
  * DT_ERR_INVALID_ARGUMENT listing the known ones. Semantics as MXNet's
  * KVStore: values pushed under one key in one call are summed; pull copies
- * a key's value into every output listed under it. */
+ * a key's value into every output listed under it. The same as
+ * dt_kvstore_create_ex(out, type, NULL): the distributed types take their
+ * deadlines, bounds and DT_WORKER_LOSS from the environment, as dtrun sets
+ * it. */
 DT_API dt_status dt_kvstore_create(dt_kvstore **out, const char *type);
 DT_API void dt_kvstore_free(dt_kvstore *kv);
 /* Static text, valid as long as the store. */
@@ -574,6 +577,37 @@ DT_API dt_status dt_kvstore_num_workers(int32_t *out, const dt_kvstore *kv);
  * own goes on from that step (dt_trainer_fit does). 0 and 0 for a worker
  * that started with the job and for the other stores. */
 DT_API dt_status dt_kvstore_joined_running_job(int32_t *out_joined, int64_t *out_rounds_before, const dt_kvstore *kv);
+/* Letting a worker into a job without servers from a training loop of
+ * one's own (the "allreduce" store under DT_WORKER_LOSS=continue, where
+ * the workers hold the weights; dt_trainer_admit_joining_workers does all
+ * of it for a trainer's loop). Every worker in the job calls
+ * dt_kvstore_admit_joining_workers at the same point of its loop, before
+ * each step: about every 0.1 s of steps the call is one small all-reduce
+ * (a vote), else it returns at once. *out_admitted is 1, alike on every
+ * worker, when a worker that joined in a departed one's place
+ * (dt_kvstore_joined_running_job) was let in just now; then each calls
+ * dt_kvstore_hand_over_state with its state, as bytes of its own making
+ * (e.g. its weights and step), before its next push. 0 otherwise, always
+ * on the other stores. */
+DT_API dt_status dt_kvstore_admit_joining_workers(int32_t *out_admitted, dt_kvstore *kv);
+/* The hand-over, a collective of the workers in the job and the joined
+ * ones. A worker in the job passes its state (src, nbytes; the sizes may
+ * differ) and gets *out_length 0. A joined worker calls it once, before
+ * anything else that communicates (src NULL, nbytes 0 is fine): it waits
+ * until the job lets it in, then gets *out_length, the size of the state the
+ * first worker in the job sent; dt_kvstore_handed_state copies it out. A
+ * worker lost during the hand-over makes the next one that holds the state
+ * send it. Errors: DT_ERR_NOT_SUPPORTED on the stores that let nobody in
+ * this way; on a joined worker DT_ERR_TIMED_OUT after its deadline
+ * (DT_STARTUP_TIMEOUT_S + DT_REQUEST_TIMEOUT_S), DT_ERR_CLOSED when the job
+ * ended first, DT_ERR_PEER_LOST when every worker that held the state was
+ * lost. */
+DT_API dt_status dt_kvstore_hand_over_state(size_t *out_length, dt_kvstore *kv, const void *src, size_t nbytes);
+/* The bytes the last dt_kvstore_hand_over_state received (none on a worker
+ * that held the state), with the buffer protocol of dt_net_to_json except
+ * that the bytes have no NUL: *out_length is their count, and buf NULL with
+ * capacity 0 asks only that. Kept until the next hand-over. */
+DT_API dt_status dt_kvstore_handed_state(char *buf, size_t capacity, size_t *out_length, const dt_kvstore *kv);
 /* Bytes this process's store has sent and received over the network since
  * it was created, as whole messages (the parameter servers' requests and
  * replies; the all-reduce store's worker-to-worker traffic): what
@@ -985,6 +1019,23 @@ DT_API dt_status dt_trainer_fit(dt_trainer *trainer, dt_data_loader *train,
                                 const dt_fit_options *options);
 /* Epochs completed (after fit or a loaded checkpoint). */
 DT_API dt_status dt_trainer_epoch(int32_t *out, const dt_trainer *trainer);
+/* Steps taken (by fit, dt_trainer_step and dt_trainer_train_batch; those
+ * a loaded checkpoint or a hand-over brought included). */
+DT_API dt_status dt_trainer_steps(int64_t *out, const dt_trainer *trainer);
+/* What dt_trainer_fit does before each batch, for a loop of one's own
+ * (dt_trainer_train_batch or dt_trainer_step): letting a worker into an
+ * "allreduce" job under DT_WORKER_LOSS=continue. Every worker calls it
+ * before each batch. On a worker in the job, *out_admitted is 1, alike on
+ * every one, when a worker that joined in a departed one's place was let
+ * in just now: this trainer's weights, optimizer state, loss scaler, epoch
+ * and steps were handed to it. On the joined worker
+ * (dt_kvstore_joined_running_job) the first call waits to be let in, takes
+ * that state and sets *out_admitted to 1: its loop goes on from
+ * dt_trainer_steps, with replicas the same as the others'. 0 otherwise:
+ * before the first step (on every worker alike), and with the stores that
+ * let nobody in this way (with servers, a joined worker's first step pulls
+ * their weights). Errors as dt_kvstore_hand_over_state's. */
+DT_API dt_status dt_trainer_admit_joining_workers(int32_t *out_admitted, dt_trainer *trainer);
 /* Steps whose update was skipped because the gradients overflowed (float16
  * loss scaling, see dt_net_set_compute_dtype); 0 without loss scaling. */
 DT_API dt_status dt_trainer_skipped_steps(int64_t *out,

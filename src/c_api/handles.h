@@ -6,12 +6,14 @@
 // new_handle() and free_handle().
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <type_traits>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include "c_api/api_guard.h"
 #include "c_api/handle_registry.h"
@@ -62,6 +64,11 @@ struct dt_kvstore {
   // String keys seen by this handle, to report two names that hash alike.
   std::mutex string_keys_mutex;
   std::unordered_map<uint64_t, std::string> string_keys;
+  // The state the last dt_kvstore_hand_over_state received, until
+  // dt_kvstore_handed_state copies it out (a collective cannot be asked
+  // twice for its size and then its bytes).
+  mutable std::mutex handed_state_mutex;
+  std::vector<uint8_t> handed_state;
 };
 
 // Complete in data_api.cc and trainer_api.cc, like dt_net.

@@ -1,8 +1,11 @@
 // dt_kvstore_*: keyed tensor stores.
+#include <cstdint>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "c_api/api_guard.h"
+#include "c_api/buffer_out.h"
 #include "c_api/handles.h"
 #include "c_api/ps_options.h"
 #include "core/fnv1a.h"
@@ -66,31 +69,30 @@ std::vector<NDArray> arrays(ArrayHandle const* handles, size_t count, const char
   return out;
 }
 
+// Both create calls: options NULL takes every default from the environment
+// (DT_*_TIMEOUT_S, DT_WORKER_LOSS, DMLC_*...), so that a program started by
+// dtrun gets the job's settings whichever call it makes.
+void create_store(dt_kvstore** out, const char* type, const dt_kvstore_options* options) {
+  arg(out, "out");
+  arg(type, "type");
+  const dt_kvstore_options o = dt::c_api::kvstore_options_from(options);
+  const dt::ps::PsOptions ps_options = dt::c_api::ps_options_from(o);
+  const dt::ps::JobOverrides layout = dt::c_api::job_overrides_from(o);
+  auto owned = std::make_unique<dt_kvstore>();
+  owned->impl = dt::kvstore::create_kvstore(type, ps_options, layout);
+  *out = dt::c_api::adopt_handle(std::move(owned));
+}
+
 }  // namespace
 
 extern "C" {
 
 dt_status dt_kvstore_create(dt_kvstore** out, const char* type) {
-  return guarded(__func__, [&] {
-    arg(out, "out");
-    arg(type, "type");
-    auto owned = std::make_unique<dt_kvstore>();
-    owned->impl = dt::kvstore::create_kvstore(type);
-    *out = dt::c_api::adopt_handle(std::move(owned));
-  });
+  return guarded(__func__, [&] { create_store(out, type, nullptr); });
 }
 
 dt_status dt_kvstore_create_ex(dt_kvstore** out, const char* type, const dt_kvstore_options* options) {
-  return guarded(__func__, [&] {
-    arg(out, "out");
-    arg(type, "type");
-    const dt_kvstore_options o = dt::c_api::kvstore_options_from(options);
-    const dt::ps::PsOptions ps_options = dt::c_api::ps_options_from(o);
-    const dt::ps::JobOverrides layout = dt::c_api::job_overrides_from(o);
-    auto owned = std::make_unique<dt_kvstore>();
-    owned->impl = dt::kvstore::create_kvstore(type, ps_options, layout);
-    *out = dt::c_api::adopt_handle(std::move(owned));
-  });
+  return guarded(__func__, [&] { create_store(out, type, options); });
 }
 
 void dt_kvstore_free(dt_kvstore* kv) { dt::c_api::free_handle(kv, __func__); }
@@ -142,6 +144,36 @@ dt_status dt_kvstore_joined_running_job(int32_t* out_joined, int64_t* out_rounds
     const auto& store = *handle(kv, "kv").impl;
     *out_joined = store.joined_running_job() ? 1 : 0;
     *out_rounds_before = store.rounds_before_joining();
+  });
+}
+
+dt_status dt_kvstore_admit_joining_workers(int32_t* out_admitted, dt_kvstore* kv) {
+  return guarded(__func__, [&] {
+    arg(out_admitted, "out_admitted");
+    *out_admitted = handle(kv, "kv").impl->admit_joining_workers() ? 1 : 0;
+  });
+}
+
+dt_status dt_kvstore_hand_over_state(size_t* out_length, dt_kvstore* kv, const void* src, size_t nbytes) {
+  return guarded(__func__, [&] {
+    arg(out_length, "out_length");
+    if (src == nullptr && nbytes > 0) {
+      throw Error(ErrorCode::kInvalidArgument, "src is NULL but nbytes is " + std::to_string(nbytes));
+    }
+    auto& h = handle(kv, "kv");
+    const auto* bytes = static_cast<const uint8_t*>(src);
+    std::vector<uint8_t> handed = h.impl->hand_over_state(std::vector<uint8_t>(bytes, bytes + nbytes));
+    std::lock_guard<std::mutex> lock(h.handed_state_mutex);
+    h.handed_state = std::move(handed);
+    *out_length = h.handed_state.size();
+  });
+}
+
+dt_status dt_kvstore_handed_state(char* buf, size_t capacity, size_t* out_length, const dt_kvstore* kv) {
+  return guarded(__func__, [&] {
+    const auto& h = handle(kv, "kv");
+    std::lock_guard<std::mutex> lock(h.handed_state_mutex);
+    dt::c_api::write_bytes_out(buf, capacity, out_length, h.handed_state.data(), h.handed_state.size());
   });
 }
 

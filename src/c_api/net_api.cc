@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "c_api/api_guard.h"
+#include "c_api/buffer_out.h"
 #include "c_api/handles.h"
 #include "c_api/options.h"
 #include "core/dtype.h"
@@ -103,17 +104,7 @@ void dt_net_free(dt_net* net) { dt::c_api::free_handle(net, __func__); }
 dt_status dt_net_to_json(char* buf, size_t capacity, size_t* out_length, const dt_net* net) {
   return guarded(__func__, [&] {
     arg(out_length, "out_length");
-    const std::string text = net_of(net).to_json();
-    const size_t needed = text.size() + 1;
-    if (buf == nullptr && capacity > 0) {
-      throw Error(ErrorCode::kInvalidArgument, "buf is NULL but capacity is " + std::to_string(capacity));
-    }
-    if (buf != nullptr && capacity < needed) {
-      throw Error(ErrorCode::kInvalidArgument, "capacity " + std::to_string(capacity) + " is less than the " +
-                                                   std::to_string(needed) + " bytes needed");
-    }
-    if (buf != nullptr) std::memcpy(buf, text.c_str(), needed);
-    *out_length = needed;
+    dt::c_api::write_string_out(buf, capacity, out_length, net_of(net).to_json());
   });
 }
 

@@ -3,7 +3,7 @@
 
 #include "c_api/api_guard.h"
 #include "c_api/handles.h"
-#include "c_api/string_out.h"
+#include "c_api/buffer_out.h"
 #include "dt_c_api.h"
 
 using dt::c_api::arg;

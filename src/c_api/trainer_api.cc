@@ -192,6 +192,20 @@ dt_status dt_trainer_epoch(int32_t* out, const dt_trainer* trainer) {
   });
 }
 
+dt_status dt_trainer_steps(int64_t* out, const dt_trainer* trainer) {
+  return guarded(__func__, [&] {
+    arg(out, "out");
+    *out = handle(trainer, "trainer").impl->steps();
+  });
+}
+
+dt_status dt_trainer_admit_joining_workers(int32_t* out_admitted, dt_trainer* trainer) {
+  return guarded(__func__, [&] {
+    arg(out_admitted, "out_admitted");
+    *out_admitted = trainer_of(trainer).admit_joining_workers() ? 1 : 0;
+  });
+}
+
 dt_status dt_trainer_skipped_steps(int64_t* out, const dt_trainer* trainer) {
   return guarded(__func__, [&] {
     arg(out, "out");

@@ -104,9 +104,10 @@ class KVStore {
   // state. Every worker in the job calls admit_joining_workers() at the same
   // point (the trainer: before each batch; one small all-reduce); it
   // returns true, alike on every one of them, when joined workers were let
-  // in just now. Then each of them calls hand_over_state(its state), and a
-  // joined worker calls it once, first: it returns the state of the first
-  // worker that was in the job before. A joined worker's init() keeps its
+  // in just now. Then each of them calls hand_over_state(its state), which
+  // returns nothing there, and a joined worker calls it once, first: it
+  // returns the state of the first worker that was in the job before.
+  // Every state may differ in size. A joined worker's init() keeps its
   // own values (it has nobody to take them from before the hand-over).
   // Stores that let nobody join return false; their hand_over_state is
   // Error(kNotSupported).

@@ -539,9 +539,7 @@ EpochRecord Trainer::fit(data::BatchLoader& train, data::BatchLoader* test, cons
     // The batches of this epoch the job trained before this worker joined.
     for (; batches_to_skip > 0 && train.next(batch); --batches_to_skip) ++done;
     while (train.next(batch)) {
-      if (let_workers_in && kv_ && store_initialized() && kv_->admit_joining_workers()) {
-        kv_->hand_over_state(state_bytes());
-      }
+      if (let_workers_in) admit_joining_workers();
       let_workers_in = true;
       const BatchResult r = train_batch(batch.images, batch.labels);
       metrics.add(r.loss, r.correct, batch.size());
@@ -574,6 +572,22 @@ EpochRecord Trainer::fit(data::BatchLoader& train, data::BatchLoader* test, cons
   return record;
 }
 
+bool Trainer::admit_joining_workers() {
+  if (!kv_) return false;
+  if (awaits_handed_state()) {
+    join_running_job(0);
+    return true;
+  }
+  if (!store_initialized() || !kv_->admit_joining_workers()) return false;
+  kv_->hand_over_state(state_bytes());
+  return true;
+}
+
+bool Trainer::awaits_handed_state() const {
+  return kv_ && kv_->joined_running_job() && !update_on_kvstore_ && steps_ == 0 && epoch_ == 0 &&
+         !store_initialized();
+}
+
 int64_t Trainer::join_running_job(int64_t batches_per_epoch) {
   const auto refuse = [] {
     return Error(ErrorCode::kNotSupported,
@@ -604,9 +618,12 @@ int64_t Trainer::join_running_job(int64_t batches_per_epoch) {
                                                       : std::clamp<int64_t>(steps_ - static_cast<int64_t>(epoch_) *
                                                                                          batches_per_epoch,
                                                                             0, batches_per_epoch);
-    std::fprintf(stderr, "disttrain trainer: joined the running job at epoch %d, batch %lld (step %lld), with the "
-                 "weights and optimizer state the workers in it handed over\n", epoch_ + 1,
-                 static_cast<long long>(into_epoch + 1), static_cast<long long>(steps_ + 1));
+    // A loop of one's own (admit_joining_workers) has no epoch length to tell.
+    const std::string where = batches_per_epoch <= 0 ? std::string()
+                                                     : "epoch " + std::to_string(epoch_ + 1) + ", batch " +
+                                                           std::to_string(into_epoch + 1) + " ";
+    std::fprintf(stderr, "disttrain trainer: joined the running job at %s(step %lld), with the weights and optimizer "
+                 "state the workers in it handed over\n", where.c_str(), static_cast<long long>(steps_ + 1));
     return into_epoch;
   }
   const int64_t done = kv_->rounds_before_joining();

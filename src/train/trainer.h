@@ -124,6 +124,16 @@ class Trainer {
   EvalResult evaluate(data::BatchLoader& loader);
   // Trains epochs [epoch(), options.epochs); returns the last epoch's record.
   EpochRecord fit(data::BatchLoader& train, data::BatchLoader* test, const FitOptions& options);
+  // Letting workers into an all-reduce job (kvstore.h) from a loop of one's
+  // own, as fit does: every worker calls it before each batch. On a worker
+  // in the job it returns true, alike on every one, when joined workers
+  // were let in just now; it has handed them this trainer's state
+  // (weights, optimizer state, loss scaler, epoch() and steps()). On a
+  // worker that joined the running job, the first call waits to be let in,
+  // takes that state and returns true: the loop goes on from steps(). False
+  // otherwise: before the first step (every worker alike), and on stores
+  // that let nobody in this way (those of servers keep the weights there).
+  bool admit_joining_workers();
 
   void set_learning_rate(double lr);
   // The current rate of the worker-side optimizer; with update_on_kvstore,
@@ -161,6 +171,9 @@ class Trainer {
   // workers' state as they hand it over (kvstore.h), and returns how many
   // batches of its epoch they trained already.
   int64_t join_running_job(int64_t batches_per_epoch);
+  // Whether this is a worker that joined an all-reduce job and has not
+  // taken the workers' state yet.
+  bool awaits_handed_state() const;
   // The checkpoint's contents as bytes, and back (fresh trainers only, as
   // load_checkpoint): what workers hand a joined one.
   std::vector<uint8_t> state_bytes() const;

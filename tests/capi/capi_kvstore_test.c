@@ -112,6 +112,12 @@ static void test_create(void) {
   /* A dist type outside a job (no DMLC_* environment) names what is missing. */
   CHECK_STATUS(dt_kvstore_create(&kv, "dist_sync"), DT_ERR_INVALID_ARGUMENT);
   CHECK(last_error_has("DMLC_"));
+  /* The settings dtrun passes in the environment count, as for
+   * dt_kvstore_create_ex: a malformed one is refused before anything else. */
+  setenv("DT_WORKER_LOSS", "sometimes", 1);
+  CHECK_STATUS(dt_kvstore_create(&kv, "allreduce"), DT_ERR_INVALID_ARGUMENT);
+  CHECK(last_error_has("DT_WORKER_LOSS") && last_error_has("dt_kvstore_create"));
+  unsetenv("DT_WORKER_LOSS");
   CHECK_STATUS(dt_kvstore_create(&kv, "bogus"), DT_ERR_INVALID_ARGUMENT);
   CHECK(last_error_has("bogus") && last_error_has("local"));
   CHECK_STATUS(dt_kvstore_create(&kv, ""), DT_ERR_INVALID_ARGUMENT);
@@ -554,6 +560,39 @@ static void test_empty_and_null(void) {
   dt_kvstore_free(kv);
 }
 
+/* Letting a worker into a running job is for the "allreduce" store under
+ * DT_WORKER_LOSS=continue (tests/integration/worker_loss_test.cc runs it);
+ * the other stores let nobody in, and say so. */
+static void test_joining_workers(void) {
+  dt_kvstore *kv = NULL;
+  int32_t admitted = -1;
+  size_t length = 99;
+  char buf[4] = {0};
+  const char state[3] = {1, 2, 3};
+  if (!CHECK_OK(dt_kvstore_create(&kv, "local"))) return;
+  CHECK_OK(dt_kvstore_admit_joining_workers(&admitted, kv));
+  CHECK_EQ_I64(admitted, 0);
+  CHECK_STATUS(dt_kvstore_hand_over_state(&length, kv, state, sizeof state), DT_ERR_NOT_SUPPORTED);
+  CHECK(last_error_has("dt_kvstore_hand_over_state") && last_error_has("local"));
+  CHECK_EQ_U64(length, 99);
+  /* Nothing handed over yet: no bytes. */
+  CHECK_OK(dt_kvstore_handed_state(NULL, 0, &length, kv));
+  CHECK_EQ_U64(length, 0);
+  CHECK_OK(dt_kvstore_handed_state(buf, sizeof buf, &length, kv));
+  CHECK_EQ_U64(length, 0);
+
+  CHECK_STATUS(dt_kvstore_admit_joining_workers(NULL, kv), DT_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(dt_kvstore_admit_joining_workers(&admitted, NULL), DT_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(dt_kvstore_hand_over_state(NULL, kv, state, sizeof state), DT_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(dt_kvstore_hand_over_state(&length, kv, NULL, 3), DT_ERR_INVALID_ARGUMENT);
+  CHECK(last_error_has("src"));
+  CHECK_STATUS(dt_kvstore_hand_over_state(&length, NULL, state, sizeof state), DT_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(dt_kvstore_handed_state(NULL, 4, &length, kv), DT_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(dt_kvstore_handed_state(buf, sizeof buf, NULL, kv), DT_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(dt_kvstore_handed_state(buf, sizeof buf, &length, NULL), DT_ERR_INVALID_ARGUMENT);
+  dt_kvstore_free(kv);
+}
+
 static void test_handles(void) {
   static const float x[2] = {1.0f, 2.0f};
   dt_kvstore *kv = make_local();
@@ -622,6 +661,7 @@ int main(void) {
   test_mismatches();
   test_optimizer();
   test_empty_and_null();
+  test_joining_workers();
   test_handles();
   dt_context_free(g_ctx);
   rc = capi_finish();

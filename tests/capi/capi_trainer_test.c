@@ -284,6 +284,23 @@ static void test_train_batch(void) {
   CHECK_STATUS(dt_trainer_step(t, -6), DT_ERR_INVALID_ARGUMENT);
   CHECK_STATUS(dt_trainer_step(NULL, BATCH), DT_ERR_INVALID_ARGUMENT);
 
+  /* Every step counts: 51 batches and the step above; the refused ones do not. */
+  {
+    int64_t steps = -1;
+    int32_t admitted = -1;
+    CHECK_OK(dt_trainer_steps(&steps, t));
+    CHECK_EQ_I64(steps, 52);
+    CHECK_STATUS(dt_trainer_steps(NULL, t), DT_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(dt_trainer_steps(&steps, NULL), DT_ERR_INVALID_ARGUMENT);
+    /* Without a store spanning workers nobody joins. */
+    CHECK_OK(dt_trainer_admit_joining_workers(&admitted, t));
+    CHECK_EQ_I64(admitted, 0);
+    CHECK_STATUS(dt_trainer_admit_joining_workers(NULL, t), DT_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(dt_trainer_admit_joining_workers(&admitted, NULL), DT_ERR_INVALID_ARGUMENT);
+    CHECK_OK(dt_trainer_steps(&steps, t));
+    CHECK_EQ_I64(steps, 52);
+  }
+
   /* The learning rate. */
   CHECK_OK(dt_trainer_learning_rate(&lr, t));
   CHECK_EQ_DBL(lr, 0.1);
@@ -329,6 +346,10 @@ static void test_kvstore_paths(void) {
   dt_kvstore_free(kv2);
   if (plain != NULL && store != NULL && worker != NULL) {
     for (i = 0; i < 5; i++) {
+      int32_t admitted = -1;
+      /* A local store lets nobody in: the loop of one's own goes on as is. */
+      CHECK_OK(dt_trainer_admit_joining_workers(&admitted, worker));
+      CHECK_EQ_I64(admitted, 0);
       CHECK_OK(dt_trainer_train_batch(NULL, NULL, plain, g_x, g_y));
       CHECK_OK(dt_trainer_train_batch(NULL, NULL, store, g_x, g_y));
       CHECK_OK(dt_trainer_train_batch(NULL, NULL, worker, g_x, g_y));

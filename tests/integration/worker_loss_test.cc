@@ -22,11 +22,13 @@
 #include <cstdlib>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "core/context.h"
+#include "dt_c_api.h"
 #include "core/error.h"
 #include "core/ndarray.h"
 #include "kvstore/kvstore_factory.h"
@@ -181,8 +183,183 @@ int allreduce_worker(kvstore::KVStore& kv, const std::string& leave) {
   return 0;
 }
 
+// --- The same through the C API, as a program of one's own lets a joined
+// worker in (DT_TEST_API=kvstore or trainer, with DT_TEST_LEAVE=rejoin).
+
+// A failed call, as the C++ workers' errors: worker_main reports it.
+void must(dt_status status) {
+  if (status != DT_OK) throw Error(static_cast<core::ErrorCode>(status), dt_last_error());
+}
+
+template <typename T, void (*Free)(T*)>
+struct Freed {
+  void operator()(T* p) const { Free(p); }
+};
+using KVStoreHandle = std::unique_ptr<dt_kvstore, Freed<dt_kvstore, dt_kvstore_free>>;
+using ArrayHandle = std::unique_ptr<dt_ndarray, Freed<dt_ndarray, dt_ndarray_free>>;
+using ContextHandle = std::unique_ptr<dt_context, Freed<dt_context, dt_context_free>>;
+
+ArrayHandle c_array(const dt_context* ctx, dt_dtype dtype, std::vector<int64_t> dims, const void* data, size_t bytes) {
+  dt_ndarray* out = nullptr;
+  must(dt_ndarray_create(&out, ctx, dtype, dims.data(), dims.size()));
+  ArrayHandle array(out);
+  must(dt_ndarray_copy_from_host(array.get(), data, bytes));
+  return array;
+}
+
+// A worker of the "allreduce" job, as the C API starts one.
+struct CApiWorker {
+  KVStoreHandle kv;
+  int32_t rank = 0;
+  int32_t joiner = 0;  // dt_kvstore_joined_running_job
+  ContextHandle cpu;
+};
+
+CApiWorker c_api_worker() {
+  CApiWorker worker;
+  dt_kvstore* created = nullptr;
+  must(dt_kvstore_create(&created, "allreduce"));
+  worker.kv.reset(created);
+  int64_t rounds_before = 0;
+  must(dt_kvstore_rank(&worker.rank, worker.kv.get()));
+  must(dt_kvstore_joined_running_job(&worker.joiner, &rounds_before, worker.kv.get()));
+  dt_context* cpu = nullptr;
+  must(dt_context_create(&cpu, DT_DEVICE_CPU, 0));
+  worker.cpu.reset(cpu);
+  return worker;
+}
+
+// allreduce_worker's rounds, with dt_kvstore_admit_joining_workers before
+// each and the state in dt_kvstore_hand_over_state's bytes.
+int c_api_kvstore_worker() {
+  auto [kv, rank, joiner, cpu] = c_api_worker();
+  std::vector<uint64_t> keys;
+  std::vector<ArrayHandle> values, outs;
+  std::vector<std::vector<float>> weights;
+  for (size_t i = 0; i < kAllreduceSizes.size(); ++i) {
+    keys.push_back(i);
+    const std::vector<float> pushed(static_cast<size_t>(kAllreduceSizes[i]), static_cast<float>(rank + 1));
+    const size_t bytes = pushed.size() * sizeof(float);
+    values.push_back(c_array(cpu.get(), DT_FLOAT32, {kAllreduceSizes[i]}, pushed.data(), bytes));
+    const std::vector<float> zeros(pushed.size(), 0.0f);
+    outs.push_back(c_array(cpu.get(), DT_FLOAT32, {kAllreduceSizes[i]}, zeros.data(), bytes));
+    weights.emplace_back(pushed.size(), kInit);
+  }
+  std::vector<dt_ndarray*> value_list, out_list;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    value_list.push_back(values[i].get());
+    out_list.push_back(outs[i].get());
+  }
+  must(dt_kvstore_init(kv.get(), keys.data(), out_list.data(), keys.size()));
+  int first = 1;
+  if (joiner != 0) {
+    size_t length = 0;
+    must(dt_kvstore_hand_over_state(&length, kv.get(), nullptr, 0));
+    std::vector<uint8_t> state(length);
+    must(dt_kvstore_handed_state(reinterpret_cast<char*>(state.data()), state.size(), &length, kv.get()));
+    first = decode_state(state, weights);
+    std::cout << "joined before round " << first << std::endl;
+  }
+  for (int round = first; round <= kJoinRounds; ++round) {
+    int32_t admitted = 0;
+    if (round > first || joiner == 0) must(dt_kvstore_admit_joining_workers(&admitted, kv.get()));
+    if (admitted != 0) {
+      const std::vector<uint8_t> state = encode_state(round, weights);
+      size_t handed = 1;
+      must(dt_kvstore_hand_over_state(&handed, kv.get(), state.data(), state.size()));
+      if (handed != 0) throw Error(core::ErrorCode::kInternal, "a worker that held the state was handed some");
+    }
+    must(dt_kvstore_pushpull(kv.get(), keys.data(), value_list.data(), out_list.data(), keys.size(), 0));
+    for (size_t i = 0; i < keys.size(); ++i) {
+      std::vector<float> sum(weights[i].size());
+      must(dt_ndarray_copy_to_host(sum.data(), sum.size() * sizeof(float), outs[i].get()));
+      for (size_t j = 0; j < sum.size(); ++j) weights[i][j] -= sum[j];
+    }
+    if (rank == 2 && joiner == 0 && round == kLeaverRounds) {
+      std::cout << "leaving" << std::endl;
+      _exit(0);
+    }
+    std::this_thread::sleep_for(50ms);
+  }
+  must(dt_kvstore_barrier(kv.get()));
+  std::ofstream out(std::getenv("DT_TEST_OUT") + std::string(".") + std::to_string(rank));
+  for (const auto& w : weights) {
+    for (float x : w) out << x << "\n";
+  }
+  return 0;
+}
+
+// A trainer's loop of its own (dt_trainer_train_batch) over an "allreduce"
+// store, with dt_trainer_admit_joining_workers before each batch: sgd with
+// momentum on a small MLP, each worker's batch drawn from its rank and the
+// step. Every worker writes its checkpoint at the end; they must be the
+// same bytes, the joined worker's too.
+constexpr int kTrainerSteps = 60;
+constexpr const char* kTrainerNet =
+    "{\"format\": \"disttrain.net\", \"version\": 1,"
+    " \"inputs\": [{\"name\": \"data\", \"shape\": [8]}],"
+    " \"layers\": ["
+    "  {\"name\": \"fc1\", \"type\": \"Dense\", \"units\": 16},"
+    "  {\"name\": \"act\", \"type\": \"ReLU\"},"
+    "  {\"name\": \"fc2\", \"type\": \"Dense\", \"units\": 3}],"
+    " \"output\": \"fc2\"}";
+
+int c_api_trainer_worker() {
+  using NetHandle = std::unique_ptr<dt_net, Freed<dt_net, dt_net_free>>;
+  using OptimizerHandle = std::unique_ptr<dt_optimizer, Freed<dt_optimizer, dt_optimizer_free>>;
+  using TrainerHandle = std::unique_ptr<dt_trainer, Freed<dt_trainer, dt_trainer_free>>;
+  auto [kv, rank, joiner, cpu] = c_api_worker();
+  dt_net* net_handle = nullptr;
+  must(dt_net_create_from_json(&net_handle, cpu.get(), kTrainerNet));
+  NetHandle net(net_handle);
+  // A joined worker's own start differs: the hand-over must replace it.
+  must(dt_net_initialize(net.get(), joiner != 0 ? 99 : 7));
+  dt_optimizer* opt_handle = nullptr;
+  must(dt_optimizer_create(&opt_handle, "sgd"));
+  OptimizerHandle opt(opt_handle);
+  must(dt_optimizer_set_double(opt.get(), "learning_rate", 0.05));
+  must(dt_optimizer_set_double(opt.get(), "momentum", 0.9));
+  dt_trainer* trainer_handle = nullptr;
+  must(dt_trainer_create(&trainer_handle, net.get(), opt.get(), kv.get(), nullptr));
+  TrainerHandle trainer(trainer_handle);
+  constexpr int64_t kBatch = 4;
+  for (;;) {
+    int32_t admitted = 0;
+    must(dt_trainer_admit_joining_workers(&admitted, trainer.get()));
+    int64_t step = 0;
+    must(dt_trainer_steps(&step, trainer.get()));
+    if (admitted != 0 && joiner != 0) std::cout << "joined before round " << step + 1 << std::endl;
+    if (step >= kTrainerSteps) break;
+    std::vector<float> x(kBatch * 8);
+    std::vector<int32_t> y(kBatch);
+    for (int64_t i = 0; i < kBatch; ++i) {
+      y[static_cast<size_t>(i)] = static_cast<int32_t>((step + i + rank) % 3);
+      for (int64_t j = 0; j < 8; ++j) {
+        x[static_cast<size_t>(i * 8 + j)] =
+            static_cast<float>((step * 7 + i * 5 + j * 3 + rank * 11) % 13) / 6.0f - 1.0f +
+            (j % 3 == y[static_cast<size_t>(i)] ? 1.0f : 0.0f);
+      }
+    }
+    ArrayHandle data = c_array(cpu.get(), DT_FLOAT32, {kBatch, 8}, x.data(), x.size() * sizeof(float));
+    ArrayHandle labels = c_array(cpu.get(), DT_INT32, {kBatch}, y.data(), y.size() * sizeof(int32_t));
+    must(dt_trainer_train_batch(nullptr, nullptr, trainer.get(), data.get(), labels.get()));
+    if (rank == 2 && joiner == 0 && step + 1 == kLeaverRounds) {
+      std::cout << "leaving" << std::endl;
+      _exit(0);
+    }
+    std::this_thread::sleep_for(50ms);
+  }
+  must(dt_kvstore_barrier(kv.get()));
+  const std::string path = std::getenv("DT_TEST_OUT") + std::string(".") + std::to_string(rank);
+  must(dt_trainer_save_checkpoint(trainer.get(), path.c_str()));
+  return 0;
+}
+
 int worker_main() {
   try {
+    const char* api = std::getenv("DT_TEST_API");
+    if (api != nullptr && std::string(api) == "kvstore") return c_api_kvstore_worker();
+    if (api != nullptr && std::string(api) == "trainer") return c_api_trainer_worker();
     const std::string mode = std::getenv("DT_TEST_STORE");
     auto kv = kvstore::create_kvstore(mode, ps_options_from_environment());
     const int rank = kv->rank();
@@ -211,7 +388,9 @@ int worker_main() {
 
 class WorkerLoss : public test::JobProcesses {
  protected:
-  std::map<std::string, std::string> job(const std::string& store, const std::string& leave) {
+  // api: "" (the C++ workers above), or DT_TEST_API's "kvstore" or "trainer".
+  std::map<std::string, std::string> job(const std::string& store, const std::string& leave,
+                                         const std::string& api = "") {
     const int servers = store == "allreduce" ? 0 : 2;
     std::map<std::string, std::string> env = test::fast_job_env(servers, 3, "2");
     env["DT_REQUEST_TIMEOUT_S"] = "30";
@@ -219,6 +398,7 @@ class WorkerLoss : public test::JobProcesses {
     env["DT_WORKER_LOSS"] = "continue";
     env["DT_TEST_STORE"] = store;
     env["DT_TEST_LEAVE"] = leave;
+    if (!api.empty()) env["DT_TEST_API"] = api;
     const std::string port = start_tcp_scheduler(env);
     env["DMLC_PS_ROOT_URI"] = "127.0.0.1";
     env["DMLC_PS_ROOT_PORT"] = port;
@@ -277,6 +457,25 @@ class WorkerLoss : public test::JobProcesses {
     return std::stoi(said.substr(at + 20));
   }
 
+  // The weights of allreduce_worker's job after the joined worker's first
+  // round: every weight exact on all three. Worker 2's value counts in its
+  // first kLeaverRounds rounds and in those from the joined one's first on,
+  // no other.
+  void expect_joined_allreduce_job_exact(int first) {
+    ASSERT_GT(first, kLeaverRounds);
+    ASSERT_LE(first, kJoinRounds) << "the others finished before it joined: slow them down";
+    const float expected = kInit - 6.0f * static_cast<float>(kLeaverRounds + kJoinRounds - first + 1) -
+                           3.0f * static_cast<float>(first - 1 - kLeaverRounds);
+    const size_t count = static_cast<size_t>(kAllreduceSizes[0] + kAllreduceSizes[1] + kAllreduceSizes[2]);
+    for (int r = 0; r < 3; ++r) {
+      test::expect_weights_file(out_prefix() + "." + std::to_string(r), count, expected, "worker " + std::to_string(r));
+    }
+    EXPECT_NE(read_file(children_[0].err).find("was let into the running job"), std::string::npos)
+        << read_file(children_[0].err);
+    EXPECT_NE(read_file(children_[1].err).find("let worker(s) 2 into the job"), std::string::npos)
+        << read_file(children_[1].err);
+  }
+
   // Every weight of a survivor's final pull.
   void expect_weights(int rank, float expected) {
     test::expect_weights_file(out_prefix() + "." + std::to_string(rank), static_cast<size_t>(kSizes[0] + kSizes[1]),
@@ -333,19 +532,38 @@ TEST_F(WorkerLoss, AllreduceWorkersRegroupOverTheOnesThatRemain) {
 // its first kLeaverRounds rounds and in those from the joined one's first
 // on, no other.
 TEST_F(WorkerLoss, AllreduceWorkerStartedInTheLostOnesPlaceIsLetInWithTheirState) {
-  const int first = round_joined_at(job("allreduce", "rejoin"), 3);
-  ASSERT_GT(first, kLeaverRounds);
-  ASSERT_LE(first, kJoinRounds) << "the others finished before it joined: slow them down";
-  const float expected = kInit - 6.0f * static_cast<float>(kLeaverRounds + kJoinRounds - first + 1) -
-                         3.0f * static_cast<float>(first - 1 - kLeaverRounds);
-  const size_t count = static_cast<size_t>(kAllreduceSizes[0] + kAllreduceSizes[1] + kAllreduceSizes[2]);
+  expect_joined_allreduce_job_exact(round_joined_at(job("allreduce", "rejoin"), 3));
+}
+
+// The same job through the C API, as a program of one's own lets the
+// joined worker in: dt_kvstore_admit_joining_workers before each round,
+// and its state as bytes (dt_kvstore_hand_over_state, then
+// dt_kvstore_handed_state on the joined worker).
+TEST_F(WorkerLoss, AllreduceWorkerLetInThroughTheCApiGetsTheirState) {
+  expect_joined_allreduce_job_exact(round_joined_at(job("allreduce", "rejoin", "kvstore"), 3));
+}
+
+// A trainer's loop of its own (dt_trainer_train_batch) with
+// dt_trainer_admit_joining_workers before each batch: the joined worker
+// takes the trainer state of the others (weights, momentum, step) and goes
+// on from their step, so all three end with the same checkpoint bytes,
+// though the joined one started from other weights.
+TEST_F(WorkerLoss, AllreduceTrainerLoopThroughTheCApiLetsTheJoinedWorkerIn) {
+  const int first = round_joined_at(job("allreduce", "rejoin", "trainer"), 3);
+  EXPECT_GT(first, kLeaverRounds);
+  ASSERT_LE(first, kTrainerSteps) << "the others finished before it joined: slow them down";
+  std::string checkpoints[3];
   for (int r = 0; r < 3; ++r) {
-    test::expect_weights_file(out_prefix() + "." + std::to_string(r), count, expected, "worker " + std::to_string(r));
+    const std::string path = out_prefix() + "." + std::to_string(r);
+    checkpoints[r] = read_file(path);
+    std::remove(path.c_str());
   }
-  EXPECT_NE(read_file(children_[0].err).find("was let into the running job"), std::string::npos)
-      << read_file(children_[0].err);
-  EXPECT_NE(read_file(children_[1].err).find("let worker(s) 2 into the job"), std::string::npos)
-      << read_file(children_[1].err);
+  ASSERT_FALSE(checkpoints[0].empty());
+  EXPECT_TRUE(checkpoints[1] == checkpoints[0]) << "workers 0 and 1 ended with different checkpoints";
+  EXPECT_TRUE(checkpoints[2] == checkpoints[0]) << "the joined worker ended with a checkpoint of its own";
+  EXPECT_NE(read_file(children_.back().err).find("joined the running job at (step " + std::to_string(first) + ")"),
+            std::string::npos)
+      << read_file(children_.back().err);
 }
 
 // A worker of an allreduce job stalled past the heartbeat timeout is

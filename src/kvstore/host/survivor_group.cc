@@ -512,6 +512,7 @@ std::vector<uint8_t> SurvivorGroup::hand_over(std::vector<uint8_t> state) {
     awaiting_admission_ = false;
   }
   bool holds = !awaits_hand_over();
+  const bool held = holds;
   if (!holds) state.clear();
   run_step(
       [&](HostCommunicator& comm) {
@@ -541,6 +542,9 @@ std::vector<uint8_t> SurvivorGroup::hand_over(std::vector<uint8_t> state) {
       nullptr, 0);
   std::lock_guard<std::mutex> lock(mutex_);
   joined_.clear();
+  // A worker that held the state has it already: only a joined one is
+  // handed something new.
+  if (held) return {};
   return state;
 }
 

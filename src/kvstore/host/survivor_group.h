@@ -117,9 +117,10 @@ class SurvivorGroup {
   // own): votes, and returns true, alike on every one, when workers that
   // joined were let in just now; then every worker calls hand_over() next.
   bool admit_waiting_workers();
-  // The step after the joined workers were let in: returns state as the
-  // first worker in the group that holds it sent it (its own state, there;
-  // a joined worker's is ignored). A joined worker's first call waits until
+  // The step after the joined workers were let in: on a joined worker,
+  // returns the state the first worker in the group that holds it sent (a
+  // joined worker's own is ignored); on the workers that held it, nothing
+  // (they have it). A joined worker's first call waits until
   // the workers in the job let it in: Error(kTimedOut) after
   // startup_timeout_s + request_timeout_s, kClosed when the job finished
   // first. Before it, any other step is Error(kBadState).
