@@ -96,6 +96,20 @@ func distSyncWorker() error {
 // Two Go worker processes, a scheduler and a server on loopback, started by
 // dtrun: each worker checks that dist_sync pushpull sums both workers.
 func TestDistSyncPushPull(t *testing.T) {
+	out := runJob(t, "dist_sync_worker", "-n", "2", "-s", "1")
+	for rank := 0; rank < 2; rank++ {
+		line := fmt.Sprintf("dist_sync worker rank %d of 2: pushpull sums ok", rank)
+		if !strings.Contains(out, line) {
+			t.Fatalf("missing %q in the job's output", line)
+		}
+	}
+}
+
+// runJob runs this test binary as the workers of a dtrun job (dtrunArgs:
+// its layout and options), with role selecting their body in TestMain, and
+// returns the job's output once dtrun succeeded.
+func runJob(t *testing.T, role string, dtrunArgs ...string) string {
+	t.Helper()
 	dtrun := os.Getenv("DISTTRAIN_DTRUN")
 	if dtrun == "" {
 		var err error
@@ -107,9 +121,9 @@ func TestDistSyncPushPull(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(dtrun, "-n", "2", "-s", "1", "--timeout", "120", "--",
-		self, "-test.run", "^$")
-	cmd.Env = append(os.Environ(), roleEnv+"=dist_sync_worker")
+	args := append(append([]string{}, dtrunArgs...), "--timeout", "120", "--", self, "-test.run", "^$")
+	cmd := exec.Command(dtrun, args...)
+	cmd.Env = append(os.Environ(), roleEnv+"="+role)
 	var out bytes.Buffer
 	cmd.Stdout = &out
 	cmd.Stderr = &out
@@ -130,12 +144,7 @@ func TestDistSyncPushPull(t *testing.T) {
 	if err != nil {
 		t.Fatalf("dtrun: %v", err)
 	}
-	for rank := 0; rank < 2; rank++ {
-		line := fmt.Sprintf("dist_sync worker rank %d of 2: pushpull sums ok", rank)
-		if !strings.Contains(out.String(), line) {
-			t.Fatalf("missing %q in the job's output", line)
-		}
-	}
+	return out.String()
 }
 
 // Deadlines travel through KVStoreOptions: a worker whose scheduler never

@@ -399,6 +399,12 @@ func TestKVStoreLocal(t *testing.T) {
 	if joined, before, err := kv.JoinedRunningJob(); err != nil || joined || before != 0 {
 		t.Fatalf("joined %v after %d rounds, %v", joined, before, err)
 	}
+	// Only "allreduce" lets workers into a running job (rejoin_test.go).
+	if admitted := get(kv.AdmitJoiningWorkers())(t); admitted {
+		t.Fatal("a local store let a worker in")
+	}
+	_, err := kv.HandOverState([]byte{1, 2, 3})
+	wantStatus(t, "HandOverState on a local store", err, StatusNotSupported)
 	zero := get(NewNDArray(ctx, Float32, []int64{4}))(t)
 	defer zero.Close()
 	if err := kv.Init([]uint64{3}, []*NDArray{zero}); err != nil {

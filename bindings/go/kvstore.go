@@ -3,6 +3,7 @@ package disttrain
 import (
 	"runtime"
 	"time"
+	"unsafe"
 
 	"github.com/disttrain/disttrain/bindings/go/internal/capi"
 )
@@ -205,6 +206,58 @@ func (kv *KVStore) JoinedRunningJob() (joined bool, roundsBefore int64, err erro
 		return false, 0, err
 	}
 	return j != 0, roundsBefore, nil
+}
+
+// AdmitJoiningWorkers lets a worker into an "allreduce" job from a
+// training loop of one's own (DT_WORKER_LOSS=continue;
+// Trainer.AdmitJoiningWorkers does it all for a trainer). Every worker in
+// the job calls it at the same point of its loop, before each step; about
+// every 0.1 s of steps it is one small all-reduce. true, alike on every
+// worker, when a worker that joined in a departed one's place was let in
+// just now: then each calls HandOverState with its state before its next
+// push. false on the other stores.
+func (kv *KVStore) AdmitJoiningWorkers() (bool, error) {
+	p, err := kv.handle().acquire("KVStore.AdmitJoiningWorkers", "KVStore")
+	if err != nil {
+		return false, err
+	}
+	defer kv.h.release()
+	var admitted int32
+	if err := check(capi.Dt_kvstore_admit_joining_workers(&admitted, p)); err != nil {
+		return false, err
+	}
+	return admitted != 0, nil
+}
+
+// HandOverState is the hand-over after AdmitJoiningWorkers: a worker in the
+// job passes its state and gets nil back. A worker that joined
+// (JoinedRunningJob) calls it once, before anything else that communicates
+// (with nil): it waits until the job lets it in and returns the state the
+// first worker in the job sent. A *Failure NotSupported on the stores that
+// let nobody in this way; TimedOut, Closed or PeerLost on a joined worker
+// that was not let in (see dt_kvstore_hand_over_state).
+func (kv *KVStore) HandOverState(state []byte) ([]byte, error) {
+	p, err := kv.handle().acquire("KVStore.HandOverState", "KVStore")
+	if err != nil {
+		return nil, err
+	}
+	defer kv.h.release()
+	var src unsafe.Pointer
+	if len(state) > 0 {
+		src = unsafe.Pointer(&state[0])
+	}
+	var n uint64
+	if err := check(capi.Dt_kvstore_hand_over_state(&n, p, src, int64(len(state)))); err != nil {
+		return nil, err
+	}
+	if n == 0 {
+		return nil, nil
+	}
+	handed := make([]byte, n)
+	if err := check(capi.Dt_kvstore_handed_state(handed, int64(len(handed)), &n, p)); err != nil {
+		return nil, err
+	}
+	return handed, nil
 }
 
 // Traffic is the bytes this process's store has sent and received over the

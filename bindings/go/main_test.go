@@ -6,14 +6,23 @@ import (
 	"testing"
 )
 
-// roleEnv selects, in a process started by dtrun from TestDistSyncPushPull,
-// the worker body instead of the test suite.
+// roleEnv selects, in a process started by dtrun from a test (runJob), the
+// worker body instead of the test suite.
 const roleEnv = "DISTTRAIN_GO_TEST_ROLE"
 
 func TestMain(m *testing.M) {
-	if os.Getenv(roleEnv) == "dist_sync_worker" {
-		if err := distSyncWorker(); err != nil {
-			fmt.Fprintf(os.Stderr, "dist_sync worker: FAIL: %v\n", err)
+	workers := map[string]func() error{
+		"dist_sync_worker":        distSyncWorker,
+		"allreduce_rejoin_worker": allreduceRejoinWorker,
+	}
+	if role := os.Getenv(roleEnv); role != "" {
+		body, known := workers[role]
+		if !known {
+			fmt.Fprintf(os.Stderr, "%s=%q is no worker of these tests\n", roleEnv, role)
+			os.Exit(2)
+		}
+		if err := body(); err != nil {
+			fmt.Fprintf(os.Stderr, "%s: FAIL: %v\n", role, err)
 			os.Exit(1)
 		}
 		os.Exit(0)

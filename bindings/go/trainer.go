@@ -305,6 +305,42 @@ func (t *Trainer) Epoch() (int, error) {
 	return int(e), nil
 }
 
+// Steps is the number of steps taken (by Fit, Step and TrainBatch; those a
+// loaded checkpoint or a hand-over brought included).
+func (t *Trainer) Steps() (int64, error) {
+	p, err := t.handle().acquire("Trainer.Steps", "Trainer")
+	if err != nil {
+		return 0, err
+	}
+	defer t.h.release()
+	var n int64
+	if err := check(capi.Dt_trainer_steps(&n, p)); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// AdmitJoiningWorkers is what Fit does before each batch, for a loop of
+// one's own: letting a worker into an "allreduce" job under
+// DT_WORKER_LOSS=continue. Every worker calls it before each batch. true on
+// the workers in the job, alike on every one, when a worker that joined in
+// a departed one's place was let in just now and handed this trainer's
+// state; on the joined worker the first call waits to be let in, takes
+// that state and returns true: its loop goes on from Steps. false otherwise
+// (see dt_trainer_admit_joining_workers).
+func (t *Trainer) AdmitJoiningWorkers() (bool, error) {
+	p, err := t.handle().acquire("Trainer.AdmitJoiningWorkers", "Trainer")
+	if err != nil {
+		return false, err
+	}
+	defer t.h.release()
+	var admitted int32
+	if err := check(capi.Dt_trainer_admit_joining_workers(&admitted, p)); err != nil {
+		return false, err
+	}
+	return admitted != 0, nil
+}
+
 // SkippedSteps is the number of steps whose update was skipped because
 // float16 gradients overflowed (see Net.SetComputeDType); 0 without loss
 // scaling.

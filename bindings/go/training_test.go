@@ -95,6 +95,13 @@ func TestLocalTrainingLossDecreases(t *testing.T) {
 	if lr := get(tr.LearningRate())(t); lr != 0.1 {
 		t.Fatalf("learning rate %v", lr)
 	}
+	if n := get(tr.Steps())(t); n != steps {
+		t.Fatalf("%d steps counted, %d taken", n, steps)
+	}
+	// A local store lets nobody into the job: a loop of one's own goes on.
+	if admitted := get(tr.AdmitJoiningWorkers())(t); admitted {
+		t.Fatal("a local store let a worker in")
+	}
 	// float32 has no loss scaling: no step is ever skipped.
 	if n := get(tr.SkippedSteps())(t); n != 0 {
 		t.Fatalf("%d of %d float32 steps skipped", n, steps)

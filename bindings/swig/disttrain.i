@@ -111,6 +111,9 @@
 %rename("%s") dt_kvstore_num_workers;
 %rename("%s") dt_kvstore_traffic;
 %rename("%s") dt_kvstore_joined_running_job;
+%rename("%s") dt_kvstore_admit_joining_workers;
+%rename("%s") dt_kvstore_hand_over_state;
+%rename("%s") dt_kvstore_handed_state;
 %rename("%s") dt_kvstore_init;
 %rename("%s") dt_kvstore_push;
 %rename("%s") dt_kvstore_pull;
@@ -146,6 +149,8 @@
 %rename("%s") dt_fit_options_init;
 %rename("%s") dt_trainer_fit;
 %rename("%s") dt_trainer_epoch;
+%rename("%s") dt_trainer_steps;
+%rename("%s") dt_trainer_admit_joining_workers;
 %rename("%s") dt_trainer_skipped_steps;
 %rename("%s") dt_kvstore_options_init;
 %rename("%s") dt_kvstore_create_ex;

@@ -318,6 +318,7 @@ DTJ_OUT(int64_t, out_correct, jlongArray, long[], jlong, Long)
 DTJ_OUT(int64_t, out_bytes_sent, jlongArray, long[], jlong, Long)
 DTJ_OUT(int64_t, out_bytes_received, jlongArray, long[], jlong, Long)
 DTJ_OUT(int32_t, out_joined, jintArray, int[], jint, Int)
+DTJ_OUT(int32_t, out_admitted, jintArray, int[], jint, Int)
 DTJ_OUT(int64_t, out_rounds_before, jlongArray, long[], jlong, Long)
 DTJ_OUT(double, out, jdoubleArray, double[], jdouble, Double)
 DTJ_OUT(double, out_loss, jdoubleArray, double[], jdouble, Double)
@@ -531,6 +532,7 @@ dt_status dtj_ndarray_copy_to_##NAME(CTYPE *dst, size_t count, const dt_ndarray 
 %rename("%s") dtj_trainer_fit;
 %rename("%s") dtj_kvstore_create_ex;
 %rename("%s") dtj_node_run;
+%rename("%s") dtj_kvstore_hand_over_state;
 
 %inline %{
 /* The DT_VERSION_NUMBER this glue was compiled against. */
@@ -613,6 +615,13 @@ dt_status dtj_trainer_fit(dt_trainer *trainer, dt_data_loader *train, dt_data_lo
 
 /* options->scheduler_host is a pointer the struct would keep: set here, for
  * the duration of the call only (NULL: the environment decides). */
+/* The state as a byte[] (the raw call takes a direct buffer). Not through
+ * the pinned-array typemaps: the hand-over can wait for seconds, and a
+ * critical region that long would hold off the collector. */
+dt_status dtj_kvstore_hand_over_state(size_t *out_length, dt_kvstore *kv, char *buf, size_t capacity) {
+  return dt_kvstore_hand_over_state(out_length, kv, buf, capacity);
+}
+
 dt_status dtj_kvstore_create_ex(dt_kvstore **out, const char *type, const dt_kvstore_options *options,
                                 const char *scheduler_host) {
   dt_kvstore_options copy;

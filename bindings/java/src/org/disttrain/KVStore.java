@@ -194,6 +194,48 @@ public final class KVStore extends NativeHandle {
     return joined()[1];
   }
 
+  /**
+   * Letting a worker into an {@code allreduce} job from a training loop of one's own
+   * (DT_WORKER_LOSS=continue; {@link Trainer#admitJoiningWorkers()} does it all for a trainer).
+   * Every worker in the job calls it at the same point of its loop, before each step; about every
+   * 0.1 s of steps it is one small all-reduce. True, alike on every worker, when a worker that
+   * joined in a departed one's place was let in just now: then each calls {@link
+   * #handOverState(byte[])} with its state before its next push. False on the other stores.
+   */
+  public boolean admitJoiningWorkers() {
+    int[] admitted = new int[1];
+    try {
+      disttrain.dt_kvstore_admit_joining_workers(admitted, handle());
+    } finally {
+      fence();
+    }
+    return admitted[0] != 0;
+  }
+
+  /**
+   * The hand-over after {@link #admitJoiningWorkers()}: a worker in the job passes its state and
+   * gets an empty array back. A worker that {@link #joinedRunningJob() joined} calls it once,
+   * before anything else that communicates (with null or an empty array): it waits until the job
+   * lets it in and returns the state the first worker in the job sent. DtException NOT_SUPPORTED on
+   * the stores that let nobody in this way; TIMED_OUT, CLOSED or PEER_LOST on a joined worker that
+   * was not let in (see dt_kvstore_hand_over_state).
+   */
+  public byte[] handOverState(byte[] state) {
+    long[] length = new long[1];
+    try {
+      disttrain.dtj_kvstore_hand_over_state(length, handle(), state);
+      if (length[0] > Integer.MAX_VALUE - 8) {
+        throw new DtException(Status.OUT_OF_MEMORY, "KVStore.handOverState: the " + length[0]
+            + " bytes handed over do not fit a Java array");
+      }
+      byte[] handed = new byte[(int) length[0]];
+      disttrain.dt_kvstore_handed_state(handed, length, handle());
+      return handed;
+    } finally {
+      fence();
+    }
+  }
+
   private long[] joined() {
     int[] joined = new int[1];
     long[] before = new long[1];

@@ -270,6 +270,35 @@ public final class Trainer extends NativeHandle {
     return out[0];
   }
 
+  /** Steps taken (by fit, step and trainBatch; those a loaded checkpoint or a hand-over brought included). */
+  public long steps() {
+    long[] out = new long[1];
+    try {
+      disttrain.dt_trainer_steps(out, handle());
+    } finally {
+      fence();
+    }
+    return out[0];
+  }
+
+  /**
+   * What fit does before each batch, for a loop of one's own: letting a worker into an {@code
+   * allreduce} job under DT_WORKER_LOSS=continue. Every worker calls it before each batch. True on
+   * the workers in the job, alike on every one, when a worker that joined in a departed one's place
+   * was let in just now and handed this trainer's state; on the joined worker, the first call waits
+   * to be let in, takes that state and returns true: its loop goes on from {@link #steps()}. False
+   * otherwise (see dt_trainer_admit_joining_workers).
+   */
+  public boolean admitJoiningWorkers() {
+    int[] admitted = new int[1];
+    try {
+      disttrain.dt_trainer_admit_joining_workers(admitted, handle());
+    } finally {
+      fence();
+    }
+    return admitted[0] != 0;
+  }
+
   /** Steps skipped because float16 gradients overflowed (see {@link Net#setComputeDtype}); 0 without loss scaling. */
   public long skippedSteps() {
     long[] out = new long[1];

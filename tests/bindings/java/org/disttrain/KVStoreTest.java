@@ -22,6 +22,9 @@ class KVStoreTest {
       assertEquals(1, kv.numWorkers());
       assertFalse(kv.joinedRunningJob());
       assertEquals(0L, kv.roundsBeforeJoining());
+      // Only "allreduce" lets workers into a running job (AllreduceRejoinWorker).
+      assertFalse(kv.admitJoiningWorkers());
+      ErrorsTest.expect(Status.NOT_SUPPORTED, () -> kv.handOverState(new byte[] {1, 2, 3}));
       kv.init(7, init);
       kv.pull(7, out);
       assertArrayEquals(new float[] {1, 1, 1}, out.toFloatArray());

@@ -1,6 +1,7 @@
 package org.disttrain;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Files;
@@ -80,6 +81,9 @@ class TrainingTest {
       assertTrue(last < first, "loss went from " + first + " to " + last);
       // float32 has no loss scaling: no step is ever skipped.
       assertEquals(0, trainer.skippedSteps());
+      assertTrue(trainer.steps() > 0);
+      // A local store lets nobody into the job: a loop of one's own goes on.
+      assertFalse(trainer.admitJoiningWorkers());
       assertEquals(1.0, net.lossScale());
       assertEquals(DType.FLOAT32, net.computeDtype());
       ErrorsTest.expect(Status.BAD_STATE, () -> net.setComputeDtype(DType.FLOAT32));
