@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -190,14 +191,77 @@ std::vector<Entry> parse_entries(const Json& header, uint64_t data_bytes, const 
   return entries;
 }
 
+// The header for arrays, padded with spaces so that the data block starts
+// 8-byte aligned, as the reference writer does.
+std::string padded_header(const NamedArrays& arrays, const std::map<std::string, std::string>& metadata) {
+  check_names(arrays);
+  std::string header = build_header(arrays, metadata).dump();
+  header.append((8 - header.size() % 8) % 8, ' ');
+  return header;
+}
+
+// Where the bytes go and where they come from: a file or memory.
+using WriteAll = std::function<void(const void* data, size_t bytes)>;
+using ReadAt = std::function<void(void* data, size_t bytes, uint64_t offset)>;
+
+void write_contents(const NamedArrays& arrays, const std::string& header, const WriteAll& write) {
+  unsigned char length[8];
+  const uint64_t header_bytes = header.size();
+  for (int i = 0; i < 8; ++i) length[i] = static_cast<unsigned char>(header_bytes >> (8 * i));
+  write(length, sizeof length);
+  write(header.data(), header.size());
+  std::vector<char> staging;
+  for (const auto& [name, array] : arrays) {
+    if (array.context()->is_cpu()) {
+      write(array.data(), array.nbytes());
+    } else {
+      staging.resize(array.nbytes());
+      array.copy_to_host(staging.data(), staging.size());
+      write(staging.data(), staging.size());
+    }
+  }
+}
+
+// total_bytes: the size of what read reads from; what: its name in errors.
+SafetensorsContents read_contents(uint64_t total_bytes, const ReadAt& read, const std::string& what,
+                                  const std::shared_ptr<Context>& ctx) {
+  if (total_bytes < 8) throw Error(ErrorCode::kIo, what + " is too short to be a safetensors file");
+  unsigned char length[8];
+  read(length, sizeof length, 0);
+  uint64_t header_bytes = 0;
+  for (int i = 0; i < 8; ++i) header_bytes |= static_cast<uint64_t>(length[i]) << (8 * i);
+  if (header_bytes > kMaxHeaderBytes || header_bytes > total_bytes - 8) {
+    throw Error(ErrorCode::kIo, what + ": header length " + std::to_string(header_bytes) + " exceeds the file");
+  }
+  std::string text(header_bytes, '\0');
+  read(text.data(), text.size(), 8);
+  Json header = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (header.is_discarded()) throw Error(ErrorCode::kIo, what + ": header is not valid JSON");
+
+  const uint64_t data_start = 8 + header_bytes;
+  SafetensorsContents contents;
+  const std::vector<Entry> entries = parse_entries(header, total_bytes - data_start, what, contents.metadata);
+  std::vector<char> staging;
+  for (const Entry& entry : entries) {
+    NDArray array = NDArray::empty(ctx, entry.dtype, entry.shape);
+    const size_t bytes = array.nbytes();
+    if (ctx->is_cpu()) {
+      read(array.data(), bytes, data_start + entry.begin);
+    } else {
+      staging.resize(bytes);
+      read(staging.data(), bytes, data_start + entry.begin);
+      array.copy_from_host(staging.data(), bytes);
+    }
+    contents.arrays.emplace_back(entry.name, std::move(array));
+  }
+  return contents;
+}
+
 }  // namespace
 
 void save_safetensors(const std::string& path, const NamedArrays& arrays,
                       const std::map<std::string, std::string>& metadata) {
-  check_names(arrays);
-  std::string header = build_header(arrays, metadata).dump();
-  // Pad with spaces so the data block starts 8-byte aligned, as the reference writer does.
-  header.append((8 - header.size() % 8) % 8, ' ');
+  const std::string header = padded_header(arrays, metadata);
 
   // The file is replaced by rename(), which would just as happily replace a
   // device node or a directory's entry: refuse anything but a regular file.
@@ -210,21 +274,7 @@ void save_safetensors(const std::string& path, const NamedArrays& arrays,
   if (file.get() < 0) throw Error(ErrorCode::kIo, "cannot create a file beside " + path + ": " + system_reason());
   TempFileGuard guard(temp_path);
 
-  unsigned char length[8];
-  const uint64_t header_bytes = header.size();
-  for (int i = 0; i < 8; ++i) length[i] = static_cast<unsigned char>(header_bytes >> (8 * i));
-  write_all(file.get(), length, sizeof length, path);
-  write_all(file.get(), header.data(), header.size(), path);
-  std::vector<char> staging;
-  for (const auto& [name, array] : arrays) {
-    if (array.context()->is_cpu()) {
-      write_all(file.get(), array.data(), array.nbytes(), path);
-    } else {
-      staging.resize(array.nbytes());
-      array.copy_to_host(staging.data(), staging.size());
-      write_all(file.get(), staging.data(), staging.size(), path);
-    }
-  }
+  write_contents(arrays, header, [&](const void* data, size_t bytes) { write_all(file.get(), data, bytes, path); });
   if (::fsync(file.get()) != 0) throw Error(ErrorCode::kIo, "flushing " + path + ": " + system_reason());
   // mkstemp makes the file 0600; a checkpoint should get the usual permissions.
   const mode_t mask = ::umask(0);
@@ -246,38 +296,35 @@ SafetensorsContents load_safetensors(const std::string& path, const std::shared_
   struct stat info;
   if (::fstat(file.get(), &info) != 0) throw Error(ErrorCode::kIo, "cannot stat " + path + ": " + system_reason());
   if (!S_ISREG(info.st_mode)) throw Error(ErrorCode::kIo, path + " is not a regular file");
-  const auto file_bytes = static_cast<uint64_t>(info.st_size);
-  if (file_bytes < 8) throw Error(ErrorCode::kIo, path + " is too short to be a safetensors file");
+  return read_contents(
+      static_cast<uint64_t>(info.st_size),
+      [&](void* data, size_t bytes, uint64_t offset) { read_exact(file.get(), data, bytes, offset, path); }, path,
+      ctx);
+}
 
-  unsigned char length[8];
-  read_exact(file.get(), length, sizeof length, 0, path);
-  uint64_t header_bytes = 0;
-  for (int i = 0; i < 8; ++i) header_bytes |= static_cast<uint64_t>(length[i]) << (8 * i);
-  if (header_bytes > kMaxHeaderBytes || header_bytes > file_bytes - 8) {
-    throw Error(ErrorCode::kIo, path + ": header length " + std::to_string(header_bytes) + " exceeds the file");
-  }
-  std::string text(header_bytes, '\0');
-  read_exact(file.get(), text.data(), text.size(), 8, path);
-  Json header = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (header.is_discarded()) throw Error(ErrorCode::kIo, path + ": header is not valid JSON");
+std::vector<uint8_t> safetensors_bytes(const NamedArrays& arrays, const std::map<std::string, std::string>& metadata) {
+  const std::string header = padded_header(arrays, metadata);
+  size_t total = 8 + header.size();
+  for (const auto& [name, array] : arrays) total += array.nbytes();
+  std::vector<uint8_t> bytes;
+  bytes.reserve(total);
+  write_contents(arrays, header, [&](const void* data, size_t size) {
+    const auto* begin = static_cast<const uint8_t*>(data);
+    bytes.insert(bytes.end(), begin, begin + size);
+  });
+  return bytes;
+}
 
-  const uint64_t data_start = 8 + header_bytes;
-  SafetensorsContents contents;
-  const std::vector<Entry> entries = parse_entries(header, file_bytes - data_start, path, contents.metadata);
-  std::vector<char> staging;
-  for (const Entry& entry : entries) {
-    NDArray array = NDArray::empty(ctx, entry.dtype, entry.shape);
-    const size_t bytes = array.nbytes();
-    if (ctx->is_cpu()) {
-      read_exact(file.get(), array.data(), bytes, data_start + entry.begin, path);
-    } else {
-      staging.resize(bytes);
-      read_exact(file.get(), staging.data(), bytes, data_start + entry.begin, path);
-      array.copy_from_host(staging.data(), bytes);
-    }
-    contents.arrays.emplace_back(entry.name, std::move(array));
-  }
-  return contents;
+SafetensorsContents parse_safetensors(const std::vector<uint8_t>& bytes, const std::shared_ptr<Context>& ctx,
+                                      const std::string& what) {
+  return read_contents(
+      bytes.size(),
+      [&](void* data, size_t size, uint64_t offset) {
+        // parse_entries keeps every tensor inside; this guards the header reads.
+        if (offset > bytes.size() || size > bytes.size() - offset) throw Error(ErrorCode::kIo, what + " is truncated");
+        if (size > 0) std::memcpy(data, bytes.data() + offset, size);
+      },
+      what, ctx);
 }
 
 }  // namespace dt::core

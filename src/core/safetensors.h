@@ -5,6 +5,7 @@
 // Files written here are readable by PyTorch, JAX and MXNet users' tools.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
@@ -35,5 +36,14 @@ void save_safetensors(const std::string& path, const NamedArrays& arrays,
 // shapes and tile the data block exactly. Error(kNotFound) for a missing
 // file, Error(kIo) naming the defect otherwise.
 SafetensorsContents load_safetensors(const std::string& path, const std::shared_ptr<Context>& ctx);
+
+// The same format in memory, for state that travels instead of being kept
+// (a trainer handing its state to a worker that joined): the bytes
+// save_safetensors would write, and the checks of load_safetensors on
+// bytes, whose defects are Error(kIo) naming `what`.
+std::vector<uint8_t> safetensors_bytes(const NamedArrays& arrays,
+                                       const std::map<std::string, std::string>& metadata = {});
+SafetensorsContents parse_safetensors(const std::vector<uint8_t>& bytes, const std::shared_ptr<Context>& ctx,
+                                      const std::string& what);
 
 }  // namespace dt::core

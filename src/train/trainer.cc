@@ -7,9 +7,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
-#include <fstream>
-#include <iterator>
 #include <map>
 #include <optional>
 #include <string>
@@ -20,7 +17,6 @@
 #include "train/checkpoint_directory.h"
 #include "train/metrics.h"
 
-#include <unistd.h>
 
 namespace dt::train {
 
@@ -58,46 +54,6 @@ NDArray on_context(const NDArray& part, const std::shared_ptr<core::Context>& ct
   staging.copy_from(part);
   return staging;
 }
-
-// A file in a private directory of its own under $TMPDIR (else /tmp),
-// removed with it: where a trainer's state passes through on its way to or
-// from bytes (the checkpoint format is written to and read from files).
-class ScratchFile {
- public:
-  ScratchFile() {
-    const char* tmp = std::getenv("TMPDIR");
-    std::string pattern = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/disttrain-state.XXXXXX";
-    if (::mkdtemp(pattern.data()) == nullptr) {
-      throw Error(ErrorCode::kIo, "cannot make a directory like " + pattern + ": " + std::strerror(errno));
-    }
-    dir_ = pattern;
-    path_ = dir_ + "/state.safetensors";
-  }
-  ~ScratchFile() {
-    ::unlink(path_.c_str());
-    ::rmdir(dir_.c_str());
-  }
-  ScratchFile(const ScratchFile&) = delete;
-  ScratchFile& operator=(const ScratchFile&) = delete;
-  const std::string& path() const { return path_; }
-
-  std::vector<uint8_t> read() const {
-    std::ifstream in(path_, std::ios::binary);
-    std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (!in.eof() && in.fail()) throw Error(ErrorCode::kIo, "cannot read " + path_);
-    return bytes;
-  }
-  void write(const std::vector<uint8_t>& bytes) const {
-    std::ofstream out(path_, std::ios::binary | std::ios::trunc);
-    out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-    out.close();
-    if (!out) throw Error(ErrorCode::kIo, "cannot write " + std::to_string(bytes.size()) + " bytes to " + path_);
-  }
-
- private:
-  std::string dir_;
-  std::string path_;
-};
 
 }  // namespace
 
@@ -636,15 +592,14 @@ int64_t Trainer::join_running_job(int64_t batches_per_epoch) {
 }
 
 std::vector<uint8_t> Trainer::state_bytes() const {
-  ScratchFile file;
-  save_checkpoint(file.path());
-  return file.read();
+  const core::SafetensorsContents checkpoint = checkpoint_contents();
+  return core::safetensors_bytes(checkpoint.arrays, checkpoint.metadata);
 }
 
 void Trainer::load_state(const std::vector<uint8_t>& bytes) {
-  ScratchFile file;
-  file.write(bytes);
-  load_checkpoint(file.path());
+  phase_.require_fresh_for_checkpoint_load("load_state");
+  const std::string what = "the state the workers handed over";
+  load_checkpoint_contents(core::parse_safetensors(bytes, net_->context(), what), what);
 }
 
 void Trainer::set_learning_rate(double lr) {
@@ -667,6 +622,16 @@ core::NamedArrays Trainer::optimizer_state() const {
 }
 
 void Trainer::save_checkpoint(const std::string& path) const {
+  const core::SafetensorsContents checkpoint = checkpoint_contents();
+  core::save_safetensors(path, checkpoint.arrays, checkpoint.metadata);
+}
+
+void Trainer::load_checkpoint(const std::string& path) {
+  phase_.require_fresh_for_checkpoint_load("load_checkpoint");
+  load_checkpoint_contents(core::load_safetensors(path, net_->context()), path);
+}
+
+core::SafetensorsContents Trainer::checkpoint_contents() const {
   core::NamedArrays entries;
   for (const nn::Parameter& p : net_->parameters()) entries.emplace_back(kParamPrefix + p.name, p.value);
   for (auto& entry : optimizer_state()) entries.push_back(std::move(entry));
@@ -685,12 +650,10 @@ void Trainer::save_checkpoint(const std::string& path) const {
     metadata["loss_scale_growth_tracker"] = std::to_string(scaler.growth_tracker());
     metadata["loss_scale_skipped_steps"] = std::to_string(scaler.skipped_steps());
   }
-  core::save_safetensors(path, entries, metadata);
+  return core::SafetensorsContents{std::move(entries), std::move(metadata)};
 }
 
-void Trainer::load_checkpoint(const std::string& path) {
-  phase_.require_fresh_for_checkpoint_load("load_checkpoint");
-  core::SafetensorsContents contents = core::load_safetensors(path, net_->context());
+void Trainer::load_checkpoint_contents(const core::SafetensorsContents& contents, const std::string& path) {
   if (contents.metadata.count("format") == 0 || contents.metadata.at("format") != kCheckpointFormat) {
     throw Error(ErrorCode::kIo, path + " is not a disttrain checkpoint (metadata format is not " +
                                     kCheckpointFormat + ")");

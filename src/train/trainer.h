@@ -57,6 +57,7 @@
 
 #include "core/context.h"
 #include "core/ndarray.h"
+#include "core/safetensors.h"
 #include "data/batch_loader.h"
 #include "kvstore/kvstore.h"
 #include "nn/net.h"
@@ -178,6 +179,10 @@ class Trainer {
   // load_checkpoint): what workers hand a joined one.
   std::vector<uint8_t> state_bytes() const;
   void load_state(const std::vector<uint8_t>& bytes);
+  // What a checkpoint holds (save_checkpoint writes it, state_bytes encodes
+  // it), and taking it in; path names its source in errors.
+  core::SafetensorsContents checkpoint_contents() const;
+  void load_checkpoint_contents(const core::SafetensorsContents& contents, const std::string& path);
   bool store_initialized() const { return phase_.store_initialized(kv_ != nullptr); }
   // Brings the replicas to the net's compute dtype and loss scaler, and
   // the update side to what the net's precision policy allows (see above).

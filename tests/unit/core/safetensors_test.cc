@@ -9,7 +9,9 @@
 #include <csignal>
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <string>
+#include <vector>
 
 #include "core/error.h"
 
@@ -44,14 +46,30 @@ class SafetensorsTest : public ::testing::Test {
     return path;
   }
 
+  // The code loading path fails with; its bytes, parsed in memory, must
+  // fail alike.
   ErrorCode load_error(const std::string& path) {
+    ErrorCode code = ErrorCode::kInternal;
     try {
       load_safetensors(path, cpu_);
+      ADD_FAILURE() << "loaded a defective file " << path;
     } catch (const Error& e) {
-      return e.code();
+      code = e.code();
     }
-    ADD_FAILURE() << "loaded a defective file " << path;
-    return ErrorCode::kInternal;
+    struct stat info;
+    if (::stat(path.c_str(), &info) != 0 || !S_ISREG(info.st_mode)) return code;
+    std::ifstream in(path, std::ios::binary);
+    const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (code == ErrorCode::kIo) {
+      try {
+        parse_safetensors(bytes, cpu_, "the bytes of " + path);
+        ADD_FAILURE() << "parsed the defective bytes of " << path;
+      } catch (const Error& e) {
+        EXPECT_EQ(e.code(), ErrorCode::kIo) << e.what();
+        EXPECT_NE(std::string(e.what()).find("the bytes of " + path), std::string::npos) << e.what();
+      }
+    }
+    return code;
   }
 
   std::string dir_;
@@ -77,6 +95,33 @@ TEST_F(SafetensorsTest, RoundTripKeepsOrderDtypesShapesAndMetadata) {
   EXPECT_EQ(loaded.arrays[1].second.data_as<int64_t>()[0], -7);
   EXPECT_EQ(loaded.arrays[2].second.size(), 0u);
   EXPECT_EQ(loaded.metadata.at("format"), "pt");
+}
+
+// In memory: the bytes a file would hold, read back alike.
+TEST_F(SafetensorsTest, BytesAreTheFilesBytesAndReadBack) {
+  NDArray a = NDArray::zeros(cpu_, DType::kFloat32, Shape({3}));
+  NDArray b = NDArray::zeros(cpu_, DType::kInt32, Shape({2, 1}));
+  a.data_as<float>()[2] = 1.5f;
+  b.data_as<int32_t>()[1] = -3;
+  const NamedArrays arrays = {{"w", a}, {"step", b}};
+  const std::string path = dir_ + "/same.safetensors";
+  save_safetensors(path, arrays, {{"epoch", "2"}});
+  std::ifstream in(path, std::ios::binary);
+  const std::vector<uint8_t> file((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::vector<uint8_t> bytes = safetensors_bytes(arrays, {{"epoch", "2"}});
+  EXPECT_EQ(bytes, file);
+  const SafetensorsContents parsed = parse_safetensors(bytes, cpu_, "state");
+  ASSERT_EQ(parsed.arrays.size(), 2u);
+  EXPECT_EQ(parsed.arrays[0].first, "w");
+  EXPECT_EQ(parsed.arrays[0].second.data_as<float>()[2], 1.5f);
+  EXPECT_EQ(parsed.arrays[1].second.shape(), Shape({2, 1}));
+  EXPECT_EQ(parsed.arrays[1].second.data_as<int32_t>()[1], -3);
+  EXPECT_EQ(parsed.metadata.at("epoch"), "2");
+  EXPECT_THROW(safetensors_bytes({{"w", a}, {"w", b}}), Error);
+  for (size_t cut : {size_t{0}, size_t{7}, bytes.size() - 1}) {
+    const std::vector<uint8_t> truncated(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(cut));
+    EXPECT_THROW(parse_safetensors(truncated, cpu_, "state"), Error) << cut;
+  }
 }
 
 TEST_F(SafetensorsTest, RejectsBadNames) {
