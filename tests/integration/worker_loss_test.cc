@@ -252,6 +252,14 @@ int c_api_kvstore_worker() {
   }
   must(dt_kvstore_init(kv.get(), keys.data(), out_list.data(), keys.size()));
   int first = 1;
+  if (joiner == 0) {
+    // Nobody was let in: a hand-over is refused, and the store goes on.
+    size_t length = 0;
+    if (dt_kvstore_hand_over_state(&length, kv.get(), nullptr, 0) != DT_ERR_BAD_STATE ||
+        std::string(dt_last_error()).find("let nobody in") == std::string::npos) {
+      throw Error(core::ErrorCode::kInternal, std::string("a hand-over without anyone let in: ") + dt_last_error());
+    }
+  }
   if (joiner != 0) {
     size_t length = 0;
     must(dt_kvstore_hand_over_state(&length, kv.get(), nullptr, 0));
@@ -263,6 +271,12 @@ int c_api_kvstore_worker() {
   for (int round = first; round <= kJoinRounds; ++round) {
     int32_t admitted = 0;
     if (round > first || joiner == 0) must(dt_kvstore_admit_joining_workers(&admitted, kv.get()));
+    if (admitted != 0 && std::getenv("DT_TEST_PUSH_BEFORE_HAND_OVER") != nullptr) {
+      const dt_status status =
+          dt_kvstore_pushpull(kv.get(), keys.data(), value_list.data(), out_list.data(), keys.size(), 0);
+      std::cout << "pushpull before the hand-over: status " << status << ": " << dt_last_error() << std::endl;
+      return status == DT_ERR_BAD_STATE ? 4 : 5;
+    }
     if (admitted != 0) {
       const std::vector<uint8_t> state = encode_state(round, weights);
       size_t handed = 1;
@@ -390,7 +404,8 @@ class WorkerLoss : public test::JobProcesses {
  protected:
   // api: "" (the C++ workers above), or DT_TEST_API's "kvstore" or "trainer".
   std::map<std::string, std::string> job(const std::string& store, const std::string& leave,
-                                         const std::string& api = "") {
+                                         const std::string& api = "",
+                                         const std::map<std::string, std::string>& extra = {}) {
     const int servers = store == "allreduce" ? 0 : 2;
     std::map<std::string, std::string> env = test::fast_job_env(servers, 3, "2");
     env["DT_REQUEST_TIMEOUT_S"] = "30";
@@ -399,6 +414,7 @@ class WorkerLoss : public test::JobProcesses {
     env["DT_TEST_STORE"] = store;
     env["DT_TEST_LEAVE"] = leave;
     if (!api.empty()) env["DT_TEST_API"] = api;
+    for (const auto& [name, value] : extra) env[name] = value;
     const std::string port = start_tcp_scheduler(env);
     env["DMLC_PS_ROOT_URI"] = "127.0.0.1";
     env["DMLC_PS_ROOT_PORT"] = port;
@@ -541,6 +557,25 @@ TEST_F(WorkerLoss, AllreduceWorkerStartedInTheLostOnesPlaceIsLetInWithTheirState
 // dt_kvstore_handed_state on the joined worker).
 TEST_F(WorkerLoss, AllreduceWorkerLetInThroughTheCApiGetsTheirState) {
   expect_joined_allreduce_job_exact(round_joined_at(job("allreduce", "rejoin", "kvstore"), 3));
+}
+
+// A program that lets a worker in and then pushes instead of handing over
+// would pair its push with the joined worker's hand-over: the push is
+// refused, naming the hand-over, and the job ends rather than mixing them.
+TEST_F(WorkerLoss, AllreducePushBeforeTheHandOverIsRefused) {
+  const auto env = job("allreduce", "rejoin", "kvstore", {{"DT_TEST_PUSH_BEFORE_HAND_OVER", "1"}});
+  ASSERT_TRUE(wait_exit(children_[3], 60s)) << "worker 2 did not leave";
+  Child& joiner = spawn_joiner(env);
+  for (size_t i = 0; i < children_.size(); ++i) {
+    if (i == 3) continue;  // worker 2, gone
+    ASSERT_TRUE(wait_exit(children_[i], 90s)) << "process " << i << " hung";
+  }
+  for (size_t i = 1; i < 3; ++i) {
+    EXPECT_EQ(children_[i].status, 4) << read_file(children_[i].out) << read_file(children_[i].err);
+    EXPECT_NE(read_file(children_[i].out).find("next collective is hand_over_state"), std::string::npos)
+        << read_file(children_[i].out);
+  }
+  EXPECT_NE(joiner.status, 0) << "the joined worker went on without the job's state: " << read_file(joiner.err);
 }
 
 // A trainer's loop of its own (dt_trainer_train_batch) with

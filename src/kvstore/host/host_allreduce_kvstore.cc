@@ -530,6 +530,15 @@ bool HostAllreduceKVStore::admit_joining_workers() {
 std::vector<uint8_t> HostAllreduceKVStore::hand_over_state(const std::vector<uint8_t>& state) {
   std::unique_lock<std::mutex> lock(mutex_);
   throw_if_failed();
+  // Refused here, on the caller's thread, so the store goes on: with nobody
+  // let in there is nothing to hand over.
+  if (!group_->hand_over_due()) {
+    throw Error(ErrorCode::kBadState,
+                "hand_over_state: worker " + std::to_string(member_->rank()) + " let nobody in; " +
+                    (group_->regroups() ? std::string("call it on every worker of the job once admit_joining_workers "
+                                                      "returned true")
+                                        : std::string("a job lets workers in only under DT_WORKER_LOSS=continue")));
+  }
   std::vector<uint8_t> result;
   run_on_communication_thread(lock, [&] { result = group_->hand_over(state); });
   return result;

@@ -154,6 +154,14 @@ void SurvivorGroup::run_step(const Step& step, void* data, size_t bytes, bool re
                                           " joined the running job and was not let in yet: its first collective is "
                                           "hand_over_state, which takes the job's state (the trainer calls it)");
   }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (hand_over_due_ && !handing_over_) {
+      throw Error(ErrorCode::kBadState, "allreduce: workers were let into the job and wait for its state: every "
+                                        "worker's next collective is hand_over_state (after admit_joining_workers "
+                                        "returned true), not another");
+    }
+  }
   auto* bytes_at = static_cast<uint8_t*>(data);
   if (regroups_ && bytes > 0) input_.assign(bytes_at, bytes_at + bytes);
   for (;;) {
@@ -485,10 +493,16 @@ bool SurvivorGroup::admit_waiting_workers() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     joined = !joined_.empty();
+    hand_over_due_ = joined;
     std::fprintf(stderr, "disttrain allreduce: worker %d let worker(s) %s into the job after step %llu\n",
                  member_.rank(), ranks_text(joined_).c_str(), static_cast<unsigned long long>(steps_done_));
   }
   return joined;
+}
+
+bool SurvivorGroup::hand_over_due() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return hand_over_due_ || awaiting_admission_;
 }
 
 bool SurvivorGroup::awaits_hand_over() const {
@@ -510,10 +524,22 @@ std::vector<uint8_t> SurvivorGroup::hand_over(std::vector<uint8_t> state) {
     join_running_job();
     std::lock_guard<std::mutex> lock(mutex_);
     awaiting_admission_ = false;
+    hand_over_due_ = true;
   }
   bool holds = !awaits_hand_over();
   const bool held = holds;
   if (!holds) state.clear();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    handing_over_ = true;
+  }
+  struct EndHandOver {
+    SurvivorGroup& group;
+    ~EndHandOver() {
+      std::lock_guard<std::mutex> lock(group.mutex_);
+      group.handing_over_ = false;
+    }
+  } end_hand_over{*this};
   run_step(
       [&](HostCommunicator& comm) {
         std::vector<int> members, joined;
@@ -542,6 +568,7 @@ std::vector<uint8_t> SurvivorGroup::hand_over(std::vector<uint8_t> state) {
       nullptr, 0);
   std::lock_guard<std::mutex> lock(mutex_);
   joined_.clear();
+  hand_over_due_ = false;
   // A worker that held the state has it already: only a joined one is
   // handed something new.
   if (held) return {};

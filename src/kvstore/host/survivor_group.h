@@ -89,7 +89,10 @@ class SurvivorGroup {
   // loses a worker within the heartbeat timeout: then the step ends as the
   // header says. redoable = false (a step with side effects of its own, such
   // as compression's error feedback) fails instead of running again.
-  // One thread at a time runs steps and regroups.
+  // One thread at a time runs steps and regroups. Between letting workers
+  // in and the hand-over, any other step is Error(kBadState): the joined
+  // ones wait in the hand-over, and a step of another kind would pair with
+  // theirs.
   void run_step(const Step& step, void* data, size_t bytes, bool redoable = true);
 
   // True when the job lost a worker this group still includes: the
@@ -125,6 +128,9 @@ class SurvivorGroup {
   // startup_timeout_s + request_timeout_s, kClosed when the job finished
   // first. Before it, any other step is Error(kBadState).
   std::vector<uint8_t> hand_over(std::vector<uint8_t> state);
+  // Whether a hand-over is the next step: workers were let in, or this one
+  // joined and waits to be.
+  bool hand_over_due() const;
   // Whether this worker joined the running job and has not had the job's
   // state yet.
   bool awaits_hand_over() const;
@@ -178,6 +184,10 @@ class SurvivorGroup {
   std::vector<int> workers_;      // job ranks in the group, ascending
   std::vector<int> joined_;       // of them, the ones let in that have no state yet
   bool awaiting_admission_ = false;  // joined the running job, not let in yet
+  // Workers were let in (admit_waiting_workers returned true, or this one
+  // joined): the next step is the hand-over, which hand_over() runs.
+  bool hand_over_due_ = false;
+  bool handing_over_ = false;
   uint64_t generation_ = 0;       // the job's departures plus workers let in, when it formed
   uint64_t departures_seen_ = 0;  // the job's worker departures, when it formed
   core::Traffic traffic_before_;  // of the groups before this one
