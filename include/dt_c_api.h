@@ -587,8 +587,9 @@ DT_API dt_status dt_kvstore_joined_running_job(int32_t *out_joined, int64_t *out
  * worker, when a worker that joined in a departed one's place
  * (dt_kvstore_joined_running_job) was let in just now; then each calls
  * dt_kvstore_hand_over_state with its state, as bytes of its own making
- * (e.g. its weights and step), before its next push. 0 otherwise, always
- * on the other stores. */
+ * (e.g. its weights and step), before its next push: a push or pull
+ * first is DT_ERR_BAD_STATE and fails the store (the joined worker waits in
+ * the hand-over). 0 otherwise, always on the other stores. */
 DT_API dt_status dt_kvstore_admit_joining_workers(int32_t *out_admitted, dt_kvstore *kv);
 /* The hand-over, a collective of the workers in the job and the joined
  * ones. A worker in the job passes its state (src, nbytes; the sizes may
@@ -598,7 +599,8 @@ DT_API dt_status dt_kvstore_admit_joining_workers(int32_t *out_admitted, dt_kvst
  * first worker in the job sent; dt_kvstore_handed_state copies it out. A
  * worker lost during the hand-over makes the next one that holds the state
  * send it. Errors: DT_ERR_NOT_SUPPORTED on the stores that let nobody in
- * this way; on a joined worker DT_ERR_TIMED_OUT after its deadline
+ * this way; DT_ERR_BAD_STATE on a worker in the job when nobody was let in
+ * (the store goes on); on a joined worker DT_ERR_TIMED_OUT after its deadline
  * (DT_STARTUP_TIMEOUT_S + DT_REQUEST_TIMEOUT_S), DT_ERR_CLOSED when the job
  * ended first, DT_ERR_PEER_LOST when every worker that held the state was
  * lost. */
