@@ -39,7 +39,7 @@ finished() {
   grep -qs "\"epoch\": *$epochs\b" "$file"
 }
 
-fail() { echo "FAIL: $1"; grep "disttrain\|^dtrun\|epoch\|failed" "$log" | tail -40; exit 1; }
+fail() { echo "FAIL: $1"; grep "disttrain\|^dtrun\|epoch\|failed\|error" "$log" | tail -40; exit 1; }
 
 start_job() {
   rm -f "$work"/metrics*.jsonl

@@ -53,7 +53,7 @@ job_args=(--model mlp --kvstore "$store" --batch-size 64 --threads 1 --lr 0.05 -
 tag="dt-rejoin-$$-$RANDOM"
 log="$work/rejoin.log"
 
-fail() { echo "FAIL: $1"; grep "disttrain\|^dtrun\|epoch\|failed" "$log" | tail -40; exit 1; }
+fail() { echo "FAIL: $1"; grep "disttrain\|^dtrun\|epoch\|failed\|error" "$log" | tail -40; exit 1; }
 
 # Starts the job in the background with up to $1 restarts; sets job_pid.
 start_job() {

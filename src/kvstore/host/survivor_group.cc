@@ -451,11 +451,15 @@ bool SurvivorGroup::admit_waiting_workers() {
   if (!regroups_) return false;
   if (broken_) throw *broken_;
   const auto now = Clock::now();
-  int64_t vote[2] = {member_.workers_awaiting_admission() > 0 ? 1 : 0,
-                     std::chrono::duration_cast<std::chrono::microseconds>(now - last_vote_).count()};
-  run_step([&](HostCommunicator& comm) { comm.all_reduce_sum(vote, 2, core::DType::kInt64, kAdmissionVoteTag); }, vote,
+  // The third number counts the voters: a worker that takes the vote's
+  // result from a survivor after a loss (survivor_group.h) must divide by
+  // the count that result summed, not by its new group's size, or the
+  // survivors' next votes would fall on different calls.
+  int64_t vote[3] = {member_.workers_awaiting_admission() > 0 ? 1 : 0,
+                     std::chrono::duration_cast<std::chrono::microseconds>(now - last_vote_).count(), 1};
+  run_step([&](HostCommunicator& comm) { comm.all_reduce_sum(vote, 3, core::DType::kInt64, kAdmissionVoteTag); }, vote,
            sizeof(vote));
-  const double workers = static_cast<double>(current()->size());
+  const double workers = static_cast<double>(std::max<int64_t>(vote[2], 1));
   const double step_s = static_cast<double>(vote[1]) * 1e-6 / workers / static_cast<double>(calls_since_vote_);
   calls_until_vote_ = std::clamp<int64_t>(std::llround(kVoteIntervalS / std::max(step_s, 1e-6)), 1,
                                           kMaxCallsBetweenVotes);
