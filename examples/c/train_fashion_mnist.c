@@ -339,7 +339,25 @@ int main(int argc, char **argv) {
       fit_options.metrics_path = worker_metrics;
     }
   }
-  CHECK(dt_trainer_fit(trainer, train, rank == 0 ? test : NULL, &fit_options));
+  {
+    const dt_status fitted = dt_trainer_fit(trainer, train, rank == 0 ? test : NULL, &fit_options);
+    int32_t joined = 0;
+    int64_t rounds_before = 0;
+    if (fitted == DT_ERR_CLOSED && kv != NULL) {
+      /* Started again in a lost worker's place (dtrun --max-restarts), it
+       * found the job finished before letting it in: the job's work is
+       * done, so this worker ends cleanly (a failure would have dtrun start
+       * it again if another worker has not exited yet). */
+      char why[512];
+      snprintf(why, sizeof why, "%s", dt_last_error());
+      if (dt_kvstore_joined_running_job(&joined, &rounds_before, kv) == DT_OK && joined) {
+        fprintf(stderr, "%s: the job finished without this worker\n", why);
+        rc = 0;
+        goto done;
+      }
+    }
+    CHECK(fitted);
+  }
   if (rank == 0) {
     CHECK(dt_trainer_evaluate(&test_accuracy, NULL, trainer, test));
     printf("test_accuracy=%.4f\n", test_accuracy);

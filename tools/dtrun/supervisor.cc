@@ -393,9 +393,17 @@ bool Supervisor::found_no_job_to_rejoin(const Child& failed, const std::string& 
 }
 
 bool Supervisor::others_of_role_succeeded(const Child& failed) const {
+  // A process started again in place counts by its newest run: an earlier
+  // run that was killed is not a failure of the job's.
+  const auto superseded = [&](const Child& c) {
+    return std::any_of(children_.begin(), children_.end(), [&](const auto& later) {
+      return later->name.role == c.name.role && later->name.rank == c.name.rank &&
+             later->restart_count > c.restart_count;
+    });
+  };
   return std::all_of(children_.begin(), children_.end(), [&](const auto& c) {
     return c.get() == &failed || c->name.role != failed.name.role || c->name.rank == failed.name.rank ||
-           (c->exited && exit_code_of(c->status) == 0);
+           superseded(*c) || (c->exited && exit_code_of(c->status) == 0);
   });
 }
 

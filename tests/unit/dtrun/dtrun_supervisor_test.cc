@@ -238,6 +238,38 @@ TEST(DtrunSupervisor, AWorkerStartedAgainThatFindsTheJobOverDoesNotFailIt) {
   EXPECT_EQ(supervisor.lost_workers(), std::vector<std::string>{"worker 1"});
 }
 
+// The same after another worker had been killed and started again: its
+// killed first run does not count as a worker of the job that failed (the
+// chaos test's seed 383 failed the job so).
+TEST(DtrunSupervisor, AWorkerStartedAgainFindsTheJobOverAfterAnotherWasStartedAgainToo) {
+  SignalPipe signals;
+  TempDir dir("dtrun-supervisor-test");
+  Supervisor supervisor(signals, rejoin_settings(2));
+  const std::string killed0 = dir.path() + "/worker-0-killed", killed1 = dir.path() + "/worker-1-killed";
+  const std::string restarted1 = dir.path() + "/worker-1-restarted", done = dir.path() + "/worker-0-done";
+  supervisor.start(shell({"worker", 0}, "if [ -e '" + killed0 + "' ]; then"
+                                        "  while [ ! -e '" + restarted1 + "' ]; do sleep 0.02; done;"
+                                        "  touch '" + done + "'; exit 0;"
+                                        "fi; touch '" + killed0 + "'; kill -9 $$"));
+  ChildSpec one = shell({"worker", 1}, "if [ -e '" + killed1 + "' ]; then"
+                                       "  touch '" + restarted1 + "';"
+                                       "  while [ ! -e '" + done + "' ]; do sleep 0.02; done; sleep 0.5; exit 1;"
+                                       "fi; while [ ! -e '" + killed0 + "' ]; do sleep 0.02; done;"
+                                       "touch '" + killed1 + "'; kill -9 $$");
+  one.env["DMLC_WORKER_ID"] = "1";
+  supervisor.start(one);
+  testing::internal::CaptureStderr();
+  const std::optional<Outcome> outcome =
+      supervisor.run_until([&] { return supervisor.all_exited(); }, Clock::now() + seconds(20), deadline_passed);
+  const std::string said = testing::internal::GetCapturedStderr();
+  EXPECT_FALSE(outcome.has_value()) << outcome->message << "\n" << said;
+  EXPECT_EQ(supervisor.worker_restarts(), 2) << said;
+  EXPECT_NE(said.find("dtrun: worker 1 exited with status 1 after the job's other workers had finished: there was "
+                      "no running job to rejoin (DT_WORKER_LOSS=continue)\n"),
+            std::string::npos)
+      << said;
+}
+
 TEST(DtrunSupervisor, AWorkerThatFailsAgainOnceTheRestartsAreSpentIsLeftOutAsBefore) {
   SignalPipe signals;
   TempDir dir("dtrun-supervisor-test");
