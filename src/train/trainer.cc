@@ -464,7 +464,7 @@ EpochRecord Trainer::fit(data::BatchLoader& train, data::BatchLoader* test, cons
   // and optimizer state, and the step their rounds have reached; its
   // metrics log goes on too. It resumes nothing from the checkpoint
   // directory: the job's state is newer.
-  const bool joining = kv_ && kv_->joined_running_job() && steps_ == 0 && epoch_ == 0 && !store_initialized();
+  const bool joining = joined_and_fresh();
   int64_t batches_to_skip = 0;
   if (joining) batches_to_skip = join_running_job(total);
   // An all-reduce job lets joined workers in before a batch (kvstore.h):
@@ -539,10 +539,11 @@ bool Trainer::admit_joining_workers() {
   return true;
 }
 
-bool Trainer::awaits_handed_state() const {
-  return kv_ && kv_->joined_running_job() && !update_on_kvstore_ && steps_ == 0 && epoch_ == 0 &&
-         !store_initialized();
+bool Trainer::joined_and_fresh() const {
+  return kv_ && kv_->joined_running_job() && steps_ == 0 && epoch_ == 0 && !store_initialized();
 }
+
+bool Trainer::awaits_handed_state() const { return joined_and_fresh() && !update_on_kvstore_; }
 
 int64_t Trainer::join_running_job(int64_t batches_per_epoch) {
   const auto refuse = [] {

@@ -172,8 +172,10 @@ class Trainer {
   // workers' state as they hand it over (kvstore.h), and returns how many
   // batches of its epoch they trained already.
   int64_t join_running_job(int64_t batches_per_epoch);
-  // Whether this is a worker that joined an all-reduce job and has not
-  // taken the workers' state yet.
+  // Whether this is a worker that joined a running job and has not trained
+  // or taken any state yet; and one of an all-reduce job (the workers hold
+  // the weights), which takes the workers' state.
+  bool joined_and_fresh() const;
   bool awaits_handed_state() const;
   // The checkpoint's contents as bytes, and back (fresh trainers only, as
   // load_checkpoint): what workers hand a joined one.

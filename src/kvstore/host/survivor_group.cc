@@ -156,7 +156,7 @@ void SurvivorGroup::run_step(const Step& step, void* data, size_t bytes, bool re
   }
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (hand_over_due_ && !handing_over_) {
+    if (hand_over_due_) {
       throw Error(ErrorCode::kBadState, "allreduce: workers were let into the job and wait for its state: every "
                                         "worker's next collective is hand_over_state (after admit_joining_workers "
                                         "returned true), not another");
@@ -528,22 +528,16 @@ std::vector<uint8_t> SurvivorGroup::hand_over(std::vector<uint8_t> state) {
     join_running_job();
     std::lock_guard<std::mutex> lock(mutex_);
     awaiting_admission_ = false;
-    hand_over_due_ = true;
   }
   bool holds = !awaits_hand_over();
   const bool held = holds;
   if (!holds) state.clear();
   {
+    // This is the step that was due. (A failed one fails the store: nothing
+    // runs after it that the flag would have to stop.)
     std::lock_guard<std::mutex> lock(mutex_);
-    handing_over_ = true;
+    hand_over_due_ = false;
   }
-  struct EndHandOver {
-    SurvivorGroup& group;
-    ~EndHandOver() {
-      std::lock_guard<std::mutex> lock(group.mutex_);
-      group.handing_over_ = false;
-    }
-  } end_hand_over{*this};
   run_step(
       [&](HostCommunicator& comm) {
         std::vector<int> members, joined;
@@ -572,7 +566,6 @@ std::vector<uint8_t> SurvivorGroup::hand_over(std::vector<uint8_t> state) {
       nullptr, 0);
   std::lock_guard<std::mutex> lock(mutex_);
   joined_.clear();
-  hand_over_due_ = false;
   // A worker that held the state has it already: only a joined one is
   // handed something new.
   if (held) return {};

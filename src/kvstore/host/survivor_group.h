@@ -184,10 +184,9 @@ class SurvivorGroup {
   std::vector<int> workers_;      // job ranks in the group, ascending
   std::vector<int> joined_;       // of them, the ones let in that have no state yet
   bool awaiting_admission_ = false;  // joined the running job, not let in yet
-  // Workers were let in (admit_waiting_workers returned true, or this one
-  // joined): the next step is the hand-over, which hand_over() runs.
+  // Workers were let in (admit_waiting_workers returned true): the next
+  // step is the hand-over, which hand_over() runs.
   bool hand_over_due_ = false;
-  bool handing_over_ = false;
   uint64_t generation_ = 0;       // the job's departures plus workers let in, when it formed
   uint64_t departures_seen_ = 0;  // the job's worker departures, when it formed
   core::Traffic traffic_before_;  // of the groups before this one
