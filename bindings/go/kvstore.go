@@ -234,8 +234,9 @@ func (kv *KVStore) AdmitJoiningWorkers() (bool, error) {
 // (JoinedRunningJob) calls it once, before anything else that communicates
 // (with nil): it waits until the job lets it in and returns the state the
 // first worker in the job sent. A *Failure NotSupported on the stores that
-// let nobody in this way; TimedOut, Closed or PeerLost on a joined worker
-// that was not let in (see dt_kvstore_hand_over_state).
+// let nobody in this way; BadState on a worker in the job when nobody was
+// let in (the store goes on); TimedOut, Closed or PeerLost on a joined
+// worker that was not let in (see dt_kvstore_hand_over_state).
 func (kv *KVStore) HandOverState(state []byte) ([]byte, error) {
 	p, err := kv.handle().acquire("KVStore.HandOverState", "KVStore")
 	if err != nil {

@@ -217,8 +217,9 @@ public final class KVStore extends NativeHandle {
    * gets an empty array back. A worker that {@link #joinedRunningJob() joined} calls it once,
    * before anything else that communicates (with null or an empty array): it waits until the job
    * lets it in and returns the state the first worker in the job sent. DtException NOT_SUPPORTED on
-   * the stores that let nobody in this way; TIMED_OUT, CLOSED or PEER_LOST on a joined worker that
-   * was not let in (see dt_kvstore_hand_over_state).
+   * the stores that let nobody in this way; BAD_STATE on a worker in the job when nobody was let in
+   * (the store goes on); TIMED_OUT, CLOSED or PEER_LOST on a joined worker that was not let in (see
+   * dt_kvstore_hand_over_state).
    */
   public byte[] handOverState(byte[] state) {
     long[] length = new long[1];
