@@ -15,7 +15,7 @@ const char* usage_text() {
          "             [--env-server K=V]... [--env-worker K=V]... [--interface IF]\n"
          "             [--log-dir DIR] [--timeout S] [--tls] [--worker-loss fail|continue]\n"
          "             [--server-replication N] [--max-restarts N]\n"
-         "             -- command [args...]\n"
+         "             [--] command [args...]\n"
          "\n"
          "Starts a parameter-server job: a scheduler and SERVERS servers (dt-node) and\n"
          "WORKERS copies of the command, with the DMLC_* variables set; prefixes their\n"
@@ -73,6 +73,10 @@ const char* usage_text() {
          "                        --server-replication 1 so is a failed server, which\n"
          "                        rejoins as a replica of the keys it held\n"
          "  -h, --help            this text\n"
+         "\n"
+         "The command starts at the first word that is not an option, as with\n"
+         "launch.py (dtrun -n 2 -s 2 python train.py --lr 0.1), or after \"--\", which\n"
+         "also lets a command start with '-'.\n"
          "\n"
          "A command given as one argument holding whitespace, as launch.py users write\n"
          "it (-- \"python train.py --lr 0.1\"), runs through /bin/sh -c: the shell splits\n"
@@ -157,6 +161,13 @@ Options parse_options(const std::vector<std::string>& args) {
       o.command.assign(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
       break;
     }
+    // launch.py's habit (argparse's REMAINDER): the first word that is not an
+    // option, nor an option's value, starts the command, and every word after
+    // it is the command's, options of its own included.
+    if (a.empty() || a[0] != '-') {
+      o.command.assign(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
+      break;
+    }
     if (a == "-h" || a == "--help") {
       o.help = true;
       return o;
@@ -228,12 +239,13 @@ Options parse_options(const std::vector<std::string>& args) {
     } else if (is(a, "--max-restarts")) {
       o.max_restarts = parse_count("--max-restarts", value_of(a, "--max-restarts"), 0);
     } else {
-      throw UsageError("unknown option \"" + a + "\" (the command goes after \"--\")");
+      throw UsageError("unknown option \"" + a + "\" (the command starts at its first word that is not an option, "
+                       "or after \"--\")");
     }
   }
   if (!workers_given) throw UsageError("-n WORKERS is required");
   if (!servers_given) o.num_servers = o.num_workers;
-  if (o.command.empty()) throw UsageError("no command: put the worker command after \"--\"");
+  if (o.command.empty()) throw UsageError("no command: put the worker command after the options (or after \"--\")");
   if (o.command.size() == 1 && o.command[0].find_first_of(" \t\n") != std::string::npos) {
     o.command = {"/bin/sh", "-c", o.command[0]};
   }

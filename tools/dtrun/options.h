@@ -45,7 +45,8 @@ struct Options {
   std::string ssh_config;              // --ssh-config: ssh -F FILE
   std::vector<std::string> ssh_options;  // --ssh-option: ssh -o OPTION, in order
   bool help = false;
-  // The worker command, after "--". One argument that holds whitespace is a
+  // The worker command: from the first word that is not an option, or after
+  // "--". One argument that holds whitespace is a
   // command line, as launch.py users quote it ("python train.py --lr 0.1"):
   // it becomes {"/bin/sh", "-c", ARG}.
   std::vector<std::string> command;

@@ -87,7 +87,23 @@ TEST(DtrunOptions, BadCommandLinesAreUsageErrors) {
   EXPECT_THROW(parse({"-n", "1", "--launcher", "yarn", "--", "w"}), UsageError);
   EXPECT_THROW(parse({"-n", "1", "--env", "1X=2", "--", "w"}), UsageError);
   EXPECT_THROW(parse({"-n", "1", "--frobnicate", "--", "w"}), UsageError);
-  EXPECT_THROW(parse({"-n", "1", "./w"}), UsageError);  // the command needs "--"
+}
+
+TEST(DtrunOptions, TheFirstWordThatIsNotAnOptionStartsTheCommandAsInLaunchPy) {
+  // launch.py -n 2 -s 2 python train.py --lr 0.1: argparse's REMAINDER.
+  const Options o = parse({"-n", "2", "-s", "2", "python", "train.py", "--lr", "0.1", "-n", "7"});
+  EXPECT_EQ(o.num_workers, 2);
+  EXPECT_EQ(o.num_servers, 2);
+  EXPECT_EQ(o.command, (std::vector<std::string>{"python", "train.py", "--lr", "0.1", "-n", "7"}));
+  // An option's value is not the command, and options before it still count.
+  const Options v = parse({"-n", "1", "--env", "A=1", "--log-dir", "logs", "./w", "--kvstore", "dist_sync"});
+  EXPECT_EQ(v.log_dir, "logs");
+  EXPECT_EQ(v.command, (std::vector<std::string>{"./w", "--kvstore", "dist_sync"}));
+  // One quoted command line runs through the shell as after "--".
+  EXPECT_EQ(parse({"-n", "2", "python train.py --lr 0.1"}).command,
+            (std::vector<std::string>{"/bin/sh", "-c", "python train.py --lr 0.1"}));
+  // An unknown option before the command is still an error, not a command.
+  EXPECT_THROW(parse({"-n", "1", "--frobnicate", "./w"}), UsageError);
 }
 
 TEST(DtrunOptions, ZeroServersIsAJobOfWorkersOnly) {
