@@ -1,14 +1,18 @@
 /*
  * train_image_classifier: the seeds' image-classification walkthrough (the
  * d2l multi-machine chapter, MXNet's image_classification.py): ResNet-18 or
- * VGG-11 on a CIFAR-10 (or CIFAR-100) binary directory with d2l's recipe:
- * SGD with momentum and weight decay, the rate cut by --lr-factor at the
- * epochs listed in --lr-steps, random crop (padding 4) and horizontal flip
- * on the training set, CIFAR's per-channel normalisation.
+ * VGG-11 on a CIFAR-10 (or CIFAR-100) binary directory. By default: the
+ * CIFAR ResNet-18 ("resnet18"), SGD with momentum and weight decay, the rate
+ * cut by --lr-factor at the epochs listed in --lr-steps (a multi-step
+ * schedule), random crop (padding 4) and horizontal flip on the training
+ * set, CIFAR's per-channel normalisation. d2l's own recipe is
+ *   --model resnet18_d2l --lr-period 4 --lr-decay 0.9
+ * (its Residual blocks and its lr_period/lr_decay step schedule).
  *
- *   train_image_classifier --data DIR [--variant 10|100] [--model resnet18|vgg11]
+ *   train_image_classifier --data DIR [--variant 10|100] [--model NAME]
  *       [--epochs N] [--batch-size N] [--lr X] [--momentum X] [--wd X]
- *       [--lr-steps E1,E2,...] [--lr-factor X] [--kvstore TYPE|none]
+ *       [--lr-steps E1,E2,...] [--lr-factor X] [--lr-period E] [--lr-decay X]
+ *       [--kvstore TYPE|none]
  *       [--threads N] [--loader-threads N] [--seed N] [--metrics FILE]
  *       [--no-augment]
  *
@@ -54,6 +58,8 @@ typedef struct args {
   long lr_steps[MAX_STEPS];
   int num_lr_steps;
   double lr_factor;
+  long lr_period;
+  double lr_decay;
   const char *kvstore;
   int threads;
   long loader_threads;
@@ -67,7 +73,11 @@ static void usage(FILE *to) {
           "usage: train_image_classifier --data DIR [options]\n"
           "  --data DIR            CIFAR binary files (data_batch_*.bin, test_batch.bin)\n"
           "  --variant 10|100      CIFAR-10 (default) or CIFAR-100 (train.bin, test.bin)\n"
-          "  --model resnet18|vgg11  network (default resnet18, the d2l ResNet for 32x32)\n"
+          "  --model NAME          network (default resnet18): resnet18 (the CIFAR ResNet-18,\n"
+          "                        bias-free convolutions, BatchNorm on the projections),\n"
+          "                        resnet18_d2l (d2l's own, convolutions with bias and a\n"
+          "                        plain 1x1 convolution shortcut), vgg11 (Gluon's model\n"
+          "                        zoo), vgg11_bn_cifar (VGG-11 + BatchNorm, one Dense)\n"
           "  --epochs N            epochs (default 30)\n"
           "  --batch-size N        samples per batch per worker (default 128)\n"
           "  --lr X                SGD rate for the global batch (default 0.1)\n"
@@ -75,6 +85,9 @@ static void usage(FILE *to) {
           "  --wd X                weight decay (default 5e-4)\n"
           "  --lr-steps E1,E2,...  epochs after which the rate is cut (default 15,25)\n"
           "  --lr-factor X         the cut (default 0.1)\n"
+          "  --lr-period E         d2l's schedule instead: the rate is multiplied by\n"
+          "                        --lr-decay every E epochs (d2l: 4)\n"
+          "  --lr-decay X          with --lr-period (default 0.9, as d2l's)\n"
           "  --kvstore TYPE|none   local (default), dist_sync, allreduce, ...\n"
           "  --threads N           CPU threads (default: OMP_NUM_THREADS or all)\n"
           "  --loader-threads N    threads that decode and augment (default 0: the library's choice)\n"
@@ -128,6 +141,8 @@ static int parse_args(int argc, char **argv, args *a) {
     else if (strcmp(flag, "--momentum") == 0) a->momentum = strtod(value, &end);
     else if (strcmp(flag, "--wd") == 0) a->wd = strtod(value, &end);
     else if (strcmp(flag, "--lr-factor") == 0) a->lr_factor = strtod(value, &end);
+    else if (strcmp(flag, "--lr-period") == 0) a->lr_period = strtol(value, &end, 10);
+    else if (strcmp(flag, "--lr-decay") == 0) a->lr_decay = strtod(value, &end);
     else if (strcmp(flag, "--kvstore") == 0) a->kvstore = value;
     else if (strcmp(flag, "--threads") == 0) a->threads = (int)strtol(value, &end, 10);
     else if (strcmp(flag, "--loader-threads") == 0) a->loader_threads = strtol(value, &end, 10);
@@ -156,8 +171,13 @@ static int parse_args(int argc, char **argv, args *a) {
     fprintf(stderr, "error: --variant must be 10 or 100\n");
     return -1;
   }
-  if (strcmp(a->model, "resnet18") != 0 && strcmp(a->model, "vgg11") != 0) {
-    fprintf(stderr, "error: --model must be resnet18 or vgg11\n");
+  if (strcmp(a->model, "resnet18") != 0 && strcmp(a->model, "resnet18_d2l") != 0 &&
+      strcmp(a->model, "vgg11") != 0 && strcmp(a->model, "vgg11_bn_cifar") != 0) {
+    fprintf(stderr, "error: --model must be resnet18, resnet18_d2l, vgg11 or vgg11_bn_cifar\n");
+    return -1;
+  }
+  if (a->lr_period < 0 || a->lr_decay <= 0 || a->lr_decay > 1) {
+    fprintf(stderr, "error: --lr-period must not be negative, --lr-decay in (0, 1]\n");
     return -1;
   }
   if (a->epochs < 0 || a->batch_size <= 0 || a->threads < 0 || a->loader_threads < 0 || a->lr_factor <= 0 ||
@@ -170,7 +190,7 @@ static int parse_args(int argc, char **argv, args *a) {
 }
 
 int main(int argc, char **argv) {
-  args a = {NULL, 10, "resnet18", 30, 128, 0.1, 0.9, 5e-4, {15, 25}, 2, 0.1, "local", 0, 0, 1, NULL, 1};
+  args a = {NULL, 10, "resnet18", 30, 128, 0.1, 0.9, 5e-4, {15, 25}, 2, 0.1, 0, 0.9, "local", 0, 0, 1, NULL, 1};
   dt_context *cpu = NULL;
   dt_net *net = NULL;
   dt_optimizer *opt = NULL;
@@ -242,14 +262,20 @@ int main(int argc, char **argv) {
   loader_options.random_flip = 0;
   CHECK(dt_data_loader_create_cifar(&test, a.data, "test", a.variant, &loader_options));
 
-  /* d2l's recipe: the rate drops by lr_factor after each listed epoch. The
-   * schedule counts updates, so epochs become steps of this worker. */
+  /* The rate drops by lr_factor after each listed epoch, or with --lr-period
+   * by lr_decay every lr_period epochs (d2l's lr_period/lr_decay, MXNet's
+   * FactorScheduler). The schedule counts updates, so epochs become steps of
+   * this worker. */
   CHECK(dt_data_loader_num_batches(&batches, train));
   CHECK(dt_optimizer_create(&opt, "sgd"));
   CHECK(dt_optimizer_set_double(opt, "learning_rate", lr));
   CHECK(dt_optimizer_set_double(opt, "momentum", a.momentum));
   CHECK(dt_optimizer_set_double(opt, "wd", a.wd));
-  if (a.num_lr_steps > 0) {
+  if (a.lr_period > 0) {
+    CHECK(dt_optimizer_set_string(opt, "lr_scheduler", "factor"));
+    CHECK(dt_optimizer_set_int(opt, "step", (int64_t)a.lr_period * (int64_t)batches));
+    CHECK(dt_optimizer_set_double(opt, "factor", a.lr_decay));
+  } else if (a.num_lr_steps > 0) {
     for (i = 0; i < a.num_lr_steps; ++i) steps[i] = (int64_t)a.lr_steps[i] * (int64_t)batches;
     CHECK(dt_optimizer_set_string(opt, "lr_scheduler", "multifactor"));
     CHECK(dt_optimizer_set_int_list(opt, "steps", steps, (size_t)a.num_lr_steps));

@@ -183,15 +183,19 @@ std::string basic_block(Builder& b, const std::string& name, const std::string& 
   return b.add(name + "relu2", "ReLU");
 }
 
-// The four stages of two basic blocks both ResNet-18 stems feed, then global
-// average pooling and Dense classes.
-NetDescription resnet18_body(Builder& b, std::string x, int64_t classes) {
+// A residual block: appends it to b reading input; returns its output.
+using ResidualBlock = std::string (*)(Builder& b, const std::string& name, const std::string& input,
+                                      int64_t channels, int64_t stride, bool project);
+
+// The four stages of two residual blocks every ResNet-18 stem feeds, then
+// global average pooling and Dense classes.
+NetDescription resnet18_body(Builder& b, std::string x, int64_t classes, ResidualBlock block_of = basic_block) {
   const int64_t widths[] = {64, 128, 256, 512};
   for (int stage = 0; stage < 4; ++stage) {
     for (int block = 0; block < 2; ++block) {
       const bool downsample = stage > 0 && block == 0;
       const std::string name = "stage" + std::to_string(stage + 1) + ".block" + std::to_string(block + 1) + ".";
-      x = basic_block(b, name, x, widths[stage], downsample ? 2 : 1, downsample);
+      x = block_of(b, name, x, widths[stage], downsample ? 2 : 1, downsample);
     }
   }
   b.add("pool", "GlobalAvgPool2D");
@@ -222,22 +226,40 @@ NetDescription resnet18_imagenet(const json& options) {
   return resnet18_body(b, pool, classes);
 }
 
-// VGG-11 with BatchNorm for 32x32 images, as CIFAR recipes build it: the
-// eight 3x3 convolutions of configuration "A" (64, M, 128, M, 256, 256, M,
-// 512, 512, M, 512, 512, M), each followed by BatchNorm and ReLU, and one
-// Dense layer on the 512 features the fifth pool leaves, in place of
-// ImageNet's two 4096-wide layers, which would hold most of the parameters
-// and overfit 32x32 data.
-NetDescription vgg11(const json& options) {
-  const Options o("vgg11", options, {"input_shape", "classes"});
+// d2l's Residual exactly as its multi-GPU chapter builds ResNet-18:
+// convolutions with a bias, and where the block changes width or stride a
+// 1x1 convolution (with a bias, without BatchNorm) on the shortcut.
+std::string d2l_residual(Builder& b, const std::string& name, const std::string& input, int64_t channels,
+                         int64_t stride, bool project) {
+  const auto conv = [&](const std::string& layer, int64_t kernel, int64_t s, const std::string& from) {
+    return b.add(layer, "Conv2D",
+                 {{"channels", channels}, {"kernel_size", kernel}, {"strides", s}, {"padding", kernel / 2}}, {from});
+  };
+  conv(name + "conv1", 3, stride, input);
+  b.add(name + "bn1", "BatchNorm");
+  const std::string relu1 = b.add(name + "relu1", "ReLU");
+  conv(name + "conv2", 3, 1, relu1);
+  const std::string main = b.add(name + "bn2", "BatchNorm");
+  const std::string shortcut = project ? conv(name + "conv3", 1, stride, input) : input;
+  b.add(name + "add", "Add", json::object(), {main, shortcut});
+  return b.add(name + "relu2", "ReLU");
+}
+
+NetDescription resnet18_d2l(const json& options) {
+  const Options o("resnet18_d2l", options, {"input_shape", "classes"});
   const auto input_shape = o.input_shape({3, 32, 32}, 3);
   const int64_t classes = o.positive_int("classes", 10);
-  // Five 2x2 pools halve the image five times.
-  if (input_shape[1] < 32 || input_shape[2] < 32) {
-    invalid("vgg11", "\"input_shape\" must be at least 32x32 for its five 2x2 pools, not " +
-                         std::to_string(input_shape[1]) + "x" + std::to_string(input_shape[2]));
-  }
   Builder b(input_shape);
+  b.add("conv1", "Conv2D", {{"channels", 64}, {"kernel_size", 3}, {"strides", 1}, {"padding", 1}}, {"data"});
+  b.add("bn1", "BatchNorm");
+  return resnet18_body(b, b.add("relu1", "ReLU"), classes, d2l_residual);
+}
+
+// Configuration "A" of VGG (64, M, 128, M, 256, 256, M, 512, 512, M, 512,
+// 512, M): 3x3 stride-1 convolutions, a 2x2 max pool at each M. With
+// batch_norm each convolution feeds BatchNorm and carries no bias (as in
+// the CIFAR recipes); without it, a bias (as in Gluon's model zoo).
+void vgg11_features(Builder& b, bool batch_norm) {
   constexpr int64_t kPool = 0;
   const int64_t layout[] = {64, kPool, 128, kPool, 256, 256, kPool, 512, 512, kPool, 512, 512, kPool};
   int conv = 0, pool = 0;
@@ -247,24 +269,65 @@ NetDescription vgg11(const json& options) {
       continue;
     }
     const std::string n = std::to_string(++conv);
-    conv_bn(b, "conv" + n, "bn" + n, channels, 3, 1, b.last());
+    if (batch_norm) {
+      conv_bn(b, "conv" + n, "bn" + n, channels, 3, 1, b.last());
+    } else {
+      b.add("conv" + n, "Conv2D", {{"channels", channels}, {"kernel_size", 3}, {"strides", 1}, {"padding", 1}});
+    }
     b.add("relu" + n, "ReLU");
   }
+}
+
+// Five 2x2 pools halve the image five times.
+std::vector<int64_t> vgg_input_shape(const Options& o, const char* builder) {
+  const auto input_shape = o.input_shape({3, 32, 32}, 3);
+  if (input_shape[1] < 32 || input_shape[2] < 32) {
+    invalid(builder, "\"input_shape\" must be at least 32x32 for its five 2x2 pools, not " +
+                         std::to_string(input_shape[1]) + "x" + std::to_string(input_shape[2]));
+  }
+  return input_shape;
+}
+
+// The two VGG-11s:
+//  - Gluon's model-zoo vgg11 (mxnet.gluon.model_zoo.vision.vgg11): the
+//    features without BatchNorm, then Dense 4096 + ReLU + Dropout 0.5 twice
+//    and Dense classes. On 32x32 images the features leave 512 values:
+//    28,144,010 learnable parameters for 10 classes.
+//  - with BatchNorm for 32x32 images, as CIFAR recipes build it
+//    (cifar_recipe): one Dense layer on those 512 values in place of
+//    ImageNet's two 4096-wide layers, which would hold most of the
+//    parameters and overfit 32x32 data.
+NetDescription vgg11(const char* builder, const json& options, bool cifar_recipe) {
+  const Options o(builder, options, {"input_shape", "classes"});
+  const auto input_shape = vgg_input_shape(o, builder);
+  const int64_t classes = o.positive_int("classes", 10);
+  Builder b(input_shape);
+  vgg11_features(b, cifar_recipe);
   b.add("flatten", "Flatten");
+  for (int i = 1; !cifar_recipe && i <= 2; ++i) {
+    const std::string n = std::to_string(i);
+    b.add("fc" + n, "Dense", {{"units", 4096}});
+    b.add("fc" + n + "_relu", "ReLU");
+    b.add("fc" + n + "_dropout", "Dropout", {{"rate", 0.5}});
+  }
   b.add("fc", "Dense", {{"units", classes}});
   return b.finish();
 }
 
 }  // namespace
 
-std::vector<std::string> model_builder_names() { return {"mlp", "lenet", "resnet18", "resnet18_imagenet", "vgg11"}; }
+std::vector<std::string> model_builder_names() {
+  return {"mlp", "lenet", "resnet18", "resnet18_d2l", "resnet18_imagenet", "vgg11", "vgg11_bn_cifar"};
+}
 
 NetDescription build_model_description(const std::string& builder, const json& options) {
   if (builder == "mlp") return mlp(options);
   if (builder == "lenet") return lenet(options);
   if (builder == "resnet18") return resnet18(options);
+  if (builder == "resnet18_d2l") return resnet18_d2l(options);
   if (builder == "resnet18_imagenet") return resnet18_imagenet(options);
-  if (builder == "vgg11") return vgg11(options);
+  if (builder == "vgg11") return vgg11("vgg11", options, false);
+  if (builder == "vgg11_bn_cifar") return vgg11("vgg11_bn_cifar", options, true);
   std::string known;
   for (const std::string& name : model_builder_names()) known += (known.empty() ? "" : ", ") + name;
   throw Error(ErrorCode::kInvalidArgument, "unknown model \"" + builder + "\" (known: " + known + ")");

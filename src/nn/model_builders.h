@@ -9,7 +9,8 @@
 //    ReLU by default (MXNet's tutorial shows tanh and relu; ReLU does not
 //    saturate and trains faster). Options: input_shape [1, 28, 28],
 //    classes 10, activation "relu" ("tanh", "sigmoid").
-//  - "resnet18": the CIFAR ResNet-18 of d2l's multi-machine tutorial: a 3x3
+//  - "resnet18": the CIFAR ResNet-18 as CIFAR recipes tune it (d2l's layout
+//    with BatchNorm-friendly convolutions; "resnet18_d2l" is d2l's own): a 3x3
 //    stride-1 64-channel stem + BatchNorm + ReLU and no max pool, four stages
 //    of two basic blocks (64, 128, 256, 512 channels; stages 2-4 start with
 //    stride 2 and a 1x1 conv + BatchNorm projection on the shortcut),
@@ -23,12 +24,22 @@
 //    as "resnet18": 11,689,512 learnable parameters for 1000 classes, as
 //    torchvision counts. Any input of at least 1x1 works (global pooling);
 //    each side shrinks 32x. Options: input_shape [3, 224, 224], classes 1000.
-//  - "vgg11": VGG-11 with BatchNorm for 32x32 images (the FAQ's
-//    image_classification.py --model vgg11 on CIFAR): eight 3x3 stride-1
-//    convolutions (64, 128, 256, 256, 512, 512, 512, 512 channels, no bias),
-//    each + BatchNorm + ReLU, MaxPool 2x2/2 after the 1st, 2nd, 4th, 6th and
-//    8th, then Flatten and Dense classes: 9,228,362 learnable parameters for
-//    10 classes. Options: input_shape [3, 32, 32] (at least 32x32), classes 10.
+//  - "resnet18_d2l": d2l's resnet18 exactly as its multi-GPU chapter builds
+//    it (d2l.Residual): the same stem and stages as "resnet18", but every
+//    convolution has a bias and the shortcut of a block that changes width
+//    or stride is a 1x1 convolution without BatchNorm: 11,176,970 learnable
+//    parameters for 10 classes. Options: input_shape [3, 32, 32], classes 10.
+//  - "vgg11": Gluon's model-zoo VGG-11 (mxnet.gluon.model_zoo.vision.vgg11):
+//    eight 3x3 convolutions with biases (64, 128, 256, 256, 512, 512, 512,
+//    512 channels), each + ReLU, MaxPool 2x2/2 after the 1st, 2nd, 4th, 6th
+//    and 8th, then Flatten, Dense 4096 + ReLU + Dropout 0.5 twice and Dense
+//    classes: 28,144,010 learnable parameters for 10 classes on 32x32 images.
+//    Options: input_shape [3, 32, 32] (at least 32x32), classes 10.
+//  - "vgg11_bn_cifar": VGG-11 with BatchNorm for 32x32 images, as CIFAR
+//    recipes build it: the same convolutions without bias, each + BatchNorm
+//    + ReLU, and one Dense classes on the 512 features in place of the two
+//    4096-wide layers: 9,228,362 learnable parameters for 10 classes.
+//    Options: input_shape [3, 32, 32] (at least 32x32), classes 10.
 #pragma once
 
 #include <nlohmann/json.hpp>

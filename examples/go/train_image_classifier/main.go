@@ -6,7 +6,7 @@
 // epochs listed in --lr-steps, random crop (padding 4) and horizontal flip
 // on the training set, CIFAR's per-channel normalisation.
 //
-//	train_image_classifier --data DIR [--variant 10|100] [--model resnet18|vgg11]
+//	train_image_classifier --data DIR [--variant 10|100] [--model resnet18|resnet18_d2l|vgg11|vgg11_bn_cifar]
 //	    [--epochs N] [--batch-size N] [--lr X] [--momentum X] [--wd X]
 //	    [--lr-steps E1,E2,...] [--lr-factor X] [--kvstore TYPE|none]
 //	    [--threads N] [--loader-threads N] [--seed N] [--metrics FILE]
@@ -72,7 +72,7 @@ func parseFlags() options {
 	var noAugment bool
 	flag.StringVar(&o.data, "data", "", "CIFAR binary files (data_batch_*.bin, test_batch.bin); required")
 	flag.IntVar(&o.variant, "variant", 10, "CIFAR-10 or CIFAR-100 (train.bin, test.bin)")
-	flag.StringVar(&o.model, "model", "resnet18", "network: resnet18 (the d2l ResNet for 32x32) or vgg11")
+	flag.StringVar(&o.model, "model", "resnet18", "network: resnet18 (the CIFAR ResNet-18), resnet18_d2l (d2l's own), vgg11 (Gluon's model zoo) or vgg11_bn_cifar")
 	flag.IntVar(&o.epochs, "epochs", 30, "epochs")
 	flag.Int64Var(&o.batchSize, "batch-size", 128, "samples per batch per worker")
 	flag.Float64Var(&o.lr, "lr", 0.1, "SGD rate for the global batch")
@@ -101,8 +101,8 @@ func parseFlags() options {
 	if o.variant != 10 && o.variant != 100 {
 		fail("--variant must be 10 or 100")
 	}
-	if o.model != "resnet18" && o.model != "vgg11" {
-		fail("--model must be resnet18 or vgg11")
+	if o.model != "resnet18" && o.model != "resnet18_d2l" && o.model != "vgg11" && o.model != "vgg11_bn_cifar" {
+		fail("--model must be resnet18, resnet18_d2l, vgg11 or vgg11_bn_cifar")
 	}
 	if o.epochs < 0 || o.batchSize <= 0 || o.threads < 0 || o.loaderThreads < 0 || o.lrFactor <= 0 || o.lrFactor > 1 {
 		fail("--epochs, --threads and --loader-threads must not be negative, --batch-size positive, --lr-factor in (0, 1]")

@@ -39,7 +39,9 @@ TEST(NetDescription, EveryBuilderRoundTripsThroughNet) {
       {"lenet", ""},
       {"resnet18", ""},
       {"resnet18_imagenet", R"({"input_shape": [3, 64, 64], "classes": 10})"},
+      {"resnet18_d2l", R"({"input_shape": [3, 8, 8], "classes": 3})"},
       {"vgg11", R"({"classes": 100})"},
+      {"vgg11_bn_cifar", R"({"classes": 100})"},
   };
   for (const auto& [builder, options] : models) {
     SCOPED_TRACE(std::string(builder) + " " + options);
@@ -125,7 +127,7 @@ TEST(NetModelBuilder, BadBuilderOrOptionsAreClearErrors) {
     const char* expected;
   };
   const Case cases[] = {
-      {"vgg16", "", "unknown model \"vgg16\" (known: mlp, lenet, resnet18, resnet18_imagenet, vgg11)"},
+      {"vgg16", "", "unknown model \"vgg16\" (known: mlp, lenet, resnet18, resnet18_d2l, resnet18_imagenet, vgg11, vgg11_bn_cifar)"},
       {"lenet", "{", "options are not valid JSON"},
       {"lenet", "[1]", "options must be a JSON object"},
       {"lenet", R"({"clases": 10})", "unknown option \"clases\""},
@@ -135,6 +137,7 @@ TEST(NetModelBuilder, BadBuilderOrOptionsAreClearErrors) {
       {"mlp", R"({"activation": "gelu"})", "\"activation\" must be"},
       {"resnet18", R"({"hidden": [3]})", "unknown option \"hidden\""},
       {"vgg11", R"({"input_shape": [3, 28, 28]})", "\"input_shape\" must be at least 32x32"},
+      {"vgg11_bn_cifar", R"({"input_shape": [3, 28, 28]})", "\"input_shape\" must be at least 32x32"},
   };
   for (const Case& c : cases) {
     const auto e = error_of([&] { build_model_description_from_text(c.builder, c.options); });

@@ -232,8 +232,52 @@ TEST(NetGraph, ResNet18ImageNetParametersShapeAndOneTrainingStep) {
   EXPECT_LT(after, before) << "one SGD step on a batch lowers that batch's loss";
 }
 
-TEST(NetGraph, Vgg11ParametersShapeAndOneTrainingStep) {
+TEST(NetGraph, ResNet18D2lIsD2lsResidualWithBiasesAndA1x1ConvShortcut) {
+  auto net = model("resnet18_d2l");
+  // 1,920 stem + 148,224 + 525,952 + 2,100,480 + 8,395,264 in the stages +
+  // 5,130 fc, counted by hand from d2l's Residual.
+  EXPECT_EQ(learnable_count(*net), 11176970u);
+  size_t convs = 0, biased_convs = 0, bns = 0;
+  for (const auto& p : net->parameters()) {
+    if (p.value.shape().ndim() == 4 && !p.auxiliary) ++convs;
+    if (p.name.size() > 6 && p.name.compare(p.name.size() - 6, 6, ".gamma") == 0) ++bns;
+  }
+  for (const auto& p : net->parameters()) {
+    if (p.name.size() > 5 && p.name.compare(p.name.size() - 5, 5, ".bias") == 0 && p.name.find("conv") != std::string::npos) {
+      ++biased_convs;
+    }
+  }
+  EXPECT_EQ(convs, 20u);         // stem + 16 in the blocks + 3 shortcuts
+  EXPECT_EQ(biased_convs, 20u);  // every one with a bias, as nn.Conv2d's default
+  EXPECT_EQ(bns, 17u);           // stem + 16: the 1x1 shortcut has none
+  EXPECT_EQ(net->parameters()[net->param_index("stage2.block1.conv3.weight")].value.shape(), (Shape{128, 64, 1, 1}));
+  net->initialize(4);
+  net->forward({random_array(net->context(), Shape{2, 3, 32, 32}, 5)}, false);
+  EXPECT_EQ(net->output(0).shape(), (Shape{2, 10}));
+}
+
+TEST(NetGraph, Vgg11IsGluonsModelZooLayout) {
   auto net = model("vgg11");
+  // 9,220,480 convs with biases + 2,101,248 + 16,781,312 + 40,970 Dense.
+  EXPECT_EQ(learnable_count(*net), 28144010u);
+  size_t bns = 0, dropouts = 0;
+  for (const auto& p : net->parameters()) {
+    if (p.name.size() > 6 && p.name.compare(p.name.size() - 6, 6, ".gamma") == 0) ++bns;
+  }
+  for (const auto& layer : net->description().layers) dropouts += layer.type == "Dropout" ? 1 : 0;
+  EXPECT_EQ(bns, 0u);
+  EXPECT_EQ(dropouts, 2u);
+  EXPECT_EQ(net->parameters()[net->param_index("conv1.bias")].value.shape(), (Shape{64}));
+  EXPECT_EQ(net->parameters()[net->param_index("fc1.weight")].value.shape(), (Shape{4096, 512}));
+  EXPECT_EQ(net->parameters()[net->param_index("fc2.weight")].value.shape(), (Shape{4096, 4096}));
+  EXPECT_EQ(net->parameters()[net->param_index("fc.weight")].value.shape(), (Shape{10, 4096}));
+  net->initialize(2);
+  net->forward({random_array(net->context(), Shape{1, 3, 32, 32}, 3)}, false);
+  EXPECT_EQ(net->output(0).shape(), (Shape{1, 10}));
+}
+
+TEST(NetGraph, Vgg11BnCifarParametersShapeAndOneTrainingStep) {
+  auto net = model("vgg11_bn_cifar");
   // 9,217,728 conv weights (bias-free) + 5,504 BatchNorm gamma/beta + 5,130 fc.
   EXPECT_EQ(learnable_count(*net), 9228362u);
   size_t convs = 0, bns = 0;
@@ -260,11 +304,12 @@ TEST(NetGraph, Vgg11ParametersShapeAndOneTrainingStep) {
   const double after = net->backward(labels);
   EXPECT_LT(after, before) << "one SGD step on a batch lowers that batch's loss";
 
-  auto small = model("vgg11", R"({"classes": 100})");
+  auto small = model("vgg11_bn_cifar", R"({"classes": 100})");
   small->initialize(1);
   small->forward({random_array(small->context(), Shape{1, 3, 32, 32}, 7)}, false);
   EXPECT_EQ(small->output(0).shape(), (Shape{1, 100}));
-  EXPECT_EQ(error_of([] { model("vgg11", R"({"input_shape": [3, 16, 16]})"); }).code, ErrorCode::kInvalidArgument);
+  EXPECT_EQ(error_of([] { model("vgg11_bn_cifar", R"({"input_shape": [3, 16, 16]})"); }).code,
+            ErrorCode::kInvalidArgument);
 }
 
 TEST(NetGraph, ForwardShapesAtSeveralBatchSizes) {
