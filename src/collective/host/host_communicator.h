@@ -37,14 +37,14 @@
 #include <string>
 #include <vector>
 
+#include "collective/exchange.h"
 #include "core/dtype.h"
 #include "core/traffic.h"
 #include "ps/transport/transport_security.h"
 
 namespace dt::collective::host {
 
-// Every rank's blob, indexed by rank, given this rank's: the rendezvous.
-using Exchange = std::function<std::vector<std::vector<uint8_t>>(const std::vector<uint8_t>&)>;
+using collective::Exchange;
 
 struct HostCommunicatorOptions {
   // Every wait: connecting, each send and receive of a collective.

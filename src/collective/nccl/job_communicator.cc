@@ -11,14 +11,15 @@ namespace dt::collective::nccl {
 using core::Error;
 using core::ErrorCode;
 
-std::unique_ptr<Communicator> join_job_communicator(ps::ClusterMember& member, int device, double timeout_s) {
-  const int rank = member.rank();
+std::unique_ptr<Communicator> join_job_communicator(int rank, int num_ranks, const Exchange& exchange, int device,
+                                                    double timeout_s) {
   std::vector<uint8_t> mine;
   if (rank == 0) {
     const UniqueId id = new_unique_id();
     mine.assign(id.begin(), id.end());
   }
-  const std::vector<std::vector<uint8_t>> all = member.allgather(mine);
+  const std::vector<std::vector<uint8_t>> all = exchange(mine);
+  if (all.empty()) throw Error(ErrorCode::kProtocol, "the exchange of the NCCL unique id returned no rank's blob");
   const std::vector<uint8_t>& root = all.front();
   UniqueId id;
   if (root.size() != id.size()) {
@@ -26,7 +27,7 @@ std::unique_ptr<Communicator> join_job_communicator(ps::ClusterMember& member, i
                                           " bytes, expected " + std::to_string(id.size()));
   }
   std::copy(root.begin(), root.end(), id.begin());
-  return Communicator::create_rank(device, member.table().num_workers, rank, id, timeout_s);
+  return Communicator::create_rank(device, num_ranks, rank, id, timeout_s);
 }
 
 }  // namespace dt::collective::nccl

@@ -81,7 +81,11 @@ AllreduceKVStore::AllreduceKVStore(const ps::JobConfig& job, const ps::PsOptions
       gpu_(gpu_before_joining(allreduce.device)),
       member_(std::make_unique<ps::ClusterMember>(worker_job(job), options)) {
   if (!gpu_) gpu_ = gpu_for_kvstore(kType, member_->rank() % core::gpu_count(), kInstead);
-  comm_ = collective::nccl::join_job_communicator(*member_, gpu_->device_id(), options_.startup_timeout_s);
+  ps::ClusterMember& member = *member_;
+  comm_ = collective::nccl::join_job_communicator(
+      member.rank(), member.table().num_workers,
+      [&member](const std::vector<uint8_t>& mine) { return member.allgather(mine); }, gpu_->device_id(),
+      options_.startup_timeout_s);
   reducer_ = std::make_unique<KeyReducer>(gpu_);
 }
 
