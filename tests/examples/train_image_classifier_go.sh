@@ -14,7 +14,7 @@ trap 'rm -rf "$work"' EXIT
 python3 "$(dirname "$0")/write_synthetic_cifar.py" "$work"
 
 "$dtrun" -n 2 -s 1 --timeout 300 -- "$example" --data "$work" --model resnet18 --kvstore dist_sync --epochs 1 \
-  --batch-size 8 --threads 1 --loader-threads 2 --lr-steps 1 --metrics "$work/metrics.jsonl" \
+  --batch-size 8 --threads 1 --loader-threads 2 --lr-period 1 --lr-decay 0.5 --metrics "$work/metrics.jsonl" \
   > "$work/dist.log" 2>&1 || { cat "$work/dist.log"; echo "FAIL: the dist_sync job failed"; exit 1; }
 cat "$work/dist.log"
 grep -q '\[worker 0\] test_accuracy=' "$work/dist.log" || { echo "FAIL: no test_accuracy from worker 0"; exit 1; }

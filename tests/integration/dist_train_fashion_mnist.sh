@@ -18,7 +18,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# Five processes share the cores: OpenMP threads must not spin (see README).
+# Five processes share the cores: OpenMP threads must not spin (see docs/launching.md).
 export OMP_WAIT_POLICY=passive
 export DMLC_NUM_SERVER="$servers" DMLC_NUM_WORKER="$workers" DMLC_PS_ROOT_URI=127.0.0.1
 export DT_STARTUP_TIMEOUT_S=60 DT_HEARTBEAT_INTERVAL_S=0.5 DT_HEARTBEAT_TIMEOUT_S=10

@@ -1,6 +1,6 @@
 // dtrun: starts a disttrain parameter-server job (scheduler, servers, workers)
 // and owns its processes until the last one is reaped. See usage_text() and
-// README "Launching jobs with dtrun".
+// docs/launching.md.
 #include <unistd.h>
 
 #include <cstdio>

@@ -1,14 +1,17 @@
 // train_image_classifier is examples/c/train_image_classifier.c through the
 // Go binding: the seeds' image-classification walkthrough (the d2l
 // multi-machine chapter, MXNet's image_classification.py). ResNet-18 or
-// VGG-11 on a CIFAR-10 (or CIFAR-100) binary directory with d2l's recipe:
-// SGD with momentum and weight decay, the rate cut by --lr-factor at the
-// epochs listed in --lr-steps, random crop (padding 4) and horizontal flip
-// on the training set, CIFAR's per-channel normalisation.
+// VGG-11 on a CIFAR-10 (or CIFAR-100) binary directory: SGD with momentum
+// and weight decay, the rate cut by --lr-factor at the epochs listed in
+// --lr-steps (or d2l's schedule: x --lr-decay every --lr-period epochs),
+// random crop (padding 4) and horizontal flip on the training set, CIFAR's
+// per-channel normalisation. d2l's own recipe is
+// --model resnet18_d2l --lr-period 4 --lr-decay 0.9.
 //
 //	train_image_classifier --data DIR [--variant 10|100] [--model resnet18|resnet18_d2l|vgg11|vgg11_bn_cifar]
 //	    [--epochs N] [--batch-size N] [--lr X] [--momentum X] [--wd X]
-//	    [--lr-steps E1,E2,...] [--lr-factor X] [--kvstore TYPE|none]
+//	    [--lr-steps E1,E2,...] [--lr-factor X] [--lr-period E] [--lr-decay X]
+//	    [--kvstore TYPE|none]
 //	    [--threads N] [--loader-threads N] [--seed N] [--metrics FILE]
 //	    [--no-augment]
 //
@@ -45,6 +48,8 @@ type options struct {
 	wd            float64
 	lrSteps       []int64
 	lrFactor      float64
+	lrPeriod      int64
+	lrDecay       float64
 	kvstore       string
 	threads       int
 	loaderThreads int64
@@ -80,6 +85,8 @@ func parseFlags() options {
 	flag.Float64Var(&o.wd, "wd", 5e-4, "weight decay")
 	flag.StringVar(&steps, "lr-steps", "15,25", "epochs after which the rate is cut")
 	flag.Float64Var(&o.lrFactor, "lr-factor", 0.1, "the cut")
+	flag.Int64Var(&o.lrPeriod, "lr-period", 0, "d2l's schedule instead: the rate is multiplied by --lr-decay every E epochs (d2l: 4)")
+	flag.Float64Var(&o.lrDecay, "lr-decay", 0.9, "with --lr-period (d2l's 0.9)")
 	flag.StringVar(&o.kvstore, "kvstore", "local", "local, dist_sync, allreduce, ... or none")
 	flag.IntVar(&o.threads, "threads", 0, "CPU threads (0: OMP_NUM_THREADS or all)")
 	flag.Int64Var(&o.loaderThreads, "loader-threads", 0, "threads that decode and augment (0: the library's choice)")
@@ -103,6 +110,9 @@ func parseFlags() options {
 	}
 	if o.model != "resnet18" && o.model != "resnet18_d2l" && o.model != "vgg11" && o.model != "vgg11_bn_cifar" {
 		fail("--model must be resnet18, resnet18_d2l, vgg11 or vgg11_bn_cifar")
+	}
+	if o.lrPeriod < 0 || o.lrDecay <= 0 || o.lrDecay > 1 {
+		fail("--lr-period must not be negative, --lr-decay in (0, 1]")
 	}
 	if o.epochs < 0 || o.batchSize <= 0 || o.threads < 0 || o.loaderThreads < 0 || o.lrFactor <= 0 || o.lrFactor > 1 {
 		fail("--epochs, --threads and --loader-threads must not be negative, --batch-size positive, --lr-factor in (0, 1]")
@@ -223,8 +233,10 @@ func run(o options) error {
 	}
 	handles.add(test)
 
-	// d2l's recipe: the rate drops by lr-factor after each listed epoch.
-	// The schedule counts updates, so epochs become steps of this worker.
+	// The rate drops by lr-factor after each listed epoch, or with
+	// --lr-period by lr-decay every lr-period epochs (d2l's lr_period and
+	// lr_decay, MXNet's FactorScheduler). The schedule counts updates, so
+	// epochs become steps of this worker.
 	batches, err := train.NumBatches()
 	if err != nil {
 		return err
@@ -243,7 +255,17 @@ func run(o options) error {
 	if err := opt.SetFloat("wd", o.wd); err != nil {
 		return err
 	}
-	if len(o.lrSteps) > 0 {
+	if o.lrPeriod > 0 {
+		if err := opt.SetString("lr_scheduler", "factor"); err != nil {
+			return err
+		}
+		if err := opt.SetInt("step", o.lrPeriod*int64(batches)); err != nil {
+			return err
+		}
+		if err := opt.SetFloat("factor", o.lrDecay); err != nil {
+			return err
+		}
+	} else if len(o.lrSteps) > 0 {
 		steps := make([]int64, len(o.lrSteps))
 		for i, epoch := range o.lrSteps {
 			steps[i] = epoch * int64(batches)
