@@ -1110,6 +1110,17 @@ typedef enum dt_role {
  * dt_kvstore_options (DMLC_ROLE first; worker when no source names one); an
  * unknown value is DT_ERR_INVALID_ARGUMENT. */
 DT_API dt_status dt_node_role(dt_role *out);
+/* This worker's place among the worker processes of its host: *local_rank
+ * in 0 .. *local_size - 1, the GPU a program that trains on one GPU per
+ * worker uses (torchrun's LOCAL_RANK). From the launcher's environment, the
+ * first set of: DT_LOCAL_RANK/DT_LOCAL_SIZE (dtrun, every launcher),
+ * LOCAL_RANK/LOCAL_WORLD_SIZE (torchrun), OMPI_COMM_WORLD_LOCAL_RANK/
+ * _LOCAL_SIZE (Open MPI), MPI_LOCALRANKID/MPI_LOCALNRANKS (MPICH),
+ * SLURM_LOCALID (srun; *local_size 0: not said). mpirun and srun count
+ * every process they started on the host, servers included. Nothing set:
+ * 0 of 1. A malformed value is DT_ERR_INVALID_ARGUMENT naming the variable.
+ * Either pointer may be NULL. Any thread. */
+DT_API dt_status dt_node_local_rank(int32_t *local_rank, int32_t *local_size);
 /* Runs this process as the scheduler or a server of the job described by
  * options' layout fields (options NULL: the defaults) and the environment (DMLC_* and the others named
  * at dt_kvstore_options), until the job shuts down (DT_OK) or fails (e.g.

@@ -258,6 +258,18 @@ func TestErrorsCarryTheirStatus(t *testing.T) {
 	wantStatus(t, `DMLC_ROLE "nope"`, err, StatusInvalidArgument)
 }
 
+func TestLocalRankComesFromTheLauncher(t *testing.T) {
+	t.Setenv("DT_LOCAL_RANK", "1")
+	t.Setenv("DT_LOCAL_SIZE", "2")
+	rank, size, err := LocalRank()
+	if err != nil || rank != 1 || size != 2 {
+		t.Fatalf("LocalRank() = %d, %d, %v; want 1, 2, nil", rank, size, err)
+	}
+	t.Setenv("DT_LOCAL_RANK", "two")
+	_, _, err = LocalRank()
+	wantStatus(t, `DT_LOCAL_RANK "two"`, err, StatusInvalidArgument)
+}
+
 // The message comes from the failing call itself: many goroutines fail at
 // once, each with its own cause, across OS threads.
 func TestErrorMessageBelongsToItsCall(t *testing.T) {

@@ -38,6 +38,23 @@ func NodeRole() (Role, error) {
 	return Role(r), nil
 }
 
+// LocalRank is this worker's place among the worker processes of its host:
+// the GPU a program that trains on one GPU per worker uses (torchrun's
+// LOCAL_RANK). From DT_LOCAL_RANK / DT_LOCAL_SIZE (dtrun), LOCAL_RANK /
+// LOCAL_WORLD_SIZE (torchrun), Open MPI's, MPICH's or srun's variables; 0 of
+// 1 when none is set, a size of 0 when the launcher does not say (srun). A
+// malformed variable is StatusInvalidArgument naming it.
+func LocalRank() (rank, size int, err error) {
+	if err := CheckVersion(); err != nil {
+		return 0, 0, err
+	}
+	var r, s int32
+	if err := check(capi.Dt_node_local_rank(&r, &s)); err != nil {
+		return 0, 0, err
+	}
+	return int(r), int(s), nil
+}
+
 // RunNode runs this process as the scheduler or a server of the job that
 // opts' layout fields and the environment (DMLC_* first) describe, until
 // the job shuts down (nil) or fails. Workers get StatusInvalidArgument:

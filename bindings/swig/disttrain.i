@@ -155,6 +155,7 @@
 %rename("%s") dt_kvstore_options_init;
 %rename("%s") dt_kvstore_create_ex;
 %rename("%s") dt_node_role;
+%rename("%s") dt_node_local_rank;
 %rename("%s") dt_node_run;
 
 /* The _init functions of option and info structs take the size of the

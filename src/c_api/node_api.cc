@@ -1,10 +1,11 @@
-// dt_kvstore_options_init, dt_node_role, dt_node_run: running this process as
-// the scheduler or a server of a parameter-server job.
+// dt_kvstore_options_init, dt_node_role, dt_node_local_rank, dt_node_run:
+// this process's place in a job, and running it as the scheduler or a server.
 #include "c_api/api_guard.h"
 #include "c_api/handles.h"
 #include "c_api/ps_options.h"
 #include "dt_c_api.h"
 #include "ps/job/job_config.h"
+#include "ps/job/local_rank.h"
 #include "ps/roles/scheduler.h"
 #include "ps/roles/server_process.h"
 
@@ -28,6 +29,14 @@ dt_status dt_node_role(dt_role* out) {
   return guarded(__func__, [&] {
     arg(out, "out");
     *out = static_cast<dt_role>(static_cast<int>(dt::ps::role_from_env()));
+  });
+}
+
+dt_status dt_node_local_rank(int32_t* local_rank, int32_t* local_size) {
+  return guarded(__func__, [&] {
+    const dt::ps::LocalRank local = dt::ps::local_rank_from_env();
+    if (local_rank != nullptr) *local_rank = local.rank;
+    if (local_size != nullptr) *local_size = local.size;
   });
 }
 

@@ -18,7 +18,9 @@ static void clear_job_environment(void) {
       "MASTER_ADDR", "MASTER_PORT", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
       "PMI_RANK", "PMI_SIZE", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_JOB_NODELIST",
       "DT_PS_ROOT_URL", "DT_NUM_SERVER", "DT_TLS_CERT_FILE", "DT_TLS_KEY_FILE",
-      "DT_TLS_CA_FILE"};
+      "DT_TLS_CA_FILE", "DT_LOCAL_RANK", "DT_LOCAL_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
+      "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALRANKID",
+      "MPI_LOCALNRANKS", "SLURM_LOCALID"};
   size_t i;
   for (i = 0; i < sizeof names / sizeof names[0]; ++i) unsetenv(names[i]);
 }
@@ -139,6 +141,27 @@ static void test_older_struct(void) {
   CHECK(strstr(dt_last_error(), "role") == NULL);
 }
 
+/* The place among the workers of this host, from whichever launcher set it. */
+static void test_local_rank(void) {
+  int32_t rank = -1, size = -1;
+  CHECK_OK(dt_node_local_rank(&rank, &size));
+  CHECK_EQ_I64(rank, 0);
+  CHECK_EQ_I64(size, 1);
+  setenv("LOCAL_RANK", "1", 1); /* torchrun's */
+  setenv("LOCAL_WORLD_SIZE", "2", 1);
+  CHECK_OK(dt_node_local_rank(&rank, &size));
+  CHECK_EQ_I64(rank, 1);
+  CHECK_EQ_I64(size, 2);
+  setenv("DT_LOCAL_RANK", "3", 1); /* dtrun's wins */
+  setenv("DT_LOCAL_SIZE", "4", 1);
+  CHECK_OK(dt_node_local_rank(&rank, NULL));
+  CHECK_EQ_I64(rank, 3);
+  setenv("DT_LOCAL_RANK", "x", 1);
+  CHECK_STATUS(dt_node_local_rank(&rank, &size), DT_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(dt_last_error(), "DT_LOCAL_RANK") != NULL);
+  clear_job_environment();
+}
+
 int main(void) {
   clear_job_environment();
   test_defaults();
@@ -147,5 +170,6 @@ int main(void) {
   test_tls_fields();
   test_explicit_scheduler_layout();
   test_older_struct();
+  test_local_rank();
   return capi_finish();
 }

@@ -20,9 +20,11 @@ const char* role_name(Role role) {
 }
 
 namespace {
-constexpr std::array<const char*, 10> kLauncherVariables = {
-    "DMLC_ROLE",      "DMLC_PS_ROOT_URI", "DMLC_PS_ROOT_PORT", "DMLC_NUM_SERVER",     "DMLC_NUM_WORKER",
-    "DMLC_WORKER_ID", "DT_PS_PORT_FILE",  "DT_PS_ROOT_URL",    kRestartCountVariable, kWorkerRestartCountVariable,
+constexpr std::array<const char*, 14> kLauncherVariables = {
+    "DMLC_ROLE",        "DMLC_PS_ROOT_URI",        "DMLC_PS_ROOT_PORT", "DMLC_NUM_SERVER",
+    "DMLC_NUM_WORKER",  "DMLC_WORKER_ID",          "DT_PS_PORT_FILE",   "DT_PS_ROOT_URL",
+    kRestartCountVariable, kWorkerRestartCountVariable, kLocalRankVariable, kLocalSizeVariable,
+    "LOCAL_RANK",       "LOCAL_WORLD_SIZE",
 };
 }  // namespace
 
@@ -64,7 +66,7 @@ namespace {
 
 // role: nullopt for a launcher's own environment (no role settings).
 EnvMap environment_for(const EnvMap& inherited, const Options& options, const JobLayout& layout,
-                       std::optional<Role> role, int rank) {
+                       std::optional<Role> role, int rank, std::optional<LocalPlace> local) {
   EnvMap env = inherited;
   // A shell that ran a job by hand may still export these; they must not leak
   // into a role that does not use them.
@@ -83,7 +85,12 @@ EnvMap environment_for(const EnvMap& inherited, const Options& options, const Jo
   env["DMLC_PS_ROOT_PORT"] = std::to_string(role == Role::kScheduler ? 0 : layout.root_port);
   env["DMLC_NUM_SERVER"] = std::to_string(layout.num_servers);
   env["DMLC_NUM_WORKER"] = std::to_string(layout.num_workers);
-  if (role == Role::kWorker) env["DMLC_WORKER_ID"] = std::to_string(rank);
+  if (role == Role::kWorker) {
+    env["DMLC_WORKER_ID"] = std::to_string(rank);
+    const LocalPlace place = local.value_or(LocalPlace{rank, layout.num_workers});
+    env[kLocalRankVariable] = env["LOCAL_RANK"] = std::to_string(place.rank);
+    env[kLocalSizeVariable] = env["LOCAL_WORLD_SIZE"] = std::to_string(place.size);
+  }
   if (role == Role::kScheduler && !layout.port_file.empty()) env["DT_PS_PORT_FILE"] = layout.port_file;
   if (!layout.interface.empty()) env["DMLC_INTERFACE"] = layout.interface;
   env[kRestartCountVariable] = std::to_string(layout.restart_count);
@@ -93,12 +100,12 @@ EnvMap environment_for(const EnvMap& inherited, const Options& options, const Jo
 }  // namespace
 
 EnvMap child_environment(const EnvMap& inherited, const Options& options, const JobLayout& layout, Role role,
-                         int rank) {
-  return environment_for(inherited, options, layout, role, rank);
+                         int rank, std::optional<LocalPlace> local) {
+  return environment_for(inherited, options, layout, role, rank, local);
 }
 
 EnvMap launcher_environment(const EnvMap& inherited, const Options& options, const JobLayout& layout) {
-  return environment_for(inherited, options, layout, std::nullopt, -1);
+  return environment_for(inherited, options, layout, std::nullopt, -1, std::nullopt);
 }
 
 std::vector<std::string> to_envp(const EnvMap& env) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,17 @@ constexpr const char* kRestartCountVariable = "DT_RESTART_COUNT";
 // (The name stays the workers' one, which programs already read.)
 constexpr const char* kWorkerRestartCountVariable = "DT_WORKER_RESTART_COUNT";
 
+// Where a worker sits among the workers of its host: the GPU a program that
+// takes one GPU per worker should use (--gpus local in the examples). Each
+// worker sees it as DT_LOCAL_RANK / DT_LOCAL_SIZE and as torchrun's
+// LOCAL_RANK / LOCAL_WORLD_SIZE (servers and the scheduler see none).
+struct LocalPlace {
+  int rank = 0;  // 0 .. size - 1, in worker-rank order
+  int size = 1;  // workers on this host
+};
+constexpr const char* kLocalRankVariable = "DT_LOCAL_RANK";
+constexpr const char* kLocalSizeVariable = "DT_LOCAL_SIZE";
+
 // Variables that describe the job layout: dtrun sets them, so --env may not.
 bool is_launcher_variable(const std::string& name);
 
@@ -53,9 +65,11 @@ EnvMap user_settings(const EnvMap& inherited, const Options& options, Role role)
 // What process `rank` of `role` runs with. Precedence: inherited < --env <
 // --env-server / --env-worker < the layout. OMP_WAIT_POLICY=passive is added
 // unless set earlier: processes of one job share cores, and OpenMP threads
-// that spin while they wait take them from the others.
+// that spin while they wait take them from the others. A worker's local
+// place is `local`, else (every process on this host) its rank among all
+// the job's workers.
 EnvMap child_environment(const EnvMap& inherited, const Options& options, const JobLayout& layout, Role role,
-                         int rank);
+                         int rank, std::optional<LocalPlace> local = std::nullopt);
 
 // What a launcher that starts servers and workers itself (srun) runs with:
 // as child_environment without the role's variables (DMLC_ROLE,

@@ -110,4 +110,15 @@ const SshHost& worker_host(const std::vector<SshHost>& hosts, int num_servers, i
   return cycled(hosts, static_cast<size_t>(num_servers) + static_cast<size_t>(worker));
 }
 
+LocalPlace worker_local_place(const std::vector<SshHost>& hosts, int num_servers, int num_workers, int worker) {
+  const std::string& mine = worker_host(hosts, num_servers, worker).address;
+  LocalPlace place{0, 0};
+  for (int w = 0; w < num_workers; ++w) {
+    if (worker_host(hosts, num_servers, w).address != mine) continue;
+    if (w < worker) ++place.rank;
+    ++place.size;
+  }
+  return place;
+}
+
 }  // namespace dt::dtrun

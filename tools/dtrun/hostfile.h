@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "environment.h"
+
 namespace dt::dtrun {
 
 struct SshHost {
@@ -37,5 +39,11 @@ std::vector<SshHost> read_hostfile(const std::string& path);
 // std::runtime_error when hosts is empty.
 const SshHost& server_host(const std::vector<SshHost>& hosts, int server);
 const SshHost& worker_host(const std::vector<SshHost>& hosts, int num_servers, int worker);
+
+// Worker `worker`'s place among the workers that share its host under that
+// placement (the same host: the same address, whatever the login or port):
+// with hosts a b and -s 2 -n 4, workers 0 and 2 run on a as local ranks 0
+// and 1 of 2. Throws std::runtime_error when hosts is empty.
+LocalPlace worker_local_place(const std::vector<SshHost>& hosts, int num_servers, int num_workers, int worker);
 
 }  // namespace dt::dtrun

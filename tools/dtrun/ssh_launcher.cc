@@ -177,13 +177,15 @@ std::vector<std::string> rsync_argv(const Options& options, const SshHost& host,
 }
 
 EnvMap remote_environment(const EnvMap& inherited, const Options& options, const JobLayout& layout, Role role,
-                          int rank) {
+                          int rank, std::optional<LocalPlace> local) {
   EnvMap env = user_settings(inherited, options, role);
   // Resolved as for a local process, so --env and --interface win over
   // dtrun's own environment.
-  const EnvMap full = child_environment(inherited, options, layout, role, rank);
+  const EnvMap full = child_environment(inherited, options, layout, role, rank, local);
   for (const auto& [name, value] : full) {
-    const bool for_remote = starts_with(name, "DMLC_") || name == kRestartCountVariable;
+    const bool for_remote = starts_with(name, "DMLC_") || name == kRestartCountVariable ||
+                            name == kLocalRankVariable || name == kLocalSizeVariable || name == "LOCAL_RANK" ||
+                            name == "LOCAL_WORLD_SIZE";
     if (for_remote && is_launcher_variable(name)) env[name] = value;
   }
   for (const char* name : kForwardedVariables) {
@@ -269,7 +271,10 @@ Outcome run_ssh(Supervisor& supervisor, const JobContext& job, SignalPipe& signa
   const auto session_spec = [&](Role role, int rank, const SshHost& host, const std::vector<std::string>& command,
                                 int worker_restart_count) {
     const ProcessName name(role_name(role), rank);
-    EnvMap env = remote_environment(job.inherited, o, layout, role, rank);
+    const std::optional<LocalPlace> local =
+        role == Role::kWorker ? std::optional<LocalPlace>(worker_local_place(hosts, o.num_servers, o.num_workers, rank))
+                              : std::nullopt;
+    EnvMap env = remote_environment(job.inherited, o, layout, role, rank, local);
     env.erase("DT_JOB_SECRET");
     if (worker_restart_count > 0) env[kWorkerRestartCountVariable] = std::to_string(worker_restart_count);
     const std::string line = remote_command(remote_dir, env, command, !secret_line.empty());

@@ -63,10 +63,11 @@ constexpr const char* kForwardedVariables[] = {"DMLC_INTERFACE", "KMP_AFFINITY",
                                                "OMP_NUM_THREADS"};
 
 // What a remote process runs with: the --env settings of its role, the job's
-// DMLC_* variables, DT_RESTART_COUNT and kForwardedVariables (from dtrun's environment unless
-// --env or --interface set them); nothing else of dtrun's environment.
+// DMLC_* variables, DT_RESTART_COUNT, a worker's local place (`local`, see
+// worker_local_place) and kForwardedVariables (from dtrun's environment
+// unless --env or --interface set them); nothing else of dtrun's environment.
 EnvMap remote_environment(const EnvMap& inherited, const Options& options, const JobLayout& layout, Role role,
-                          int rank);
+                          int rank, std::optional<LocalPlace> local = std::nullopt);
 
 // The source address of this host's route to `host` (IPv4). Throws
 // std::runtime_error when host does not resolve or is unreachable.

@@ -32,6 +32,14 @@ TEST(DtrunEnvironment, EachRoleGetsTheLayoutAndItsOwnVariables) {
   EXPECT_EQ(worker.count("DT_PS_PORT_FILE"), 0u);
   EXPECT_EQ(worker.count("DT_PS_ROOT_URL"), 0u);  // a stale one would bypass the layout
   EXPECT_EQ(worker.at("DT_RESTART_COUNT"), "0");    // this job's first run, not the shell's
+  // Every worker runs on this host: its local place is its rank among them.
+  EXPECT_EQ(worker.at("DT_LOCAL_RANK"), "2");
+  EXPECT_EQ(worker.at("DT_LOCAL_SIZE"), "3");
+  EXPECT_EQ(worker.at("LOCAL_RANK"), "2");
+  EXPECT_EQ(worker.at("LOCAL_WORLD_SIZE"), "3");
+  const EnvMap placed = child_environment(inherited, o, layout(), Role::kWorker, 2, LocalPlace{1, 2});
+  EXPECT_EQ(placed.at("DT_LOCAL_RANK"), "1");
+  EXPECT_EQ(placed.at("LOCAL_WORLD_SIZE"), "2");
   JobLayout restarted = layout();
   restarted.restart_count = 2;
   EXPECT_EQ(child_environment(inherited, o, restarted, Role::kServer, 0).at("DT_RESTART_COUNT"), "2");
@@ -39,6 +47,8 @@ TEST(DtrunEnvironment, EachRoleGetsTheLayoutAndItsOwnVariables) {
   const EnvMap server = child_environment(inherited, o, layout(), Role::kServer, 1);
   EXPECT_EQ(server.at("DMLC_ROLE"), "server");
   EXPECT_EQ(server.count("DMLC_WORKER_ID"), 0u);  // inherited one dropped
+  EXPECT_EQ(server.count("DT_LOCAL_RANK"), 0u);   // a worker's GPU, not a server's
+  EXPECT_EQ(server.count("LOCAL_RANK"), 0u);
 
   const EnvMap scheduler = child_environment(inherited, o, layout(), Role::kScheduler, -1);
   EXPECT_EQ(scheduler.at("DMLC_ROLE"), "scheduler");

@@ -86,6 +86,23 @@ TEST(DtrunHostfile, ServersThenWorkersCycleOneListAsDmlcTrackerDoes) {
   EXPECT_THROW(worker_host({}, 1, 0), std::runtime_error);
 }
 
+TEST(DtrunHostfile, AWorkersLocalPlaceCountsTheWorkersOfItsHost) {
+  // -s 2 -n 4 on a b c: workers on c a b c, so worker 3 is c's second.
+  const auto hosts = parse_hostfile("a\nb\nc\n", "h");
+  const std::pair<int, int> places[] = {{0, 2}, {0, 1}, {0, 1}, {1, 2}};
+  for (int w = 0; w < 4; ++w) {
+    const LocalPlace place = worker_local_place(hosts, 2, 4, w);
+    EXPECT_EQ(std::make_pair(place.rank, place.size), places[w]) << "worker " << w;
+  }
+  // Two lines for one machine (another login, another port) are one host:
+  // its two workers must not both take GPU 0.
+  const auto same = parse_hostfile("alice@gpu1\ngpu1:2222\n", "h");
+  EXPECT_EQ(worker_local_place(same, 0, 2, 0).rank, 0);
+  EXPECT_EQ(worker_local_place(same, 0, 2, 1).rank, 1);
+  EXPECT_EQ(worker_local_place(same, 0, 2, 1).size, 2);
+  EXPECT_THROW(worker_local_place({}, 0, 1, 0), std::runtime_error);
+}
+
 TEST(DtrunHostfile, ReadsAFileAndReportsAMissingOne) {
   const std::string path = testing::TempDir() + "dtrun_hostfile_test." + std::to_string(getpid());
   {

@@ -292,7 +292,7 @@ TEST(DtrunSsh, RemoteEnvironmentIsDmlcForwardedAndEnvOnly) {
   layout.num_workers = 2;
   layout.port_file = "/tmp/port";
   layout.restart_count = 1;
-  const EnvMap worker = remote_environment(inherited, o, layout, Role::kWorker, 1);
+  const EnvMap worker = remote_environment(inherited, o, layout, Role::kWorker, 1, LocalPlace{0, 1});
   const EnvMap expected = {{"A", "1"},
                            {"PASSED", "from-shell"},
                            {"B", "2"},
@@ -303,6 +303,11 @@ TEST(DtrunSsh, RemoteEnvironmentIsDmlcForwardedAndEnvOnly) {
                            {"DMLC_NUM_WORKER", "2"},
                            {"DMLC_WORKER_ID", "1"},
                            {"DT_RESTART_COUNT", "1"},  // the run of a job that --max-restarts restarted
+                           // Its place among the workers of its host, as dtrun's and torchrun's.
+                           {"DT_LOCAL_RANK", "0"},
+                           {"DT_LOCAL_SIZE", "1"},
+                           {"LOCAL_RANK", "0"},
+                           {"LOCAL_WORLD_SIZE", "1"},
                            // What launch.py forwards from its shell; not the AWS keys.
                            {"DMLC_INTERFACE", "eth9"},
                            {"OMP_NUM_THREADS", "4"},

@@ -12,6 +12,20 @@ public final class Node {
   }
 
   /**
+   * This worker's place among the worker processes of its host, {local rank, local size}: the GPU
+   * a program that trains on one GPU per worker uses (torchrun's LOCAL_RANK). From DT_LOCAL_RANK /
+   * DT_LOCAL_SIZE (dtrun), LOCAL_RANK / LOCAL_WORLD_SIZE (torchrun), Open MPI's, MPICH's or srun's
+   * variables; {0, 1} when none is set, a size of 0 when the launcher does not say (srun).
+   * INVALID_ARGUMENT names a malformed variable.
+   */
+  public static int[] localRank() {
+    int[] rank = new int[1];
+    int[] size = new int[1];
+    disttrain.dt_node_local_rank(rank, size);
+    return new int[] {rank[0], size[0]};
+  }
+
+  /**
    * Runs this process as the scheduler or a server of the job described by
    * the DMLC_* environment until the job shuts down; options may be null.
    * A worker's role is INVALID_ARGUMENT: workers create a dist KVStore.

@@ -1,5 +1,6 @@
 package org.disttrain;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -233,6 +234,12 @@ class ErrorsTest {
     // DMLC_ROLE is unset in the test environment: this process is a worker.
     assertEquals(Role.WORKER, Node.role());
     expect(Status.INVALID_ARGUMENT, () -> Node.run(null));
+  }
+
+  @Test
+  void localRankWithoutALauncherIsTheOnlyWorkerOfItsHost() {
+    // The test JVM is started by hand, not by dtrun or torchrun.
+    assertArrayEquals(new int[] {0, 1}, Node.localRank());
   }
 
   @Test
