@@ -20,8 +20,9 @@ constexpr const char* kStores = "KVStores, all-reduce and the trainer";
 constexpr const char* kProcess = "Threads and files";
 constexpr const char* kMxnet = "MXNet knobs accepted but not honoured";
 
-// Defaults are the ones in the code that reads each variable (PsOptions in
-// ps/job/job_config.h for the deadlines); a test of each reader checks them.
+// Defaults are the ones the code that reads each variable applies; the
+// deadlines' and bounds' come from PsOptions (ps/job/job_config.h), which
+// the test PsParameterDefaults compares them with.
 constexpr Parameter kParameters[] = {
     {"DT_LOG_LEVEL", kLogging, T::kChoice, "info",
      "The most verbose lines written: none, error, warning, info, debug, trace, or 0-5. "
