@@ -167,6 +167,43 @@ DT_API dt_status dt_build_info_init(dt_build_info *info, size_t struct_size);
 DT_API dt_status dt_build_info_get(dt_build_info *info);
 
 /* ------------------------------------------------------------------------ */
+/* Logging                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/* The library writes its lines (a worker joined, a server was lost, the
+ * job's layout, PS_VERBOSE detail) through one channel. Without a handler
+ * they go to stderr as "disttrain <facility>: <message>"; the level comes
+ * from DT_LOG_LEVEL (a name below in lower case, "warn", or the number;
+ * default info) and PS_VERBOSE=1/2 raises it to debug/trace. Append-only. */
+typedef enum dt_log_level {
+  DT_LOG_NONE = 0,    /* nothing                                           */
+  DT_LOG_ERROR = 1,   /* the library cannot do what was asked              */
+  DT_LOG_WARNING = 2, /* it goes on, but something needs a look            */
+  DT_LOG_INFO = 3,    /* what a user wants to see: joins, losses, layout   */
+  DT_LOG_DEBUG = 4,   /* connections, node tables (PS_VERBOSE=1)           */
+  DT_LOG_TRACE = 5    /* every message, every slice (PS_VERBOSE=2)         */
+} dt_log_level;
+
+/* Receives one line: level, facility (the part of the library speaking,
+ * with its rank where it has one: "scheduler", "server 1", "worker 0",
+ * "allreduce", "trainer"; "" for the job as a whole) and the message, with
+ * no trailing newline. Both strings are the library's and valid only during
+ * the call. It may be called from any thread the library runs, one line at
+ * a time (calls never overlap), and must not call into the library. */
+typedef void (*dt_log_handler)(dt_log_level level, const char *facility,
+                               const char *message, void *user);
+
+/* Sets the process-wide handler and the most verbose level passed on
+ * (DT_LOG_NONE: nothing), replacing DT_LOG_LEVEL and PS_VERBOSE. A NULL
+ * handler sends lines to stderr again, at max_level. user is passed back to
+ * every call of handler and stays the caller's. When this returns, calls of
+ * the previous handler in flight on other threads have ended and it is
+ * never called again, so its user data may be freed. Any thread may call
+ * it; a level outside DT_LOG_NONE..DT_LOG_TRACE is DT_ERR_INVALID_ARGUMENT. */
+DT_API dt_status dt_log_set_handler(dt_log_level max_level,
+                                    dt_log_handler handler, void *user);
+
+/* ------------------------------------------------------------------------ */
 /* Context: a device                                                        */
 /* ------------------------------------------------------------------------ */
 

@@ -14,6 +14,7 @@ func TestMain(m *testing.M) {
 	workers := map[string]func() error{
 		"dist_sync_worker":        distSyncWorker,
 		"allreduce_rejoin_worker": allreduceRejoinWorker,
+		"log_handler_scheduler":   logHandlerScheduler,
 	}
 	if role := os.Getenv(roleEnv); role != "" {
 		body, known := workers[role]

@@ -158,6 +158,11 @@
 %rename("%s") dt_node_local_rank;
 %rename("%s") dt_node_run;
 
+/* dt_log_set_handler is not listed: a C function pointer has no value in
+ * Java or Go. Each reaches it through its own glue, which installs a C
+ * handler that calls into the language: java.i (disttrainJNI.logSetHandler,
+ * Disttrain.setLogHandler) and the Go package's log.go (SetLogHandler). */
+
 /* The _init functions of option and info structs take the size of the
  * caller's struct (dt_c_api.h, "Option and info structs"). The caller is this
  * wrapper, compiled against the header the binding was generated from, so the

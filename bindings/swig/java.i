@@ -36,6 +36,11 @@
     NativeLibrary.load();
     NativeLibrary.checkVersion(disttrainConstants.DT_VERSION_NUMBER, dtj_binding_version(), dt_version());
   }
+
+  /* dt_log_set_handler with LogDispatch.line as the handler (on), or stderr
+   * (off); written by hand below, since a C function pointer has no Java
+   * value. Callers serialise (Disttrain.setLogHandler is synchronized). */
+  static native void logSetHandler(int maxLevel, boolean on);
 %}
 
 %{
@@ -74,6 +79,59 @@ static void dtj_throw(JNIEnv *jenv, dt_status status) {
 static void dtj_throw_java(JNIEnv *jenv, const char *class_name, const char *message) {
   jclass cls = (*jenv)->FindClass(jenv, class_name);
   if (cls != NULL) (*jenv)->ThrowNew(jenv, cls, message);
+}
+
+/* ---- the log channel: library lines -> org.disttrain.LogDispatch.line ---- */
+
+static JavaVM *dtj_log_vm = NULL;
+static jclass dtj_log_class = NULL; /* a global reference, kept for good */
+static jmethodID dtj_log_line = NULL;
+
+/* Runs on whichever thread the library logs from, one line at a time. A
+ * thread of the library's own is attached for the call and detached after,
+ * so that no native thread ends while the JVM still counts it. */
+static void dtj_log_forward(dt_log_level level, const char *facility, const char *message, void *user) {
+  JNIEnv *env = NULL;
+  int attached = 0;
+  jstring jfacility;
+  jstring jmessage;
+  (void)user;
+  if ((*dtj_log_vm)->GetEnv(dtj_log_vm, (void **)&env, JNI_VERSION_1_8) == JNI_EDETACHED) {
+    if ((*dtj_log_vm)->AttachCurrentThreadAsDaemon(dtj_log_vm, (void **)&env, NULL) != JNI_OK) return;
+    attached = 1;
+  }
+  if (env == NULL) return;
+  jfacility = (*env)->NewStringUTF(env, facility);
+  jmessage = jfacility == NULL ? NULL : (*env)->NewStringUTF(env, message);
+  if (jmessage != NULL) {
+    (*env)->CallStaticVoidMethod(env, dtj_log_class, dtj_log_line, (jint)level, jfacility, jmessage);
+  }
+  /* Nothing a handler throws may reach the library's caller. */
+  if ((*env)->ExceptionCheck(env)) (*env)->ExceptionClear(env);
+  if (jfacility != NULL) (*env)->DeleteLocalRef(env, jfacility);
+  if (jmessage != NULL) (*env)->DeleteLocalRef(env, jmessage);
+  if (attached) (*dtj_log_vm)->DetachCurrentThread(dtj_log_vm);
+}
+
+SWIGEXPORT void JNICALL Java_org_disttrain_disttrainJNI_logSetHandler(JNIEnv *jenv, jclass jcls, jint max_level,
+                                                                     jboolean on) {
+  dt_status status;
+  (void)jcls;
+  if (on && dtj_log_class == NULL) {
+    jclass local;
+    if ((*jenv)->GetJavaVM(jenv, &dtj_log_vm) != JNI_OK) {
+      dtj_throw_java(jenv, "java/lang/IllegalStateException", "disttrain: no JavaVM for the log handler");
+      return;
+    }
+    local = (*jenv)->FindClass(jenv, "org/disttrain/LogDispatch");
+    if (local == NULL) return; /* NoClassDefFoundError is pending */
+    dtj_log_line = (*jenv)->GetStaticMethodID(jenv, local, "line", "(ILjava/lang/String;Ljava/lang/String;)V");
+    if (dtj_log_line == NULL) return;
+    dtj_log_class = (jclass)(*jenv)->NewGlobalRef(jenv, local);
+    if (dtj_log_class == NULL) return;
+  }
+  status = dt_log_set_handler((dt_log_level)max_level, on ? dtj_log_forward : NULL, NULL);
+  if (status != DT_OK) dtj_throw(jenv, status);
 }
 
 /* Java long[] of handles -> C array of pointers. Small lists (the common

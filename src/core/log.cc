@@ -3,14 +3,15 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
-#include <shared_mutex>
 #include <vector>
 
 #include "core/error.h"
+#include "core/parameter_table.h"
 
 namespace dt::core {
 namespace {
@@ -21,23 +22,32 @@ std::atomic<int>& level_slot() {
   return level;
 }
 
-// The handler and its user pointer change together, under the writer's
-// lock; lines take the reader's lock so set_log_handler can wait for them.
+// The handler and its user pointer change together under the lock, and a
+// handler is called under it: calls never overlap, and set_log_handler
+// waits for the one in flight.
 struct HandlerSlot {
-  std::shared_mutex lock;
+  std::mutex lock;
   LogHandler handler = nullptr;
   void* user = nullptr;
 };
 
 HandlerSlot& handler_slot() {
-  static HandlerSlot slot;
-  return slot;
+  // Never destroyed: threads of a host program may log while it exits.
+  static HandlerSlot* slot = new HandlerSlot;
+  return *slot;
 }
 
 void write_to_stderr(LogLevel level, const std::string& facility, const std::string& message) {
-  std::string line = "disttrain";
-  if (!facility.empty()) line += " " + facility;
-  line += ": ";
+  std::string line;
+  if (level >= LogLevel::kDebug) {
+    // ps-lite's PS_VERBOSE form, which job scripts and tests read.
+    line = "disttrain[PS_VERBOSE]: ";
+    if (!facility.empty()) line += facility + ": ";
+  } else {
+    line = "disttrain";
+    if (!facility.empty()) line += " " + facility;
+    line += ": ";
+  }
   if (level == LogLevel::kWarning) line += "warning: ";
   if (level == LogLevel::kError) line += "error: ";
   line += message;
@@ -55,7 +65,7 @@ void write_to_stderr(LogLevel level, const std::string& facility, const std::str
 
 LogLevel level_from_environment() {
   LogLevel level = LogLevel::kInfo;
-  const char* text = std::getenv("DT_LOG_LEVEL");
+  const char* text = read_parameter("DT_LOG_LEVEL");
   if (text != nullptr && *text != '\0') {
     try {
       level = parse_log_level(text);
@@ -64,11 +74,20 @@ LogLevel level_from_environment() {
     }
   }
   // PS_VERBOSE only ever raises the level, as in ps-lite where it adds detail.
-  const char* verbose = std::getenv("PS_VERBOSE");
+  const char* verbose = read_parameter("PS_VERBOSE");
   if (verbose != nullptr && *verbose != '\0') {
-    const int v = std::atoi(verbose);
-    if (v >= 2 && level < LogLevel::kTrace) level = LogLevel::kTrace;
-    if (v == 1 && level < LogLevel::kDebug) level = LogLevel::kDebug;
+    char* end = nullptr;
+    errno = 0;
+    const long v = std::strtol(verbose, &end, 10);
+    if (errno != 0 || *end != '\0' || v < 0) {
+      // The nodes that validate their options refuse it; others log at 0.
+      write_to_stderr(LogLevel::kWarning, "",
+                      std::string("PS_VERBOSE=\"") + verbose + "\" is not a log level (0, 1 or 2); logging as level 0");
+    } else if (v >= 2 && level < LogLevel::kTrace) {
+      level = LogLevel::kTrace;
+    } else if (v == 1 && level < LogLevel::kDebug) {
+      level = LogLevel::kDebug;
+    }
   }
   return level;
 }
@@ -93,11 +112,12 @@ bool log_enabled(LogLevel level) {
 void log(LogLevel level, const std::string& facility, const std::string& message) {
   if (!log_enabled(level)) return;
   HandlerSlot& slot = handler_slot();
-  std::shared_lock<std::shared_mutex> reading(slot.lock);
+  std::unique_lock<std::mutex> calling(slot.lock);
   if (slot.handler != nullptr) {
-    slot.handler(static_cast<int>(level), facility.c_str(), message.c_str(), slot.user);
+    slot.handler(level, facility.c_str(), message.c_str(), slot.user);
     return;
   }
+  calling.unlock();
   write_to_stderr(level, facility, message);
 }
 
@@ -121,7 +141,7 @@ void logf(LogLevel level, const std::string& facility, const char* format, ...) 
 
 void set_log_handler(LogLevel max_level, LogHandler handler, void* user) {
   HandlerSlot& slot = handler_slot();
-  std::unique_lock<std::shared_mutex> writing(slot.lock);
+  std::lock_guard<std::mutex> setting(slot.lock);
   slot.handler = handler;
   slot.user = user;
   level_slot().store(static_cast<int>(max_level), std::memory_order_relaxed);

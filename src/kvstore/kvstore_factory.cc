@@ -6,6 +6,7 @@
 
 #include "core/context.h"
 #include "core/error.h"
+#include "core/parameter_table.h"
 #include "kvstore/dist_kvstore.h"
 #include "kvstore/host/host_allreduce_kvstore.h"
 #include "kvstore/key_reducer.h"
@@ -26,7 +27,7 @@ namespace {
 // K/M suffix: 4M).
 HostAllreduceOptions host_allreduce_options_from_env() {
   HostAllreduceOptions options;
-  const char* text = std::getenv("DT_ALLREDUCE_BUCKET_BYTES");
+  const char* text = core::read_parameter("DT_ALLREDUCE_BUCKET_BYTES");
   if (text == nullptr || *text == '\0') return options;
   char* end = nullptr;
   const unsigned long long value = std::strtoull(text, &end, 10);
@@ -55,14 +56,14 @@ namespace {
 // dist_nccl's settings from DT_ALLREDUCE_DTYPE and DT_ALLREDUCE_DEVICE.
 AllreduceOptions allreduce_options_from_env() {
   AllreduceOptions options;
-  if (const char* dtype = std::getenv("DT_ALLREDUCE_DTYPE"); dtype != nullptr && *dtype != '\0') {
+  if (const char* dtype = core::read_parameter("DT_ALLREDUCE_DTYPE"); dtype != nullptr && *dtype != '\0') {
     const std::string text = dtype;
     if (text != "float32" && text != "float16") {
       throw Error(ErrorCode::kInvalidArgument, "DT_ALLREDUCE_DTYPE must be float32 or float16, not '" + text + "'");
     }
     options.wire_dtype = text == "float16" ? core::DType::kFloat16 : core::DType::kFloat32;
   }
-  if (const char* device = std::getenv("DT_ALLREDUCE_DEVICE"); device != nullptr && *device != '\0') {
+  if (const char* device = core::read_parameter("DT_ALLREDUCE_DEVICE"); device != nullptr && *device != '\0') {
     char* end = nullptr;
     const long id = std::strtol(device, &end, 10);
     if (*end != '\0' || id < 0 || id > 1023) {
@@ -117,7 +118,7 @@ std::unique_ptr<KVStore> create_kvstore(const std::string& name, const ps::PsOpt
     std::unique_ptr<WorkerMerge> merge;
     if (on_device) merge = WorkerMerge::on_device(gpu_for_kvstore(type, 0, type.substr(0, type.rfind('_'))));
     options.validate();
-    const char* transport = std::getenv("DT_PS_DATA_TRANSPORT");
+    const char* transport = core::read_parameter("DT_PS_DATA_TRANSPORT");
     return std::make_unique<DistKVStore>(type, ps::job_config_from_env(layout), options,
                                          ps::data_transport_from_name(transport ? transport : "auto"), 0,
                                          std::move(merge));

@@ -5,6 +5,7 @@
 //
 //   dt-node [--env-server K=V]... [--env-worker K=V]...
 //           [--tls-cert FILE --tls-key FILE --tls-ca FILE] [-- COMMAND [ARGS...]]
+//   dt-node --help-env[=markdown]
 //
 // The role comes from dt_node_role: DMLC_ROLE, else MX_CONFIG, else a rank
 // (RANK, OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID: ranks 0..S-1 are
@@ -24,6 +25,17 @@
 // group instead is no cure, since mpirun then signals that whole group when
 // it ends one rank.
 //
+// --help-env prints every environment variable the library reads, with its
+// type, default and meaning (src/core/parameter_table.cc, compiled in here
+// too); --help-env=markdown prints docs/environment.md.
+//
+// A server tunes glibc's malloc for itself, before any thread starts:
+// received messages are fresh allocations, and mapping, unmapping and
+// trimming them each time makes page faults dominate large transfers. The
+// library leaves process-wide malloc settings to the program (a JVM or Go
+// service that embeds a server decides for itself), so this is dt-node's
+// choice, not the library's.
+//
 // Deadlines come from dt_kvstore_options_init, which reads DT_STARTUP_TIMEOUT_S,
 // DT_REQUEST_TIMEOUT_S, DT_HEARTBEAT_INTERVAL_S, DT_HEARTBEAT_TIMEOUT_S,
 // DT_SHUTDOWN_TIMEOUT_S (seconds), DT_BIGARRAY_BOUND_BYTES and MXNet's
@@ -33,6 +45,7 @@
 // stderr: a lost peer, a port in use, an unreachable scheduler); 2 for a bad
 // command line or environment; 127 when COMMAND cannot be run.
 #include <errno.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,6 +56,7 @@
 #include <string>
 #include <vector>
 
+#include "core/parameter_table.h"
 #include "dt_c_api.h"
 
 namespace {
@@ -56,7 +70,8 @@ struct Args {
 
 const char kUsage[] =
     "usage: dt-node [--env-server K=V]... [--env-worker K=V]...\n"
-    "               [--tls-cert FILE --tls-key FILE --tls-ca FILE] [-- COMMAND [ARGS...]]\n";
+    "               [--tls-cert FILE --tls-key FILE --tls-ca FILE] [-- COMMAND [ARGS...]]\n"
+    "       dt-node --help-env[=markdown]\n";
 
 // Returns false (after a message) for a command line dt-node cannot run.
 bool parse_args(int argc, char** argv, Args* out) {
@@ -122,9 +137,22 @@ bool die_with_launcher() {
   return getppid() == parent;
 }
 
+// Received messages are fresh allocations: keep glibc from mapping and
+// unmapping each (and trimming the heap after it).
+void tune_malloc_for_a_server() {
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc == 2 && (strcmp(argv[1], "--help-env") == 0 || strcmp(argv[1], "--help-env=markdown") == 0)) {
+    const std::string table = strcmp(argv[1], "--help-env") == 0 ? dt::core::parameters_as_text()
+                                                                  : dt::core::parameters_as_markdown();
+    fputs(table.c_str(), stdout);
+    return 0;
+  }
   Args args;
   if (!parse_args(argc, argv, &args)) return 2;
   if (!die_with_launcher()) {
@@ -158,6 +186,7 @@ int main(int argc, char** argv) {
     return 127;
   }
   if (!apply_settings(args.env_server)) return 2;
+  if (role == DT_ROLE_SERVER) tune_malloc_for_a_server();
 
   // The deadlines and the big-array bound come from the environment
   // (DT_*_TIMEOUT_S, DT_BIGARRAY_BOUND_BYTES, MXNET_KVSTORE_BIGARRAY_BOUND),

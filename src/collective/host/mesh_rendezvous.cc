@@ -11,6 +11,7 @@
 #include <random>
 
 #include "core/error.h"
+#include "core/parameter_table.h"
 #include "ps/transport/auth_handshake.h"
 #include "ps/transport/nng_check.h"
 #include "ps/transport/tls_config.h"
@@ -60,7 +61,7 @@ std::string first_line(const char* path) {
 std::string ipc_path(int rank, const HostCommunicatorOptions& options) {
   std::string dir = options.ipc_dir;
   if (dir.empty()) {
-    const char* tmp = std::getenv("TMPDIR");
+    const char* tmp = core::read_parameter("TMPDIR");
     dir = tmp != nullptr && *tmp != '\0' ? tmp : "/tmp";
   }
   std::random_device rd;

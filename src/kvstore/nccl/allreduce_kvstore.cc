@@ -9,6 +9,7 @@
 #include "collective/nccl/job_communicator.h"
 #include "core/cuda/gpu_context.h"
 #include "core/error.h"
+#include "core/parameter_table.h"
 #include "kvstore/argument_checks.h"
 #include "ops/tensor_math.h"
 #include "ps/compression/compression_mode.h"
@@ -39,7 +40,7 @@ DType checked_wire(DType wire) {
 // launcher variable gives one.
 int launcher_local_rank() {
   for (const char* name : {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID"}) {
-    const char* text = std::getenv(name);
+    const char* text = core::read_parameter(name);
     if (text == nullptr || *text == '\0') continue;
     char* end = nullptr;
     const long value = std::strtol(text, &end, 10);

@@ -8,6 +8,8 @@
 #include <string>
 #include <thread>
 
+#include "core/parameter_table.h"
+
 // Declared here rather than through <cblas.h>: depending on the BLAS
 // alternative selected, that header may be netlib's, which lacks it.
 extern "C" void openblas_set_num_threads(int num_threads);
@@ -18,7 +20,7 @@ namespace {
 // OMP_NUM_THREADS may be a nesting list ("4,2"); the outer level is the one
 // the kernels parallelise over.
 int threads_from_environment() {
-  const char* env = std::getenv("OMP_NUM_THREADS");
+  const char* env = core::read_parameter("OMP_NUM_THREADS");
   if (env == nullptr) return 0;
   char* end = nullptr;
   const long value = std::strtol(env, &end, 10);

@@ -2,11 +2,12 @@
 
 #include <atomic>
 #include <cerrno>
-#include <cstdio>
 #include <cstdlib>
 #include <optional>
 
 #include "core/error.h"
+#include "core/log.h"
+#include "core/parameter_table.h"
 
 namespace dt::ps {
 
@@ -16,7 +17,7 @@ using core::ErrorCode;
 namespace {
 
 std::optional<std::string> getenv_lookup(const char* name) {
-  const char* v = std::getenv(name);
+  const char* v = core::read_parameter(name);
   if (v == nullptr) return std::nullopt;
   return std::string(v);
 }
@@ -126,30 +127,26 @@ int ps_verbose_level(const EnvLookup& env) {
 }
 
 int ps_verbose() {
-  // -1: not read yet. Racing first readers compute the same value.
-  static std::atomic<int> level{-1};
-  int v = level.load(std::memory_order_relaxed);
-  if (v >= 0) return v;
-  try {
-    v = ps_verbose_level(getenv_lookup);
-  } catch (const Error& e) {
-    std::fprintf(stderr, "disttrain: %s; logging as level 0\n", e.what());
-    v = 0;
-  }
-  level.store(v, std::memory_order_relaxed);
-  return v;
+  const core::LogLevel level = core::log_level();
+  if (level >= core::LogLevel::kTrace) return 2;
+  return level >= core::LogLevel::kDebug ? 1 : 0;
 }
 
 void verbose_log(int level, const std::string& line) {
-  if (ps_verbose() < level) return;
-  const std::string text = "disttrain[PS_VERBOSE]: " + line + "\n";
-  std::fwrite(text.data(), 1, text.size(), stderr);
+  const core::LogLevel as = level >= 2 ? core::LogLevel::kTrace : core::LogLevel::kDebug;
+  // The lines start with who speaks ("scheduler: ..."): that is the facility.
+  const size_t colon = line.find(": ");
+  if (colon == std::string::npos) {
+    core::log(as, "", line);
+  } else {
+    core::log(as, line.substr(0, colon), line.substr(colon + 2));
+  }
 }
 
 void log_mxnet_knob_notes_once() {
   static std::atomic<bool> logged{false};
   if (logged.exchange(true)) return;
-  for (const std::string& note : mxnet_knob_notes(getenv_lookup)) std::fprintf(stderr, "disttrain: %s\n", note.c_str());
+  for (const std::string& note : mxnet_knob_notes(getenv_lookup)) core::log(core::LogLevel::kInfo, "", note);
 }
 
 }  // namespace dt::ps

@@ -41,17 +41,17 @@ PsOptions ps_options_from_environment();
 // One line per MXNet/ps-lite variable that is set but not honoured here, and
 // why (e.g. "MXNET_ENABLE_GPU_P2P=1: accepted; ..."). Empty when none is set.
 std::vector<std::string> mxnet_knob_notes(const EnvLookup& env);
-// Writes mxnet_knob_notes() of this process to stderr, once per process.
+// Logs mxnet_knob_notes() of this process (core::log, info), once per process.
 void log_mxnet_knob_notes_once();
 
 // PS_VERBOSE: 0 when unset or empty, else an integer >= 0 (levels above 2
 // log as 2). Error(kInvalidArgument) naming the variable otherwise.
 int ps_verbose_level(const EnvLookup& env);
-// This process's level, read once; a malformed value logs one line and
-// counts as 0 (the nodes that validate their options already refused it).
+// The log channel's level (core/log.h) in PS_VERBOSE's terms: 2 at trace,
+// 1 at debug, else 0. PS_VERBOSE itself feeds that level.
 int ps_verbose();
-// "disttrain[PS_VERBOSE]: <line>" on stderr, one write, when ps_verbose() is
-// at least level.
+// core::log at debug (level 1) or trace (2); line is "<facility>: <text>"
+// and comes out on stderr as "disttrain[PS_VERBOSE]: <line>", as always.
 void verbose_log(int level, const std::string& line);
 
 }  // namespace dt::ps

@@ -15,6 +15,8 @@
 #include <memory>
 
 #include "core/error.h"
+#include "core/log.h"
+#include "core/parameter_table.h"
 #include "ps/job/environment_options.h"
 #include "ps/job/launcher_environment.h"
 #include "ps/job/security_environment.h"
@@ -250,7 +252,7 @@ JobConfig job_config_from(const EnvLookup& env, const JobOverrides& overrides) {
 
 namespace {
 std::optional<std::string> getenv_lookup(const char* name) {
-  const char* v = std::getenv(name);
+  const char* v = core::read_parameter(name);
   if (v == nullptr) return std::nullopt;
   return std::string(v);
 }
@@ -263,11 +265,11 @@ JobConfig job_config_from_env(const JobOverrides& overrides) {
   // Once per process: a program may create several kvstores.
   static std::atomic<bool> logged{false};
   if (!logged.exchange(true)) {
-    std::fprintf(stderr, "disttrain: %s\n", job.layout_summary.c_str());
+    core::log(core::LogLevel::kInfo, "", job.layout_summary);
     if (!job.security.secret) {
-      std::fprintf(stderr,
-                   "disttrain: warning: no job secret (DT_JOB_SECRET or DT_JOB_SECRET_FILE): any process that "
-                   "reaches this job's ports can join it (docs/security.md)\n");
+      core::log(core::LogLevel::kWarning, "",
+                "no job secret (DT_JOB_SECRET or DT_JOB_SECRET_FILE): any process that reaches this job's ports "
+                "can join it (docs/security.md)");
     }
   }
   log_mxnet_knob_notes_once();

@@ -1,11 +1,22 @@
 #include "ps/transport/rate_limited_log.h"
 
-#include <cstdio>
+#include "core/log.h"
 
 namespace dt::ps {
 
-RateLimitedLog::RateLimitedLog(std::string prefix, size_t burst, double window_s)
-    : prefix_(std::move(prefix)),
+namespace {
+
+// "disttrain scheduler" (the prefix callers once printed) names the
+// facility "scheduler"; the channel adds "disttrain " itself.
+std::string facility_of(const std::string& name) {
+  const std::string kLibrary = "disttrain ";
+  return name.compare(0, kLibrary.size(), kLibrary) == 0 ? name.substr(kLibrary.size()) : name;
+}
+
+}  // namespace
+
+RateLimitedLog::RateLimitedLog(const std::string& facility, size_t burst, double window_s)
+    : facility_(facility_of(facility)),
       burst_(burst),
       window_(std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(window_s))),
       window_start_(Clock::now()) {}
@@ -17,7 +28,7 @@ void RateLimitedLog::print(const std::string& line) {
     // The count of what the last window left out comes before the next line,
     // so a reader of the log knows how much was not shown.
     if (suppressed_in_window_ > 0) {
-      std::fprintf(stderr, "%s: %zu more such lines not shown\n", prefix_.c_str(), suppressed_in_window_);
+      core::log(core::LogLevel::kInfo, facility_, std::to_string(suppressed_in_window_) + " more such lines not shown");
     }
     window_start_ = now;
     printed_in_window_ = 0;
@@ -29,7 +40,7 @@ void RateLimitedLog::print(const std::string& line) {
     return;
   }
   ++printed_in_window_;
-  std::fprintf(stderr, "%s: %s\n", prefix_.c_str(), line.c_str());
+  core::log(core::LogLevel::kInfo, facility_, line);
 }
 
 size_t RateLimitedLog::suppressed() const {

@@ -1,5 +1,5 @@
-// A stderr log that a peer cannot flood: at most `burst` lines per window,
-// then one line saying how many were left out. A server that rejects 60,000
+// A log (core/log.h, at info) that a peer cannot flood: at most `burst`
+// lines per window, then one line saying how many were left out. A server that rejects 60,000
 // forged messages prints a few lines a second, not 60,000, and the lines it
 // prints still name the first offenders.
 #pragma once
@@ -13,19 +13,20 @@ namespace dt::ps {
 
 class RateLimitedLog {
  public:
-  // prefix starts every line ("disttrain scheduler"); window: seconds.
-  explicit RateLimitedLog(std::string prefix, size_t burst = 10, double window_s = 10.0);
+  // facility: who speaks ("scheduler"; the older "disttrain scheduler"
+  // form names the same); window: seconds.
+  explicit RateLimitedLog(const std::string& facility, size_t burst = 10, double window_s = 10.0);
   RateLimitedLog(const RateLimitedLog&) = delete;
   RateLimitedLog& operator=(const RateLimitedLog&) = delete;
 
-  // Prints "<prefix>: <line>" unless this window's burst is spent. Thread-safe.
+  // Logs line unless this window's burst is spent. Thread-safe.
   void print(const std::string& line);
   // Lines left out so far (for tests and the closing summary).
   size_t suppressed() const;
 
  private:
   using Clock = std::chrono::steady_clock;
-  const std::string prefix_;
+  const std::string facility_;
   const size_t burst_;
   const Clock::duration window_;
   mutable std::mutex mutex_;

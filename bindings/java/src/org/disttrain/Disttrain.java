@@ -1,6 +1,6 @@
 package org.disttrain;
 
-/** Library-wide facts: versions, build information, GPUs. */
+/** Library-wide facts and settings: versions, build information, GPUs, the log handler. */
 public final class Disttrain {
   private Disttrain() {}
 
@@ -40,5 +40,19 @@ public final class Disttrain {
 
   public static BuildInfo buildInfo() {
     return BuildInfo.get();
+  }
+
+  /**
+   * Routes the library's log lines up to {@code maxLevel} to {@code handler}, for the whole
+   * process; without one they go to stderr at the level DT_LOG_LEVEL or PS_VERBOSE set. A null
+   * handler sends them to stderr again, at {@code maxLevel}. When this returns, the previous
+   * handler is not running and is never called again. For java.util.logging: {@code
+   * Disttrain.setLogHandler(LogLevel.INFO, LogHandler.toLogger(Logger.getLogger("disttrain")))}.
+   */
+  public static synchronized void setLogHandler(LogLevel maxLevel, LogHandler handler) {
+    if (maxLevel == null) throw new NullPointerException("disttrain: null log level");
+    if (handler != null) LogDispatch.handler = handler;
+    disttrainJNI.logSetHandler(maxLevel.code(), handler != null);
+    if (handler == null) LogDispatch.handler = null;
   }
 }
