@@ -1,10 +1,10 @@
 #include "ps/job/local_rank.h"
 
 #include <charconv>
-#include <cstdlib>
 #include <string>
 
 #include "core/error.h"
+#include "core/parameter_table.h"
 
 namespace dt::ps {
 namespace {
@@ -58,7 +58,7 @@ LocalRank local_rank_from(const EnvLookup& env) {
 
 LocalRank local_rank_from_env() {
   return local_rank_from([](const char* name) -> std::optional<std::string> {
-    const char* value = std::getenv(name);
+    const char* value = core::read_parameter(name);
     if (value == nullptr) return std::nullopt;
     return std::string(value);
   });
