@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -14,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/log.h"
 
 namespace dt::train {
 
@@ -88,10 +88,10 @@ std::string CheckpointDirectory::resume_file(int epoch) const {
   if (std::filesystem::exists(file_of(rank_), ec)) return file_of(rank_);
   for (int r = 0; r < num_workers_; ++r) {
     if (!std::filesystem::exists(file_of(r), ec)) continue;
-    std::fprintf(stderr,
-                 "disttrain: worker %d wrote no checkpoint of epoch %d (the job went on without it then); it resumes "
-                 "from worker %d's\n",
-                 rank_, epoch, r);
+    core::logf(core::LogLevel::kInfo, "",
+               "worker %d wrote no checkpoint of epoch %d (the job went on without it then); it resumes from worker "
+               "%d's",
+               rank_, epoch, r);
     return file_of(r);
   }
   throw Error(ErrorCode::kNotFound, "checkpoint directory " + path_ + ": epoch " + std::to_string(epoch) +
