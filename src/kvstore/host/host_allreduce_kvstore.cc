@@ -407,6 +407,14 @@ void HostAllreduceKVStore::pushpull(const std::vector<Key>& keys, const std::vec
   wait_all();
 }
 
+void HostAllreduceKVStore::barrier() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  drain(lock);
+  member_->barrier();
+}
+
+// ---- joining (DT_WORKER_LOSS=continue): each a hook into the survivor group ----
+
 bool HostAllreduceKVStore::joined_running_job() const { return member_->table().joined_running_job; }
 
 bool HostAllreduceKVStore::admit_joining_workers() {
@@ -436,12 +444,6 @@ std::vector<uint8_t> HostAllreduceKVStore::hand_over_state(const std::vector<uin
   std::vector<uint8_t> result;
   run_on_communication_thread(lock, [&] { result = group_->hand_over(state); });
   return result;
-}
-
-void HostAllreduceKVStore::barrier() {
-  std::unique_lock<std::mutex> lock(mutex_);
-  drain(lock);
-  member_->barrier();
 }
 
 }  // namespace dt::kvstore

@@ -16,7 +16,7 @@
 //    value) to the outputs listed under the key.
 //  - Buckets, as DDP's: keys pushed one after another are fused into one
 //    buffer and all-reduced together once it holds bucket_bytes (one
-//    latency instead of one per key). Buckets follow the order of pushes
+//    latency instead of one per key; fused_all_reduce.h). Buckets follow the order of pushes
 //    alone, never timing, so every worker cuts the same ones.
 //  - pushpull_async (what the trainer issues as backward finishes each
 //    layer) returns at once; a communication thread all-reduces each bucket
@@ -187,6 +187,7 @@ class HostAllreduceKVStore final : public ReducingKVStore {
   // (DT_WORKER_LOSS=continue) and nothing is queued, so it regroups now.
   // False when it did nothing. mutex_ held through lock.
   bool regroup_if_idle(std::unique_lock<std::mutex>& lock);
+
   const ps::PsOptions options_;
   const HostAllreduceOptions allreduce_;
   const std::shared_ptr<core::Context> cpu_;

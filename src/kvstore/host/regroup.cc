@@ -143,10 +143,11 @@ bool Regroup::try_once(void* data, size_t bytes, bool in_step) {
     group_.workers = survivors;
     group_.generation = generation;
     group_.departures_seen = departures_known;
+    const auto departed_since = [&](int r) {
+      return std::find(survivors.begin(), survivors.end(), r) == survivors.end();
+    };
     std::vector<int>& joined = group_.joined;
-    joined.erase(std::remove_if(joined.begin(), joined.end(),
-                                [&](int r) { return std::find(survivors.begin(), survivors.end(), r) == survivors.end(); }),
-                 joined.end());
+    joined.erase(std::remove_if(joined.begin(), joined.end(), departed_since), joined.end());
     if (group_.closed) group_.comm->abort(group_.closed_why);
   }
 
@@ -156,8 +157,9 @@ bool Regroup::try_once(void* data, size_t bytes, bool in_step) {
     core::logf(core::LogLevel::kInfo, "allreduce", "worker %d connected with workers %s", me,
                ranks_text(survivors).c_str());
   } else {
-    core::logf(core::LogLevel::kInfo, "allreduce", "worker %d regrouped with workers %s after the loss of worker(s) %s: %s",
-               me, ranks_text(survivors).c_str(), ranks_text(departed).c_str(), settled.c_str());
+    core::logf(core::LogLevel::kInfo, "allreduce",
+               "worker %d regrouped with workers %s after the loss of worker(s) %s: %s", me,
+               ranks_text(survivors).c_str(), ranks_text(departed).c_str(), settled.c_str());
   }
   return took_result;
 }
