@@ -57,4 +57,17 @@ int64_t count_correct(const core::NDArray& logits, const core::NDArray& labels) 
   return count_correct_as(host_logits.data_as<float>(), rows, classes, host_labels.data_as<int64_t>());
 }
 
+EpochRecord EpochMetrics::record(int epoch, double seconds, double compute_seconds, const core::Traffic& moved) const {
+  EpochRecord record;
+  record.seconds = seconds;
+  record.epoch = epoch;
+  record.loss = mean_loss();
+  record.train_accuracy = accuracy();
+  record.images_per_s = static_cast<double>(samples()) / record.seconds;
+  record.compute_fraction = compute_seconds / record.seconds;
+  record.bytes_sent = moved.bytes_sent;
+  record.bytes_received = moved.bytes_received;
+  return record;
+}
+
 }  // namespace dt::train

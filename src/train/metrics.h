@@ -4,6 +4,8 @@
 #include <cstdint>
 
 #include "core/ndarray.h"
+#include "core/traffic.h"
+#include "train/metrics_log.h"
 
 namespace dt::train {
 
@@ -25,6 +27,10 @@ class EpochMetrics {
   double accuracy() const {
     return samples_ > 0 ? static_cast<double>(correct_) / static_cast<double>(samples_) : 0.0;
   }
+  // The record the metrics log writes for epoch (1-based) from these sums:
+  // the epoch took seconds, compute_seconds of them in forward/backward,
+  // and the kvstore moved `moved` (zero without one). No test accuracy.
+  EpochRecord record(int epoch, double seconds, double compute_seconds, const core::Traffic& moved) const;
 
  private:
   double loss_sum_ = 0.0;

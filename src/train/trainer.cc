@@ -1,22 +1,20 @@
 #include "train/trainer.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
-#include <climits>
-#include <cmath>
-#include <cstdio>
 #include <cstdlib>
-#include <map>
 #include <optional>
 #include <string>
 
 #include "core/error.h"
 #include "core/safetensors.h"
 #include "kvstore/kvstore_factory.h"
+#include "train/batch_split.h"
 #include "train/checkpoint_directory.h"
+#include "train/join_hand_over.h"
 #include "train/metrics.h"
-
+#include "train/store_requirements.h"
+#include "train/trainer_checkpoint.h"
 
 namespace dt::train {
 
@@ -26,33 +24,8 @@ using core::NDArray;
 
 namespace {
 
-constexpr const char* kParamPrefix = "param/";
-constexpr const char* kOptimizerPrefix = "optim/";
-constexpr const char* kCheckpointFormat = "disttrain.checkpoint";
-
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-// The part of `batch` for replica r of n: rows split as evenly as possible,
-// the first `rows % n` replicas taking one more.
-std::pair<int64_t, int64_t> split_range(int64_t rows, size_t r, size_t n) {
-  const int64_t base = rows / static_cast<int64_t>(n);
-  const int64_t extra = rows % static_cast<int64_t>(n);
-  const int64_t ri = static_cast<int64_t>(r);
-  const int64_t begin = ri * base + std::min(ri, extra);
-  return {begin, begin + base + (ri < extra ? 1 : 0)};
-}
-
-// `part` on ctx: the view itself when it is already there, else a copy into
-// a buffer kept for the next batch of the same shape.
-NDArray on_context(const NDArray& part, const std::shared_ptr<core::Context>& ctx, NDArray& staging) {
-  if (core::same_device(*part.context(), *ctx)) return part;
-  if (!staging.defined() || staging.shape() != part.shape() || staging.dtype() != part.dtype()) {
-    staging = NDArray::empty(ctx, part.dtype(), part.shape());
-  }
-  staging.copy_from(part);
-  return staging;
 }
 
 }  // namespace
@@ -87,8 +60,12 @@ Trainer::Trainer(std::shared_ptr<nn::Net> net, optim::OptimizerConfig optimizer,
   update_on_kvstore_ =
       kv_ && options.update_on_kvstore != 0 && (options.update_on_kvstore == 1 || kv_->accepts_optimizer());
   update_on_kvstore_auto_ = options.update_on_kvstore == -1;
-  configure_sync_mode(options);
-  refuse_async_updates_on_workers();
+  sync_ = options.sync;
+  sync_.validate();
+  if (configure_store_for_sync_mode(sync_, kv_.get(), options.update_on_kvstore, !options.extra_contexts.empty())) {
+    update_on_kvstore_ = false;
+  }
+  refuse_async_updates_on_workers(kv_.get(), update_on_kvstore_);
   int overlap = options.overlap_communication;
   if (overlap < -1 || overlap > 1) throw Error(ErrorCode::kInvalidArgument, "overlap_communication must be -1, 0 or 1");
   if (overlap == -1) {
@@ -121,94 +98,6 @@ Trainer::Trainer(std::shared_ptr<nn::Net> net, optim::OptimizerConfig optimizer,
 
 Trainer::~Trainer() = default;
 
-void Trainer::refuse_async_updates_on_workers() const {
-  // Gluon's rule: workers that each apply their own gradients to weights
-  // pulled at different moments drift apart; only the servers can apply
-  // asynchronous pushes to one model.
-  if (kv_ && !update_on_kvstore_ && kv_->type().find("async") != std::string::npos) {
-    throw Error(ErrorCode::kInvalidArgument,
-                "trainer: kvstore '" + kv_->type() + "' needs the update on the servers (update_on_kvstore = 1 or "
-                "-1, and no dynamic loss scaling); as MXNet says, \"Please set update_on_kvstore=True when "
-                "training in async mode.\"");
-  }
-}
-
-void Trainer::configure_sync_mode(const TrainerOptions& options) {
-  sync_ = options.sync;
-  sync_.validate();
-  const std::string mode = std::string("trainer: sync mode ") + sync_mode_name(sync_.mode);
-  switch (sync_.mode) {
-    case SyncMode::kFull:
-      return;
-    case SyncMode::kHalf:
-    case SyncMode::kSparse: {
-      if (!kv_) {
-        throw Error(ErrorCode::kInvalidArgument, mode + " compresses what the workers send through a distributed "
-                                                 "kvstore (a parameter-server type or \"allreduce\"); there is none");
-      }
-      const std::string wanted = sync_.compression_spec();
-      const std::string current = kv_->gradient_compression();
-      if (current == wanted) return;
-      if (current != "none") {
-        throw Error(ErrorCode::kInvalidArgument,
-                    mode + " sets the kvstore's gradient compression to '" + wanted + "', but the store already " +
-                        "compresses with '" + current + "': set one of the two, not both");
-      }
-      try {
-        kv_->set_gradient_compression(wanted);
-      } catch (const Error& e) {
-        throw Error(e.code(), mode + ": " + e.what());
-      }
-      return;
-    }
-    case SyncMode::kPartial: {
-      if (!kv_) {
-        throw Error(ErrorCode::kInvalidArgument, mode + " averages weights across the workers of a distributed "
-                                                 "kvstore (\"allreduce\", \"dist_sync\", ...); there is none");
-      }
-      const std::string type = kv_->type();
-      if (type == "dist_async" || type == "dist_async_device") {
-        throw Error(ErrorCode::kNotSupported,
-                    mode + " needs a store that sums one push per worker into a round: dist_async servers apply "
-                           "each push on its own, so no average exists there; use dist_sync or allreduce");
-      }
-      if (type != "allreduce" && type != "dist_nccl" && type != "dist_sync" && type != "dist_sync_device") {
-        throw Error(ErrorCode::kNotSupported, mode + " averages across the workers of a job, which kvstore '" + type +
-                                                  "' does not span; use allreduce, dist_nccl, dist_sync or "
-                                                  "dist_sync_device");
-      }
-      if (kv_->goes_on_after_worker_loss()) {
-        // The average divides by the job's workers; after a loss the sum
-        // holds fewer, and a step a loss interrupted may hold either.
-        throw Error(ErrorCode::kNotSupported,
-                    mode + " averages weights over the job's " + std::to_string(kv_->num_workers()) +
-                        " workers, and a job that goes on after a worker loss (DT_WORKER_LOSS=continue) sums fewer "
-                        "after one: not supported together (not built); use sync mode full or half");
-      }
-      if (options.update_on_kvstore == 1) {
-        throw Error(ErrorCode::kInvalidArgument, mode + " updates every worker with its own gradients: "
-                                                 "update_on_kvstore must be 0 or -1, not 1");
-      }
-      if (!options.extra_contexts.empty()) {
-        throw Error(ErrorCode::kNotSupported, mode + " trains one replica per worker; extra contexts are not "
-                                                 "supported with it");
-      }
-      update_on_kvstore_ = false;
-      refuse_compressed_weights();
-      return;
-    }
-  }
-}
-
-void Trainer::refuse_compressed_weights() const {
-  const std::string current = kv_->gradient_compression();
-  if (current != "none") {
-    throw Error(ErrorCode::kInvalidArgument,
-                "trainer: sync mode partial averages weights through the kvstore, which compresses with '" + current +
-                    "': the weights would be lossy; leave the store's gradient compression unset");
-  }
-}
-
 std::vector<kvstore::Key> Trainer::keys_for_all_replicas() const {
   std::vector<kvstore::Key> keys;
   keys.reserve(learnable_.size() * replicas_.size());
@@ -237,7 +126,7 @@ void Trainer::initialize_kvstore() {
   kv_->init(keys, values);
   if (update_on_kvstore_) {
     kv_->set_optimizer(config_);
-    if (!pending_kv_state_.empty()) kv_->load_optimizer_state(pending_kv_state_, kOptimizerPrefix);
+    if (!pending_kv_state_.empty()) kv_->load_optimizer_state(pending_kv_state_, kCheckpointOptimizerPrefix);
     pending_kv_state_.clear();
   }
   // Everyone starts from the store's weights: in a distributed job those of
@@ -271,11 +160,11 @@ void Trainer::prepare_precision() {
     // Loss scaling skips overflowed steps, which only the workers can: the
     // default store update moves to them, as for stores that run no optimizer.
     update_on_kvstore_ = false;
-    refuse_async_updates_on_workers();
+    refuse_async_updates_on_workers(kv_.get(), update_on_kvstore_);
     for (size_t r = 0; r < replicas_.size(); ++r) local_optimizers_.push_back(optim::Optimizer::create(config_));
     // A checkpoint's optimizer state, if one was loaded, was kept for the store.
     if (!pending_kv_state_.empty()) {
-      for (auto& optimizer : local_optimizers_) optimizer->load_state(pending_kv_state_, kOptimizerPrefix);
+      for (auto& optimizer : local_optimizers_) optimizer->load_state(pending_kv_state_, kCheckpointOptimizerPrefix);
     }
     pending_kv_state_.clear();
   }
@@ -301,7 +190,7 @@ void Trainer::step(int64_t batch_size) {
   const double rescale = 1.0 / static_cast<double>(batch_size);
   if (kv_ && !store_initialized()) {
     // The store's compression may have been set after construction.
-    if (partial_) refuse_compressed_weights();
+    if (partial_) refuse_compressed_weights(*kv_);
     initialize_kvstore();
   }
 
@@ -503,18 +392,8 @@ EpochRecord Trainer::fit(data::BatchLoader& train, data::BatchLoader* test, cons
       progress.batch(epoch_, done, total, metrics.mean_loss(), metrics.accuracy(),
                      static_cast<double>(metrics.samples()) / seconds_since(start));
     }
-    record = EpochRecord{};
-    record.seconds = seconds_since(start);
-    record.epoch = epoch_ + 1;
-    record.loss = metrics.mean_loss();
-    record.train_accuracy = metrics.accuracy();
-    record.images_per_s = static_cast<double>(metrics.samples()) / record.seconds;
-    record.compute_fraction = (compute_seconds_ - compute_before) / record.seconds;
-    if (kv_) {
-      const core::Traffic moved = kv_->traffic() - traffic_before;
-      record.bytes_sent = moved.bytes_sent;
-      record.bytes_received = moved.bytes_received;
-    }
+    record = metrics.record(epoch_ + 1, seconds_since(start), compute_seconds_ - compute_before,
+                            kv_ ? kv_->traffic() - traffic_before : core::Traffic{});
     if (test != nullptr) record.test_accuracy = evaluate(*test).accuracy;
     ++epoch_;
     if (log) log->write(record);
@@ -543,53 +422,17 @@ bool Trainer::joined_and_fresh() const {
   return kv_ && kv_->joined_running_job() && steps_ == 0 && epoch_ == 0 && !store_initialized();
 }
 
-bool Trainer::awaits_handed_state() const { return joined_and_fresh() && !update_on_kvstore_; }
-
 int64_t Trainer::join_running_job(int64_t batches_per_epoch) {
-  const auto refuse = [] {
-    return Error(ErrorCode::kNotSupported,
-                 "trainer: this worker joined a running job, whose weights and optimizer state only the servers hold "
-                 "when they run the optimizer (update_on_kvstore); this trainer updates on the workers");
-  };
-  bool handed_over = false;
-  if (!update_on_kvstore_) {
-    // A store without an optimizer spans workers that each hold the
-    // weights (an all-reduce job): they hand over their state, checkpoint
-    // and progress alike.
-    std::vector<uint8_t> state;
-    try {
-      state = kv_->hand_over_state({});
-    } catch (const Error& e) {
-      if (e.code() != ErrorCode::kNotSupported) throw;
-      throw refuse();
-    }
-    load_state(state);
-    handed_over = true;
-  }
+  // A store without an optimizer spans workers that each hold the weights
+  // (an all-reduce job): they hand over their state, checkpoint and
+  // progress alike.
+  const bool handed_over = !update_on_kvstore_;
+  if (handed_over) load_state(take_handed_over_state(*kv_));
   prepare_precision();
-  if (!update_on_kvstore_ && !handed_over) throw refuse();
+  if (!update_on_kvstore_ && !handed_over) throw joined_job_refusal();
   initialize_kvstore();  // servers: the weights of the round before the first it pushes
-  if (handed_over) {
-    // The job's step is the one the state was taken before.
-    const int64_t into_epoch = batches_per_epoch <= 0 ? 0
-                                                      : std::clamp<int64_t>(steps_ - static_cast<int64_t>(epoch_) *
-                                                                                         batches_per_epoch,
-                                                                            0, batches_per_epoch);
-    // A loop of one's own (admit_joining_workers) has no epoch length to tell.
-    const std::string where = batches_per_epoch <= 0 ? std::string()
-                                                     : "epoch " + std::to_string(epoch_ + 1) + ", batch " +
-                                                           std::to_string(into_epoch + 1) + " ";
-    std::fprintf(stderr, "disttrain trainer: joined the running job at %s(step %lld), with the weights and optimizer "
-                 "state the workers in it handed over\n", where.c_str(), static_cast<long long>(steps_ + 1));
-    return into_epoch;
-  }
-  const int64_t done = kv_->rounds_before_joining();
-  if (batches_per_epoch <= 0) return 0;
-  epoch_ = static_cast<int>(done / batches_per_epoch);
-  steps_ = done;
-  std::fprintf(stderr, "disttrain trainer: joined the running job at epoch %d, batch %lld (step %lld)\n", epoch_ + 1,
-               static_cast<long long>(done % batches_per_epoch + 1), static_cast<long long>(done + 1));
-  return done % batches_per_epoch;
+  if (handed_over) return join_at_handed_state(epoch_, steps_, batches_per_epoch);
+  return join_at_servers_round(*kv_, batches_per_epoch, epoch_, steps_);
 }
 
 std::vector<uint8_t> Trainer::state_bytes() const {
@@ -617,8 +460,8 @@ double Trainer::learning_rate() const {
 }
 
 core::NamedArrays Trainer::optimizer_state() const {
-  if (!local_optimizers_.empty()) return local_optimizers_[0]->state(kOptimizerPrefix);
-  if (store_initialized()) return kv_->optimizer_state(kOptimizerPrefix);
+  if (!local_optimizers_.empty()) return local_optimizers_[0]->state(kCheckpointOptimizerPrefix);
+  if (store_initialized()) return kv_->optimizer_state(kCheckpointOptimizerPrefix);
   return pending_kv_state_;
 }
 
@@ -633,83 +476,23 @@ void Trainer::load_checkpoint(const std::string& path) {
 }
 
 core::SafetensorsContents Trainer::checkpoint_contents() const {
-  core::NamedArrays entries;
-  for (const nn::Parameter& p : net_->parameters()) entries.emplace_back(kParamPrefix + p.name, p.value);
-  for (auto& entry : optimizer_state()) entries.push_back(std::move(entry));
-  std::map<std::string, std::string> metadata = {
-      {"format", kCheckpointFormat},
-      {"version", "1"},
-      {"epoch", std::to_string(epoch_)},
-      {"steps", std::to_string(steps_)},
-      {"optimizer", config_.to_json()},
-  };
-  const nn::LossScaler& scaler = net_->loss_scaler();
-  if (scaler.enabled()) {
-    char scale[32];
-    std::snprintf(scale, sizeof(scale), "%.17g", scaler.scale());  // round-trips exactly
-    metadata["loss_scale"] = scale;
-    metadata["loss_scale_growth_tracker"] = std::to_string(scaler.growth_tracker());
-    metadata["loss_scale_skipped_steps"] = std::to_string(scaler.skipped_steps());
-  }
-  return core::SafetensorsContents{std::move(entries), std::move(metadata)};
+  return encode_checkpoint(net_->parameters(), optimizer_state(), epoch_, steps_, config_.to_json(),
+                           net_->loss_scaler());
 }
 
 void Trainer::load_checkpoint_contents(const core::SafetensorsContents& contents, const std::string& path) {
-  if (contents.metadata.count("format") == 0 || contents.metadata.at("format") != kCheckpointFormat) {
-    throw Error(ErrorCode::kIo, path + " is not a disttrain checkpoint (metadata format is not " +
-                                    kCheckpointFormat + ")");
-  }
-  // Progress counters first: a malformed file must fail before anything changes.
-  const auto number = [&](const char* key) -> int64_t {
-    auto it = contents.metadata.find(key);
-    if (it == contents.metadata.end()) return 0;
-    char* end = nullptr;
-    errno = 0;
-    const long long value = std::strtoll(it->second.c_str(), &end, 10);
-    if (it->second.empty() || *end != '\0' || errno != 0 || value < 0 || value > INT32_MAX) {
-      throw Error(ErrorCode::kIo, path + ": checkpoint metadata \"" + key + "\" is \"" + it->second +
-                                      "\", not a count");
-    }
-    return value;
-  };
-  const int64_t epoch = number("epoch");
-  const int64_t steps = number("steps");
-  std::optional<ScalerState> scaler_state;
-  if (auto it = contents.metadata.find("loss_scale"); it != contents.metadata.end()) {
-    char* end = nullptr;
-    const double scale = std::strtod(it->second.c_str(), &end);
-    if (it->second.empty() || *end != '\0' || !std::isfinite(scale) || scale <= 0.0) {
-      throw Error(ErrorCode::kIo, path + ": checkpoint metadata \"loss_scale\" is \"" + it->second +
-                                      "\", not a positive number");
-    }
-    scaler_state = ScalerState{scale, number("loss_scale_growth_tracker"), number("loss_scale_skipped_steps")};
-  }
-  std::map<std::string, const NDArray*> by_name;
-  core::NamedArrays optimizer_entries;
-  for (const auto& [name, array] : contents.arrays) {
-    if (name.rfind(kParamPrefix, 0) == 0) by_name[name.substr(std::string(kParamPrefix).size())] = &array;
-    if (name.rfind(kOptimizerPrefix, 0) == 0) optimizer_entries.emplace_back(name, array);
-  }
-  // Check every parameter before changing any.
-  for (const nn::Parameter& p : net_->parameters()) {
-    auto it = by_name.find(p.name);
-    if (it == by_name.end()) throw Error(ErrorCode::kNotFound, path + " lacks parameter " + p.name);
-    if (it->second->shape() != p.value.shape() || it->second->dtype() != p.value.dtype()) {
-      throw Error(ErrorCode::kShapeMismatch, path + ": parameter " + p.name + " is " + it->second->shape().to_string() +
-                                                 " in the file and " + p.value.shape().to_string() + " in the net");
-    }
-  }
+  DecodedCheckpoint checkpoint = decode_checkpoint(contents, net_->parameters(), path);
   if (!local_optimizers_.empty()) {
-    for (auto& optimizer : local_optimizers_) optimizer->load_state(optimizer_entries, kOptimizerPrefix);
+    for (auto& optimizer : local_optimizers_) optimizer->load_state(checkpoint.optimizer, kCheckpointOptimizerPrefix);
   } else {
-    pending_kv_state_ = optimizer_entries;
+    pending_kv_state_ = std::move(checkpoint.optimizer);
   }
   for (nn::Net* replica : replicas_) {
-    for (nn::Parameter& p : replica->parameters()) p.value.copy_from(*by_name.at(p.name));
+    for (nn::Parameter& p : replica->parameters()) p.value.copy_from(*checkpoint.params.at(p.name));
   }
-  epoch_ = static_cast<int>(epoch);
-  steps_ = steps;
-  pending_scaler_ = scaler_state;
+  epoch_ = static_cast<int>(checkpoint.epoch);
+  steps_ = checkpoint.steps;
+  pending_scaler_ = checkpoint.scaler;
 }
 
 }  // namespace dt::train

@@ -47,6 +47,11 @@
 //    Error(kInvalidArgument)), one replica per process and a store that
 //    sums across workers without compressing ("allreduce", "dist_nccl",
 //    "dist_sync", "dist_sync_device"); others are Error(kNotSupported).
+// The training loop is this class; what it needs of the store is checked in
+// train/store_requirements.h, checkpoints are encoded in
+// train/trainer_checkpoint.h, and joining a running job goes through
+// train/join_hand_over.h, from the one hook admit_joining_workers().
+// Threading: one thread at a time.
 #pragma once
 
 #include <cstdint>
@@ -67,6 +72,7 @@
 #include "train/partial_update.h"
 #include "train/progress.h"
 #include "train/sync_mode.h"
+#include "train/trainer_checkpoint.h"
 #include "train/training_phase.h"
 
 namespace dt::train {
@@ -176,7 +182,7 @@ class Trainer {
   // or taken any state yet; and one of an all-reduce job (the workers hold
   // the weights), which takes the workers' state.
   bool joined_and_fresh() const;
-  bool awaits_handed_state() const;
+  bool awaits_handed_state() const { return joined_and_fresh() && !update_on_kvstore_; }
   // The checkpoint's contents as bytes, and back (fresh trainers only, as
   // load_checkpoint): what workers hand a joined one.
   std::vector<uint8_t> state_bytes() const;
@@ -192,15 +198,6 @@ class Trainer {
   // With loss scaling: whether the reduced gradients are finite, recorded
   // in every replica's scaler; true (apply the update) without.
   bool gradients_usable();
-  // Error(kInvalidArgument) for an asynchronous store with the update on
-  // the workers (Gluon refuses it too).
-  void refuse_async_updates_on_workers() const;
-  // Checks the sync mode against the store and the other options, sets
-  // the compression half and sparse need and prepares partial's chunks.
-  void configure_sync_mode(const TrainerOptions& options);
-  // Partial mode: Error(kInvalidArgument) when the store compresses, which
-  // would make the averaged weights lossy.
-  void refuse_compressed_weights() const;
   // The worker-side update after the store reduced the gradients.
   void update_replicas(double rescale);
   // Overlapped steps: one parameter's exchange, issued during backward; and
@@ -236,12 +233,7 @@ class Trainer {
   // Set in kFresh only: a checkpoint's loss-scaler state, restored at the
   // first step when the net scales its loss then (its compute dtype may be
   // set after loading).
-  struct ScalerState {
-    double scale;
-    int64_t growth_tracker;
-    int64_t skipped_steps;
-  };
-  std::optional<ScalerState> pending_scaler_;
+  std::optional<LossScalerState> pending_scaler_;
   double rescale_grad_ = 0.0;
   int epoch_ = 0;
   int64_t steps_ = 0;

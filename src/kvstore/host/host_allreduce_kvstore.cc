@@ -2,19 +2,16 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstring>
 #include <string>
 #include <utility>
 
 #include "collective/host/all_gather.h"
-#include "core/fnv1a.h"
 #include "core/ndarray.h"
 #include "kvstore/argument_checks.h"
 
 namespace dt::kvstore {
 
 using collective::host::HostCommunicator;
-using core::DType;
 using core::Error;
 using core::ErrorCode;
 using core::NDArray;
@@ -44,16 +41,6 @@ collective::host::HostCommunicatorOptions communicator_options(const ps::JobConf
   return o;
 }
 
-// What a fused run of keys is, for the communicator to compare across
-// workers: the first key in the high 32 bits (readable in its error), a
-// fingerprint of every key and size in the low 32.
-uint64_t tag_of(const std::vector<std::pair<Key, size_t>>& keys_and_bytes) {
-  std::string text;
-  for (const auto& [key, bytes] : keys_and_bytes) text += std::to_string(key) + ":" + std::to_string(bytes) + ",";
-  return (static_cast<uint64_t>(keys_and_bytes.front().first & 0xffffffffu) << 32) |
-         (core::fnv1a64(text) & 0xffffffffu);
-}
-
 // How long one bucket may take: the communicator's deadline, the heartbeat
 // timeout that names a stalled peer, and under DT_WORKER_LOSS=continue a
 // regroup (the news of the loss, then meeting the survivors).
@@ -63,15 +50,6 @@ std::chrono::duration<double> bucket_patience(const ps::PsOptions& o) {
     seconds += o.request_timeout_s + o.heartbeat_timeout_s + 2 * o.heartbeat_interval_s;
   }
   return std::chrono::duration<double>(seconds);
-}
-
-std::string keys_text(const std::vector<std::pair<Key, size_t>>& keys_and_bytes) {
-  std::string text;
-  for (size_t i = 0; i < keys_and_bytes.size() && i < 8; ++i) {
-    text += (i ? ", " : "") + std::to_string(keys_and_bytes[i].first);
-  }
-  if (keys_and_bytes.size() > 8) text += ", ... (" + std::to_string(keys_and_bytes.size()) + " keys)";
-  return text;
 }
 
 }  // namespace
@@ -85,6 +63,7 @@ HostAllreduceKVStore::HostAllreduceKVStore(const ps::JobConfig& job, const ps::P
       caller_reducer_(cpu_),
       comm_reducer_(cpu_) {
   group_ = std::make_shared<SurvivorGroup>(*member_, options, communicator_options(job, options));
+  fused_ = std::make_unique<FusedAllReduce>(*group_, *member_, allreduce_.bucket_bytes);
   // A worker lost to the scheduler's heartbeats (a stalled process, a dead
   // host) ends the collective in progress at once, naming it.
   std::weak_ptr<SurvivorGroup> weak = group_;
@@ -120,6 +99,7 @@ HostAllreduceKVStore::~HostAllreduceKVStore() {
   if (communicator_thread_.joinable()) communicator_thread_.join();
   // The links first: closing them is bounded and never waits for the
   // scheduler, which may end the job once every worker said goodbye.
+  fused_.reset();
   group_.reset();
   bool failed = false;
   {
@@ -155,97 +135,26 @@ void HostAllreduceKVStore::throw_if_failed() const {
 
 // ---- the collectives ----------------------------------------------------------
 
-void HostAllreduceKVStore::all_reduce(const std::vector<Entry*>& entries) {
-  // A loss the heartbeats saw already: say so rather than wait.
-  member_->check_peers();
-  // Runs of keys of one dtype, fused into one buffer up to bucket_bytes, in
-  // the order given (the same on every worker); each run one all-reduce.
-  std::vector<Entry*> run;
-  size_t run_bytes = 0;
-  for (Entry* e : entries) {
-    const size_t bytes = e->stored.nbytes();
-    if (!run.empty() && (run[0]->stored.dtype() != e->stored.dtype() || run_bytes + bytes > allreduce_.bucket_bytes)) {
-      all_reduce_run(run, run_bytes);
-      run.clear();
-      run_bytes = 0;
-    }
-    run.push_back(e);
-    run_bytes += bytes;
-    if (bytes >= allreduce_.bucket_bytes) {
-      all_reduce_run(run, run_bytes);
-      run.clear();
-      run_bytes = 0;
-    }
-  }
-  if (!run.empty()) all_reduce_run(run, run_bytes);
-}
-
-void HostAllreduceKVStore::all_reduce_run(const std::vector<Entry*>& run, size_t bytes) {
-  std::vector<std::pair<Key, size_t>> keys;
-  for (const Entry* e : run) keys.emplace_back(e->key, e->stored.nbytes());
-  const uint64_t tag = tag_of(keys);
-  const DType dtype = run[0]->stored.dtype();
-  const bool compressed = compressed_ && dtype == DType::kFloat32;
-  // One step of the group (survivor_group.h): in place on data. A
-  // compressed one is not run again after a loss (its error feedback is
-  // spent), but it may take a survivor's result.
-  const auto step = [&](void* data, size_t count) {
-    group_->run_step(
-        [&](HostCommunicator& comm) {
-          if (compressed) {
-            const AllGatherBytes all_gather = [&comm, tag](const uint8_t* d, size_t size) {
-              return collective::host::all_gather(comm, d, size, tag);
-            };
-            compressed_->run(static_cast<float*>(data), count, tag, all_gather);
-          } else {
-            comm.all_reduce_sum(data, count, dtype, tag);
-          }
-        },
-        data, count * core::dtype_size(dtype), !compressed);
-  };
-  try {
-    if (run.size() == 1) {
-      step(run[0]->stored.data(), run[0]->stored.size());
-      return;
-    }
-    fusion_.resize(bytes);
-    size_t at = 0;
-    for (Entry* e : run) {
-      std::memcpy(fusion_.data() + at, e->stored.data(), e->stored.nbytes());
-      at += e->stored.nbytes();
-    }
-    step(fusion_.data(), bytes / core::dtype_size(dtype));
-    at = 0;
-    for (Entry* e : run) {
-      std::memcpy(e->stored.data(), fusion_.data() + at, e->stored.nbytes());
-      at += e->stored.nbytes();
-    }
-  } catch (const Error& e) {
-    if (e.code() != ErrorCode::kProtocol) throw;
-    throw Error(ErrorCode::kProtocol,
-                "allreduce: worker " + std::to_string(member_->rank()) + " all-reduces keys " + keys_text(keys) +
-                    " here and another worker something else (keys pushed in another order, or other keys or "
-                    "shapes: every worker must push the same keys in the same order): " + e.what());
-  }
+bool HostAllreduceKVStore::regroup_if_idle(std::unique_lock<std::mutex>& lock) {
+  const bool idle_regroup = regroup_wanted_ && queued_.empty() && !stopping_ && !failure_;
+  regroup_wanted_ = false;
+  if (!idle_regroup) return false;
+  // Nothing to send: regroup now, for the survivors already waiting in the
+  // regroup (a step queued later would regroup first anyway).
+  in_flight_ = true;
+  lock.unlock();
+  group_->regroup();
+  lock.lock();
+  in_flight_ = false;
+  changed_.notify_all();
+  return true;
 }
 
 void HostAllreduceKVStore::communicate() {
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
     changed_.wait(lock, [this] { return stopping_ || !queued_.empty() || regroup_wanted_; });
-    const bool idle_regroup = regroup_wanted_ && queued_.empty() && !stopping_ && !failure_;
-    regroup_wanted_ = false;
-    if (idle_regroup) {
-      // Nothing to send: regroup now, for the survivors already waiting in
-      // the regroup (a step queued later would regroup first anyway).
-      in_flight_ = true;
-      lock.unlock();
-      group_->regroup();
-      lock.lock();
-      in_flight_ = false;
-      changed_.notify_all();
-      continue;
-    }
+    if (regroup_if_idle(lock)) continue;
     if (queued_.empty()) {
       if (stopping_) return;  // nothing left
       continue;
@@ -260,7 +169,9 @@ void HostAllreduceKVStore::communicate() {
         if (bucket.task) {
           bucket.task();
         } else {
-          all_reduce(bucket.entries);
+          std::vector<FusedAllReduce::Item> items;
+          for (const Entry* e : bucket.entries) items.emplace_back(e->key, e->stored);
+          fused_->run(items);
           for (const Delivery& d : bucket.deliveries) comm_reducer_.broadcast(d.entry->stored, d.outs, d.positions);
         }
       } catch (const Error& e) {
@@ -314,18 +225,6 @@ void HostAllreduceKVStore::run_on_communication_thread(std::unique_lock<std::mut
   drain(lock);
 }
 
-namespace {
-
-// The end of a step that is not an all-reduce of its own: a worker finishes
-// it only once every worker has finished the collectives before it, which
-// is what a regroup relies on (survivor_group.h).
-void confirm_step(HostCommunicator& comm) {
-  int32_t one = 1;
-  comm.all_reduce_sum(&one, 1, DType::kInt32);
-}
-
-}  // namespace
-
 void HostAllreduceKVStore::set_gradient_compression(const std::string& spec) {
   const ps::compression::CompressionConfig config = ps::compression::CompressionConfig::parse(spec);
   std::unique_lock<std::mutex> lock(mutex_);
@@ -344,7 +243,7 @@ void HostAllreduceKVStore::set_gradient_compression(const std::string& spec) {
     group_->run_step(
         [&](HostCommunicator& comm) {
           all = collective::host::all_gather(comm, mine.data(), mine.size());
-          if (group_->regroups()) confirm_step(comm);
+          group_->confirm_step(comm);
         },
         nullptr, 0);
   });
@@ -356,12 +255,7 @@ void HostAllreduceKVStore::set_gradient_compression(const std::string& spec) {
                                                    " for '" + mine + "': every worker must set the same");
     }
   }
-  // A new object: residuals of an earlier setting are dropped.
-  if (config.mode == ps::compression::CompressionMode::kNone) {
-    compressed_.reset();
-  } else {
-    compressed_.emplace("allreduce", config);
-  }
+  fused_->set_compression(config);
   compression_ = mine;
 }
 
@@ -433,7 +327,7 @@ void HostAllreduceKVStore::init(const std::vector<Key>& keys, const std::vector<
     group_->run_step(
         [&](HostCommunicator& comm) {
           for (const NDArray& s : stored) comm.broadcast(s.data(), s.nbytes(), 0);
-          if (group_->regroups()) confirm_step(comm);
+          group_->confirm_step(comm);
         },
         nullptr, 0);
   });
@@ -513,6 +407,14 @@ void HostAllreduceKVStore::pushpull(const std::vector<Key>& keys, const std::vec
   wait_all();
 }
 
+void HostAllreduceKVStore::barrier() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  drain(lock);
+  member_->barrier();
+}
+
+// ---- joining (DT_WORKER_LOSS=continue): each a hook into the survivor group ----
+
 bool HostAllreduceKVStore::joined_running_job() const { return member_->table().joined_running_job; }
 
 bool HostAllreduceKVStore::admit_joining_workers() {
@@ -542,12 +444,6 @@ std::vector<uint8_t> HostAllreduceKVStore::hand_over_state(const std::vector<uin
   std::vector<uint8_t> result;
   run_on_communication_thread(lock, [&] { result = group_->hand_over(state); });
   return result;
-}
-
-void HostAllreduceKVStore::barrier() {
-  std::unique_lock<std::mutex> lock(mutex_);
-  drain(lock);
-  member_->barrier();
 }
 
 }  // namespace dt::kvstore

@@ -16,7 +16,7 @@
 //    value) to the outputs listed under the key.
 //  - Buckets, as DDP's: keys pushed one after another are fused into one
 //    buffer and all-reduced together once it holds bucket_bytes (one
-//    latency instead of one per key). Buckets follow the order of pushes
+//    latency instead of one per key; fused_all_reduce.h). Buckets follow the order of pushes
 //    alone, never timing, so every worker cuts the same ones.
 //  - pushpull_async (what the trainer issues as backward finishes each
 //    layer) returns at once; a communication thread all-reduces each bucket
@@ -65,7 +65,7 @@
 #include "core/context.h"
 #include "core/error.h"
 #include "kvstore/completion.h"
-#include "kvstore/compressed_all_reduce.h"
+#include "kvstore/host/fused_all_reduce.h"
 #include "kvstore/host/survivor_group.h"
 #include "kvstore/key_reducer.h"
 #include "kvstore/kvstore.h"
@@ -183,12 +183,10 @@ class HostAllreduceKVStore final : public ReducingKVStore {
   void run_on_communication_thread(std::unique_lock<std::mutex>& lock, std::function<void()> task);
   // The communication thread: all-reduces queued buckets in order.
   void communicate();
-  // All-reduces one bucket's entries, in runs fused up to bucket_bytes, on
-  // whichever thread holds the communicator.
-  void all_reduce(const std::vector<Entry*>& entries);
-  // One run (bytes in all): one all-reduce, tagged with its keys so that
-  // workers whose runs differ fail naming them.
-  void all_reduce_run(const std::vector<Entry*>& run, size_t bytes);
+  // The communication thread's one hook for worker loss: a worker departed
+  // (DT_WORKER_LOSS=continue) and nothing is queued, so it regroups now.
+  // False when it did nothing. mutex_ held through lock.
+  bool regroup_if_idle(std::unique_lock<std::mutex>& lock);
 
   const ps::PsOptions options_;
   const HostAllreduceOptions allreduce_;
@@ -201,10 +199,9 @@ class HostAllreduceKVStore final : public ReducingKVStore {
   std::shared_ptr<SurvivorGroup> group_;
   KeyReducer caller_reducer_;  // sums pushes on the caller's thread
   KeyReducer comm_reducer_;    // delivers sums on the communication thread
-  std::vector<uint8_t> fusion_;  // a bucket's keys back to back; reused
-  // Gradient compression (set_gradient_compression): empty for none; its
-  // error feedback is keyed by the bucket's tag.
-  std::optional<CompressedAllReduce> compressed_;
+  // Sums the buckets, compressed after set_gradient_compression; used by
+  // whichever thread runs the collectives (see mutex_).
+  std::unique_ptr<FusedAllReduce> fused_;
   bool pushed_ = false;               // guarded by mutex_
   std::string compression_ = "none";  // canonical text; guarded by mutex_
 

@@ -42,14 +42,18 @@
 // (the trainer's weights and progress) from the first worker that holds
 // it. Both are steps like any other: a loss during them regroups and
 // settles as above.
+//
+// The group is the plain path (run a step, retry it after a regroup); each
+// feature is a companion it calls at one point: regroup.h (the recovery
+// primitive), admission_vote.h (when and whom to let in),
+// state_hand_over.h (the hand-over step). Threading: one thread runs steps
+// and regroups; the heartbeat thread calls on_departure() and abort().
 #pragma once
 
-#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -57,6 +61,9 @@
 #include "collective/host/host_communicator.h"
 #include "core/error.h"
 #include "core/traffic.h"
+#include "kvstore/host/admission_vote.h"
+#include "kvstore/host/group_membership.h"
+#include "kvstore/host/regroup.h"
 #include "ps/job/job_config.h"
 #include "ps/roles/cluster_member.h"
 
@@ -94,6 +101,11 @@ class SurvivorGroup {
   // ones wait in the hand-over, and a step of another kind would pair with
   // theirs.
   void run_step(const Step& step, void* data, size_t bytes, bool redoable = true);
+  // Ends a step that is not an all-reduce of its own (broadcasts, an
+  // all-gather) when the group regroups: a worker finishes it only once
+  // every worker has finished the collectives before it, which a regroup
+  // relies on (see above). Nothing otherwise.
+  void confirm_step(collective::host::HostCommunicator& comm) const;
 
   // True when the job lost a worker this group still includes: the
   // communication thread, idle, then calls regroup().
@@ -136,62 +148,21 @@ class SurvivorGroup {
   bool awaits_hand_over() const;
 
  private:
-  // What each survivor said in the regroup: steps finished, and the size of
-  // its copy of the last one's result.
-  struct Progress {
-    uint64_t steps_done = 0;
-    uint64_t result_bytes = 0;
-  };
-  // Workers departed (one entry per departure: a rank may depart, be
-  // replaced and depart again), in the scheduler's order, as this worker
-  // heard.
-  std::vector<ps::LostNode> worker_departures() const;
-  // Waits (bounded) until the job has lost more workers than `beyond`
-  // departures; false when no such news came.
-  bool wait_for_departure(uint64_t beyond) const;
-  // A joined worker's construction: waits in the admission until let in.
-  void join_running_job();
-  // The admission's answer: the group's new members, generation and
-  // departures; the joined ones take the others' count of steps.
+  // The admission's answer taken in: the group's new members and
+  // generation; the joined ones take the others' count of steps.
   void take_admission(const ps::ClusterMember::Gathered& admitted);
-  // Meets the survivors and connects to them; in_step: data/bytes is the
-  // step in progress (the one this worker has not finished). Returns true
-  // when that step got its result from a survivor that finished it.
-  bool regroup_over_survivors(void* data, size_t bytes, bool in_step);
-  // One try at the generation the worker knows; kBadState when the
-  // scheduler counts another.
-  bool try_regroup(void* data, size_t bytes, bool in_step);
-  std::shared_ptr<collective::host::HostCommunicator> current() const;
 
   ps::ClusterMember& member_;
   const ps::PsOptions options_;
-  const collective::host::HostCommunicatorOptions comm_options_;
   const bool regroups_;
 
+  GroupMembership group_;
   // The thread running steps only.
-  uint64_t steps_done_ = 0;
-  // admit_waiting_workers(): calls left until the next vote, calls since
-  // the last, and when it was.
-  int64_t calls_until_vote_ = 1;
-  int64_t calls_since_vote_ = 0;
-  std::chrono::steady_clock::time_point last_vote_ = std::chrono::steady_clock::now();
-  std::vector<uint8_t> input_;        // the step in progress's input
-  std::vector<uint8_t> last_result_;  // the last finished step's result
+  StepRecord steps_;
+  std::vector<uint8_t> input_;         // the step in progress's input
   std::optional<core::Error> broken_;  // an idle regroup's failure
-
-  mutable std::mutex mutex_;
-  std::shared_ptr<collective::host::HostCommunicator> comm_;
-  std::vector<int> workers_;      // job ranks in the group, ascending
-  std::vector<int> joined_;       // of them, the ones let in that have no state yet
-  bool awaiting_admission_ = false;  // joined the running job, not let in yet
-  // Workers were let in (admit_waiting_workers returned true): the next
-  // step is the hand-over, which hand_over() runs.
-  bool hand_over_due_ = false;
-  uint64_t generation_ = 0;       // the job's departures plus workers let in, when it formed
-  uint64_t departures_seen_ = 0;  // the job's worker departures, when it formed
-  core::Traffic traffic_before_;  // of the groups before this one
-  bool closed_ = false;
-  std::string closed_why_;
+  Regroup regroup_;
+  AdmissionVote vote_;
 };
 
 }  // namespace dt::kvstore

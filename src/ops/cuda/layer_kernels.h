@@ -8,6 +8,9 @@
 // dtype), read as float, computed and accumulated in float, stored rounded
 // to nearest even. Per-channel parameters and statistics (float*) are
 // float32 whatever the activations, as cuDNN and PyTorch's AMP keep them.
+// Defined in one .cu file per kind of layer (channel_bias_, pooling_,
+// batch_norm_, activation_, softmax_cross_entropy_kernels.cu), over the
+// launch helpers of layer_kernel_launch.cuh.
 #pragma once
 
 #include <cuda_runtime_api.h>
