@@ -5,7 +5,7 @@
 #include "c_api/ps_options.h"
 #include "dt_c_api.h"
 #include "ps/job/job_config.h"
-#include "ps/roles/scheduler.h"
+#include "ps/scheduler/scheduler.h"
 #include "ps/roles/server_process.h"
 
 using dt::c_api::arg;
