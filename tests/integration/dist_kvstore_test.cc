@@ -35,7 +35,7 @@
 #include "nn/net.h"
 #include "optim/optimizer.h"
 #include "ps/key_placement.h"
-#include "ps/roles/scheduler.h"
+#include "ps/scheduler/scheduler.h"
 #include "ps/roles/server_process.h"
 #include "ps/roles/server_request_handler.h"
 #include "ps/transport/data_codec.h"

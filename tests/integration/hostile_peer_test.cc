@@ -27,7 +27,7 @@
 #include "kvstore/dist_kvstore.h"
 #include "kvstore/kvstore_factory.h"
 #include "lenet_exactness.h"
-#include "ps/roles/scheduler.h"
+#include "ps/scheduler/scheduler.h"
 #include "ps/roles/server_process.h"
 #include "ps/transport/data_codec.h"
 #include "ps/transport/frame.h"

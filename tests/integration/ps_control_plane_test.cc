@@ -28,7 +28,7 @@
 #include "ps/job/job_config.h"
 #include "ps/roles/cluster_member.h"
 #include "ps/roles/node_table.h"
-#include "ps/roles/scheduler.h"
+#include "ps/scheduler/scheduler.h"
 #include "ps/transport/frame.h"
 #include "ps/transport/request_client.h"
 #include "ps/transport/request_server.h"

@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "core/error.h"
-#include "ps/job/environment_options.h"
+#include "core/log.h"
 #include "ps/transport/frame.h"
 #include "ps/transport/request_client.h"
 
@@ -25,20 +25,11 @@ struct ClusterMember::State {
   std::unique_ptr<RequestClient> client;
   NodeTable table;
   int rank = -1;
+  NodeNews news;
 
   mutable std::mutex mutex;
   std::condition_variable cv;
-  std::vector<LostNode> lost;
-  std::vector<LostCallback> callbacks;
-  std::vector<LostNode> departed;
-  std::vector<LostCallback> departed_callbacks;
-  // Server changes so far, in order, and who hears of them.
-  std::vector<ServerNews> server_news;
-  size_t rejoins_seen = 0;  // entries of HeartbeatReply.rejoined taken
-  std::vector<std::function<void(const ServerNews&)>> server_callbacks;
-  uint32_t awaiting_admission = 0;  // HeartbeatReply.awaiting_admission, latest
-  bool stop_requested = false;  // the scheduler said the job ended
-  bool stopping = false;        // this node is leaving: the thread exits
+  bool stopping = false;  // this node is leaving: the thread exits
   bool shut_down = false;
   // The connection to the scheduler closed while the job ran: the heartbeat
   // thread reports the loss, after the reply it may still be reading (which
@@ -63,17 +54,6 @@ struct ClusterMember::State {
   // answers (0: any but none).
   Gathered gather(const char* what, const std::vector<uint8_t>& data, bool regroup, bool admission,
                   uint64_t generation, size_t expected);
-  // Error(kPeerLost) with the first lost node's message, if any.
-  void check_peers() const {
-    std::lock_guard<std::mutex> lock(mutex);
-    if (!lost.empty()) throw Error(ErrorCode::kPeerLost, lost.front().message());
-  }
-  void add_lost(const LostNode& node);
-  // Returns whether the node is news.
-  bool add_departed(const LostNode& node);
-  void add_server_news(const ServerNews& news);
-  // A heartbeat reply's departed and rejoined nodes, news in order.
-  void take_changes(const wire::HeartbeatReply& reply);
   LostNode scheduler_lost(const std::string& reason) const {
     return LostNode{Role::kScheduler, 0, job.root_url, table.scheduler_pid, reason};
   }
@@ -84,97 +64,13 @@ struct ClusterMember::State {
     try {
       return client->call(std::move(request), to_ms(options.request_timeout_s));
     } catch (const Error& e) {
-      std::unique_lock<std::mutex> lock(mutex);
-      if (e.code() == ErrorCode::kNetwork) {
-        // The heartbeat thread names the loss within a moment of the close.
-        cv.wait_for(lock, to_ms(options.heartbeat_timeout_s), [&] { return !lost.empty(); });
-      }
-      if (!lost.empty()) throw Error(ErrorCode::kPeerLost, lost.front().message());
+      // The heartbeat thread names the loss within a moment of the close.
+      if (e.code() == ErrorCode::kNetwork) news.wait_for_loss(options.heartbeat_timeout_s);
+      news.check();
       throw;
     }
   }
 };
-
-void ClusterMember::State::add_lost(const LostNode& node) {
-  std::vector<LostCallback> to_call;
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    for (const LostNode& l : lost) {
-      if (l.role == node.role && l.rank == node.rank) return;
-    }
-    lost.push_back(node);
-    to_call = callbacks;
-  }
-  cv.notify_all();
-  for (const LostCallback& cb : to_call) cb(node);
-}
-
-bool ClusterMember::State::add_departed(const LostNode& node) {
-  // A worker that joined the running job in the place of a lost one hears
-  // of its predecessor's loss (same rank, another process): not its own.
-  if (node.role == job.role && node.rank == rank && (node.pid == 0 || node.pid == ::getpid())) {
-    // The others go on without this node: a worker must not push into
-    // their rounds any more, nor a server answer for parts its replicas now
-    // serve.
-    LostNode self = node;
-    self.reason = "the scheduler declared this " + std::string(role_name(node.role)) + " lost (" + node.reason +
-                  ") and the job goes on without it";
-    add_lost(self);
-    return false;
-  }
-  std::vector<LostCallback> to_call;
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    for (const LostNode& d : departed) {
-      // A rank lost again after a worker joined in its place is news.
-      if (d.role == node.role && d.rank == node.rank && d.pid == node.pid) return false;
-    }
-    departed.push_back(node);
-    to_call = departed_callbacks;
-  }
-  for (const LostCallback& cb : to_call) cb(node);
-  return true;
-}
-
-void ClusterMember::State::add_server_news(const ServerNews& news) {
-  std::vector<std::function<void(const ServerNews&)>> to_call;
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    server_news.push_back(news);
-    to_call = server_callbacks;
-  }
-  for (const auto& cb : to_call) cb(news);
-}
-
-void ClusterMember::State::take_changes(const wire::HeartbeatReply& r) {
-  // Departures and rejoins merged as server_changes() orders them: a rejoin
-  // that came after d server departures is news after the d-th.
-  std::vector<RejoinedServer> rejoined;
-  if (r.rejoined() != nullptr) {
-    for (const auto* b : *r.rejoined()) rejoined.push_back(read_rejoined_server(*b));
-  }
-  uint32_t departures = 0;
-  const auto rejoins_up_to = [&](uint32_t count) {
-    for (; rejoins_seen < rejoined.size() && rejoined[rejoins_seen].after_departures <= count; ++rejoins_seen) {
-      const RejoinedServer& b = rejoined[rejoins_seen];
-      add_server_news(ServerNews{ServerChange{b.node.rank, true}, LostNode{}, b.node});
-    }
-  };
-  if (r.departed() != nullptr) {
-    for (const auto* l : *r.departed()) {
-      const LostNode node = read_lost_node(*l);
-      if (node.role == Role::kServer) rejoins_up_to(departures);
-      const bool news = add_departed(node);
-      if (node.role != Role::kServer) continue;
-      ++departures;
-      // (A server rejoining hears of its predecessor's departure too, as
-      // news: another process. That change is in the sequence every node
-      // counts.)
-      if (news) add_server_news(ServerNews{ServerChange{node.rank, false}, node, NodeInfo{}});
-    }
-  }
-  rejoins_up_to(~uint32_t{0});
-}
 
 void ClusterMember::State::heartbeat_loop() {
   const auto interval = to_ms(options.heartbeat_interval_s);
@@ -188,7 +84,7 @@ void ClusterMember::State::heartbeat_loop() {
       if (stopping) return;
       if (scheduler_closed) {
         lock.unlock();
-        add_lost(scheduler_lost("connection to the scheduler closed"));
+        news.add_lost(scheduler_lost("connection to the scheduler closed"));
         return;
       }
     }
@@ -204,30 +100,18 @@ void ClusterMember::State::heartbeat_loop() {
       const Frame frame = Frame::parse(std::move(reply));
       const wire::HeartbeatReply& r = frame.expect<wire::HeartbeatReply>();
       last_ok = Clock::now();
-      if (r.lost() != nullptr) {
-        for (const auto* l : *r.lost()) add_lost(read_lost_node(*l));
-      }
-      take_changes(r);
-      {
-        std::lock_guard<std::mutex> lock(mutex);
-        awaiting_admission = r.awaiting_admission();
-      }
-      if (r.shutdown()) {
-        {
-          std::lock_guard<std::mutex> lock(mutex);
-          stop_requested = true;
-        }
-        cv.notify_all();
-      }
+      news.take_reply(r, job.role, rank);
     } catch (const Error& e) {
       {
         std::lock_guard<std::mutex> lock(mutex);
-        // Once the job ended or this node is leaving, the scheduler may be gone.
-        if (stopping || stop_requested) return;
+        // Once this node is leaving, the scheduler may be gone.
+        if (stopping) return;
       }
+      // Likewise once the job ended.
+      if (news.job_ended()) return;
       const double silent = std::chrono::duration<double>(Clock::now() - last_ok).count();
       if (silent >= options.heartbeat_timeout_s) {
-        add_lost(scheduler_lost("no heartbeat reply for " + seconds_text(silent) + " (" + e.what() + ")"));
+        news.add_lost(scheduler_lost("no heartbeat reply for " + seconds_text(silent) + " (" + e.what() + ")"));
       }
     }
   }
@@ -302,15 +186,16 @@ ClusterMember::ClusterMember(const JobConfig& job, const PsOptions& options, std
     throw Error(ErrorCode::kProtocol, "the scheduler's node table contradicts this node's job layout");
   }
   const std::string self = std::string(role_name(job.role)) + " " + std::to_string(st.rank);
-  verbose_log(1, self + ": node table from the scheduler at " + job.root_url);
-  for (const std::string& line : node_table_lines(st.table)) verbose_log(1, self + ":   " + line);
+  core::log(core::LogLevel::kDebug, self, "node table from the scheduler at " + job.root_url);
+  for (const std::string& line : node_table_lines(st.table)) core::log(core::LogLevel::kDebug, self, "  " + line);
   // A scheduler that dies closes this connection: seen at once, like any
   // other node's death, not after the heartbeat timeout. Its closing after
   // the job ended (or after this node left) is no loss.
   st.client->on_disconnect([&st] {
+    const bool ended = st.news.job_ended();
     {
       std::lock_guard<std::mutex> lock(st.mutex);
-      if (st.stopping || st.stop_requested || st.shut_down) return;
+      if (st.stopping || ended || st.shut_down) return;
       st.scheduler_closed = true;
     }
     st.cv.notify_all();
@@ -325,12 +210,11 @@ ClusterMember::ClusterMember(const JobConfig& job, const PsOptions& options, std
 
 ClusterMember::~ClusterMember() {
   State& st = *state_;
-  bool failover = false;
   {
     std::lock_guard<std::mutex> lock(st.mutex);
     st.stopping = true;
-    failover = !st.departed.empty() || !st.lost.empty();
   }
+  const bool failover = st.news.any_loss_or_departure();
   // Closing aborts a heartbeat in flight, so the join below is prompt. After
   // a failover nng_close of the scheduler's socket has blocked for good at
   // exit (a worker's, once the scheduler had gone; nng 1.5.2, not
@@ -366,7 +250,7 @@ ClusterMember::Gathered ClusterMember::State::gather(const char* what, const std
                                                  " bytes, at most " + std::to_string(kMaxGatherBytes) +
                                                  " go through the scheduler");
   }
-  check_peers();
+  news.check();
   // A regroup is not one of the numbered barriers: it takes no id.
   const uint64_t id = regroup ? 0 : take_barrier_id();
   flatbuffers::FlatBufferBuilder fbb(128 + data.size());
@@ -418,60 +302,16 @@ ClusterMember::Gathered ClusterMember::admission(uint64_t generation, const std:
   return state_->gather("admission", data, true, true, generation, 0);
 }
 
-uint32_t ClusterMember::workers_awaiting_admission() const {
-  std::lock_guard<std::mutex> lock(state_->mutex);
-  return state_->awaiting_admission;
-}
-
-void ClusterMember::on_lost(LostCallback callback) {
-  std::vector<LostNode> already;
-  {
-    std::lock_guard<std::mutex> lock(state_->mutex);
-    state_->callbacks.push_back(callback);
-    already = state_->lost;
-  }
-  for (const LostNode& l : already) callback(l);
-}
-
-void ClusterMember::on_departed(LostCallback callback) {
-  std::vector<LostNode> already;
-  {
-    std::lock_guard<std::mutex> lock(state_->mutex);
-    state_->departed_callbacks.push_back(callback);
-    already = state_->departed;
-  }
-  for (const LostNode& d : already) callback(d);
-}
-
+uint32_t ClusterMember::workers_awaiting_admission() const { return state_->news.awaiting_admission(); }
+void ClusterMember::on_lost(LostCallback callback) { state_->news.on_lost(std::move(callback)); }
+void ClusterMember::on_departed(LostCallback callback) { state_->news.on_departed(std::move(callback)); }
 void ClusterMember::on_server_change(std::function<void(const ServerNews&)> callback) {
-  std::vector<ServerNews> already;
-  {
-    std::lock_guard<std::mutex> lock(state_->mutex);
-    state_->server_callbacks.push_back(callback);
-    already = state_->server_news;
-  }
-  for (const ServerNews& n : already) callback(n);
+  state_->news.on_server_change(std::move(callback));
 }
-
-void ClusterMember::wait_for_scheduler_gone(double timeout_s) const {
-  std::unique_lock<std::mutex> lock(state_->mutex);
-  state_->cv.wait_for(lock, std::chrono::duration<double>(timeout_s), [&] {
-    return std::any_of(state_->lost.begin(), state_->lost.end(),
-                       [](const LostNode& l) { return l.role == Role::kScheduler; });
-  });
-}
-
-std::vector<LostNode> ClusterMember::departed() const {
-  std::lock_guard<std::mutex> lock(state_->mutex);
-  return state_->departed;
-}
-
-std::vector<LostNode> ClusterMember::lost() const {
-  std::lock_guard<std::mutex> lock(state_->mutex);
-  return state_->lost;
-}
-
-void ClusterMember::check_peers() const { state_->check_peers(); }
+void ClusterMember::wait_for_scheduler_gone(double timeout_s) const { state_->news.wait_for_scheduler_lost(timeout_s); }
+std::vector<LostNode> ClusterMember::departed() const { return state_->news.departed(); }
+std::vector<LostNode> ClusterMember::lost() const { return state_->news.lost(); }
+void ClusterMember::check_peers() const { state_->news.check(); }
 
 void ClusterMember::ask_for_news() {
   {
@@ -492,22 +332,16 @@ void ClusterMember::report_copies_restored(uint32_t losses) {
   state_->cv.notify_all();
 }
 
-void ClusterMember::wait_for_stop() {
-  State& st = *state_;
-  std::unique_lock<std::mutex> lock(st.mutex);
-  st.cv.wait(lock, [&] { return st.stop_requested || !st.lost.empty(); });
-  if (!st.lost.empty()) throw Error(ErrorCode::kPeerLost, st.lost.front().message());
-}
+void ClusterMember::wait_for_stop() { state_->news.wait_for_end(); }
 
 void ClusterMember::shutdown() {
   State& st = *state_;
-  bool job_failed = false;
   {
     std::lock_guard<std::mutex> lock(st.mutex);
     if (st.shut_down) return;
     st.shut_down = true;
-    job_failed = !st.lost.empty();
   }
+  const bool job_failed = st.news.any_lost();
   // After a lost node the scheduler ends the job and may be gone already: a
   // goodbye would only wait for a reply that never comes. Even otherwise the
   // wait is bounded by the heartbeat timeout, after which a silent scheduler

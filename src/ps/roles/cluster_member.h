@@ -1,7 +1,7 @@
 // A server's or worker's membership in the job: registration with the
 // scheduler, its rank and the node table, barriers, heartbeats that bring news
-// of lost nodes, and the clean goodbye. Every wait has a deadline from
-// PsOptions.
+// of lost nodes (kept in node_news.h), and the clean goodbye. Every wait has
+// a deadline from PsOptions. Thread-safe; one heartbeat thread of its own.
 #pragma once
 
 #include <cstddef>
@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "ps/job/job_config.h"
+#include "ps/roles/node_news.h"
 #include "ps/roles/node_table.h"
 
 namespace dt::ps {
@@ -103,11 +104,7 @@ class ClusterMember {
   // the parts' holders from (node_table.h's server_changes). Calls callback
   // once per change, in that order (the ones so far at once), on the
   // heartbeat thread.
-  struct ServerNews {
-    ServerChange change;
-    LostNode lost;      // change.rejoined false
-    NodeInfo rejoined;  // change.rejoined true
-  };
+  using ServerNews = dt::ps::ServerNews;  // node_news.h
   void on_server_change(std::function<void(const ServerNews&)> callback);
   // Throws Error(kPeerLost) with the first lost node's message, if any.
   void check_peers() const;

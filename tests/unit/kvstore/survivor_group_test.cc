@@ -21,7 +21,7 @@
 #include "integration/inproc_job.h"
 #include "kvstore/host/survivor_group.h"
 #include "ps/roles/cluster_member.h"
-#include "ps/roles/scheduler.h"
+#include "ps/scheduler/scheduler.h"
 
 namespace dt::kvstore {
 namespace {

@@ -13,7 +13,7 @@
 #include "core/error.h"
 #include "integration/inproc_job.h"
 #include "ps/roles/cluster_member.h"
-#include "ps/roles/scheduler.h"
+#include "ps/scheduler/scheduler.h"
 
 namespace dt::ps {
 namespace {

@@ -1,6 +1,10 @@
 // The job's scheduler: takes registrations, assigns ranks, publishes the node
 // table, runs worker barriers, watches heartbeats and connections, and tells
-// every node about lost nodes and about the clean end of the job.
+// every node about lost nodes and about the clean end of the job. Inside: a
+// member table (member_table.h) and a barrier book (barrier_book.h) on the
+// plain path, with worker departures and joins (worker_roster.h) and server
+// recovery (server_recovery.h) as companions. The transport's threads serve
+// the messages under one mutex; run() watches the deadlines on its caller's.
 #pragma once
 
 #include <memory>
