@@ -63,7 +63,7 @@ constexpr Parameter kParameters[] = {
     {"MASTER_ADDR", kLayout, T::kText, "", "torchrun's rendezvous host: the scheduler's host.", kYes},
     {"MASTER_PORT", kLayout, T::kInteger, "", "torchrun's rendezvous port: the scheduler's port.", kYes},
     {"DT_LOCAL_RANK", kLayout, T::kInteger, "",
-     "This worker's rank among the workers of its host (dtrun sets it): the GPU of --gpus local and dist_nccl.",
+     "This worker's rank among the workers of its host (dtrun sets it): dist_nccl's GPU (dt_node_local_rank).",
      kYes},
     {"DT_LOCAL_SIZE", kLayout, T::kInteger, "", "The number of workers on this host (dtrun sets it).", kYes},
     {"LOCAL_RANK", kLayout, T::kInteger, "", "torchrun's rank on this host (dtrun sets it too), as DT_LOCAL_RANK.",
@@ -124,7 +124,9 @@ constexpr Parameter kParameters[] = {
     {"DT_ALLREDUCE_DTYPE", kStores, T::kChoice, "float32",
      "dist_nccl's wire type for float32 keys: float32 or float16.", kYes},
     {"DT_ALLREDUCE_DEVICE", kStores, T::kInteger, "",
-     "dist_nccl's GPU; unset: the launcher's local rank, else the worker rank, modulo the GPUs.", kYes},
+     "dist_nccl's GPU; unset: the worker's local rank (DT_LOCAL_RANK and the others), by hand the worker rank "
+     "modulo the GPUs.",
+     kYes},
     {"DT_KVSTORE_OVERLAP", kStores, T::kChoice, "1",
      "1: a trainer overlaps communication with backward where the store allows; 0: it does not.", kYes},
 

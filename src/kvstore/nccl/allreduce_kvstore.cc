@@ -1,15 +1,14 @@
 #include "kvstore/nccl/allreduce_kvstore.h"
 
-#include <cstdlib>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "collective/nccl/all_gather_bytes.h"
 #include "collective/nccl/job_communicator.h"
+#include "ps/job/local_rank.h"
 #include "core/cuda/gpu_context.h"
 #include "core/error.h"
-#include "core/parameter_table.h"
 #include "kvstore/argument_checks.h"
 #include "ops/tensor_math.h"
 #include "ps/compression/compression_mode.h"
@@ -36,34 +35,31 @@ DType checked_wire(DType wire) {
   return wire;
 }
 
-// The launcher's local rank (Horovod's choice of GPU), or -1 when no
-// launcher variable gives one.
-int launcher_local_rank() {
-  for (const char* name : {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID"}) {
-    const char* text = core::read_parameter(name);
-    if (text == nullptr || *text == '\0') continue;
-    char* end = nullptr;
-    const long value = std::strtol(text, &end, 10);
-    if (*end != '\0' || value < 0 || value > 65535) {
-      throw Error(ErrorCode::kInvalidArgument, std::string(name) + "=\"" + text + "\" is not a local rank");
-    }
-    return static_cast<int>(value);
-  }
-  return -1;
-}
-
 // The GPU when it is known before joining (always checking that there is
-// one); null when it follows from the worker rank. Only the GPU this worker
-// uses gets a context: one on gpu(0) from every worker of a host would cost
-// gpu(0) a CUDA context per process, and fail in exclusive-process mode.
+// one); null when no launcher says where this worker sits on its host (a
+// process started by hand): then it follows from the worker rank. Only the
+// GPU this worker uses gets a context: one on gpu(0) from every worker of a
+// host would cost gpu(0) a CUDA context per process, and fail in
+// exclusive-process mode.
 std::shared_ptr<core::Context> gpu_before_joining(int device) {
   if (device < -1) throw Error(ErrorCode::kInvalidArgument, "dist_nccl: device must be -1 (automatic) or a GPU id");
   if (device >= 0) return gpu_for_kvstore(kType, device, kInstead);
   // Without a GPU (or without CUDA) this throws, saying which.
-  if (core::gpu_count() == 0) gpu_for_kvstore(kType, 0, kInstead);
-  const int local = launcher_local_rank();
-  if (local < 0) return nullptr;
-  return gpu_for_kvstore(kType, local % core::gpu_count(), kInstead);
+  const int gpus = core::gpu_count();
+  if (gpus == 0) gpu_for_kvstore(kType, 0, kInstead);
+  // The GPU of this worker's place on its host (dtrun's DT_LOCAL_RANK, or
+  // another launcher's), never of its global rank: rank mod GPUs puts two
+  // workers of a 2-host x 2-GPU job on one GPU. Beyond the host's GPUs two
+  // workers would share one, which NCCL refuses: say so here.
+  const ps::LocalRank local = ps::local_rank_from_env();
+  if (!local.from_launcher) return nullptr;
+  if (local.rank >= gpus) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "dist_nccl: this worker is local rank " + std::to_string(local.rank) + " of its host, which has " +
+                    std::to_string(gpus) + " GPU(s): dist_nccl takes one GPU per worker, so start at most " +
+                    std::to_string(gpus) + " worker(s) per host, or give each worker its GPU (options.device)");
+  }
+  return gpu_for_kvstore(kType, local.rank, kInstead);
 }
 
 const ps::JobConfig& worker_job(const ps::JobConfig& job) {

@@ -44,6 +44,7 @@ LocalRank local_rank_from(const EnvLookup& env) {
     const std::optional<std::string> rank = env(source.rank);
     if (!rank || rank->empty()) continue;
     LocalRank local;
+    local.from_launcher = true;
     local.rank = whole_number(source.rank, *rank, 0);
     const std::optional<std::string> size = source.size != nullptr ? env(source.size) : std::nullopt;
     local.size = size && !size->empty() ? whole_number(source.size, *size, 1) : 0;

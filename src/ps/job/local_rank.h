@@ -21,6 +21,7 @@ namespace dt::ps {
 struct LocalRank {
   int rank = 0;  // 0 .. size - 1
   int size = 1;  // worker processes on this host; 0 when the launcher does not say
+  bool from_launcher = false;  // false: nothing set, the defaults above
 };
 
 // Error(kInvalidArgument) naming the variable for a value that is not a
