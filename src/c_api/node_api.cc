@@ -6,7 +6,7 @@
 #include "dt_c_api.h"
 #include "ps/job/job_config.h"
 #include "ps/roles/scheduler.h"
-#include "ps/roles/server_process.h"
+#include "ps/server/server_process.h"
 
 using dt::c_api::arg;
 using dt::c_api::guarded;

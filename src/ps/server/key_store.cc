@@ -1,4 +1,4 @@
-#include "ps/roles/server_key_store.h"
+#include "ps/server/key_store.h"
 
 #include <unistd.h>
 

@@ -58,8 +58,8 @@
 
 #include "optim/optimizer_config.h"
 #include "ps/compression/gradient_codec.h"
-#include "ps/roles/resent_requests.h"
-#include "ps/roles/server_key_store.h"
+#include "ps/server/resent_requests.h"
+#include "ps/server/key_store.h"
 #include "ps/transport/data_codec.h"
 #include "ps/transport/protocol_generated.h"
 #include "ps/transport/rate_limited_log.h"

@@ -1,4 +1,4 @@
-#include "ps/roles/server_request_handler.h"
+#include "ps/server/request_handler.h"
 
 #include <algorithm>
 #include <atomic>
@@ -15,7 +15,7 @@
 
 #include "optim/optimizer.h"
 #include "optim/optimizer_config.h"
-#include "ps/job/environment_options.h"
+#include "core/log.h"
 #include "ps/transport/data_codec.h"
 
 namespace dt::ps {
@@ -104,10 +104,11 @@ class Completion {
 // PS_VERBOSE=2: one line per slice of a data request.
 void log_slice(const wire::DataRequest& request, const DecodedSlice& s) {
   const size_t bytes = s.data_bytes != 0 ? s.data_bytes : part_bytes(s.info);
-  verbose_log(2, std::string("server: ") + wire::EnumNameDataOp(request.op()) + " from worker " +
-                     std::to_string(request.worker_rank()) + ": key " + std::to_string(s.info.part.key) + " [" +
-                     std::to_string(s.info.part.begin) + ", " + std::to_string(s.info.part.end) + ") " +
-                     std::to_string(bytes) + " bytes round " + std::to_string(s.round));
+  core::log(core::LogLevel::kTrace, "server",
+            std::string(wire::EnumNameDataOp(request.op())) + " from worker " + std::to_string(request.worker_rank()) +
+                ": key " + std::to_string(s.info.part.key) + " [" + std::to_string(s.info.part.begin) + ", " +
+                std::to_string(s.info.part.end) + ") " + std::to_string(bytes) + " bytes round " +
+                std::to_string(s.round));
 }
 
 // A pid or rank as peers write it: 1 to 18 decimal digits.
@@ -136,7 +137,7 @@ std::vector<DecodedSlice> decode_all(const Frame& frame, const wire::DataRequest
   out.reserve(request.slices()->size());
   for (const auto* slice : *request.slices()) {
     out.push_back(decode_slice(frame, slice));
-    if (ps_verbose() >= 2) log_slice(request, out.back());
+    if (core::log_enabled(core::LogLevel::kTrace)) log_slice(request, out.back());
     // An encoding may send no bytes at all (nothing above the threshold).
     if (with_data && out.back().data == nullptr && out.back().encoding == 0) {
       throw Error(ErrorCode::kProtocol, "a push of key " + std::to_string(out.back().info.part.key) + " carries no data");
@@ -584,8 +585,8 @@ void ServerRequestHandler::handle(Message request, const RequestServer::Reply& r
     }
     check_speaker(worker, pipe);
     if (data->slices() == nullptr || data->slices()->size() == 0) {
-      verbose_log(2, std::string("server: ") + wire::EnumNameDataOp(data->op()) + " from worker " +
-                         std::to_string(worker));
+      core::log(core::LogLevel::kTrace, "server",
+                std::string(wire::EnumNameDataOp(data->op())) + " from worker " + std::to_string(worker));
     }
     const auto only_worker_0 = [&](const char* what) {
       if (worker != 0) {
@@ -716,10 +717,11 @@ void ServerRequestHandler::handle(Message request, const RequestServer::Reply& r
         } catch (const Error&) {
         }
         if (sync) {
-          std::fprintf(stderr, "disttrain server: worker %d (pid %s) joined the running job; its pushes count from "
-                       "round %lld\n", worker, pid.c_str(), static_cast<long long>(data->number()));
+          core::logf(core::LogLevel::kInfo, "server",
+                     "worker %d (pid %s) joined the running job; its pushes count from round %lld", worker,
+                     pid.c_str(), static_cast<long long>(data->number()));
         } else {
-          std::fprintf(stderr, "disttrain server: worker %d (pid %s) joined the running job\n", worker, pid.c_str());
+          core::logf(core::LogLevel::kInfo, "server", "worker %d (pid %s) joined the running job", worker, pid.c_str());
         }
         reply(encode_data_reply({}).message);
         return;
