@@ -16,15 +16,6 @@ namespace dt::ps {
 using core::Error;
 using core::ErrorCode;
 
-namespace {
-
-std::string part_name(const PartInfo& info) {
-  return "key " + std::to_string(info.part.key) + " [" + std::to_string(info.part.begin) + ", " +
-         std::to_string(info.part.end) + ")";
-}
-
-}  // namespace
-
 PartFiller::PartFiller(ServerKeyStore& store, const std::string& node_host, const PsOptions& options,
                        const TransportSecurity& security)
     : store_(store),
@@ -207,7 +198,7 @@ void PartFiller::take(const ServerKeyStore::FillRequest& request, std::optional<
     const DecodedSlice value = decode_slice(frame, data.slices()->Get(0));
     if (value.info.part.key != request.info.part.key || value.info.part.begin != request.info.part.begin ||
         value.round != data.round() || value.encoding != 0) {
-      throw Error(ErrorCode::kProtocol, "a part's state came for another part than " + part_name(request.info));
+      throw Error(ErrorCode::kProtocol, "a part's state came for another part than " + part_name(request.info.part));
     }
     ServerKeyStore::PartState state;
     state.round = data.round();
@@ -268,12 +259,12 @@ void PartFiller::take(const ServerKeyStore::FillRequest& request, std::optional<
     }
     store_.install(request.info, state);
     core::log(core::LogLevel::kDebug, "server " + std::to_string(rank_),
-              "new copy of " + part_name(request.info) + " filled from server " + std::to_string(request.source) +
+              "new copy of " + part_name(request.info.part) + " filled from server " + std::to_string(request.source) +
                   " at round " + std::to_string(state.round));
   } catch (const Error& failure) {
     core::logf(core::LogLevel::kInfo, "server " + std::to_string(rank_), "could not fill the new copy of %s from server %d: %s",
-               part_name(request.info).c_str(), request.source, failure.what());
-    fail(request, Error(failure.code(), "the new copy of " + part_name(request.info) + " on server " +
+               part_name(request.info.part).c_str(), request.source, failure.what());
+    fail(request, Error(failure.code(), "the new copy of " + part_name(request.info.part) + " on server " +
                                             std::to_string(rank_) + " could not be filled from server " +
                                             std::to_string(request.source) + ": " + failure.what()));
   } catch (const std::exception& failure) {
