@@ -44,15 +44,6 @@ struct FillRequest {
 
 class NewCopy {
  public:
-  enum class Phase {
-    kNone,        // not a new copy: a part of this server's own
-    kGathering,   // pushes kept, waiting for every worker's first push here
-    kFillAsked,   // the source was asked for the part's state
-    kStalled,     // the fill failed: waits for the workers' next pushes to start again
-    kFilled,      // the state is in: the rounds go on as any part's
-  };
-
-  Phase phase() const { return phase_; }
   // Taken on as a new copy (inits never store into it).
   bool adopted() const { return phase_ != Phase::kNone; }
   // Waiting for its state: pushes are kept and answered at once.
@@ -85,6 +76,14 @@ class NewCopy {
   void fail(const core::Error& error, PartRounds& rounds);
 
  private:
+  enum class Phase {
+    kNone,        // not a new copy: a part of this server's own
+    kGathering,   // pushes kept, waiting for every worker's first push here
+    kFillAsked,   // the source was asked for the part's state
+    kStalled,     // the fill failed: waits for the workers' next pushes to start again
+    kFilled,      // the state is in: the rounds go on as any part's
+  };
+
   int64_t latest_first_push() const;
 
   Phase phase_ = Phase::kNone;
