@@ -7,7 +7,7 @@
 #include "ps/job/job_config.h"
 #include "ps/job/local_rank.h"
 #include "ps/scheduler/scheduler.h"
-#include "ps/roles/server_process.h"
+#include "ps/server/server_process.h"
 
 using dt::c_api::arg;
 using dt::c_api::guarded;

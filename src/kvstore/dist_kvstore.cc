@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "kvstore/argument_checks.h"
 #include "optim/optimizer.h"
+#include "optim/state_name.h"
 #include "ps/transport/data_codec.h"
 
 namespace dt::kvstore {
@@ -588,13 +589,13 @@ core::NamedArrays DistKVStore::optimizer_state(const std::string& prefix) const 
         learning_rate = array;
         continue;
       }
-      const size_t slash1 = name.find('/'), slash2 = name.find('/', slash1 + 1), dot = name.find('.');
-      if (slash1 == std::string::npos || slash2 == std::string::npos || dot == std::string::npos) {
+      const auto parsed = optim::parse_state_name(name);
+      if (!parsed || !parsed->per_part) {
         throw Error(ErrorCode::kProtocol, "a server reported optimizer state '" + name + "'");
       }
-      const Key key = std::stoull(name.substr(0, slash1));
-      const int64_t begin = std::stoll(name.substr(slash1 + 1, slash2 - slash1 - 1));
-      const std::string slot = name.substr(dot + 1);
+      const Key key = parsed->key;
+      const int64_t begin = parsed->begin;
+      const std::string& slot = parsed->slot;
       const KeyMeta& m = keys_.at(key);
       NDArray& full = per_key[key][slot];
       if (slot == "step") {
@@ -635,15 +636,14 @@ void DistKVStore::load_optimizer_state(const core::NamedArrays& arrays, const st
       for (auto& list : per_server) list.emplace_back(rest, array);
       continue;
     }
-    const size_t dot = rest.find('.');
-    const std::string key_text = rest.substr(0, dot);
-    if (dot == std::string::npos || key_text.empty() || key_text.size() > 20 ||
-        key_text.find_first_not_of("0123456789") != std::string::npos) {
+    const auto parsed = optim::parse_state_name(rest);
+    if (!parsed || parsed->per_part) {
       throw Error(ErrorCode::kInvalidArgument, "load_optimizer_state: '" + name +
                                                    "' is not <key>.<slot>, num_update or learning_rate");
     }
-    const Key key = std::stoull(key_text);
-    const std::string slot = rest.substr(dot);  // with its dot
+    const Key key = parsed->key;
+    const std::string key_text = std::to_string(key);
+    const std::string slot = "." + parsed->slot;  // with its dot
     const KeyMeta& m = meta(key, "load_optimizer_state");
     const bool per_part = slot != ".step";
     if (per_part && static_cast<int64_t>(array.size()) != m.shape.numel()) {
@@ -658,7 +658,7 @@ void DistKVStore::load_optimizer_state(const core::NamedArrays& arrays, const st
     }
     const size_t element = core::dtype_size(array.dtype());
     for (const ps::PartRange& part : m.parts) {
-      const std::string part_name = key_text + "/" + std::to_string(part.begin) + "/" + std::to_string(part.end) + slot;
+      const std::string part_name = optim::part_state_name(key, part.begin, part.end, parsed->slot);
       NDArray piece = host;
       if (per_part) {
         piece = NDArray::empty(cpu_, array.dtype(), core::Shape({part.end - part.begin}));

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <string>
 
-#include "ps/roles/server_process.h"
+#include "ps/server/server_process.h"
 #include "ps/transport/data_codec.h"
 
 namespace dt::kvstore {

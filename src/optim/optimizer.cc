@@ -1,7 +1,6 @@
 #include "optim/optimizer.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <map>
@@ -10,6 +9,7 @@
 #include "ops/tensor_math.h"
 #include "optim/adam.h"
 #include "optim/sgd.h"
+#include "optim/state_name.h"
 
 namespace dt::optim {
 
@@ -295,17 +295,12 @@ void Optimizer::load_state(const core::NamedArrays& arrays, const std::string& p
       has_lr = true;
       continue;
     }
-    const size_t dot = rest.find('.');
-    const std::string key_text = rest.substr(0, dot);
-    if (dot == std::string::npos || key_text.empty() || key_text.size() > 20 ||
-        key_text.find_first_not_of("0123456789") != std::string::npos) {
-      bad_entry(name, "expected <key>.<slot>, num_update or learning_rate after the prefix");
-    }
-    errno = 0;
-    const unsigned long long key_value = std::strtoull(key_text.c_str(), nullptr, 10);
-    if (errno == ERANGE) bad_entry(name, "key does not fit in 64 bits");
-    Loaded& entry = loaded[static_cast<uint64_t>(key_value)];
-    read_key_entry(name, rest.substr(dot + 1), array, entry.state, entry.has_count);
+    bool key_too_large = false;
+    const auto parsed = parse_state_name(rest, &key_too_large);
+    if (key_too_large) bad_entry(name, "key does not fit in 64 bits");
+    if (!parsed || parsed->per_part) bad_entry(name, "expected <key>.<slot>, num_update or learning_rate after the prefix");
+    Loaded& entry = loaded[parsed->key];
+    read_key_entry(name, parsed->slot, array, entry.state, entry.has_count);
   }
 
   if (!has_num_update) bad_entry(prefix + kNumUpdateName, "missing");

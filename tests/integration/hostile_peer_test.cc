@@ -28,7 +28,7 @@
 #include "kvstore/kvstore_factory.h"
 #include "lenet_exactness.h"
 #include "ps/scheduler/scheduler.h"
-#include "ps/roles/server_process.h"
+#include "ps/server/server_process.h"
 #include "ps/transport/data_codec.h"
 #include "ps/transport/frame.h"
 #include "ps/transport/request_client.h"

@@ -20,7 +20,7 @@
 
 #include "core/error.h"
 #include "error_code_of.h"
-#include "ps/roles/server_process.h"
+#include "ps/server/server_process.h"
 #include "ps/transport/data_codec.h"
 
 namespace dt::kvstore {

@@ -12,7 +12,7 @@
 #include "integration/inproc_job.h"
 #include "ps/job/job_config.h"
 #include "ps/scheduler/scheduler.h"
-#include "ps/roles/server_process.h"
+#include "ps/server/server_process.h"
 #include "unit/ps/ps_test_util.h"
 
 namespace dt::test {

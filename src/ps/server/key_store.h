@@ -3,6 +3,11 @@
 // layer (ServerRequestHandler) feeds it decoded slices and turns its callbacks
 // into replies; unit tests drive it directly.
 //
+// A thin locked facade: each part's rounds are a plain state machine
+// (PartRounds); worker departures and joins (WorkerRoster, PartAttendance)
+// and new copies (NewCopy) are its companions, each behind its hook; resent
+// pushes are answered here, before the rounds see them.
+//
 // Semantics:
 //  - Init: every worker sends init for every key (MXNet's API: all workers
 //    call init). The first init of a part creates it; rank 0's value is the
@@ -60,8 +65,8 @@
 // lock held, so they must not call back into the store.
 #pragma once
 
-#include <cstddef>
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -73,49 +78,56 @@
 #include <vector>
 
 #include "core/context.h"
-#include "core/dtype.h"
 #include "core/error.h"
-#include "core/ndarray.h"
 #include "core/safetensors.h"
 #include "optim/optimizer.h"
-#include "ps/compression/error_feedback.h"
+#include "optim/state_name.h"
 #include "ps/compression/gradient_codec.h"
+#include "ps/server/new_copy.h"
+#include "ps/server/part_rounds.h"
+#include "ps/server/round_rules.h"
+#include "ps/server/worker_roster.h"
 #include "ps/transport/tensor_part.h"
 
 namespace dt::ps {
 
+// How a push reached this server, where fault tolerance is involved.
+// How a push reached this server where fault tolerance is involved
+// (ServerKeyStore::push).
+struct PushRoute {
+  // PS_RESEND: a push of a round this worker already pushed is the same
+  // request sent again after its reply was lost: never counted again,
+  // answered when the first one is (at once, or when a held one is
+  // consumed). Without it a second push of a round is kBadState.
+  bool resent = false;
+  // >= 0: a new copy of the part (see ServerKeyStore, "New copies"): a
+  // part this server does not hold yet is taken on as a copy of the one
+  // on server adopt_from.
+  int adopt_from = -1;
+};
+
 class ServerKeyStore {
  public:
-  enum class Mode { kSync, kAsync };
+  using Mode = StoreMode;
   // Called once: error is null when the push's bytes were consumed (the
   // caller may release them), else why the held push failed.
-  using PushDone = std::function<void(const core::Error* error)>;
-  // What a pull is answered with.
-  struct PullAnswer {
-    const void* data = nullptr;  // valid only during the callback (null: no bytes)
-    size_t bytes = 0;
-    // 0: the part's value as stored. Else data is a round's sum encoded in
-    // this ps::compression::CompressionMode, also held by shared, which a
-    // reply may keep after the call (it never changes).
-    uint8_t encoding = 0;
-    std::shared_ptr<const std::vector<uint8_t>> shared;
-  };
+  using PushDone = PartRounds::PushDone;
+  // What a pull is answered with (PartRounds::PullAnswer).
+  using PullAnswer = PartRounds::PullAnswer;
   // Called once with the part's value or its encoding, or with an error
   // (answer empty).
-  using PullDone = std::function<void(const core::Error* error, const PullAnswer& answer)>;
+  using PullDone = PartRounds::PullDone;
 
-  // The mode is declared by the workers' init requests (set_mode); the
-  // second constructor is for callers that know it up front.
   // How far past a part's applied round a dist_sync push or pull may reach.
-  // A worker's lanes keep a few requests in flight; only a broken or hostile
-  // peer goes further.
-  static constexpr int64_t kRoundWindow = 8;
+  static constexpr int64_t kRoundWindow = PartRounds::kRoundWindow;
   // Above kAutomaticMemoryFloor, the automatic limit is twice the bytes held
   // when the first push arrives (the job's initial key set, with as much
   // again of margin for keys initialised later); before it, half the
   // machine's memory.
   static constexpr uint64_t kAutomaticMemoryFloor = uint64_t{256} << 20;
 
+  // The mode is declared by the workers' init requests (set_mode); the
+  // second constructor is for callers that know it up front.
   // memory_limit_bytes: the most the parts' values may take (the stored
   // value and the round's sum, 2 x the part's bytes each; with compressed
   // pulls also a part's residual and encoding, counted from its first
@@ -129,8 +141,8 @@ class ServerKeyStore {
   // Once per store: a different mode later is Error(kBadState) (workers of
   // one job disagree on dist_sync / dist_async). Push and pull before any
   // mode is declared are kBadState.
-  void set_mode(Mode mode);
-  Mode mode() const;
+  void set_mode(Mode mode) { rules_.set_mode(mode); }
+  Mode mode() const { return rules_.mode(); }
   int num_workers() const { return num_workers_; }
 
   // data: the part's bytes (rank 0) — other ranks' values are checked for
@@ -146,16 +158,11 @@ class ServerKeyStore {
   // The limit in force now (automatic or configured), and the bytes held.
   uint64_t memory_limit() const;
   uint64_t memory_used() const;
+
+  using PushRoute = ps::PushRoute;
   // Throws (kNotFound, kShapeMismatch, kDtypeMismatch, kBadState,
   // kInvalidArgument) when the push is rejected outright; otherwise done
   // fires now or, for a held push, later.
-  // resent (PS_RESEND): a push of a round this worker already pushed is the
-  // same request sent again after its reply was lost: never counted again,
-  // answered when the first one is (at once, or when a held one is consumed).
-  // Without it a second push of a round is kBadState.
-  // adopt_from >= 0 (a new copy of the part, see "New copies" below): a part
-  // this server does not hold yet is taken on as a copy of the one on server
-  // adopt_from.
   // numbers (dist_sync, worker 0's push only; others' are ignored): the
   // learning rate and rescale its round is applied with, whenever the round
   // completes; unset fields take the optimizer's as last set. They stay with
@@ -166,7 +173,12 @@ class ServerKeyStore {
   // on another thread meanwhile would make filling() say no, and the worker
   // would count as filled a copy whose kept pushes were dropped.
   bool push(int worker, const PartInfo& info, int64_t round, const void* data, size_t bytes, PushDone done,
-            bool resent = false, int adopt_from = -1, const optim::UpdateNumbers& numbers = {});
+            const optim::UpdateNumbers& numbers = {}, const PushRoute& route = {});
+  // The same, with the route's fields one by one.
+  bool push(int worker, const PartInfo& info, int64_t round, const void* data, size_t bytes, PushDone done,
+            bool resent, int adopt_from = -1, const optim::UpdateNumbers& numbers = {}) {
+    return push(worker, info, round, data, bytes, std::move(done), numbers, PushRoute{resent, adopt_from});
+  }
   // Throws like push when rejected outright; otherwise done fires now or
   // once round is applied.
   void pull(const PartInfo& info, int64_t round, PullDone done);
@@ -175,7 +187,7 @@ class ServerKeyStore {
   // handler keeps it the same for the whole job): from now on dist_sync
   // parts without an optimizer answer pulls of a round with its encoded sum
   // (see the top of this file). Mode none: pulls stay in full.
-  void set_compression(const compression::CompressionConfig& config);
+  void set_compression(const compression::CompressionConfig& config) { rules_.set_compression(config); }
   // Whether a pull may now be answered encoded (a sync store with a lossy
   // compression and no optimizer): lets a caller skip sizing a reply from
   // the parts before the answers come.
@@ -183,13 +195,15 @@ class ServerKeyStore {
   // What the part's pulls did not send so far (error feedback), nullptr
   // before its first encoded round or without error feedback. For tests:
   // valid until the part's next round applies.
-  const std::vector<float>* pull_residual(uint64_t key, int64_t begin) const;
+  const std::vector<float>* pull_residual(uint64_t key, int64_t begin) const {
+    return rules_.pull_feedback().residual(key, begin);
+  }
 
   // From now on pushes are gradients the optimizer applies. The same
   // description again is a no-op (every worker sends it); a different one
   // replaces the optimizer and its state.
   void set_optimizer(const optim::OptimizerConfig& config);
-  bool has_optimizer() const;
+  bool has_optimizer() const { return rules_.optimizer() != nullptr; }
   // kBadState without an optimizer.
   void set_learning_rate(double lr);
   void set_rescale_grad(double rescale);
@@ -266,28 +280,13 @@ class ServerKeyStore {
   //    the encoding its pulls of round R get. Held pushes of rounds <= R are in that value already
   //    (answered, not counted again); the later ones are summed as pushes
   //    always are, so the copy computes the very bytes the source does.
-  struct PartState {
-    int64_t round = 0;            // the part's applied round
-    const void* value = nullptr;  // its elements: valid during the callback (the source's) or the call (install)
-    size_t bytes = 0;
-    core::NamedArrays optimizer;  // its optimizer state (optim::Optimizer::key_state), copies; empty without
-    // Compressed pulls: what its pulls' encodings did not send (empty: none
-    // yet, or no error feedback), and round R's encoding for its pulls
-    // (null: they get the value), in CompressionMode `encoding`.
-    std::vector<float> pull_residual;
-    std::shared_ptr<const std::vector<uint8_t>> encoded;
-    uint8_t encoding = 0;
-  };
+  using PartState = ps::PartState;
+  using FillRequest = ps::FillRequest;
   using PartStateDone = std::function<void(const core::Error* error, const PartState& state)>;
   // The source's side: done gets the part as it is once round min_round is
   // applied (at once, or from the push that applies it, with the part's lock
   // held). Throws as pull does.
   void part_state(const PartInfo& info, int64_t min_round, PartStateDone done);
-  struct FillRequest {
-    PartInfo info;
-    int source = -1;        // the server to ask (part_state)
-    int64_t min_round = 0;  // the round it must have applied
-  };
   // Called once per part to fill, with the part's lock held (it must not call
   // back into the store; it starts the request and returns). nullptr: none
   // (a fill wanted then waits for a fresh start); once this returns, the
@@ -308,13 +307,6 @@ class ServerKeyStore {
 
  private:
   struct Entry;
-  struct HeldPush {
-    int worker;
-    int64_t round;
-    std::vector<uint8_t> bytes;  // copied: the request's buffer is released at once
-    PushDone done;
-    optim::UpdateNumbers numbers;
-  };
   Entry& find(const PartInfo& info, const char* op) const;
   // The part's entry, created (empty: no value yet) when it is new, within
   // the memory limit. op names the request in errors.
@@ -324,56 +316,23 @@ class ServerKeyStore {
   // once every worker has pushed. Returns the part, locked by lock.
   Entry& adopting_locked(int worker, const PartInfo& info, int64_t round, int source,
                          std::unique_lock<std::mutex>& lock);
+  // A push the part has counted, holds or has in its state already (resent,
+  // or on its way to a filled copy): answers it; false when it is new.
+  bool answered_already_locked(Entry& e, int worker, int64_t round, PushDone& done, bool resent);
+  // worker left the job: every part's rounds go on without it.
+  void depart_parts(int worker);
   // A new copy whose every worker has pushed (or left the job): asks for
   // its state, once.
   void request_fill_locked(Entry& e);
-  // A new copy after worker's push of round: drops its held pushes that no
-  // fill can need (at most kRoundWindow + 2 rounds are kept per worker).
-  void keep_needed_held_locked(Entry& e, int worker, int64_t round);
   PartState state_locked(const Entry& e) const;
-  void check(const Entry& e, const PartInfo& info, size_t bytes, const char* op) const;
-  void push_locked(Entry& e, int worker, int64_t round, const void* data, PushDone& done,
-                   const optim::UpdateNumbers& numbers);
-  void accumulate_locked(Entry& e, int worker, const void* data);
-  // merged = data for the round's first term, merged += data after it.
-  void add_term_locked(Entry& e, const void* data);
-  // Adds the staged pushes that are next in rank order, passing workers
-  // absent from this round (departed, not joined again yet); completes the
-  // round when every rank is passed.
-  void advance_locked(Entry& e);
-  // Whether the part's round goes on without worker's push.
-  static bool absent_locked(const Entry& e, int worker, int64_t round);
-  // Whether a worker absent from round takes part again in a later one.
-  static bool returns_later_locked(const Entry& e, int64_t round);
-  // A round nobody took part in: nothing applied, the round counted.
-  void complete_empty_round_locked(Entry& e);
-  // worker's rounds after its last push go on without it, on every part.
-  void depart_locked(int worker);
-  void complete_round_locked(Entry& e);
-  void apply_locked(Entry& e, const void* single_value);
-  // After a dist_sync round applied: encodes the part's sum for its pulls,
-  // when they are compressed.
-  void encode_locked(Entry& e);
-  PullAnswer answer_locked(const Entry& e) const;
-  void answer_pulls_locked(Entry& e);
-  void release_held_locked(Entry& e);
-  std::shared_ptr<optim::Optimizer> optimizer() const;
-  std::shared_ptr<const compression::GradientCodec> codec() const;
+  // Error(kInvalidArgument) for a rank outside the job; op names the request.
+  void check_worker(int worker, const char* op) const;
   void throw_if_failed() const;
 
-  // -1 until declared, then a Mode. Atomic: read on every call, set once.
-  std::atomic<int> mode_{-1};
   const int num_workers_;
   const std::shared_ptr<core::Context> cpu_;
-  // Per worker: dropped from the job (worker_departed) and not joined again.
-  // Read under any part's lock.
-  std::unique_ptr<std::atomic<bool>[]> departed_;
-  // Serialises departures and joins, which change every part in turn;
-  // taken before entries_mutex_. Guards incarnation_.
-  mutable std::mutex membership_mutex_;
-  // Per worker: the pid of the process that joined last (0: the one that
-  // started with the job).
-  std::vector<int64_t> incarnation_;
+  RoundRules rules_;
+  WorkerRoster roster_;
 
   // Guards the map's shape (insertions); entries have their own locks.
   mutable std::shared_mutex entries_mutex_;
@@ -390,18 +349,8 @@ class ServerKeyStore {
   std::mutex fill_mutex_;
   std::function<void(const FillRequest&)> fill_wanted_;
 
-  mutable std::mutex optimizer_mutex_;  // guards optimizer_, failure_ and codec_
-  std::shared_ptr<optim::Optimizer> optimizer_;
+  mutable std::mutex failure_mutex_;
   std::unique_ptr<core::Error> failure_;
-  // Null without a lossy compression.
-  std::shared_ptr<const compression::GradientCodec> codec_;
-  // Per part, what its pulls' encodings did not send; a part's residual is
-  // touched with the part's lock held.
-  compression::ErrorFeedback pull_feedback_;
-  // The residuals and encodings of parts whose pulls are compressed: kept
-  // apart from memory_used_, which entries_mutex_ guards and a round (with
-  // its part locked) must not take.
-  std::atomic<uint64_t> compression_bytes_{0};
 };
 
 }  // namespace dt::ps

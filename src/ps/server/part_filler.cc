@@ -1,13 +1,12 @@
-#include "ps/roles/part_filler.h"
+#include "ps/server/part_filler.h"
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
 #include <cstring>
 #include <optional>
 #include <utility>
 
-#include "ps/job/environment_options.h"
+#include "core/log.h"
 #include "ps/roles/worker_client.h"
 #include "ps/transport/data_codec.h"
 #include "ps/transport/frame.h"
@@ -16,15 +15,6 @@ namespace dt::ps {
 
 using core::Error;
 using core::ErrorCode;
-
-namespace {
-
-std::string part_name(const PartInfo& info) {
-  return "key " + std::to_string(info.part.key) + " [" + std::to_string(info.part.begin) + ", " +
-         std::to_string(info.part.end) + ")";
-}
-
-}  // namespace
 
 PartFiller::PartFiller(ServerKeyStore& store, const std::string& node_host, const PsOptions& options,
                        const TransportSecurity& security)
@@ -173,8 +163,8 @@ RequestClient& PartFiller::client_of(int server) {
     info = servers_[static_cast<size_t>(server)];
   }
   const std::string url = data_url_of(info, node_host_, DataTransport::kAuto);
-  verbose_log(1, "server " + std::to_string(rank_) + ": connection to server " + std::to_string(server) + " at " +
-                     url + " for new copies of its parts");
+  core::log(core::LogLevel::kDebug, "server " + std::to_string(rank_),
+            "connection to server " + std::to_string(server) + " at " + url + " for new copies of its parts");
   auto client = std::make_unique<RequestClient>(url, std::chrono::milliseconds(0), options_.max_message_bytes,
                                                 security_);
   return *clients_.emplace(server, std::move(client)).first->second;
@@ -208,7 +198,7 @@ void PartFiller::take(const ServerKeyStore::FillRequest& request, std::optional<
     const DecodedSlice value = decode_slice(frame, data.slices()->Get(0));
     if (value.info.part.key != request.info.part.key || value.info.part.begin != request.info.part.begin ||
         value.round != data.round() || value.encoding != 0) {
-      throw Error(ErrorCode::kProtocol, "a part's state came for another part than " + part_name(request.info));
+      throw Error(ErrorCode::kProtocol, "a part's state came for another part than " + part_name(request.info.part));
     }
     ServerKeyStore::PartState state;
     state.round = data.round();
@@ -268,13 +258,13 @@ void PartFiller::take(const ServerKeyStore::FillRequest& request, std::optional<
       if (take_numbers) take_numbers(*learning_rate, *rescale_grad);
     }
     store_.install(request.info, state);
-    verbose_log(1, "server " + std::to_string(rank_) + ": new copy of " + part_name(request.info) +
-                       " filled from server " + std::to_string(request.source) + " at round " +
-                       std::to_string(state.round));
+    core::log(core::LogLevel::kDebug, "server " + std::to_string(rank_),
+              "new copy of " + part_name(request.info.part) + " filled from server " + std::to_string(request.source) +
+                  " at round " + std::to_string(state.round));
   } catch (const Error& failure) {
-    std::fprintf(stderr, "disttrain server %d: could not fill the new copy of %s from server %d: %s\n", rank_,
-                 part_name(request.info).c_str(), request.source, failure.what());
-    fail(request, Error(failure.code(), "the new copy of " + part_name(request.info) + " on server " +
+    core::logf(core::LogLevel::kInfo, "server " + std::to_string(rank_), "could not fill the new copy of %s from server %d: %s",
+               part_name(request.info.part).c_str(), request.source, failure.what());
+    fail(request, Error(failure.code(), "the new copy of " + part_name(request.info.part) + " on server " +
                                             std::to_string(rank_) + " could not be filled from server " +
                                             std::to_string(request.source) + ": " + failure.what()));
   } catch (const std::exception& failure) {
@@ -287,7 +277,7 @@ void PartFiller::fail(const ServerKeyStore::FillRequest& request, const Error& e
     store_.fail_fill(request.info, error);
   } catch (const std::exception& unexpected) {
     // The part exists (the store asked for it); nothing else can throw here.
-    std::fprintf(stderr, "disttrain server %d: %s\n", rank_, unexpected.what());
+    core::log(core::LogLevel::kInfo, "server " + std::to_string(rank_), unexpected.what());
   }
 }
 

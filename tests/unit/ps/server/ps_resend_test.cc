@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "core/error.h"
-#include "ps/roles/server_request_handler.h"
+#include "ps/server/request_handler.h"
 #include "ps/transport/data_codec.h"
 #include "ps/transport/frame.h"
 #include "ps/transport/request_client.h"

@@ -15,7 +15,7 @@
 
 #include "core/error.h"
 #include "optim/optimizer_config.h"
-#include "ps/roles/server_request_handler.h"
+#include "ps/server/request_handler.h"
 #include "ps/transport/data_codec.h"
 #include "ps/transport/frame.h"
 #include "ps/transport/request_client.h"

@@ -13,7 +13,7 @@
 #include "core/error.h"
 #include "optim/optimizer_config.h"
 #include "ps/compression/compression_mode.h"
-#include "ps/roles/server_key_store.h"
+#include "ps/server/key_store.h"
 
 namespace dt::ps {
 namespace {

@@ -24,7 +24,7 @@
 
 #include "ps/job/job_config.h"
 #include "ps/roles/node_table.h"
-#include "ps/roles/server_key_store.h"
+#include "ps/server/key_store.h"
 #include "ps/transport/request_client.h"
 #include "ps/transport/transport_security.h"
 

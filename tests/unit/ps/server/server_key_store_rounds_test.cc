@@ -12,7 +12,7 @@
 #include "core/error.h"
 #include "kvstore/local_kvstore.h"
 #include "optim/optimizer_config.h"
-#include "ps/roles/server_key_store.h"
+#include "ps/server/key_store.h"
 
 namespace dt::ps {
 namespace {

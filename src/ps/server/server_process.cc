@@ -1,4 +1,4 @@
-#include "ps/roles/server_process.h"
+#include "ps/server/server_process.h"
 
 #include <dirent.h>
 #include <malloc.h>
@@ -12,14 +12,14 @@
 
 #include <chrono>
 #include <cstdint>
-#include <cstdio>
 #include <string>
 #include <vector>
 
 #include "core/error.h"
+#include "core/log.h"
 #include "ps/roles/cluster_member.h"
-#include "ps/roles/part_filler.h"
-#include "ps/roles/server_request_handler.h"
+#include "ps/server/part_filler.h"
+#include "ps/server/request_handler.h"
 #include "ps/transport/request_server.h"
 #include "ps/transport/tls_config.h"
 
@@ -140,10 +140,10 @@ void run_server(const JobConfig& job, const PsOptions& options) {
   const auto settings_first = [&](const NodeTable& table) {
     if (!table.joined_running_job) return;
     server.apply_settings(filler.job_settings(table, to_ms(options.heartbeat_timeout_s / 2)));
-    std::fprintf(stderr,
-                 "disttrain server %d: rejoined the running job (pid %lld) with the job's settings; it takes new "
-                 "copies of the key parts left with one holder as the workers push them\n",
-                 table.your_rank, static_cast<long long>(::getpid()));
+    core::logf(core::LogLevel::kInfo, "server " + std::to_string(table.your_rank),
+               "rejoined the running job (pid %lld) with the job's settings; it takes new copies of the key parts "
+               "left with one holder as the workers push them",
+               static_cast<long long>(::getpid()));
   };
   ClusterMember member(job, options, transport.bound_urls(), settings_first);
   filler.set_servers(member.rank(), member.table().servers);

@@ -1,4 +1,4 @@
-#include "ps/roles/resent_requests.h"
+#include "ps/server/resent_requests.h"
 
 #include "ps/transport/superseded_reply.h"
 
