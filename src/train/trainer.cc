@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/parameter_table.h"
 #include "core/safetensors.h"
 #include "kvstore/kvstore_factory.h"
 #include "train/batch_split.h"
@@ -69,7 +70,7 @@ Trainer::Trainer(std::shared_ptr<nn::Net> net, optim::OptimizerConfig optimizer,
   int overlap = options.overlap_communication;
   if (overlap < -1 || overlap > 1) throw Error(ErrorCode::kInvalidArgument, "overlap_communication must be -1, 0 or 1");
   if (overlap == -1) {
-    const char* env = std::getenv("DT_KVSTORE_OVERLAP");
+    const char* env = core::read_parameter("DT_KVSTORE_OVERLAP");
     const std::string text = env ? env : "1";
     if (text != "0" && text != "1") {
       throw Error(ErrorCode::kInvalidArgument, "DT_KVSTORE_OVERLAP must be 0 or 1, not '" + text + "'");

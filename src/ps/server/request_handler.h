@@ -104,7 +104,7 @@ class ServerRequestHandler {
 
   ServerKeyStore store_;
   ResentRequests resent_;
-  RateLimitedLog log_{"dt server"};
+  RateLimitedLog log_{"server"};
   SpeakerBinding speakers_;
   JobAgreement agreement_{store_, log_};
 };

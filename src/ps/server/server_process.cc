@@ -1,7 +1,6 @@
 #include "ps/server/server_process.h"
 
 #include <dirent.h>
-#include <malloc.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -16,6 +15,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/parameter_table.h"
 #include "core/log.h"
 #include "ps/roles/cluster_member.h"
 #include "ps/server/part_filler.h"
@@ -84,7 +84,7 @@ class IpcFileRemover {
 
 // DT_PS_SERVER_MEMORY_LIMIT: bytes, or with a K, M or G suffix (binary).
 uint64_t memory_limit_from_env() {
-  const char* text = std::getenv("DT_PS_SERVER_MEMORY_LIMIT");
+  const char* text = core::read_parameter("DT_PS_SERVER_MEMORY_LIMIT");
   if (text == nullptr || *text == '\0') return 0;
   char* end = nullptr;
   const unsigned long long value = std::strtoull(text, &end, 10);
@@ -106,11 +106,6 @@ uint64_t memory_limit_from_env() {
 
 void run_server(const JobConfig& job, const PsOptions& options) {
   options.validate();
-  // Received messages are fresh allocations; keep glibc from mapping and
-  // unmapping them (and trimming the heap) each time: page faults dominate
-  // large transfers otherwise (TRANSPORT-FACTS). Before any thread starts.
-  mallopt(M_MMAP_THRESHOLD, 32 << 20);
-  mallopt(M_TRIM_THRESHOLD, 1 << 30);
   ServerRequestHandler server(job.num_workers, memory_limit_from_env());
   const std::string ipc = ipc_path(job, &server);
   if (!ipc.empty()) remove_stale_ipc_files();
