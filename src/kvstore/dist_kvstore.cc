@@ -92,7 +92,7 @@ DistKVStore::DistKVStore(const std::string& type, const ps::JobConfig& job, cons
 }
 
 DistKVStore::~DistKVStore() {
-  news_->closing();
+  news_->closing();  // servers closing their connections now are the job ending
   scheduler_->close();
   // The member skips its goodbye to the scheduler once any peer is known
   // lost (the job is over); a failure only the data path saw counts too.
