@@ -1,11 +1,7 @@
 #include "kvstore/dist_kvstore.h"
 
-#include <unistd.h>
-
 #include <algorithm>
-#include <atomic>
 #include <chrono>
-#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -13,8 +9,9 @@
 
 #include "core/error.h"
 #include "kvstore/argument_checks.h"
+#include "kvstore/optimizer_state_transfer.h"
+#include "kvstore/running_job_join.h"
 #include "optim/optimizer.h"
-#include "optim/state_name.h"
 #include "ps/transport/data_codec.h"
 
 namespace dt::kvstore {
@@ -66,21 +63,6 @@ ps::JobConfig worker_job(const ps::JobConfig& job, const std::string& type) {
 
 }  // namespace
 
-struct DistKVStore::ClientForCallbacks {
-  std::mutex mutex;
-  ps::WorkerClient* client = nullptr;  // null once the store closed it
-
-  void fail(const Error& error) {
-    std::lock_guard<std::mutex> lock(mutex);
-    if (client != nullptr) client->fail(error);
-  }
-  // Before the client is destroyed: a callback under way ends first.
-  void forget() {
-    std::lock_guard<std::mutex> lock(mutex);
-    client = nullptr;
-  }
-};
-
 DistKVStore::DistKVStore(const std::string& type, const ps::JobConfig& job, const ps::PsOptions& options,
                          ps::DataTransport transport, int max_in_flight_per_server,
                          std::unique_ptr<WorkerMerge> merge)
@@ -96,104 +78,21 @@ DistKVStore::DistKVStore(const std::string& type, const ps::JobConfig& job, cons
                                                   max_in_flight_per_server, options.server_replicas > 0,
                                                   // As report() waits for a lost peer's name.
                                                   ps::to_ms(2 * options.heartbeat_timeout_s));
-  // A dropped connection to a replicated server: the verdict comes with the
-  // next heartbeat reply, asked for at once.
-  ps::ClusterMember* member = member_.get();
-  scheduler_->on_suspected_loss([member] { member->ask_for_news(); });
-  // Replicated: a server's connection that closes is most likely a lost
-  // server. Every worker asks for news at once, not only those with a
-  // request in flight to it: a new copy waits for every worker's push, and
-  // a worker that learned of the loss only at its next heartbeat held the
-  // others up until then (up to the heartbeat interval).
-  if (scheduler_->replicated()) {
-    const std::atomic<bool>* closing = &closing_;
-    client_->on_disconnect([member, closing](int) {
-      if (!closing->load()) member->ask_for_news();
-    });
-  }
-  // The scheduler weighs a further server loss with the parts' new copies
-  // once every worker has seen its own filled.
-  scheduler_->on_copies_restored([member](uint32_t losses) { member->report_copies_restored(losses); });
-  client_for_callbacks_ = std::make_shared<ClientForCallbacks>();
-  client_for_callbacks_->client = client_.get();
-  const std::shared_ptr<ClientForCallbacks> client = client_for_callbacks_;
-  member_->on_lost([client](const ps::LostNode& lost) { client->fail(Error(ErrorCode::kPeerLost, lost.message())); });
-  // A server the job goes on without, or one that rejoined in its place
-  // (the scheduler's DT_SERVER_REPLICATION=1), in the order the scheduler
-  // saw them: every node derives the parts' holders from that order.
-  RequestScheduler* scheduler = scheduler_.get();
-  member_->on_server_change([client, scheduler](const ps::ClusterMember::ServerNews& news) {
-    if (!scheduler->replicated()) {
-      const std::string what = news.change.rejoined ? news.rejoined.describe() + " rejoined the job"
-                                                    : news.lost.message();
-      client->fail(Error(ErrorCode::kPeerLost, what + " (the scheduler replicates servers, this worker does not: "
-                                                      "DT_SERVER_REPLICATION differs between them)"));
-      return;
-    }
-    if (news.change.rejoined) {
-      std::fprintf(stderr,
-                   "disttrain worker: %s rejoined the job; it takes new copies of the key parts left with one "
-                   "holder, filled as they are pushed\n",
-                   news.rejoined.describe().c_str());
-      scheduler->server_rejoined(news.rejoined);
-      return;
-    }
-    std::fprintf(stderr,
-                 "disttrain worker: %s; its key parts are pulled from their other holders, and get new copies "
-                 "where a server is left for them\n",
-                 news.lost.message().c_str());
-    scheduler->server_lost(news.lost.rank);
-  });
+  news_ = std::make_unique<ClusterNews>(*member_, *client_, *scheduler_);
+  servers_ = std::make_unique<ServerExchange>(*client_, *scheduler_, ps::to_ms(2 * options.heartbeat_timeout_s));
   if (!member_->table().joined_running_job) return;
   try {
-    join_running_job();
+    rounds_before_joining_ = join_running_job(*servers_, member_->rank(), sync_);
   } catch (...) {
     // No destructor runs: the client goes before the member's heartbeat
     // thread ends, as there.
-    client_for_callbacks_->forget();
+    news_->forget_client();
     throw;
   }
 }
 
-void DistKVStore::join_running_job() {
-  // The job moves on while the question and the answer travel; a few tries
-  // are plenty (one round of slack each), and each is bounded.
-  constexpr int kAttempts = 8;
-  const std::string pid = std::to_string(static_cast<long long>(::getpid()));
-  for (int attempt = 1;; ++attempt) {
-    std::mutex mutex;
-    int64_t floor = 1;
-    exchange_with_servers(
-        [&](int) { return ps::encode_data_request(DataOp::Join, member_->rank(), {}, pid, -1).message; },
-        [&](int, const ps::Frame& reply) {
-          std::lock_guard<std::mutex> lock(mutex);
-          floor = std::max(floor, reply.expect<ps::wire::DataReply>().round());
-        });
-    const int64_t round = floor + 1;
-    try {
-      exchange_with_servers(
-          [&](int) {
-            return ps::encode_data_request(DataOp::Join, member_->rank(), {}, pid, static_cast<double>(round)).message;
-          },
-          [](int, const ps::Frame&) {});
-    } catch (const Error& e) {
-      if (e.code() != ErrorCode::kBadState || attempt == kAttempts) throw;
-      continue;
-    }
-    if (sync_) {
-      rounds_before_joining_ = round - 1;
-      std::fprintf(stderr, "disttrain worker %d: joined the running job; its pushes count from round %lld\n",
-                   member_->rank(), static_cast<long long>(round));
-    } else {
-      std::fprintf(stderr, "disttrain worker %d: joined the running job (dist_async: its pushes apply as they come)\n",
-                   member_->rank());
-    }
-    return;
-  }
-}
-
 DistKVStore::~DistKVStore() {
-  closing_ = true;  // servers closing their connections now are the job ending
+  news_->closing();  // servers closing their connections now are the job ending
   scheduler_->close();
   // The member skips its goodbye to the scheduler once any peer is known
   // lost (the job is over); a failure only the data path saw counts too.
@@ -208,7 +107,7 @@ DistKVStore::~DistKVStore() {
   // The heartbeat thread runs until the member ends, after this: a loss it
   // hears of from now on finds no client (one that reached it first ends
   // before this goes on).
-  client_for_callbacks_->forget();
+  news_->forget_client();
   // Closing the connections answers every message in flight (kClosed) and
   // waits for their handlers, which touch the request scheduler.
   client_.reset();
@@ -230,57 +129,8 @@ void DistKVStore::broadcast_command(DataOp op, const std::string& text, double n
   // Commands apply to what follows them: earlier requests finish first.
   wait_outstanding();
   client_->check();
-  exchange_with_servers([&](int) { return ps::encode_data_request(op, member_->rank(), {}, text, number).message; },
+  servers_->run([&](int) { return ps::encode_data_request(op, member_->rank(), {}, text, number).message; },
                         [](int, const ps::Frame&) {});
-}
-
-void DistKVStore::exchange_with_servers(const std::function<ps::Message(int server)>& request,
-                                        const std::function<void(int server, const ps::Frame& reply)>& on_reply) const {
-  std::vector<int> servers;  // the ones still to answer
-  for (int s = 0; s < client_->num_servers(); ++s) {
-    if (scheduler_->server_alive(s)) servers.push_back(s);
-  }
-  for (;;) {
-    const auto answered = std::make_unique<std::atomic<bool>[]>(servers.size());
-    std::vector<int> lost_before;
-    for (int s : servers) lost_before.push_back(scheduler_->times_lost(s));
-    try {
-      ps::WorkerClient::Exchange exchange(*client_, [&](size_t index, const ps::Frame& reply) {
-        on_reply(servers[index], reply);
-        answered[index] = true;
-      });
-      for (size_t i = 0; i < servers.size(); ++i) exchange.send(servers[i], request(servers[i]));
-      exchange.wait();
-      return;
-    } catch (const Error& e) {
-      if (!scheduler_->replicated() || !lost_server_among(servers, lost_before, e)) throw;
-    }
-    // A server was lost meanwhile: again, to the others that did not answer.
-    std::vector<int> left;
-    for (size_t i = 0; i < servers.size(); ++i) {
-      if (!answered[i] && scheduler_->server_alive(servers[i])) left.push_back(servers[i]);
-    }
-    if (left.empty()) return;
-    servers.swap(left);
-  }
-}
-
-bool DistKVStore::lost_server_among(const std::vector<int>& servers, const std::vector<int>& lost_before,
-                                    const Error& error) const {
-  if (error.code() != ErrorCode::kNetwork && error.code() != ErrorCode::kTimedOut &&
-      error.code() != ErrorCode::kClosed && error.code() != ErrorCode::kPeerLost) {
-    return false;
-  }
-  // The scheduler's verdict comes within the heartbeat timeout, as report() waits for it.
-  const auto verdict = std::chrono::steady_clock::now() + ps::to_ms(2 * options_.heartbeat_timeout_s);
-  for (;;) {
-    if (auto failure = client_->failure()) throw *failure;
-    for (size_t i = 0; i < servers.size(); ++i) {
-      if (scheduler_->times_lost(servers[i]) > lost_before[i]) return true;
-    }
-    if (std::chrono::steady_clock::now() >= verdict) return false;
-    std::this_thread::sleep_for(kFailurePoll);
-  }
 }
 
 // ---- waiting ----------------------------------------------------------------
@@ -552,71 +402,17 @@ core::NamedArrays DistKVStore::optimizer_state(const std::string& prefix) const 
   std::lock_guard<std::mutex> lock(mutex_);
   if (!has_optimizer_) return {};
   client_->check();
-  // Per server, the names and copies of its arrays ("<key>/<begin>/<end>.<slot>").
-  std::vector<std::vector<std::pair<std::string, NDArray>>> replies(static_cast<size_t>(client_->num_servers()));
-  {
-    // With replicas, a part's state comes from both of its servers, the
-    // same bytes twice.
-    const auto request = [&](int) { return ps::encode_data_request(DataOp::GetOptimizerState, member_->rank(), {}).message; };
-    exchange_with_servers(request, [&](int server, const ps::Frame& reply) {
-      const auto& data = reply.expect<ps::wire::DataReply>();
-      const std::string names = data.message() ? data.message()->str() : "";
-      const size_t count = data.slices() ? data.slices()->size() : 0;
-      size_t start = 0;
-      for (size_t i = 0; i < count; ++i) {
-        const size_t end = std::min(names.find('\n', start), names.size());
-        const ps::DecodedSlice s = ps::decode_slice(reply, data.slices()->Get(static_cast<flatbuffers::uoffset_t>(i)));
-        NDArray copy = NDArray::empty(cpu_, s.info.dtype, s.info.shape);
-        copy.copy_from_host(s.data, s.data_bytes);
-        replies[static_cast<size_t>(server)].emplace_back(names.substr(start, end - start), copy);
-        start = end + 1;
-      }
-    });
-  }
-  // Reassemble each key's slots from its parts, in ascending key order.
-  int64_t num_update = 0;
-  NDArray learning_rate;
-  std::map<Key, std::map<std::string, NDArray>> per_key;
-  for (const auto& list : replies) {
-    for (const auto& [name, array] : list) {
-      if (name == "num_update") {
-        int64_t n = 0;
-        array.copy_to_host(&n, sizeof(n));
-        num_update = std::max(num_update, n);
-        continue;
-      }
-      if (name == "learning_rate") {
-        learning_rate = array;
-        continue;
-      }
-      const auto parsed = optim::parse_state_name(name);
-      if (!parsed || !parsed->per_part) {
-        throw Error(ErrorCode::kProtocol, "a server reported optimizer state '" + name + "'");
-      }
-      const Key key = parsed->key;
-      const int64_t begin = parsed->begin;
-      const std::string& slot = parsed->slot;
-      const KeyMeta& m = keys_.at(key);
-      NDArray& full = per_key[key][slot];
-      if (slot == "step") {
-        full = array;
-        continue;
-      }
-      if (!full.defined()) full = NDArray::empty(cpu_, array.dtype(), m.shape);
-      const size_t element = core::dtype_size(array.dtype());
-      std::memcpy(static_cast<uint8_t*>(full.data()) + static_cast<size_t>(begin) * element, array.data(),
-                  array.nbytes());
-    }
-  }
-  core::NamedArrays out;
-  NDArray n = NDArray::empty(cpu_, core::DType::kInt64, core::Shape());
-  n.copy_from_host(&num_update, sizeof(num_update));
-  out.emplace_back(prefix + "num_update", n);
-  if (learning_rate.defined()) out.emplace_back(prefix + "learning_rate", learning_rate);
-  for (const auto& [key, slots] : per_key) {
-    for (const auto& [slot, array] : slots) out.emplace_back(prefix + std::to_string(key) + "." + slot, array);
-  }
-  return out;
+  std::vector<ServerStateArrays> replies(static_cast<size_t>(client_->num_servers()));
+  // With replicas, a part's state comes from both of its servers, the same
+  // bytes twice.
+  servers_->run(
+      [&](int) { return ps::encode_data_request(DataOp::GetOptimizerState, member_->rank(), {}).message; },
+      [&](int server, const ps::Frame& reply) { replies[static_cast<size_t>(server)] = read_state_reply(reply, cpu_); });
+  const KeyLookup key_of = [this](Key key) {
+    const KeyMeta& m = keys_.at(key);
+    return PlacedKey{m.shape, m.parts};
+  };
+  return assemble_optimizer_state(replies, key_of, prefix, cpu_);
 }
 
 void DistKVStore::load_optimizer_state(const core::NamedArrays& arrays, const std::string& prefix) {
@@ -625,73 +421,20 @@ void DistKVStore::load_optimizer_state(const core::NamedArrays& arrays, const st
   throw_unreported();
   wait_outstanding();
   client_->check();
-  // Per server, what optimizer_state() would have read from it: the scalars
-  // to every server, each key's slots cut into the parts that server holds.
-  std::vector<std::vector<std::pair<std::string, NDArray>>> per_server(static_cast<size_t>(client_->num_servers()));
-  for (const auto& [name, array] : arrays) {
-    if (name.compare(0, prefix.size(), prefix) != 0) continue;
-    if (!array.defined()) throw Error(ErrorCode::kInvalidArgument, "load_optimizer_state: " + name + " is empty");
-    const std::string rest = name.substr(prefix.size());
-    if (rest == "num_update" || rest == "learning_rate") {
-      for (auto& list : per_server) list.emplace_back(rest, array);
-      continue;
-    }
-    const auto parsed = optim::parse_state_name(rest);
-    if (!parsed || parsed->per_part) {
-      throw Error(ErrorCode::kInvalidArgument, "load_optimizer_state: '" + name +
-                                                   "' is not <key>.<slot>, num_update or learning_rate");
-    }
-    const Key key = parsed->key;
-    const std::string key_text = std::to_string(key);
-    const std::string slot = "." + parsed->slot;  // with its dot
+  const KeyLookup key_of = [this](Key key) {
     const KeyMeta& m = meta(key, "load_optimizer_state");
-    const bool per_part = slot != ".step";
-    if (per_part && static_cast<int64_t>(array.size()) != m.shape.numel()) {
-      throw Error(ErrorCode::kShapeMismatch, "load_optimizer_state: " + name + " has " +
-                                                 std::to_string(array.size()) + " elements, key " + key_text +
-                                                 " holds " + std::to_string(m.shape.numel()));
-    }
-    NDArray host = array;
-    if (!array.context()->is_cpu()) {
-      host = NDArray::empty(cpu_, array.dtype(), array.shape());
-      host.copy_from(array);
-    }
-    const size_t element = core::dtype_size(array.dtype());
-    for (const ps::PartRange& part : m.parts) {
-      const std::string part_name = optim::part_state_name(key, part.begin, part.end, parsed->slot);
-      NDArray piece = host;
-      if (per_part) {
-        piece = NDArray::empty(cpu_, array.dtype(), core::Shape({part.end - part.begin}));
-        piece.copy_from_host(static_cast<const uint8_t*>(host.data()) + static_cast<size_t>(part.begin) * element,
-                             piece.nbytes());
-      }
-      // Every server holding the part keeps the same state.
-      for (int holder : scheduler_->holders(part.server)) {
-        per_server[static_cast<size_t>(holder)].emplace_back(part_name, piece);
-      }
-    }
-  }
+    return PlacedKey{m.shape, m.parts};
+  };
+  const std::vector<ServerStateArrays> per_server =
+      split_optimizer_state(arrays, prefix, client_->num_servers(), key_of,
+                            [this](int server) { return scheduler_->holders(server); }, cpu_);
   // Rank 0's state is the one kept (as its init values are), and the barrier
   // keeps every worker's first push behind it: a push applied before the
   // load would be overwritten.
   if (member_->rank() == 0) {
-    const auto request = [&](int s) {
-      const auto& list = per_server[static_cast<size_t>(s)];
-      std::vector<ps::SliceSpec> specs;
-      std::string names;
-      for (const auto& [part_name, array] : list) {
-        specs.push_back(ps::SliceSpec{ps::PartInfo{ps::PartKey{0, 0, static_cast<int64_t>(array.size())},
-                                                   array.dtype(), array.shape()},
-                                      -1, array.nbytes()});
-        names += (names.empty() ? "" : "\n") + part_name;
-      }
-      ps::EncodedData encoded = ps::encode_data_request(DataOp::SetOptimizerState, member_->rank(), specs, names);
-      for (size_t i = 0; i < list.size(); ++i) {
-        std::memcpy(encoded.slice_data[i], list[i].second.data(), specs[i].data_bytes);
-      }
-      return std::move(encoded.message);
-    };
-    exchange_with_servers(request, [](int, const ps::Frame&) {});
+    servers_->run(
+        [&](int s) { return encode_state_request(member_->rank(), per_server[static_cast<size_t>(s)]); },
+        [](int, const ps::Frame&) {});
   }
   member_->barrier();
 }

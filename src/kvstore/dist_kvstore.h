@@ -33,14 +33,15 @@
 
 #include <functional>
 #include <map>
-#include <atomic>
 #include <memory>
 #include <mutex>
 #include <vector>
 
 #include "core/context.h"
+#include "kvstore/cluster_news.h"
 #include "kvstore/kvstore.h"
 #include "kvstore/request_scheduler.h"
+#include "kvstore/server_exchange.h"
 #include "kvstore/worker_merge.h"
 #include "ps/job/job_config.h"
 #include "ps/key_placement.h"
@@ -143,26 +144,6 @@ class DistKVStore final : public KVStore {
   // name one within 2 x heartbeat_timeout_s of a dropped connection.
   [[noreturn]] void report(const core::Error& error);
   void broadcast_command(ps::wire::DataOp op, const std::string& text, double number);
-  // A worker the scheduler took in the place of a lost one: asks every
-  // server the lowest round it may join at, and joins all of them at one
-  // round past the highest (the same round on every key, so its pushes stay
-  // in step with the others'); again when a part got past it meanwhile.
-  void join_running_job();
-  // One request to each server still alive (request(server) makes it), all
-  // in flight at once, and on_reply(server, reply) for each answer on a
-  // transport thread. Throws the first error, except that with replicated
-  // servers a server lost meanwhile is left out: once the scheduler's
-  // verdict came, the request goes again to the servers that did not
-  // answer and are still alive (every such request is idempotent).
-  void exchange_with_servers(const std::function<ps::Message(int server)>& request,
-                             const std::function<void(int server, const ps::Frame& reply)>& on_reply) const;
-  // Whether error (a dropped connection, a timeout) came from one of
-  // servers that the scheduler has declared lost by now, waiting up to
-  // 2 x heartbeat_timeout_s for its verdict; throws the job's failure.
-  // lost_before: each server's RequestScheduler::times_lost when the
-  // requests were sent (a server lost and rejoined since counts as lost).
-  bool lost_server_among(const std::vector<int>& servers, const std::vector<int>& lost_before,
-                         const core::Error& error) const;
 
   const std::string type_;
   const bool sync_;
@@ -174,12 +155,8 @@ class DistKVStore final : public KVStore {
   std::unique_ptr<RequestScheduler> scheduler_;
   std::unique_ptr<ps::ClusterMember> member_;
   std::unique_ptr<ps::WorkerClient> client_;
-  // The client as the member's heartbeat thread reaches it (a lost peer
-  // fails it): the destructor closes the client while that thread still
-  // runs, so the thread's callbacks go through this, under its lock, and
-  // find no client once it is gone.
-  struct ClientForCallbacks;
-  std::shared_ptr<ClientForCallbacks> client_for_callbacks_;
+  std::unique_ptr<ClusterNews> news_;       // what the heartbeats' news does to the data path
+  std::unique_ptr<ServerExchange> servers_;  // requests to every server, past replicated losses
   ps::KeyPlacement placement_;
   mutable std::mutex mutex_;  // one call at a time: rounds and staging are per key
   std::map<Key, KeyMeta> keys_;
@@ -193,7 +170,6 @@ class DistKVStore final : public KVStore {
   optim::UpdateNumbers numbers_;
   bool pushed_ = false;  // compression is fixed from the first push on
   std::string compression_ = "none";  // canonical text
-  std::atomic<bool> closing_{false};  // the destructor has begun
 };
 
 }  // namespace dt::kvstore

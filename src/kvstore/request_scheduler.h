@@ -2,11 +2,11 @@
 // each request queued per server, sent within a window, fused into messages,
 // and answered into the caller's memory.
 //  - Per server, two lanes: pushes (and everything else) and pulls, each in
-//    (-priority, issue order) with a window of messages in flight. A
-//    dist_sync pull is held by its server until its round completes, so the
-//    windows must stay within what a server accepts from one connection
-//    (ps::kRequestsPerWorker), and pushes (which never wait) must never
-//    queue behind pulls. Servers work in parallel, and a
+//    (-priority, issue order) with a window of messages in flight
+//    (RequestLanes). A dist_sync pull is held by its server until its round
+//    completes, so the windows must stay within what a server accepts from
+//    one connection (ps::kRequestsPerWorker), and pushes (which never wait)
+//    must never queue behind pulls. Servers work in parallel, and a
 //    high-priority request queued late overtakes what is still queued.
 //  - A request up to 1 MiB is sent as far as the windows allow by the
 //    submitting thread (no thread hand-off on the latency path); everything
@@ -18,21 +18,10 @@
 //    as a push and a pull of the same round (see submit()).
 //  - Replies are copied out (compressed pulls decoded) on the link's threads. After abandon() nothing
 //    touches caller memory any more.
-//  - Replicated (DT_SERVER_REPLICATION=1, dist_sync only): every push goes
-//    to both of the part's holders (ps::part_holders: its server and its
-//    replica until a loss), each copy in its server's push lane, its bytes
-//    taken (and encoded) once, when the first copy leaves; pulls go to the
-//    first holder. A request finishes once both
-//    copies were acknowledged, so a round's pushes are on both servers
-//    before any worker goes past it. A dist_sync pushpull fuses on the
-//    first holder by the rule above; its push to the second leaves apart.
-//    After server_lost(s), s's pushes count as delivered (the other copy
-//    carries them) and its pulls (a fused pushpull's included) go to the
-//    parts' remaining holders, which answer the same bytes: both servers
-//    sum the same pushes in rank order with the same optimizer. From then
-//    on the parts s held get a new second holder, the next server still
-//    there, whose pushes name the holder it is filled from
-//    (TensorSlice.adopt_from; ServerKeyStore's "New copies").
+//  - Replicated (DT_SERVER_REPLICATION=1, dist_sync only): a ReplicaRouter
+//    (replica_router.h) places each part's copies on its holders and
+//    decides what becomes of a lost server's units; the lanes
+//    (request_lanes.h) know nothing of it. Without replication it is absent.
 // It does not know keys' meaning: rounds, staging and what a failure means
 // for the caller are the store's (DistKVStore).
 #pragma once
@@ -41,23 +30,19 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <set>
-#include <tuple>
 #include <shared_mutex>
 #include <thread>
 #include <utility>
 #include <vector>
 
-#include "core/dtype.h"
 #include "core/error.h"
-#include "core/shape.h"
 #include "kvstore/completion.h"
 #include "kvstore/kvstore.h"
-#include "optim/update_numbers.h"
+#include "kvstore/replica_router.h"
+#include "kvstore/request_lanes.h"
 #include "ps/compression/error_feedback.h"
 #include "ps/compression/gradient_codec.h"
 #include "ps/key_placement.h"
@@ -95,19 +80,7 @@ class RequestScheduler {
   static std::unique_ptr<Link> link_to(ps::WorkerClient& client);
 
   // One part of one key moving in a request.
-  struct Part {
-    Key key;
-    core::DType dtype;
-    const core::Shape* shape;  // the key's full shape; outlives the request
-    ps::PartRange range;
-    int64_t round;             // dist_sync's round, -1 for none
-    const uint8_t* src;        // the key's full host data to push, or null
-    uint8_t* dst;              // where the key's full host data is pulled to, or null
-    // A push's optimizer numbers for its round (worker 0 of a dist_sync job
-    // whose servers run the optimizer; TensorSlice.learning_rate /
-    // rescale_grad), empty otherwise.
-    optim::UpdateNumbers numbers = {};
-  };
+  using Part = RequestPart;
   using Work = std::vector<std::pair<ps::wire::DataOp, Part>>;
 
   // link: every reply handler it was given has run before the scheduler is
@@ -129,12 +102,12 @@ class RequestScheduler {
   RequestScheduler& operator=(const RequestScheduler&) = delete;
 
   int window() const { return window_; }
-  bool replicated() const { return replicated_; }
+  bool replicated() const { return router_ != nullptr; }
   // Called, from any thread, when a request waits for the verdict on a
   // server whose connection dropped: the store asks the scheduler for news
   // at once (ClusterMember::ask_for_news) instead of at the next heartbeat.
   // Set it before the first submit.
-  void on_suspected_loss(std::function<void()> ask) { ask_for_news_ = std::move(ask); }
+  void on_suspected_loss(std::function<void()> ask);
 
   // Queues work as one request at priority (larger first) and returns its
   // completion, finished once every part was answered: with the first
@@ -206,123 +179,27 @@ class RequestScheduler {
   void reported(const std::shared_ptr<Completion>& request);
 
  private:
-  struct Request;
-  // The bytes of a replicated push of a part, taken once, when its first
-  // copy leaves, for both copies:
-  //  - the caller's buffer may be the pull's target too (the trainer
-  //    pushpulls in place), and the part's server may answer the pull
-  //    before the copy to the replica has left: that copy must not send the
-  //    pulled weights;
-  //  - encoding moves the part's error feedback, which must move once per
-  //    push.
-  struct SharedEncoding {
-    std::once_flag once;
-    std::vector<uint8_t> bytes;
-    uint8_t encoding = 0;  // the compression mode, 0 for the raw elements
-  };
-  // A part waiting in a lane.
-  struct Unit {
-    std::shared_ptr<Request> request;
-    ps::wire::DataOp op;
-    Part part;
-    std::shared_ptr<SharedEncoding> encoding;  // replicated pushes and inits, else null
-    int priority = 0;                          // its request's
-    // Replicated: a push to a new copy of the part, filled from this server
-    // (TensorSlice.adopt_from); -1: an ordinary one.
-    int adopt_from = -1;
-    // Replicated pushes and inits: the server the other copy went to (-1:
-    // none), which carries it when this one's server is lost.
-    int peer = -1;
-    // Replicated: times_lost() of its server when it was queued for it. A
-    // unit whose server was lost since (and perhaps rejoined: another
-    // process, which never held what the unit was placed for) is that
-    // loss's: never sent, and its failure, when it comes back, not the
-    // rejoined server's.
-    int epoch = -1;
-  };
-  // A unit that ended here instead of in a reply: with its error, or none
-  // when the other copy of a push carries it.
-  using Ended = std::vector<std::pair<std::shared_ptr<Request>, std::optional<core::Error>>>;
-  // A unit whose message failed on a connection that dropped, waiting for
-  // the scheduler's verdict on its server.
-  struct Parked {
-    Unit unit;
-    core::Error error;
-    std::chrono::steady_clock::time_point since;
-  };
-  // Lane 2s is server s's pushes (and everything that never waits), lane
-  // 2s + 1 its pulls.
-  struct Lane {
-    std::map<std::pair<int64_t, uint64_t>, Unit> queued;  // (-priority, issue order)
-    int in_flight = 0;
-  };
-
   void communicate();
-  // Takes every queued unit out of the lanes, and every parked one
-  // (mutex_ held).
-  std::vector<std::shared_ptr<Request>> drop_queued();
-  // Parked units whose verdict did not come within verdict_wait_, with
-  // their errors (mutex_ held).
-  Ended take_expired_locked();
-  std::vector<Unit> take_batch(Lane& lane);
-  void send_batch(int lane, std::vector<Unit> units);
-  // A pushed float32 part, error-compensated and encoded.
-  static std::vector<uint8_t> compress(const Part& part, const ps::compression::GradientCodec& codec,
-                                       ps::compression::ErrorFeedback* feedback);
-  // A pulled part the server sent encoded, decoded into dst (the part's
-  // float32 elements); Error(kProtocol) when the encoding is not the job's
-  // mode or its bytes are malformed, dst then untouched.
-  static void decompress(const ps::DecodedSlice& slice, const ps::compression::GradientCodec* codec, float* dst);
-  void on_reply(int lane, const std::vector<Unit>& units, std::optional<core::Error> error, const ps::Frame* reply);
-  // Replicated, mutex_ held: what becomes of units whose message to server
-  // failed with error. Units of a lost server move to the part's other
-  // holder (redirect_locked); a dropped connection to a server not yet
-  // declared lost parks them until the scheduler's verdict (server_lost,
-  // or the job's failure). Returns false when error is the units' to keep.
-  bool reroute_locked(int server, const std::vector<Unit>& units, const core::Error& error, Ended& ended);
-  // Units that were for the lost server: pushes and inits end (their other
-  // copy carries them), pulls are queued for the part's first holder now.
-  void redirect_locked(std::vector<Unit> units, Ended& ended);
-  // Which server a pull of a part placed on primary goes to now: the first
-  // of its holders (ps::part_holders).
-  std::optional<int> pull_server_locked(int primary) const;
-  // The holders of a part placed on home after the changes so far.
-  std::vector<ps::PartHolder> holders_locked(int home) const;
-  int times_lost_locked(int server) const;
-  void finish_unit(const std::shared_ptr<Request>& request, const std::optional<core::Error>& error);
-  // Replicated, mutex_ held: after a change, the parts whose new copies
-  // are not known filled yet; the number of changes when there are none.
-  std::optional<uint32_t> await_new_copies_locked();
-  // Replicated, mutex_ held: units acknowledged by server; the number of
-  // changes when they filled the last new copy awaited.
-  std::optional<uint32_t> note_filled_locked(int server, const std::vector<Unit>& units);
+  // Takes every queued unit out of the lanes, and every parked one (mutex_
+  // held).
+  std::vector<std::shared_ptr<SubmittedRequest>> drop_queued();
+  void send_batch(size_t lane, std::vector<LaneUnit> units);
+  void on_reply(size_t lane, const std::vector<LaneUnit>& units, std::optional<core::Error> error,
+                const ps::Frame* reply);
+  void finish_unit(const std::shared_ptr<SubmittedRequest>& request, const std::optional<core::Error>& error);
+  void finish_ended(const EndedUnits& ended);
 
   const std::unique_ptr<Link> link_;
   const int worker_rank_;
   const bool sync_;
   const int window_;
-  const bool replicated_;
-  const std::chrono::milliseconds verdict_wait_;
-  std::function<void()> ask_for_news_;
 
   mutable std::mutex mutex_;
   std::condition_variable wake_;
-  std::vector<Lane> lanes_;
-  uint64_t next_sequence_ = 0;
+  RequestLanes lanes_;
+  // Null unless replicated: guarded by mutex_ (see replica_router.h).
+  const std::unique_ptr<ReplicaRouter> router_;
   bool stop_ = false;
-  std::vector<bool> lost_servers_;              // replicated: lost and not rejoined since
-  std::vector<ps::ServerChange> changes_;       // replicated: the job's server changes, in order
-  std::vector<std::vector<Parked>> parked_;     // replicated: per server, awaiting the verdict on it
-  std::vector<int> to_drop_;                    // lost servers the link still has to drop
-  bool dropping_ = false;                       // the communication thread is dropping to_drop_'s
-  std::condition_variable dropped_;             // ... and has finished
-  // Replicated: the parts this worker initialised ((key, begin) -> range),
-  // new copies known filled (key, begin, holder; a holder's are forgotten
-  // when it is lost) and the new copies awaited ((key, begin) -> holder).
-  std::map<std::pair<Key, int64_t>, ps::PartRange> initialised_;
-  std::set<std::tuple<Key, int64_t, int>> filled_;
-  std::map<std::pair<Key, int64_t>, int> awaiting_;
-  std::function<void(uint32_t changes)> report_restored_;
   std::vector<std::shared_ptr<Completion>> outstanding_;  // submitted, maybe not finished
   std::shared_ptr<Completion> unreported_;               // failed, nobody waited for it yet
   std::chrono::steady_clock::time_point last_progress_;

@@ -3,7 +3,7 @@
 #include <condition_variable>
 #include <thread>
 
-#include "ps/job/environment_options.h"
+#include "core/log.h"
 #include "ps/transport/tls_config.h"
 
 namespace dt::ps {
@@ -43,8 +43,8 @@ WorkerClient::WorkerClient(const NodeTable& table, const std::string& node_host,
       security_(security) {
   for (const NodeInfo& server : table.servers) {
     const std::string url = data_url_of(server, node_host, transport);
-    verbose_log(1, "worker " + std::to_string(table.your_rank) + ": data connection to server " +
-                       std::to_string(server.rank) + " at " + url);
+    core::log(core::LogLevel::kDebug, "worker " + std::to_string(table.your_rank),
+              "data connection to server " + std::to_string(server.rank) + " at " + url);
     servers_.push_back(
         std::make_unique<RequestClient>(url, std::chrono::milliseconds(0), options.max_message_bytes, security));
   }
@@ -80,7 +80,8 @@ void WorkerClient::on_disconnect(const std::function<void(int server)>& callback
 }
 
 void WorkerClient::drop_server(int server) {
-  verbose_log(1, "worker: data connection to server " + std::to_string(server) + " abandoned (the job goes on without it)");
+  core::log(core::LogLevel::kDebug, "worker",
+            "data connection to server " + std::to_string(server) + " abandoned (the job goes on without it)");
   dropped_any_ = true;
   connection(server).abandon();
 }
@@ -90,7 +91,8 @@ void WorkerClient::reconnect_server(const NodeInfo& server) {
   if (server.rank < 0 || server.rank >= num_servers_) {
     throw Error(ErrorCode::kProtocol, "a rejoined " + server.describe() + " out of range");
   }
-  verbose_log(1, "worker: data connection to rejoined server " + std::to_string(server.rank) + " at " + url);
+  core::log(core::LogLevel::kDebug, "worker",
+            "data connection to rejoined server " + std::to_string(server.rank) + " at " + url);
   auto fresh = std::make_unique<RequestClient>(url, std::chrono::milliseconds(0), options_.max_message_bytes, security_);
   std::unique_lock<std::shared_mutex> lock(servers_mutex_);
   if (disconnect_callback_) {

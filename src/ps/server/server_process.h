@@ -6,18 +6,9 @@
 #include <algorithm>
 
 #include "ps/job/job_config.h"
+#include "ps/transport/limits.h"
 
 namespace dt::ps {
-
-// Messages a worker keeps in flight to one server in each of its two lanes
-// (pushes; pulls): enough to pipeline 4 MiB parts.
-constexpr int kLaneWindow = 4;
-
-// Requests one worker may have in the server's hands at once: both lanes'
-// windows, a command, and room for an init batch. More on one connection is
-// refused (a dist_sync pull holds its place until its round completes, so a
-// peer holding more could starve the others).
-constexpr int kRequestsPerWorker = 2 * kLaneWindow + 4;
 
 // Contexts kept receiving: held requests take others' places at once (see
 // RequestServer), so this only sets how many arrive at once, not how many

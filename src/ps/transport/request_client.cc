@@ -16,6 +16,7 @@
 #include "ps/transport/nng_check.h"
 #include "ps/transport/superseded_reply.h"
 #include "ps/transport/nng_handles.h"
+#include "ps/transport/request_client_state.h"
 #include "ps/transport/tls_config.h"
 
 namespace dt::ps {
@@ -32,90 +33,6 @@ std::string seconds_text(std::chrono::milliseconds ms) {
 }
 
 }  // namespace
-
-struct RequestClient::State {
-  // One request slot: an nng context and its aio, reused across requests so a
-  // busy client does not open a context per request. Owned by State::all.
-  struct PendingRequest {
-    State* state = nullptr;
-    NngContext ctx;
-    Aio aio;
-    bool receiving = false;
-    std::chrono::steady_clock::time_point deadline;
-    std::chrono::milliseconds budget{0};
-    // A handshake step: its reply is the caller's to read, not turned into
-    // an error.
-    bool raw = false;
-    // PS_RESEND: the bytes to send again when no reply comes within
-    // resend_after (empty otherwise).
-    Message copy;
-    std::chrono::milliseconds resend_after{0};
-    Done done;
-  };
-  using Clock = std::chrono::steady_clock;
-  // A request waiting for the connection to prove itself.
-  struct Held {
-    Message msg;
-    Clock::time_point deadline;
-    Done done;
-    std::chrono::milliseconds resend_after{0};
-  };
-
-  std::string url;
-  Socket socket;
-  std::mutex mutex;
-  std::condition_variable connected_cv;
-  int pipes = 0;
-  bool closed = false;
-  bool abandoned = false;  // abandon(): the socket is never closed
-  // Some request was sent with PS_RESEND's short timeouts (see close()).
-  std::atomic<bool> resent{false};
-  std::function<void()> on_disconnect;  // guarded by mutex
-  // Requests between acquire() and their nng_ctx_send: close() waits for
-  // them, since nng 1.5 may use a context's freed lock when a send races the
-  // socket's close (seen as "panic: pthread_mutex_lock" in a heartbeat).
-  int sending = 0;
-  std::condition_variable sends_done;
-  std::vector<std::unique_ptr<PendingRequest>> all;
-  std::vector<PendingRequest*> idle;
-  core::TrafficCounter traffic;
-
-  // Authentication (auth_handshake.h), when the job has a secret. Guarded
-  // by mutex: the newest connection, the one that has proven itself, and the
-  // requests waiting for a proof.
-  std::optional<JobSecret> secret;
-  uint32_t current_pipe = 0;
-  uint32_t proven_pipe = 0;
-  bool handshaking = false;
-  std::deque<Held> held;
-  std::weak_ptr<State> weak_self;
-
-  // Sends msg at once on a fresh slot (done gets kClosed after close()).
-  void send_now(Message msg, Clock::time_point deadline, bool raw, Done done,
-                std::chrono::milliseconds resend_after = std::chrono::milliseconds(0));
-  // Runs the handshake on the current connection; `handshaking` is set.
-  void start_handshake();
-  void handshake_succeeded(uint32_t pipe);
-  // retry: a transient failure (connection lost, no reply in time): held
-  // requests with time left wait for another attempt.
-  void handshake_failed(const Error& error, bool retry);
-
-  // PS_RESEND: sends p's copy again on its context, as a new request id (a
-  // late reply to the earlier one is dropped by nng). False when p's
-  // deadline has passed.
-  bool resend(PendingRequest* p);
-
-  static void on_aio(void* arg);
-  static void on_pipe_event(nng_pipe pipe, nng_pipe_ev event, void* arg);
-  PendingRequest* acquire();  // a free slot; counts the request as sending
-  void sent();                // the send was handed to nng
-  void finish(PendingRequest* p, std::optional<Error> error, Message reply);
-  // close() and abandon(): marks the client closed, answers every request
-  // with kClosed and stops the aios; the requests' slots, or nullopt when
-  // the client was closed already.
-  std::optional<std::vector<PendingRequest*>> fail_pending();
-  Error error_for(int rv, const PendingRequest& p);
-};
 
 void RequestClient::State::on_pipe_event(nng_pipe pipe, nng_pipe_ev event, void* arg) {
   auto* self = static_cast<State*>(arg);
@@ -339,117 +256,6 @@ void RequestClient::State::send_now(Message msg, Clock::time_point deadline, boo
   sent();
 }
 
-void RequestClient::State::start_handshake() {
-  Clock::time_point deadline = Clock::now();
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    for (const Held& h : held) deadline = std::max(deadline, h.deadline);
-  }
-  const Nonce client_nonce = fresh_nonce();
-  HandshakeMessage hello;
-  hello.type = HandshakeType::kHello;
-  hello.nonce = client_nonce;
-  std::weak_ptr<State> weak = weak_self;
-  send_now(handshake_message(hello), deadline, true, [weak, client_nonce, deadline](std::optional<Error> error,
-                                                                                     Message reply) {
-    std::shared_ptr<State> self = weak.lock();
-    if (!self) return;
-    if (error) return self->handshake_failed(*error, error->code() != ErrorCode::kClosed);
-    HandshakeMessage challenge;
-    try {
-      challenge = decode_handshake(reply.data(), reply.size());
-    } catch (const Error&) {
-      return self->handshake_failed(
-          Error(ErrorCode::kUnauthenticated, self->url + " takes no part in the job's authentication: it answered "
-                                                         "the handshake with something else (no DT_JOB_SECRET on "
-                                                         "that node, or another program on that port?)"),
-          false);
-    }
-    if (challenge.type != HandshakeType::kChallenge) {
-      return self->handshake_failed(
-          Error(ErrorCode::kUnauthenticated, self->url + " refused the connection: " + challenge.reason), false);
-    }
-    const Sha256Digest expected = server_mac(*self->secret, client_nonce, challenge.nonce);
-    if (!equal_in_constant_time(expected.data(), challenge.mac.data(), expected.size())) {
-      return self->handshake_failed(Error(ErrorCode::kUnauthenticated,
-                                          self->url + " does not hold this job's secret: its authentication "
-                                                      "proof does not match (a different job, or a wrong "
-                                                      "DT_JOB_SECRET on one side)"),
-                                    false);
-    }
-    HandshakeMessage proof;
-    proof.type = HandshakeType::kProof;
-    proof.mac = client_mac(*self->secret, client_nonce, challenge.nonce);
-    const uint32_t challenged_pipe = reply.pipe_id();
-    self->send_now(handshake_message(proof), deadline, true,
-                   [weak, challenged_pipe](std::optional<Error> error, Message answer) {
-                     std::shared_ptr<State> self = weak.lock();
-                     if (!self) return;
-                     if (error) return self->handshake_failed(*error, error->code() != ErrorCode::kClosed);
-                     HandshakeMessage verdict;
-                     try {
-                       verdict = decode_handshake(answer.data(), answer.size());
-                     } catch (const Error& e) {
-                       return self->handshake_failed(e, false);
-                     }
-                     if (verdict.type == HandshakeType::kAccepted) return self->handshake_succeeded(answer.pipe_id());
-                     // The proof went out on a newer connection than the
-                     // challenge (a reconnect in between): try again there.
-                     const bool moved = answer.pipe_id() != challenged_pipe;
-                     self->handshake_failed(
-                         Error(ErrorCode::kUnauthenticated, self->url + " refused the connection: " + verdict.reason),
-                         moved);
-                   });
-  });
-}
-
-void RequestClient::State::handshake_succeeded(uint32_t pipe) {
-  std::deque<Held> ready;
-  bool again = false;
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    proven_pipe = pipe;
-    // Proven on a connection that is already gone: prove the new one.
-    again = pipe != current_pipe && !held.empty() && !closed;
-    if (!again) {
-      handshaking = false;
-      ready.swap(held);
-    }
-  }
-  if (again) return start_handshake();
-  const auto now = Clock::now();
-  for (Held& h : ready) {
-    if (h.deadline <= now) {
-      h.done(Error(ErrorCode::kTimedOut, "could not reach " + url + " in time (the connection was proving the "
-                                                                    "job's secret)"),
-             Message());
-    } else {
-      send_now(std::move(h.msg), h.deadline, false, std::move(h.done), h.resend_after);
-    }
-  }
-}
-
-void RequestClient::State::handshake_failed(const Error& error, bool retry) {
-  std::deque<Held> failed;
-  bool again = false;
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    const auto now = Clock::now();
-    std::deque<Held> keep;
-    for (Held& h : held) {
-      if (retry && !closed && h.deadline > now) {
-        keep.push_back(std::move(h));
-      } else {
-        failed.push_back(std::move(h));
-      }
-    }
-    held.swap(keep);
-    again = !held.empty();
-    handshaking = again;
-  }
-  for (Held& h : failed) h.done(error, Message());
-  if (again) start_handshake();
-}
 
 void RequestClient::request(Message msg, std::chrono::milliseconds deadline, Done done,
                             std::chrono::milliseconds resend_after) {

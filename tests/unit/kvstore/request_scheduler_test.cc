@@ -20,8 +20,8 @@
 
 #include "core/error.h"
 #include "error_code_of.h"
-#include "ps/server/server_process.h"
 #include "ps/transport/data_codec.h"
+#include "ps/transport/limits.h"
 
 namespace dt::kvstore {
 namespace {
