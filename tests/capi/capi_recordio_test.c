@@ -209,6 +209,8 @@ static void check_bad_files(void) {
     CHECK(last_error_has(path) && last_error_has("100 labels"));
     dt_data_loader_free(loader);
   }
+  /* From here every call fails and must leave *out as it was. */
+  loader = CAPI_SENTINEL(dt_data_loader);
   /* An index line that is no "<key>\t<offset>". */
   if (CHECK(write_bytes(path, sizeof path, "bad.idx", (const unsigned char *)"0\t0\n1 x\n", 8))) {
     CHECK_STATUS(dt_data_loader_create_recordio(&loader, g_rec, path, SIDE, SIDE, &o), DT_ERR_IO);
