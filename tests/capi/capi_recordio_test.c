@@ -166,13 +166,32 @@ static size_t record_file(unsigned char *out, uint32_t flag, float label) {
   return 8 + 28;
 }
 
+/* A file of one record with this header: the loader is made, and its first
+ * batch fails with DT_ERR_IO naming the file, the record's offset and `what`. */
+static void check_bad_record(const char *name, uint32_t flag, float label, const char *what) {
+  unsigned char bytes[64];
+  char path[512];
+  dt_data_loader_options o = plain(1);
+  dt_data_loader *loader = NULL;
+  int64_t dims[4];
+  dt_status status = DT_OK;
+  const size_t n = record_file(bytes, flag, label);
+  if (!CHECK(write_bytes(path, sizeof path, name, bytes, n)) ||
+      !CHECK_OK(dt_data_loader_create_recordio(&loader, path, "", SIDE, SIDE, &o))) {
+    return;
+  }
+  CHECK_OK(dt_data_loader_start_epoch(loader, 0));
+  CHECK_EQ_I64(next_batch(loader, dims, &status), 0);
+  CHECK_EQ_I64(status, DT_ERR_IO);
+  CHECK(last_error_has(path) && last_error_has("record at byte offset 0") && last_error_has(what));
+  dt_data_loader_free(loader);
+}
+
 static void check_bad_files(void) {
   unsigned char bytes[64];
   char path[512];
   dt_data_loader_options o = plain(1);
   dt_data_loader *loader = CAPI_SENTINEL(dt_data_loader);
-  int64_t dims[4];
-  dt_status status = DT_OK;
   size_t n;
 
   /* A bad magic at byte 0, found walking the file here. */
@@ -191,26 +210,8 @@ static void check_bad_files(void) {
   }
   /* A label that is not a class, and more labels than the record holds: the
    * loader is made, its first batch fails naming the record. */
-  n = record_file(bytes, 0, 2.5f);
-  if (CHECK(write_bytes(path, sizeof path, "half_label.rec", bytes, n)) &&
-      CHECK_OK(dt_data_loader_create_recordio(&loader, path, "", SIDE, SIDE, &o))) {
-    CHECK_OK(dt_data_loader_start_epoch(loader, 0));
-    CHECK_EQ_I64(next_batch(loader, dims, &status), 0);
-    CHECK_EQ_I64(status, DT_ERR_IO);
-    CHECK(last_error_has(path) && last_error_has("record at byte offset 0") && last_error_has("label 2.5"));
-    dt_data_loader_free(loader);
-  }
-  n = record_file(bytes, 100, 0.0f);
-  if (CHECK(write_bytes(path, sizeof path, "many_labels.rec", bytes, n)) &&
-      CHECK_OK(dt_data_loader_create_recordio(&loader, path, "", SIDE, SIDE, &o))) {
-    CHECK_OK(dt_data_loader_start_epoch(loader, 0));
-    CHECK_EQ_I64(next_batch(loader, dims, &status), 0);
-    CHECK_EQ_I64(status, DT_ERR_IO);
-    CHECK(last_error_has(path) && last_error_has("100 labels"));
-    dt_data_loader_free(loader);
-  }
-  /* From here every call fails and must leave *out as it was. */
-  loader = CAPI_SENTINEL(dt_data_loader);
+  check_bad_record("half_label.rec", 0, 2.5f, "label 2.5");
+  check_bad_record("many_labels.rec", 100, 0.0f, "100 labels");
   /* An index line that is no "<key>\t<offset>". */
   if (CHECK(write_bytes(path, sizeof path, "bad.idx", (const unsigned char *)"0\t0\n1 x\n", 8))) {
     CHECK_STATUS(dt_data_loader_create_recordio(&loader, g_rec, path, SIDE, SIDE, &o), DT_ERR_IO);
