@@ -789,8 +789,8 @@ typedef struct dt_data_loader_options {
   const float *channel_std;
   size_t num_channel_stats;
   /* Random resized crop (torchvision's RandomResizedCrop), image folders
-   * only (DT_ERR_INVALID_ARGUMENT on MNIST and CIFAR): a box covering a
-   * uniformly drawn fraction of the source image's area, in
+   * and RecordIO sets only (DT_ERR_INVALID_ARGUMENT on MNIST and CIFAR): a
+   * box covering a uniformly drawn fraction of the source image's area, in
    * [min_scale, max_scale], with a width / height ratio drawn log-uniformly
    * from [min_ratio, max_ratio], placed uniformly, resized to H x W (after
    * 10 boxes that do not fit, the largest centred box with a ratio in
