@@ -748,7 +748,7 @@ DT_API dt_status dt_kvstore_set_gradient_compression(dt_kvstore *kv,
 DT_API dt_status dt_kvstore_barrier(dt_kvstore *kv);
 
 /* ------------------------------------------------------------------------ */
-/* Data loader: MNIST (IDX), CIFAR and image-folder datasets in batches     */
+/* Data loader: MNIST (IDX), CIFAR, image folders and RecordIO in batches   */
 /* ------------------------------------------------------------------------ */
 
 typedef struct dt_data_loader dt_data_loader;
@@ -789,8 +789,8 @@ typedef struct dt_data_loader_options {
   const float *channel_std;
   size_t num_channel_stats;
   /* Random resized crop (torchvision's RandomResizedCrop), image folders
-   * only (DT_ERR_INVALID_ARGUMENT on MNIST and CIFAR): a box covering a
-   * uniformly drawn fraction of the source image's area, in
+   * and RecordIO sets only (DT_ERR_INVALID_ARGUMENT on MNIST and CIFAR): a
+   * box covering a uniformly drawn fraction of the source image's area, in
    * [min_scale, max_scale], with a width / height ratio drawn log-uniformly
    * from [min_ratio, max_ratio], placed uniformly, resized to H x W (after
    * 10 boxes that do not fit, the largest centred box with a ratio in
@@ -862,6 +862,33 @@ DT_API dt_status dt_data_loader_create_image_folder(dt_data_loader **out,
                                                     int64_t height,
                                                     int64_t width,
                                                     const dt_data_loader_options *options);
+/* An MXNet RecordIO image set, what ImageRecordIter reads: rec_path is
+ * the .rec file im2rec writes (RecordIO framing, each record an image
+ * record header and a JPEG or PNG image), idx_path its .idx (lines
+ * "<key>\t<byte offset>"), whose lines in order are the samples. idx_path
+ * NULL: the .idx beside rec_path (x.rec -> x.idx) when it exists, else the
+ * .rec is walked once here to find its records; "" always walks it. The
+ * label is the record's label, or the first of its label vector, which
+ * must be a whole number >= 0. Images are decoded on the loader's threads
+ * and resized as an image folder's (see dt_data_loader_create_image_folder,
+ * whose statistics and random resized crop apply here too): batches are
+ * float32 (B, 3, height, width). Sharding and shuffling are the options'
+ * num_parts, part_index and shuffle, as for every loader. Here:
+ * DT_ERR_NOT_FOUND for a missing file; DT_ERR_IO naming the file and the
+ * byte offset (for the index, the line) for a malformed index or, when
+ * walking, a malformed record (bad magic, a length past the end of the
+ * file, a bad sequence of split-record parts), or a file without records.
+ * Later, from dt_data_loader_next: DT_ERR_IO naming the file and the
+ * record's byte offset for a malformed record, a header longer than its
+ * record, a label that is not a class, or a corrupt image. A NULL
+ * rec_path, a height or width outside [1, 65500]:
+ * DT_ERR_INVALID_ARGUMENT. options may be NULL. */
+DT_API dt_status dt_data_loader_create_recordio(dt_data_loader **out,
+                                                const char *rec_path,
+                                                const char *idx_path,
+                                                int64_t height,
+                                                int64_t width,
+                                                const dt_data_loader_options *options);
 DT_API void dt_data_loader_free(dt_data_loader *loader);
 /* Samples in this loader's part, and batches per epoch. */
 DT_API dt_status dt_data_loader_num_samples(size_t *out,
@@ -873,7 +900,7 @@ DT_API dt_status dt_data_loader_start_epoch(dt_data_loader *loader,
                                             int32_t epoch);
 /* The next batch of the epoch as new handles (float32 (B, C, H, W) data:
  * (B, 1, 28, 28) for MNIST, (B, 3, 32, 32) for CIFAR, (B, 3, height,
- * width) for an image folder; int32 (B) labels), or *out_has_batch = 0 at the end of the epoch (then
+ * width) for an image folder or RecordIO; int32 (B) labels), or *out_has_batch = 0 at the end of the epoch (then
  * the data and label outs are left untouched). Before the first
  * dt_data_loader_start_epoch it is DT_ERR_BAD_STATE. */
 DT_API dt_status dt_data_loader_next(dt_ndarray **out_data,

@@ -191,6 +191,26 @@ func NewImageFolderLoader(dir string, height, width int64, opts *DataLoaderOptio
 	return newDataLoader(out), nil
 }
 
+// NewRecordIOLoader reads an MXNet RecordIO image set (the .rec and .idx
+// files im2rec writes, what ImageRecordIter reads): idxPath "" uses the .idx
+// beside recPath when there is one, else walks the .rec. Each record's image
+// (JPEG or PNG) is resized to height x width: batches are (B, 3, height,
+// width), the class the record's (first) label. A malformed file is
+// StatusIO naming it and the byte offset. opts nil means the defaults.
+func NewRecordIOLoader(recPath, idxPath string, height, width int64, opts *DataLoaderOptions) (*DataLoader, error) {
+	if err := CheckVersion(); err != nil {
+		return nil, err
+	}
+	var out uintptr
+	err := withLoaderOptions(opts, func(c capi.Dt_data_loader_options) error {
+		return check(capi.Dt_data_loader_create_recordio(&out, recPath, idxPath, height, width, c))
+	})
+	if err != nil {
+		return nil, err
+	}
+	return newDataLoader(out), nil
+}
+
 // Close frees the loader; batches taken from it stay valid. Idempotent.
 func (l *DataLoader) Close() error {
 	if l == nil {

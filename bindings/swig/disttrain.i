@@ -131,6 +131,7 @@
 %rename("%s") dt_data_loader_create_mnist;
 %rename("%s") dt_data_loader_create_cifar;
 %rename("%s") dt_data_loader_create_image_folder;
+%rename("%s") dt_data_loader_create_recordio;
 %rename("%s") dt_data_loader_free;
 %rename("%s") dt_data_loader_num_samples;
 %rename("%s") dt_data_loader_num_batches;

@@ -192,7 +192,7 @@ DT_GO_ARRAY(uint64_t, uint64)
 /* Strings where C takes NULL for "none": the empty Go string. */
 %typemap(in) const char *options_json, const char *dir, const char *name,
              const char *metrics_path, const char *checkpoint_path,
-             const char *scheduler_host
+             const char *scheduler_host, const char *idx_path
 %{
   if ($input.n == 0) {
     $1 = NULL;

@@ -1,7 +1,8 @@
 /*
  * train_image_classifier: the seeds' image-classification walkthrough (the
  * d2l multi-machine chapter, MXNet's image_classification.py): ResNet-18 or
- * VGG-11 on a CIFAR-10 (or CIFAR-100) binary directory. By default: the
+ * VGG-11 on a CIFAR-10 (or CIFAR-100) binary directory, or on an MXNet
+ * RecordIO image set (--data x.rec, from im2rec). By default: the
  * CIFAR ResNet-18 ("resnet18"), SGD with momentum and weight decay, the rate
  * cut by --lr-factor at the epochs listed in --lr-steps (a multi-step
  * schedule), random crop (padding 4) and horizontal flip on the training
@@ -9,7 +10,7 @@
  *   --model resnet18_d2l --lr-period 4 --lr-decay 0.9
  * (its Residual blocks and its lr_period/lr_decay step schedule).
  *
- *   train_image_classifier --data DIR [--variant 10|100] [--model NAME]
+ *   train_image_classifier --data DIR|FILE.rec [--val FILE.rec] [--variant 10|100] [--model NAME]
  *       [--epochs N] [--batch-size N] [--lr X] [--momentum X] [--wd X]
  *       [--lr-steps E1,E2,...] [--lr-factor X] [--lr-period E] [--lr-decay X]
  *       [--kvstore TYPE|none]
@@ -19,6 +20,10 @@
  * DIR holds data_batch_1.bin ... data_batch_5.bin and test_batch.bin (or
  * train.bin and test.bin for CIFAR-100), e.g. the cifar-10-batches-bin
  * folder of https://www.cs.toronto.edu/~kriz/cifar-10-binary.tar.gz.
+ * A path ending in .rec is a RecordIO set instead (with the .idx beside it
+ * when there is one): its images resized to 32x32, the class each record's
+ * label, --variant the number of classes; --val FILE.rec the set to
+ * evaluate on (without it, the training set itself).
  * Across machines, as parameter-server workers:
  *   dtrun -n 2 -s 2 -H hosts --launcher ssh -- train_image_classifier --data DIR --kvstore dist_sync
  * or without servers: dtrun -n 2 -s 0 -- ... --kvstore allreduce.
@@ -66,13 +71,18 @@ typedef struct args {
   unsigned long long seed;
   const char *metrics;
   int augment;
+  const char *val;
 } args;
 
 static void usage(FILE *to) {
   fprintf(to,
-          "usage: train_image_classifier --data DIR [options]\n"
+          "usage: train_image_classifier --data DIR|FILE.rec [options]\n"
           "  --data DIR            CIFAR binary files (data_batch_*.bin, test_batch.bin)\n"
-          "  --variant 10|100      CIFAR-10 (default) or CIFAR-100 (train.bin, test.bin)\n"
+          "  --data FILE.rec       or an MXNet RecordIO image set (im2rec's .rec, and its .idx\n"
+          "                        beside it when there is one), resized to 32x32\n"
+          "  --val FILE.rec        with a .rec: the set to evaluate on (default: --data's)\n"
+          "  --variant 10|100      CIFAR-10 (default) or CIFAR-100 (train.bin, test.bin);\n"
+          "                        with a .rec, the number of classes\n"
           "  --model NAME          network (default resnet18): resnet18 (the CIFAR ResNet-18,\n"
           "                        bias-free convolutions, BatchNorm on the projections),\n"
           "                        resnet18_d2l (d2l's own, convolutions with bias and a\n"
@@ -115,6 +125,12 @@ static int parse_steps(const char *text, args *a) {
   return 0;
 }
 
+/* Whether --data names a RecordIO file (its name ends in .rec). */
+static int is_recordio(const char *path) {
+  size_t n = strlen(path);
+  return n > 4 && strcmp(path + n - 4, ".rec") == 0;
+}
+
 /* Parses argv into a; returns 0 on success, 1 for --help, -1 on error. */
 static int parse_args(int argc, char **argv, args *a) {
   int i;
@@ -133,6 +149,7 @@ static int parse_args(int argc, char **argv, args *a) {
     }
     errno = 0;
     if (strcmp(flag, "--data") == 0) a->data = value;
+    else if (strcmp(flag, "--val") == 0) a->val = value;
     else if (strcmp(flag, "--variant") == 0) a->variant = (int)strtol(value, &end, 10);
     else if (strcmp(flag, "--model") == 0) a->model = value;
     else if (strcmp(flag, "--epochs") == 0) a->epochs = (int)strtol(value, &end, 10);
@@ -164,7 +181,11 @@ static int parse_args(int argc, char **argv, args *a) {
     ++i;
   }
   if (a->data == NULL) {
-    fprintf(stderr, "error: --data DIR is required (a CIFAR binary directory)\n");
+    fprintf(stderr, "error: --data DIR is required (a CIFAR binary directory, or a RecordIO FILE.rec)\n");
+    return -1;
+  }
+  if (a->val != NULL && !is_recordio(a->data)) {
+    fprintf(stderr, "error: --val goes with a RecordIO --data FILE.rec\n");
     return -1;
   }
   if (a->variant != 10 && a->variant != 100) {
@@ -190,7 +211,7 @@ static int parse_args(int argc, char **argv, args *a) {
 }
 
 int main(int argc, char **argv) {
-  args a = {NULL, 10, "resnet18", 30, 128, 0.1, 0.9, 5e-4, {15, 25}, 2, 0.1, 0, 0.9, "local", 0, 0, 1, NULL, 1};
+  args a = {NULL, 10, "resnet18", 30, 128, 0.1, 0.9, 5e-4, {15, 25}, 2, 0.1, 0, 0.9, "local", 0, 0, 1, NULL, 1, NULL};
   dt_context *cpu = NULL;
   dt_net *net = NULL;
   dt_optimizer *opt = NULL;
@@ -254,13 +275,21 @@ int main(int argc, char **argv) {
   loader_options.num_workers = a.loader_threads;
   loader_options.random_crop_padding = a.augment ? 4 : 0;
   loader_options.random_flip = a.augment;
-  CHECK(dt_data_loader_create_cifar(&train, a.data, "train", a.variant, &loader_options));
+  if (is_recordio(a.data)) {
+    CHECK(dt_data_loader_create_recordio(&train, a.data, NULL, 32, 32, &loader_options));
+  } else {
+    CHECK(dt_data_loader_create_cifar(&train, a.data, "train", a.variant, &loader_options));
+  }
   loader_options.shuffle = 0;
   loader_options.num_parts = 1;
   loader_options.part_index = 0;
   loader_options.random_crop_padding = 0;
   loader_options.random_flip = 0;
-  CHECK(dt_data_loader_create_cifar(&test, a.data, "test", a.variant, &loader_options));
+  if (is_recordio(a.data)) {
+    CHECK(dt_data_loader_create_recordio(&test, a.val != NULL ? a.val : a.data, NULL, 32, 32, &loader_options));
+  } else {
+    CHECK(dt_data_loader_create_cifar(&test, a.data, "test", a.variant, &loader_options));
+  }
 
   /* The rate drops by lr_factor after each listed epoch, or with --lr-period
    * by lr_decay every lr_period epochs (d2l's lr_period/lr_decay, MXNet's
@@ -285,9 +314,16 @@ int main(int argc, char **argv) {
   CHECK(dt_trainer_options_init(&trainer_options, sizeof trainer_options));
   CHECK(dt_trainer_create(&trainer, net, opt, kv, &trainer_options));
   if (rank == 0) {
-    printf("training %s on CIFAR-%d: %d epochs, %d worker(s) x batch %ld (%zu steps each), SGD lr %g momentum %g "
+    char source[512];
+    if (is_recordio(a.data)) {
+      snprintf(source, sizeof source, "%s (%d classes%s)", a.data, a.variant,
+               a.val != NULL ? "" : ", evaluated on itself");
+    } else {
+      snprintf(source, sizeof source, "CIFAR-%d", a.variant);
+    }
+    printf("training %s on %s: %d epochs, %d worker(s) x batch %ld (%zu steps each), SGD lr %g momentum %g "
            "wd %g, kvstore %s%s\n",
-           a.model, a.variant, a.epochs, (int)num_workers, a.batch_size, batches, lr, a.momentum, a.wd, a.kvstore,
+           a.model, source, a.epochs, (int)num_workers, a.batch_size, batches, lr, a.momentum, a.wd, a.kvstore,
            a.augment ? ", crop+flip" : "");
   }
   CHECK(dt_fit_options_init(&fit_options, sizeof fit_options));

@@ -191,6 +191,39 @@ def cifar_seeds():
     write("cifar", "cifar100_record", bytes([4, 42]) + pixels)
 
 
+# --- recordio: dmlc-core framing around MXNet image records -------------------
+RECORDIO_MAGIC = struct.pack("<I", 0xCED7230A)
+
+
+def recordio_frame(payload):
+    # dmlc-core's writer: cut at each aligned magic, which is dropped.
+    out, start = b"", 0
+    for i in range(0, len(payload) // 4 * 4, 4):
+        if payload[i:i + 4] == RECORDIO_MAGIC:
+            out += RECORDIO_MAGIC + struct.pack("<I", (1 if start == 0 else 2) << 29 | (i - start)) + payload[start:i]
+            start = i + 4
+    tail = payload[start:]
+    out += RECORDIO_MAGIC + struct.pack("<I", (3 if start else 0) << 29 | len(tail)) + tail
+    return out + b"\0" * (-len(tail) % 4)
+
+
+def image_record(labels, image):
+    if len(labels) == 1:
+        return struct.pack("<IfQQ", 0, labels[0], 0, 0) + image
+    return struct.pack("<IfQQ", len(labels), 0, 0, 0) + struct.pack("<%df" % len(labels), *labels) + image
+
+
+def recordio_seeds():
+    grey = png(4, 4, 0, 8, [bytes(range(y * 4, y * 4 + 4)) for y in range(4)])
+    rgb = png(2, 2, 2, 8, [bytes([255, 0, 0, 0, 255, 0]), bytes([0, 0, 255, 9, 9, 9])])
+    padded = image_record([2.0], rgb)
+    padded += b"\0" * (-len(padded) % 4)
+    write("recordio", "one_png", recordio_frame(image_record([1.0], grey)))
+    write("recordio", "label_vector", recordio_frame(image_record([3.0, 0.5], rgb)))
+    write("recordio", "split", recordio_frame(padded + RECORDIO_MAGIC + b"tail"))
+    write("recordio", "two_records", recordio_frame(image_record([0.0], rgb)) + recordio_frame(image_record([4.0], grey)))
+
+
 # --- images: PNG written here, JPEG by libjpeg -------------------------------
 def png(width, height, colour_type, bit_depth, rows, palette=None):
     def chunk(kind, data):
@@ -331,7 +364,7 @@ def text_seeds():
 
 def main():
     owned = ["ps_frame", "gradient_codec", "ps_request_text", "safetensors", "idx", "cifar", "image_decode",
-             "net_description", "hostlist", "launcher_environment", "dtrun_hostfile", "auth_handshake"]
+             "net_description", "hostlist", "launcher_environment", "dtrun_hostfile", "auth_handshake", "recordio"]
     for target in owned:
         shutil.rmtree(os.path.join(HERE, target), ignore_errors=True)
     with tempfile.TemporaryDirectory() as tmp:
@@ -342,6 +375,7 @@ def main():
     safetensors_seeds()
     idx_seeds()
     cifar_seeds()
+    recordio_seeds()
     net_description_seeds()
     text_seeds()
 

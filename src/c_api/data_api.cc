@@ -1,4 +1,4 @@
-// dt_data_loader_*: IDX, CIFAR and image-folder datasets in batches.
+// dt_data_loader_*: IDX, CIFAR, image-folder and RecordIO datasets in batches.
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -11,6 +11,7 @@
 #include "data/cifar_dataset.h"
 #include "data/image_folder_dataset.h"
 #include "data/mnist_dataset.h"
+#include "data/recordio_dataset.h"
 #include "data/split_sampler.h"
 #include "dt_c_api.h"
 
@@ -137,6 +138,13 @@ dt_data_loader* make_loader(std::shared_ptr<const dt::data::Dataset> dataset, co
   return dt::c_api::adopt_handle(std::move(owned));
 }
 
+// ImageNet's, for the decoded-image datasets (image folders, RecordIO sets).
+StandardStatistics imagenet_statistics() {
+  using dt::data::ImageFolderDataset;
+  return {{ImageFolderDataset::kMean.begin(), ImageFolderDataset::kMean.end()},
+          {ImageFolderDataset::kStd.begin(), ImageFolderDataset::kStd.end()}};
+}
+
 dt_data_loader* make_mnist_loader(dt::data::MnistDataset dataset, const dt_data_loader_options* given) {
   return make_loader(std::make_shared<const dt::data::MnistDataset>(std::move(dataset)), given, {});
 }
@@ -205,9 +213,19 @@ dt_status dt_data_loader_create_image_folder(dt_data_loader** out, const char* d
     arg(dir, "dir");
     using dt::data::ImageFolderDataset;
     auto dataset = std::make_shared<const ImageFolderDataset>(dir, height, width);
-    const StandardStatistics imagenet{{ImageFolderDataset::kMean.begin(), ImageFolderDataset::kMean.end()},
-                                      {ImageFolderDataset::kStd.begin(), ImageFolderDataset::kStd.end()}};
-    *out = make_loader(std::move(dataset), options, imagenet);
+    *out = make_loader(std::move(dataset), options, imagenet_statistics());
+  });
+}
+
+dt_status dt_data_loader_create_recordio(dt_data_loader** out, const char* rec_path, const char* idx_path,
+                                         int64_t height, int64_t width, const dt_data_loader_options* options) {
+  return guarded(__func__, [&] {
+    arg(out, "out");
+    arg(rec_path, "rec_path");
+    using dt::data::RecordIODataset;
+    const std::string index = idx_path != nullptr ? idx_path : RecordIODataset::sibling_index(rec_path);
+    auto dataset = std::make_shared<const RecordIODataset>(rec_path, index, height, width);
+    *out = make_loader(std::move(dataset), options, imagenet_statistics());
   });
 }
 

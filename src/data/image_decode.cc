@@ -22,6 +22,15 @@ namespace {
 using core::Error;
 using core::ErrorCode;
 
+// The encoded image: a whole file's bytes, or a part of a container's record.
+struct Bytes {
+  const uint8_t* begin;
+  size_t length;
+  const uint8_t* data() const { return begin; }
+  size_t size() const { return length; }
+  bool empty() const { return length == 0; }
+};
+
 void check_size(const std::string& path, int64_t height, int64_t width) {
   if (height <= 0 || width <= 0 || height * width > kMaxPixels) {
     throw Error(ErrorCode::kIo, "image file " + path + " claims " + std::to_string(width) + "x" +
@@ -65,8 +74,7 @@ void on_jpeg_message(j_common_ptr cinfo, int level) {
 // Decodes into `out`; false with errors->message and *offset (how far the
 // decoder had read) on failure. No C++ object with a destructor lives in
 // this frame after setjmp, so the longjmp back skips none.
-bool decode_jpeg_into(const std::vector<uint8_t>& bytes, JpegErrors* errors, bool* cmyk, size_t* offset,
-                      DecodedImage* out) {
+bool decode_jpeg_into(const Bytes& bytes, JpegErrors* errors, bool* cmyk, size_t* offset, DecodedImage* out) {
   jpeg_decompress_struct cinfo;
   cinfo.err = jpeg_std_error(&errors->pub);
   errors->pub.error_exit = on_jpeg_error;
@@ -112,7 +120,7 @@ bool decode_jpeg_into(const std::vector<uint8_t>& bytes, JpegErrors* errors, boo
   return true;
 }
 
-DecodedImage decode_jpeg(const std::string& path, const std::vector<uint8_t>& bytes) {
+DecodedImage decode_jpeg(const std::string& path, const Bytes& bytes) {
   DecodedImage image;
   JpegErrors errors;
   bool cmyk = false;
@@ -151,7 +159,7 @@ class PngImage {
   png_image image_;
 };
 
-DecodedImage decode_png(const std::string& path, const std::vector<uint8_t>& bytes) {
+DecodedImage decode_png(const std::string& path, const Bytes& bytes) {
   PngImage png;
   png_image* image = png.get();
   const auto fail = [&] {
@@ -177,7 +185,7 @@ DecodedImage decode_png(const std::string& path, const std::vector<uint8_t>& byt
 constexpr uint8_t kJpegMagic[3] = {0xFF, 0xD8, 0xFF};
 constexpr uint8_t kPngMagic[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
 
-bool starts_with(const std::vector<uint8_t>& bytes, const uint8_t* magic, size_t size) {
+bool starts_with(const Bytes& bytes, const uint8_t* magic, size_t size) {
   return bytes.size() >= size && std::memcmp(bytes.data(), magic, size) == 0;
 }
 
@@ -185,6 +193,12 @@ bool starts_with(const std::vector<uint8_t>& bytes, const uint8_t* magic, size_t
 
 DecodedImage decode_image(const std::string& path) {
   const std::vector<uint8_t> bytes = core::read_file_bytes(path, "image file");
+  return decode_image(bytes.data(), bytes.size(), path);
+}
+
+DecodedImage decode_image(const uint8_t* data, size_t size, const std::string& name) {
+  const Bytes bytes{data, size};
+  const std::string& path = name;
   if (starts_with(bytes, kJpegMagic, sizeof kJpegMagic)) return decode_jpeg(path, bytes);
   if (starts_with(bytes, kPngMagic, sizeof kPngMagic)) return decode_png(path, bytes);
   if (bytes.empty()) throw Error(ErrorCode::kIo, "image file " + path + " is empty");

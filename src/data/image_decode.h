@@ -8,6 +8,7 @@
 // libpng's simplified API reports failures in its png_image.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -31,6 +32,10 @@ struct DecodedImage {
 // none), or has more than kMaxPixels pixels;
 // kNotSupported for a JPEG colour space without an RGB conversion (CMYK).
 DecodedImage decode_image(const std::string& path);
+// As above, for `size` encoded bytes held in memory (an image inside a
+// RecordIO record); `name` stands for the path in the messages, e.g.
+// "train.rec, record at byte offset 1024".
+DecodedImage decode_image(const uint8_t* data, size_t size, const std::string& name);
 
 // The decoded size is capped so that a corrupt or hostile header cannot
 // make one sample allocate gigabytes: 2^27 pixels (384 MiB of RGB) is far

@@ -112,14 +112,7 @@ int32_t ImageFolderDataset::read_sample(int64_t index, uint8_t* pixels) const {
 
 int32_t ImageFolderDataset::read_region(int64_t index, const ChooseBox& choose, uint8_t* pixels) const {
   const File& f = file(index);
-  const DecodedImage image = decode_image(f.path);
-  const CropBox box = choose(image.height, image.width);
-  if (box.height < 1 || box.width < 1 || box.y < 0 || box.x < 0 || box.y + box.height > image.height ||
-      box.x + box.width > image.width) {
-    throw Error(ErrorCode::kInternal, "crop box outside the " + std::to_string(image.width) + "x" +
-                                          std::to_string(image.height) + " image " + f.path);
-  }
-  resize_bilinear(image.pixels.data(), kChannels, image.height, image.width, box, height_, width_, pixels);
+  resize_chosen_box(decode_image(f.path), choose, height_, width_, f.path, pixels);
   return f.label;
 }
 

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <vector>
 
+#include "core/error.h"
+
 namespace dt::data {
 
 namespace {
@@ -61,6 +63,17 @@ void resize_bilinear(const uint8_t* src, int64_t channels, int64_t /*height*/, i
       }
     }
   }
+}
+
+void resize_chosen_box(const DecodedImage& image, const std::function<CropBox(int64_t, int64_t)>& choose,
+                       int64_t out_height, int64_t out_width, const std::string& name, uint8_t* dst) {
+  const CropBox box = choose(image.height, image.width);
+  if (box.height < 1 || box.width < 1 || box.y < 0 || box.x < 0 || box.y + box.height > image.height ||
+      box.x + box.width > image.width) {
+    throw core::Error(core::ErrorCode::kInternal, "crop box outside the " + std::to_string(image.width) + "x" +
+                                                      std::to_string(image.height) + " image " + name);
+  }
+  resize_bilinear(image.pixels.data(), 3, image.height, image.width, box, out_height, out_width, dst);
 }
 
 }  // namespace dt::data

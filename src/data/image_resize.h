@@ -6,6 +6,10 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <string>
+
+#include "data/image_decode.h"
 
 namespace dt::data {
 
@@ -27,5 +31,12 @@ struct CropBox {
 // exact copy. The box must lie inside the image and not be empty.
 void resize_bilinear(const uint8_t* src, int64_t channels, int64_t height, int64_t width, const CropBox& box,
                      int64_t out_height, int64_t out_width, uint8_t* dst);
+
+// Resizes the box choose(image.height, image.width) of a decoded image to a
+// planar (3, out_height, out_width) one: how the datasets with source images
+// serve a sample or a random resized crop. Error(kInternal) naming `name`
+// (the image's file or record) for a box that is empty or leaves the image.
+void resize_chosen_box(const DecodedImage& image, const std::function<CropBox(int64_t, int64_t)>& choose,
+                       int64_t out_height, int64_t out_width, const std::string& name, uint8_t* dst);
 
 }  // namespace dt::data

@@ -1,6 +1,6 @@
 package org.disttrain;
 
-/** MNIST-format (IDX) datasets in batches, with a split sampler for data parallelism. */
+/** MNIST-format (IDX) and RecordIO datasets in batches, with a split sampler for data parallelism. */
 public final class DataLoader extends NativeHandle {
   /** Loader options; the defaults are the library's (dt_data_loader_options_init). */
   public static final class Options {
@@ -139,6 +139,26 @@ public final class DataLoader extends NativeHandle {
     dt_data_loader_options o = options == null ? null : options.toNative();
     try {
       disttrain.dt_data_loader_create_mnist(out, dir, split, o);
+    } finally {
+      if (o != null) o.delete();
+    }
+    return new DataLoader(out[0]);
+  }
+
+  /**
+   * An MXNet RecordIO image set (the .rec and .idx files im2rec writes, what
+   * ImageRecordIter reads). idxPath null: the .idx beside recPath when there
+   * is one, else the .rec is walked; "": always walked. Each record's image
+   * (JPEG or PNG) is resized to height x width, batches are (B, 3, height,
+   * width) normalised with ImageNet's statistics, the class the record's
+   * (first) label. A malformed file throws Status.IO naming it and the byte
+   * offset; options may be null (defaults).
+   */
+  public static DataLoader recordio(String recPath, String idxPath, long height, long width, Options options) {
+    long[] out = new long[1];
+    dt_data_loader_options o = options == null ? null : options.toNative();
+    try {
+      disttrain.dt_data_loader_create_recordio(out, recPath, idxPath, height, width, o);
     } finally {
       if (o != null) o.delete();
     }

@@ -183,6 +183,7 @@ class ErrorsTest {
   void dataLoaderErrors() {
     expect(Status.NOT_FOUND, () -> DataLoader.mnist("/nonexistent/dt-java", "t10k", null).close());
     expect(Status.INVALID_ARGUMENT, () -> DataLoader.mnist(null, "valid", null).close());
+    expect(Status.NOT_FOUND, () -> DataLoader.recordio("/nonexistent/dt-java.rec", null, 32, 32, null).close());
     try (DataLoader loader = DataLoader.mnist(null, "t10k", null)) {
       expect(Status.BAD_STATE, loader::next);
       expect(Status.INVALID_ARGUMENT, () -> loader.startEpoch(-1));
