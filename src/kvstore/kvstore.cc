@@ -3,6 +3,7 @@
 #include <unordered_map>
 
 #include "core/error.h"
+#include "ps/compression/compression_mode.h"
 
 namespace dt::kvstore {
 
@@ -24,6 +25,12 @@ void KVStore::set_gradient_compression(const std::string& spec) {
   throw Error(ErrorCode::kNotSupported, "set_gradient_compression('" + spec + "'): kvstore '" + type() +
                                             "' sends nothing between processes to compress; the parameter-server "
                                             "types (dist_sync, dist_async and their _device forms) compress");
+}
+
+void KVStore::set_gradient_scale(double scale) {
+  const auto config = ps::compression::CompressionConfig::parse(gradient_compression());
+  const auto scaled = config.with_gradient_scale(scale);
+  if (scaled != config) set_gradient_compression(scaled.to_string());
 }
 
 namespace {

@@ -107,9 +107,12 @@ class ServerRequestHandler {
   // requests only.
   int server_speaker(const wire::DataRequest& data, uint32_t pipe, const char* what);
   void set_optimizer(int worker, const optim::OptimizerConfig& config, const RequestServer::Reply& reply);
-  // The first worker's config is the job's; the same again is a no-op,
-  // another (or any change after the first push) an error naming both.
+  // The first worker's config is the job's; the same again is a no-op, the
+  // same with the gradient scale a trainer names (before the first push) is
+  // adopted (CompressionConfig::agree), another (or any change after the
+  // first push) an error naming both.
   void set_compression(int worker, const compression::CompressionConfig& config);
+  void adopt_compression(const compression::CompressionConfig& config);  // mutex_ held
   // Marks that pushes began (compression is fixed from now on) and returns
   // the job's codec, null without compression. Never destroyed before the
   // handler, so a push may hold it without the lock.
@@ -128,7 +131,7 @@ class ServerRequestHandler {
   std::map<uint32_t, int> worker_of_pipe_;
   std::optional<optim::OptimizerConfig> optimizer_;  // worker 0's
   std::optional<compression::CompressionConfig> compression_;  // the first worker's
-  std::unique_ptr<compression::GradientCodec> codec_;  // its codec (none: null), set once
+  std::unique_ptr<compression::GradientCodec> codec_;  // its codec (none: null), fixed from the first push
   bool pushed_ = false;
   // Worker 0 set them on this server (SetLearningRate, SetRescaleGrad).
   bool learning_rate_set_ = false;
