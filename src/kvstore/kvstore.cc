@@ -27,9 +27,11 @@ void KVStore::set_gradient_compression(const std::string& spec) {
                                             "types (dist_sync, dist_async and their _device forms) compress");
 }
 
-void KVStore::set_gradient_scale(double scale) {
-  const auto config = ps::compression::CompressionConfig::parse(gradient_compression());
-  const auto scaled = config.with_gradient_scale(scale);
+void KVStore::set_compression_rescale_grad(double rescale_grad) {
+  using ps::compression::CompressionConfig;
+  const double scale = CompressionConfig::batch_sum_gradient_scale(rescale_grad);
+  const CompressionConfig config = CompressionConfig::parse(gradient_compression());
+  const CompressionConfig scaled = config.with_gradient_scale(scale);
   if (scaled != config) set_gradient_compression(scaled.to_string());
 }
 

@@ -125,15 +125,14 @@ class KVStore {
   // compression_mode.h ("none" until then, and for the stores that do not
   // compress), so that a trainer can tell a compression it did not choose.
   virtual std::string gradient_compression() const { return "none"; }
-  // Names the scale a compression threshold is on: the factor the optimizer
-  // multiplies pushed values by (rescale_grad; the trainer's 1 / batch size),
-  // so that a threshold means the same at every batch size (the
-  // gradient_scale of compression_mode.h). The trainer calls it on every
-  // worker before its first push. It sets the compression again with that
-  // scale when its mode takes a threshold and the spec named no scale, and
-  // does nothing otherwise (no compression, a spec that named its scale).
-  // Error(kInvalidArgument) for a scale that is not positive and finite.
-  void set_gradient_scale(double scale);
+  // The trainer's word to the compression, on every worker before its first
+  // push: its pushes are batch sums the optimizer rescales by rescale_grad
+  // (1 / batch size). A compression whose mode takes a threshold and whose
+  // spec named no gradient_scale is set again with the scale of batch sums
+  // (CompressionConfig::batch_sum_gradient_scale), so that its threshold
+  // means the same at every batch size; otherwise nothing changes.
+  // Error(kInvalidArgument) for a rescale_grad that is not positive and finite.
+  void set_compression_rescale_grad(double rescale_grad);
 
   // The store's optimizer state (momenta, moments, step counts) for
   // checkpoints, names starting with prefix; empty without an optimizer.

@@ -302,7 +302,7 @@ void Trainer::step(int64_t batch_size) {
   if (kv_ && !store_initialized()) {
     // The store's compression may have been set after construction.
     if (partial_) refuse_compressed_weights();
-    kv_->set_gradient_scale(rescale);  // a compression threshold is on the optimizer's scale
+    kv_->set_compression_rescale_grad(rescale);  // the scale of a compression threshold
     initialize_kvstore();
   }
 

@@ -198,6 +198,13 @@ double CompressionConfig::raw_threshold() const {
   return gradient_scale != 0 ? threshold_or_fraction / gradient_scale : threshold_or_fraction;
 }
 
+double CompressionConfig::batch_sum_gradient_scale(double rescale_grad) {
+  if (!std::isfinite(rescale_grad) || !(rescale_grad > 0)) {
+    throw invalid("rescale_grad must be positive and finite, not " + format_number(rescale_grad));
+  }
+  return std::sqrt(rescale_grad);
+}
+
 CompressionConfig CompressionConfig::with_gradient_scale(double scale) const {
   if (!std::isfinite(scale) || !(scale > 0)) {
     throw invalid("gradient_scale must be positive and finite, not " + format_number(scale));

@@ -112,7 +112,7 @@ void ErrorFeedback::check_growth(uint64_t key, Part& p, const GradientCodec& cod
                 number(mean * scale) + " after " + std::to_string(p.updates) + " steps, " +
                 number(mean / config.raw_threshold()) + " times the threshold " + number(config.threshold_or_fraction) +
                 "; mean |gradient| " + number(mean_gradient * scale) +
-                (config.gradient_scale != 0 ? " on the optimizer's scale" : "") +
+                (config.gradient_scale != 0 ? " on the threshold's scale" : "") +
                 "): the threshold is far below the gradients and training will not learn; a threshold of about " +
                 number(fit) + " would fit ('" + fitting.to_string() + "')");
 }

@@ -126,6 +126,15 @@ TEST(CompressionGradientScale, WithGradientScaleFillsOnlyAnUnnamedScale) {
   EXPECT_EQ(code_of([] { config("none").with_gradient_scale(-1); }), ErrorCode::kInvalidArgument);
 }
 
+TEST(CompressionGradientScale, BatchSumsAreScaledToOneSample) {
+  EXPECT_EQ(CompressionConfig::batch_sum_gradient_scale(1.0 / 64), 0.125);
+  EXPECT_EQ(CompressionConfig::batch_sum_gradient_scale(1.0), 1.0);
+  // MXNet's 0.5 on batch sums of 64: 4 raw.
+  EXPECT_EQ(config("1bit").with_gradient_scale(CompressionConfig::batch_sum_gradient_scale(1.0 / 64)).raw_threshold(),
+            4.0);
+  EXPECT_EQ(code_of([] { CompressionConfig::batch_sum_gradient_scale(0); }), ErrorCode::kInvalidArgument);
+}
+
 TEST(CompressionGradientScale, WorkersAgreeOnTheScaleTheirTrainersName) {
   const CompressionConfig unscaled = config("2bit"), scaled = config("2bit:gradient_scale=0.25");
   EXPECT_EQ(CompressionConfig::agree(unscaled, unscaled), unscaled);
