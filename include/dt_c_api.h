@@ -682,8 +682,8 @@ DT_API dt_status dt_kvstore_set_optimizer(dt_kvstore *kv,
  * (dt_trainer_create) pushes the sums of its batch's B per-sample gradients
  * and, unless the text names gradient_scale, sets it to 1/sqrt(B) before its
  * first push, which puts the threshold on the scale of one sample's gradient,
- * where MXNet's default 0.5 fits at every batch size (a threshold on the raw
- * sums far below them leaves training at chance). A program that pushes its
+ * where MXNet's default 0.5 learns at batch 32 and 64 (README; a threshold
+ * on the raw sums far below them leaves training at chance). A program that pushes its
  * own gradients names the scale: gradient_scale=1/sqrt(B) for sums of B
  * samples' gradients, sqrt(B) for their means (e.g. "2bit:gradient_scale=0.125"
  * for sums over batches of 64). When a 2bit/1bit residual keeps growing (a

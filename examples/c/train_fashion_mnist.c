@@ -32,7 +32,7 @@
  * topk:fraction=0.01 (see dt_kvstore_set_gradient_compression). The
  * trainer puts a 2bit/1bit/threshold threshold on the scale of one
  * sample's gradient (its pushes are batch sums: gradient_scale
- * 1/sqrt(batch size)), so MXNet's 0.5 learns at every --batch-size.
+ * 1/sqrt(batch size)), so MXNet's 0.5 learns (README: batch 32 and 64).
  *
  * --sync-mode picks SINGA DistOpt's step (see dt_sync_mode):
  *   full                 the gradients reduced in full (the default)
