@@ -302,9 +302,11 @@ void Trainer::step(int64_t batch_size) {
   if (kv_ && !store_initialized()) {
     // The store's compression may have been set after construction.
     if (partial_) refuse_compressed_weights();
-    kv_->set_compression_rescale_grad(rescale);  // the scale of a compression threshold
     initialize_kvstore();
   }
+  // The scale of a compression threshold, before this worker's first push
+  // (a joined worker's store was initialized without a step).
+  if (kv_) kv_->set_compression_rescale_grad(rescale);
 
   if (!kv_) {
     if (gradients_usable()) {
@@ -398,6 +400,7 @@ BatchResult Trainer::train_batch(const NDArray& data, const NDArray& labels) {
     // The store must scale before the first gradient of this step arrives.
     const double rescale = 1.0 / static_cast<double>(rows);
     if (update_on_kvstore_ && rescale != rescale_grad_) kv_->set_rescale_grad(rescale);
+    kv_->set_compression_rescale_grad(rescale);
     issued_.assign(net_->parameters().size(), false);
   }
   const auto start = std::chrono::steady_clock::now();
