@@ -28,8 +28,11 @@
  * dist_async every push is its own update and the rate stays as given.
  *
  * --compression (dist types) compresses what the workers push, as MXNet's
- * kv.set_gradient_compression: e.g. 2bit:threshold=0.5, fp16,
- * topk:fraction=0.01 (see dt_kvstore_set_gradient_compression).
+ * kv.set_gradient_compression: e.g. 2bit (threshold 0.5), 1bit, fp16,
+ * topk:fraction=0.01 (see dt_kvstore_set_gradient_compression). The
+ * trainer puts a 2bit/1bit/threshold threshold on the scale of one
+ * sample's gradient (its pushes are batch sums: gradient_scale
+ * 1/sqrt(batch size)), so MXNet's 0.5 learns (README: batch 32 and 64).
  *
  * --sync-mode picks SINGA DistOpt's step (see dt_sync_mode):
  *   full                 the gradients reduced in full (the default)

@@ -3,6 +3,7 @@
 #include <unordered_map>
 
 #include "core/error.h"
+#include "ps/compression/compression_mode.h"
 
 namespace dt::kvstore {
 
@@ -24,6 +25,14 @@ void KVStore::set_gradient_compression(const std::string& spec) {
   throw Error(ErrorCode::kNotSupported, "set_gradient_compression('" + spec + "'): kvstore '" + type() +
                                             "' sends nothing between processes to compress; the parameter-server "
                                             "types (dist_sync, dist_async and their _device forms) compress");
+}
+
+void KVStore::set_compression_rescale_grad(double rescale_grad) {
+  using ps::compression::CompressionConfig;
+  const double scale = CompressionConfig::batch_sum_gradient_scale(rescale_grad);
+  const CompressionConfig config = CompressionConfig::parse(gradient_compression());
+  const CompressionConfig scaled = config.with_gradient_scale(scale);
+  if (scaled != config) set_gradient_compression(scaled.to_string());
 }
 
 namespace {

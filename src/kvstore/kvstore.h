@@ -125,6 +125,14 @@ class KVStore {
   // compression_mode.h ("none" until then, and for the stores that do not
   // compress), so that a trainer can tell a compression it did not choose.
   virtual std::string gradient_compression() const { return "none"; }
+  // The trainer's word to the compression, on every worker before its first
+  // push: its pushes are batch sums the optimizer rescales by rescale_grad
+  // (1 / batch size). A compression whose mode takes a threshold and whose
+  // spec named no gradient_scale is set again with the scale of batch sums
+  // (CompressionConfig::batch_sum_gradient_scale), so that its threshold
+  // means the same at every batch size; otherwise nothing changes.
+  // Error(kInvalidArgument) for a rescale_grad that is not positive and finite.
+  void set_compression_rescale_grad(double rescale_grad);
 
   // The store's optimizer state (momenta, moments, step counts) for
   // checkpoints, names starting with prefix; empty without an optimizer.

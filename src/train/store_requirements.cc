@@ -3,6 +3,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/parameter_table.h"
 
 namespace dt::train {
 
@@ -94,6 +95,19 @@ void refuse_async_updates_on_workers(const kvstore::KVStore* kv, bool update_on_
                 "-1, and no dynamic loss scaling); as MXNet says, \"Please set update_on_kvstore=True when "
                 "training in async mode.\"");
   }
+}
+
+bool overlap_wanted(int overlap_communication) {
+  if (overlap_communication < -1 || overlap_communication > 1) {
+    throw Error(ErrorCode::kInvalidArgument, "overlap_communication must be -1, 0 or 1");
+  }
+  if (overlap_communication != -1) return overlap_communication == 1;
+  const char* env = core::read_parameter("DT_KVSTORE_OVERLAP");
+  const std::string text = env ? env : "1";
+  if (text != "0" && text != "1") {
+    throw Error(ErrorCode::kInvalidArgument, "DT_KVSTORE_OVERLAP must be 0 or 1, not '" + text + "'");
+  }
+  return text == "1";
 }
 
 }  // namespace dt::train

@@ -4,7 +4,8 @@
 // compression; partial needs a store that sums one push per worker across a
 // job, without compressing and without going on after a worker loss, the
 // update on the workers and one replica per worker — and an asynchronous
-// store's update on the servers. The training loop knows nothing of it.
+// store's update on the servers; whether the exchange may overlap backward.
+// The training loop knows nothing of it.
 //
 // Threading: the trainer's thread.
 #pragma once
@@ -26,6 +27,11 @@ bool configure_store_for_sync_mode(const SyncOptions& sync, kvstore::KVStore* kv
 // would make the averaged weights lossy (the compression may be set after
 // the trainer was built: checked again at the first step).
 void refuse_compressed_weights(const kvstore::KVStore& kv);
+
+// Whether the exchange overlaps backward (dt_trainer_options.
+// overlap_communication): 1 yes, 0 no, -1 DT_KVSTORE_OVERLAP (0 or 1,
+// default 1). Error(kInvalidArgument) for any other value.
+bool overlap_wanted(int overlap_communication);
 
 // Error(kInvalidArgument) for an asynchronous store (dist_async*) with the
 // update on the workers: Gluon refuses it too.

@@ -7,7 +7,6 @@
 #include <string>
 
 #include "core/error.h"
-#include "core/parameter_table.h"
 #include "core/safetensors.h"
 #include "kvstore/kvstore_factory.h"
 #include "train/batch_split.h"
@@ -67,18 +66,9 @@ Trainer::Trainer(std::shared_ptr<nn::Net> net, optim::OptimizerConfig optimizer,
     update_on_kvstore_ = false;
   }
   refuse_async_updates_on_workers(kv_.get(), update_on_kvstore_);
-  int overlap = options.overlap_communication;
-  if (overlap < -1 || overlap > 1) throw Error(ErrorCode::kInvalidArgument, "overlap_communication must be -1, 0 or 1");
-  if (overlap == -1) {
-    const char* env = core::read_parameter("DT_KVSTORE_OVERLAP");
-    const std::string text = env ? env : "1";
-    if (text != "0" && text != "1") {
-      throw Error(ErrorCode::kInvalidArgument, "DT_KVSTORE_OVERLAP must be 0 or 1, not '" + text + "'");
-    }
-    overlap = text == "1" ? 1 : 0;
-  }
   // Partial steps exchange weights after the update, nothing during backward.
-  overlap_ = overlap == 1 && kv_ && kv_->communicates_asynchronously() && sync_.mode != SyncMode::kPartial;
+  overlap_ = overlap_wanted(options.overlap_communication) && kv_ && kv_->communicates_asynchronously() &&
+             sync_.mode != SyncMode::kPartial;
   for (nn::Net* replica : replicas_) replica->set_loss_reduction("sum");
 
   const auto& params = net_->parameters();
@@ -194,6 +184,9 @@ void Trainer::step(int64_t batch_size) {
     if (partial_) refuse_compressed_weights(*kv_);
     initialize_kvstore();
   }
+  // The scale of a compression threshold, before this worker's first push
+  // (a joined worker's store was initialized without a step).
+  if (kv_) kv_->set_compression_rescale_grad(rescale);
 
   if (!kv_) {
     if (gradients_usable()) {
@@ -287,6 +280,7 @@ BatchResult Trainer::train_batch(const NDArray& data, const NDArray& labels) {
     // The store must scale before the first gradient of this step arrives.
     const double rescale = 1.0 / static_cast<double>(rows);
     if (update_on_kvstore_ && rescale != rescale_grad_) kv_->set_rescale_grad(rescale);
+    kv_->set_compression_rescale_grad(rescale);
     issued_.assign(net_->parameters().size(), false);
   }
   const auto start = std::chrono::steady_clock::now();

@@ -105,6 +105,7 @@ CompressionConfig CompressionConfig::parse(const std::string& text) {
   config.error_feedback = is_lossy(mode);
   bool has_value = false;
   bool has_feedback = false;
+  bool has_scale = false;
   if (colon != std::string_view::npos) {
     std::string_view rest = all.substr(colon + 1);
     while (true) {
@@ -122,13 +123,21 @@ CompressionConfig CompressionConfig::parse(const std::string& text) {
         if (has_value) throw invalid(std::string(name) + " is given twice (in " + quoted(all) + ")");
         config.threshold_or_fraction = parse_number(name, value);
         has_value = true;
+      } else if (name == "gradient_scale") {
+        if (!takes_threshold(mode)) throw invalid("mode '" + std::string(mode_name(mode)) + "' takes no gradient_scale");
+        if (has_scale) throw invalid("gradient_scale is given twice (in " + quoted(all) + ")");
+        config.gradient_scale = parse_number(name, value);
+        if (!(config.gradient_scale > 0)) {
+          throw invalid("gradient_scale must be positive, not " + quoted(value) + " (in " + quoted(all) + ")");
+        }
+        has_scale = true;
       } else if (name == "error_feedback") {
         if (has_feedback) throw invalid("error_feedback is given twice (in " + quoted(all) + ")");
         config.error_feedback = parse_switch(name, value);
         has_feedback = true;
       } else {
         throw invalid("unknown field " + quoted(name) + " (in " + quoted(all) +
-                      "); fields are threshold, fraction, error_feedback");
+                      "); fields are threshold, gradient_scale, fraction, error_feedback");
       }
       if (comma == std::string_view::npos) break;
       rest = rest.substr(comma + 1);
@@ -152,12 +161,23 @@ void CompressionConfig::validate() const {
       throw invalid("threshold of mode '" + name + "' must be positive and finite as a float, not " +
                     format_number(value));
     }
+    if (gradient_scale != 0) {
+      const float raw = static_cast<float>(value / gradient_scale);
+      if (!std::isfinite(gradient_scale) || !(gradient_scale > 0) || !std::isfinite(raw) || !(raw > 0)) {
+        throw invalid("gradient_scale " + format_number(gradient_scale) + " of mode '" + name +
+                      "' must be positive and finite and leave threshold / gradient_scale positive and finite as "
+                      "a float");
+      }
+    }
   } else if (takes_fraction(mode)) {
     if (!(value > 0 && value <= 1)) {
       throw invalid("fraction of mode 'topk' must be in (0, 1], not " + format_number(value));
     }
   } else if (value != 0) {
     throw invalid("mode '" + name + "' takes no threshold or fraction, but has " + format_number(value));
+  }
+  if (gradient_scale != 0 && !takes_threshold(mode)) {
+    throw invalid("mode '" + name + "' takes no gradient_scale, but has " + format_number(gradient_scale));
   }
   if (error_feedback && !is_lossy(mode)) throw invalid("error_feedback needs a lossy mode, not 'none'");
 }
@@ -167,9 +187,41 @@ std::string CompressionConfig::to_string() const {
   if (mode == CompressionMode::kNone) return text;
   text += ':';
   if (takes_threshold(mode)) text += "threshold=" + format_number(threshold_or_fraction) + ",";
+  if (gradient_scale != 0) text += "gradient_scale=" + format_number(gradient_scale) + ",";
   if (takes_fraction(mode)) text += "fraction=" + format_number(threshold_or_fraction) + ",";
   text += error_feedback ? "error_feedback=on" : "error_feedback=off";
   return text;
+}
+
+double CompressionConfig::raw_threshold() const {
+  if (!takes_threshold(mode)) return 0;
+  return gradient_scale != 0 ? threshold_or_fraction / gradient_scale : threshold_or_fraction;
+}
+
+double CompressionConfig::batch_sum_gradient_scale(double rescale_grad) {
+  if (!std::isfinite(rescale_grad) || !(rescale_grad > 0)) {
+    throw invalid("rescale_grad must be positive and finite, not " + format_number(rescale_grad));
+  }
+  return std::sqrt(rescale_grad);
+}
+
+CompressionConfig CompressionConfig::with_gradient_scale(double scale) const {
+  if (!std::isfinite(scale) || !(scale > 0)) {
+    throw invalid("gradient_scale must be positive and finite, not " + format_number(scale));
+  }
+  if (!takes_threshold(mode) || gradient_scale != 0) return *this;
+  CompressionConfig scaled = *this;
+  scaled.gradient_scale = scale;
+  scaled.validate();
+  return scaled;
+}
+
+std::optional<CompressionConfig> CompressionConfig::agree(const CompressionConfig& a, const CompressionConfig& b) {
+  if (a == b) return a;
+  CompressionConfig a_unscaled = a, b_unscaled = b;
+  a_unscaled.gradient_scale = b_unscaled.gradient_scale = 0;
+  if (a_unscaled != b_unscaled || (a.gradient_scale != 0 && b.gradient_scale != 0)) return std::nullopt;
+  return a.gradient_scale != 0 ? a : b;
 }
 
 }  // namespace dt::ps::compression

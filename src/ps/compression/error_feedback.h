@@ -17,10 +17,18 @@
 //   sum of the gradients == sum of what was decoded + the residual,
 // up to the rounding of the float additions (exactly, when they are exact).
 //
+// A residual that keeps growing means the threshold (2bit, 1bit) is far
+// below the gradients: every step sends +-threshold while the gradient is
+// larger, so what is sent never catches up and training stalls (at chance,
+// for MXNet's 0.5 on batch sums). update() watches for that on a sample of
+// steps and says so once per object, through core::log at kWarning, naming
+// a threshold that would fit.
+//
 // Threads: calls for different parts may run concurrently (the table of
 // parts is locked; a part's residual is not); calls for one part must not.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -62,13 +70,24 @@ class ErrorFeedback {
   size_t num_parts() const;
   // Forgets every residual (a new training run, or compression switched off).
   void clear();
+  // Whether the growing-residual warning was given (it is given once).
+  bool warned() const { return warned_.load(); }
 
  private:
-  std::vector<float>& part(uint64_t key, int64_t begin, size_t n);
+  struct Part {
+    std::vector<float> residual;
+    uint64_t updates = 0;
+    double last_mean = 0;  // mean |residual| at the last check
+  };
+  Part& part(uint64_t key, int64_t begin, size_t n);
+  // On every kCheckEvery-th update of a part under 2bit/1bit until the
+  // warning was given: mean_gradient is the mean |gradient| of this update.
+  void check_growth(uint64_t key, Part& part, const GradientCodec& codec, double mean_gradient);
 
   mutable std::mutex mutex_;
-  // unique_ptr: a part's vector stays where it is while other parts are added.
-  std::map<std::pair<uint64_t, int64_t>, std::unique_ptr<std::vector<float>>> parts_;
+  // unique_ptr: a part stays where it is while other parts are added.
+  std::map<std::pair<uint64_t, int64_t>, std::unique_ptr<Part>> parts_;
+  std::atomic<bool> warned_{false};
 };
 
 // What every sender of a part does, workers pushing and servers answering

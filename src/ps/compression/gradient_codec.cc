@@ -371,7 +371,7 @@ void decode_pairs_add(const uint8_t* bytes, size_t count, float* dst, size_t n, 
 
 GradientCodec::GradientCodec(const CompressionConfig& config) : config_(config) {
   config_.validate();
-  if (takes_threshold(config_.mode)) threshold_ = static_cast<float>(config_.threshold_or_fraction);
+  if (takes_threshold(config_.mode)) threshold_ = static_cast<float>(config_.raw_threshold());
 }
 
 size_t GradientCodec::topk_count(double fraction, size_t n) {

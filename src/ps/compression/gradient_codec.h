@@ -4,7 +4,9 @@
 // serve many threads at once.
 //
 // Wire formats (all multi-byte fields little-endian; n = element count, which
-// both sides know from the key's size and is not sent):
+// both sides know from the key's size and is not sent; "threshold" is the
+// config's raw_threshold(), threshold / gradient_scale, which both sides
+// know from the config):
 //  none:      n float32.                                              4n bytes
 //  fp16:      n IEEE binary16, round to nearest even.                 2n bytes
 //  bf16:      n bfloat16, round to nearest even.                      2n bytes
@@ -78,7 +80,7 @@ class GradientCodec {
 
  private:
   CompressionConfig config_;
-  float threshold_ = 0;  // static_cast<float>(config_.threshold_or_fraction) when the mode takes one
+  float threshold_ = 0;  // static_cast<float>(config_.raw_threshold()) when the mode takes one
 };
 
 }  // namespace dt::ps::compression

@@ -18,16 +18,24 @@ const compression::GradientCodec* JobAgreement::pushing() {
 void JobAgreement::set_compression(int worker, const compression::CompressionConfig& config) {
   std::lock_guard<std::mutex> lock(mutex_);
   const compression::CompressionConfig current = compression_.value_or(compression::CompressionConfig());
+  // A worker's trainer names the gradient scale after its program set the spec.
+  const auto agreed = compression::CompressionConfig::agree(current, config);
   if (compression_ || pushed_) {
-    if (config == current) return;
+    if (agreed == current) return;
+    if (agreed && !pushed_) return adopt_compression(*agreed);
     throw Error(pushed_ ? ErrorCode::kBadState : ErrorCode::kInvalidArgument,
                 "worker " + std::to_string(worker) + " set the gradient compression " + config.to_string() +
                     ", the job's is " + current.to_string() +
                     (pushed_ ? " (rule: set before the first push)" : " (rule: every worker sets the same compression)"));
   }
+  adopt_compression(config);
+}
+
+void JobAgreement::adopt_compression(const compression::CompressionConfig& config) {
   store_.set_compression(config);
   compression_ = config;
-  if (config.mode != compression::CompressionMode::kNone) codec_ = std::make_unique<compression::GradientCodec>(config);
+  codec_ = config.mode == compression::CompressionMode::kNone ? nullptr
+                                                               : std::make_unique<compression::GradientCodec>(config);
 }
 
 void JobAgreement::set_optimizer(int worker, const optim::OptimizerConfig& config, const RequestServer::Reply& reply) {

@@ -36,6 +36,10 @@ class JobAgreement {
   void set_optimizer(int worker, const optim::OptimizerConfig& config, const RequestServer::Reply& reply);
   // Applies config as worker 0's (a rejoined server taking the job's settings).
   void adopt_optimizer(const optim::OptimizerConfig& config);
+  // The first worker's config is the job's; the same again is a no-op, the
+  // same with the gradient scale a trainer names (before the first push) is
+  // adopted (CompressionConfig::agree), another (or any change after the
+  // first push) an error naming both.
   void set_compression(int worker, const compression::CompressionConfig& config);
   // Marks that pushes began (compression is fixed from now on) and returns
   // the job's codec, null without compression. Never destroyed before the
@@ -56,13 +60,14 @@ class JobAgreement {
   std::optional<compression::CompressionConfig> compression() const;
 
  private:
+  void adopt_compression(const compression::CompressionConfig& config);  // mutex_ held
   ServerKeyStore& store_;
   RateLimitedLog& log_;
 
   mutable std::mutex mutex_;  // guards what follows
   std::optional<optim::OptimizerConfig> optimizer_;            // worker 0's
   std::optional<compression::CompressionConfig> compression_;  // the first worker's
-  std::unique_ptr<compression::GradientCodec> codec_;          // its codec (none: null), set once
+  std::unique_ptr<compression::GradientCodec> codec_;          // its codec (none: null), fixed from the first push
   bool pushed_ = false;
   bool learning_rate_set_ = false;
   bool rescale_grad_set_ = false;
