@@ -52,10 +52,10 @@ class CapturedLog {
   }
 
  private:
-  static void handle(int level, const char* facility, const char* message, void* user) {
+  static void handle(core::LogLevel level, const char* facility, const char* message, void* user) {
     auto* self = static_cast<CapturedLog*>(user);
     std::lock_guard<std::mutex> lock(self->mutex_);
-    self->lines_.push_back({level, facility, message});
+    self->lines_.push_back({static_cast<int>(level), facility, message});
   }
   mutable std::mutex mutex_;
   std::vector<Line> lines_;
