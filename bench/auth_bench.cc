@@ -20,6 +20,7 @@
 namespace {
 
 using namespace dt::ps;
+using namespace dt::net;
 using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 

@@ -322,7 +322,7 @@ pid_t spawn(const std::string& program, const std::vector<std::string>& args, co
 // DT_TLS_* naming a fresh job certificate, for --transport tls.
 std::vector<std::string> tls_environment(dt::test::TlsTestCerts& certs) {
   certs.make_ca("ca");
-  const dt::ps::TlsFiles files = certs.make_node("node", "ca");
+  const dt::net::TlsFiles files = certs.make_node("node", "ca");
   return {"DT_TLS_CERT_FILE=" + files.cert_file, "DT_TLS_KEY_FILE=" + files.key_file,
           "DT_TLS_CA_FILE=" + files.ca_file};
 }

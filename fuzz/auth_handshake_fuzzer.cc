@@ -7,17 +7,17 @@
 
 #include "core/error.h"
 #include "fuzz_support.h"
-#include "ps/transport/auth_handshake.h"
+#include "net/auth_handshake.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  dt::ps::HandshakeMessage message;
+  dt::net::HandshakeMessage message;
   try {
-    message = dt::ps::decode_handshake(data, size);
+    message = dt::net::decode_handshake(data, size);
   } catch (const dt::core::Error&) {
     return 0;
   }
-  dt::fuzz::require(dt::ps::is_handshake(data, size), "an accepted handshake without the magic");
-  const std::string encoded = dt::ps::encode_handshake(message);
+  dt::fuzz::require(dt::net::is_handshake(data, size), "an accepted handshake without the magic");
+  const std::string encoded = dt::net::encode_handshake(message);
   dt::fuzz::require(encoded.size() == size && std::memcmp(encoded.data(), data, size) == 0,
                     "an accepted handshake does not encode back to its bytes");
   return 0;

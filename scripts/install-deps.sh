@@ -43,7 +43,7 @@ packages=(
   # libOpenCL.so Debian's libdnnl-dev only recommends.
   libdnnl-dev ocl-icd-opencl-dev libopenblas-dev
   libnng-dev libflatbuffers-dev flatbuffers-compiler
-  # the job secret's HMAC-SHA256 and nonces (src/ps/transport/hmac.h): the
+  # the job secret's HMAC-SHA256 and nonces (src/net/hmac.h): the
   # crypto library of the mbedTLS that nng is built with
   libmbedtls-dev
   # dtrun --tls: a throw-away CA and certificate per job (tools/dtrun/job_tls.h)

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "ps/transport/transport_security.h"
+#include "net/transport_security.h"
 
 namespace dt::test {
 
@@ -45,7 +45,7 @@ class TlsTestCerts {
   }
 
   // <node>.pem, <node>.key signed by <ca>; returns the three files.
-  ps::TlsFiles make_node(const std::string& node, const std::string& ca) {
+  net::TlsFiles make_node(const std::string& node, const std::string& ca) {
     std::FILE* f = std::fopen(path(node + ".ext").c_str(), "w");
     if (f == nullptr) throw std::runtime_error("cannot write " + path(node + ".ext"));
     std::fputs("basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\n"
@@ -58,8 +58,8 @@ class TlsTestCerts {
     return files(node, ca);
   }
 
-  ps::TlsFiles files(const std::string& node, const std::string& ca) const {
-    return ps::TlsFiles{path(node + ".pem"), path(node + ".key"), path(ca + ".pem")};
+  net::TlsFiles files(const std::string& node, const std::string& ca) const {
+    return net::TlsFiles{path(node + ".pem"), path(node + ".key"), path(ca + ".pem")};
   }
 
  private:

@@ -101,7 +101,7 @@ inline ps::JobOverrides job_overrides_from(const dt_kvstore_options& options) {
   // that all are there and readable).
   if (options.tls_cert_file != nullptr || options.tls_key_file != nullptr || options.tls_ca_file != nullptr) {
     const auto text = [](const char* s) { return s == nullptr ? std::string() : std::string(s); };
-    out.tls = ps::TlsFiles{text(options.tls_cert_file), text(options.tls_key_file), text(options.tls_ca_file)};
+    out.tls = net::TlsFiles{text(options.tls_cert_file), text(options.tls_key_file), text(options.tls_ca_file)};
   }
   return out;
 }

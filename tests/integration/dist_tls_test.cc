@@ -28,6 +28,7 @@ using core::Error;
 using core::ErrorCode;
 using core::NDArray;
 using core::Shape;
+using namespace net;
 using namespace std::chrono_literals;
 
 core::NDArray array(const std::vector<float>& v) {

@@ -68,7 +68,7 @@ PsOptions options() {
 }
 
 JobConfig job_config(Role role, const std::string& url, int worker_id = -1,
-                     const ps::TransportSecurity& security = {}) {
+                     const net::TransportSecurity& security = {}) {
   JobConfig job;
   job.security = security;
   job.role = role;
@@ -142,7 +142,7 @@ Message pull(int worker, const PartInfo& info, int64_t round) {
 // Sends every message on one fresh connection; each must be refused (with
 // `code`, when given).
 void expect_all_refused(const std::string& url, std::vector<Message> messages, const std::string& what,
-                        const ps::TransportSecurity& security = {}, std::optional<ErrorCode> code = std::nullopt) {
+                        const net::TransportSecurity& security = {}, std::optional<ErrorCode> code = std::nullopt) {
   RequestClient client(url, 10s, ps::kDefaultMaxMessageBytes, security);
   for (size_t i = 0; i < messages.size(); ++i) {
     const std::optional<Error> error = ask(client, std::move(messages[i]));
@@ -155,7 +155,7 @@ using Attack = std::function<void(const Target&)>;
 
 // Runs the job with `attack` between steps 2 and 3 and checks the outcome.
 // security: the job's (every real node's).
-void run_attacked_job(const Attack& attack, const ps::TransportSecurity& security = {}) {
+void run_attacked_job(const Attack& attack, const net::TransportSecurity& security = {}) {
   const std::vector<float>& expected = reference_weights();
   const PsOptions o = options();
   ps::Scheduler scheduler(job_config(Role::kScheduler, "tcp://127.0.0.1:0", -1, security), o);
@@ -341,9 +341,9 @@ TEST(HostilePeer, BitFlippedMessagesAreRefused) {
   });
 }
 
-ps::TransportSecurity secret_filled_with(uint8_t v) {
-  ps::TransportSecurity s;
-  s.secret = ps::JobSecret{};
+net::TransportSecurity secret_filled_with(uint8_t v) {
+  net::TransportSecurity s;
+  s.secret = net::JobSecret{};
   s.secret->fill(v);
   return s;
 }
@@ -352,7 +352,7 @@ ps::TransportSecurity secret_filled_with(uint8_t v) {
 // cannot register, take a rank, push, pull, start a barrier or stop the job,
 // and the real nodes train to the undisturbed result.
 TEST(HostilePeer, NodesWithoutTheJobsSecretAreRefusedEverything) {
-  const ps::TransportSecurity job_secret = secret_filled_with(5);
+  const net::TransportSecurity job_secret = secret_filled_with(5);
   run_attacked_job(
       [](const Target& t) {
         const auto everything = [] {
@@ -374,7 +374,7 @@ TEST(HostilePeer, NodesWithoutTheJobsSecretAreRefusedEverything) {
           m.push_back(ps::encode_data_request(wire::DataOp::SetLearningRate, 0, {}, "", 1000).message);
           return m;
         };
-        for (const ps::TransportSecurity& stranger : {ps::TransportSecurity{}, secret_filled_with(6)}) {
+        for (const net::TransportSecurity& stranger : {net::TransportSecurity{}, secret_filled_with(6)}) {
           expect_all_refused(t.scheduler_url, everything(), "a control message without the secret", stranger,
                              ErrorCode::kUnauthenticated);
           expect_all_refused(t.server_url, data(), "a data request without the secret", stranger,

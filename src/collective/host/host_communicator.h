@@ -40,7 +40,7 @@
 #include "collective/exchange.h"
 #include "core/dtype.h"
 #include "core/traffic.h"
-#include "ps/transport/transport_security.h"
+#include "net/transport_security.h"
 
 namespace dt::collective::host {
 
@@ -63,7 +63,7 @@ struct HostCommunicatorOptions {
   bool use_ipc = true;
   // The job's secret: each new stream proves both ends hold it before any
   // data (mesh_rendezvous.h).
-  ps::TransportSecurity security;
+  net::TransportSecurity security;
 };
 
 class HostCommunicator {

@@ -12,9 +12,9 @@
 
 #include "core/error.h"
 #include "core/parameter_table.h"
-#include "ps/transport/auth_handshake.h"
-#include "ps/transport/nng_check.h"
-#include "ps/transport/tls_config.h"
+#include "net/auth_handshake.h"
+#include "net/nng_check.h"
+#include "net/tls_config.h"
 
 namespace dt::collective::host {
 
@@ -76,21 +76,21 @@ std::string ipc_path(int rank, const HostCommunicatorOptions& options) {
   return path;
 }
 
-Listener listen(const std::string& url, const ps::TlsFiles& tls) {
+Listener listen(const std::string& url, const net::TlsFiles& tls) {
   nng_stream_listener* raw = nullptr;
   int rv = nng_stream_listener_alloc(&raw, url.c_str());
-  if (rv != 0) ps::throw_nng_error(rv, "host communicator: listener for " + url);
+  if (rv != 0) net::throw_nng_error(rv, "host communicator: listener for " + url);
   Listener listener(raw);
-  if (ps::is_tls_url(url)) ps::TlsConfig(ps::TlsRole::kServer, tls).apply(raw, url);
+  if (net::is_tls_url(url)) net::TlsConfig(net::TlsRole::kServer, tls).apply(raw, url);
   rv = nng_stream_listener_listen(raw);
-  if (rv != 0) ps::throw_nng_error(rv, "host communicator: listen on " + url);
+  if (rv != 0) net::throw_nng_error(rv, "host communicator: listen on " + url);
   return listener;
 }
 
 Aio make_aio(Clock::time_point deadline) {
   nng_aio* raw = nullptr;
   const int rv = nng_aio_alloc(&raw, nullptr, nullptr);
-  if (rv != 0) ps::throw_nng_error(rv, "host communicator: nng_aio_alloc");
+  if (rv != 0) net::throw_nng_error(rv, "host communicator: nng_aio_alloc");
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
   nng_aio_set_timeout(raw, static_cast<nng_duration>(std::max<int64_t>(1, std::min<int64_t>(ms, INT32_MAX))));
   return Aio(raw);
@@ -122,7 +122,7 @@ Published decode_blob(const std::vector<uint8_t>& blob, int rank) {
   if (start != text.size() || fields.size() != 5 || fields[0] != kBlobMagic) throw bad("not a host mesh address");
   if (fields[1] != std::to_string(rank)) throw bad("it says rank " + fields[1]);
   Published p{fields[2], fields[3], fields[4]};
-  if (!ps::is_tcp_url(p.tcp_url)) throw bad("tcp address '" + p.tcp_url + "'");
+  if (!net::is_tcp_url(p.tcp_url)) throw bad("tcp address '" + p.tcp_url + "'");
   if (!p.ipc_url.empty() && p.ipc_url.rfind("ipc://", 0) != 0) throw bad("ipc address '" + p.ipc_url + "'");
   return p;
 }
@@ -146,9 +146,9 @@ std::unique_ptr<PeerStream> dial(int rank, int size, int peer, const std::string
                                  const HostCommunicatorOptions& options) {
   nng_stream_dialer* raw = nullptr;
   int rv = nng_stream_dialer_alloc(&raw, url.c_str());
-  if (rv != 0) ps::throw_nng_error(rv, "host communicator: dialer for rank " + std::to_string(peer) + " at " + url);
+  if (rv != 0) net::throw_nng_error(rv, "host communicator: dialer for rank " + std::to_string(peer) + " at " + url);
   Dialer dialer(raw);
-  if (ps::is_tls_url(url)) ps::TlsConfig(ps::TlsRole::kClient, options.security.tls).apply(raw, url);
+  if (net::is_tls_url(url)) net::TlsConfig(net::TlsRole::kClient, options.security.tls).apply(raw, url);
   Aio aio = make_aio(deadline);
   nng_stream_dialer_dial(dialer.get(), aio.get());
   nng_aio_wait(aio.get());
@@ -158,7 +158,7 @@ std::unique_ptr<PeerStream> dial(int rank, int size, int peer, const std::string
                                           url + " took longer than " + timeout_text(options.timeout_s));
   }
   if (rv != 0) {
-    ps::throw_nng_error(rv, "host communicator: connecting to rank " + std::to_string(peer) + " at " + url +
+    net::throw_nng_error(rv, "host communicator: connecting to rank " + std::to_string(peer) + " at " + url +
                                 (url.rfind("ipc://", 0) == 0 ? " (use_ipc = false avoids ipc)" : ""));
   }
   auto stream = std::make_unique<PeerStream>(static_cast<nng_stream*>(nng_aio_get_output(aio.get(), 0)), peer,
@@ -187,7 +187,7 @@ void accept_one(nng_stream_listener* listener, const std::string& url, int rank,
                                           std::to_string(rank) + " at " + url + " within " +
                                           timeout_text(options.timeout_s));
   }
-  if (rv != 0) ps::throw_nng_error(rv, "host communicator: accepting on " + url);
+  if (rv != 0) net::throw_nng_error(rv, "host communicator: accepting on " + url);
   auto stream = std::make_unique<PeerStream>(static_cast<nng_stream*>(nng_aio_get_output(aio.get(), 0)), -1,
                                              options.timeout_s);
   std::array<uint8_t, kHelloBytes> hello{};
@@ -210,31 +210,31 @@ void accept_one(nng_stream_listener* listener, const std::string& url, int rank,
 }
 
 // Both ends of every stream prove they hold the job's secret before any
-// collective runs (ps/transport/auth_handshake.h's MACs): each sends a fresh
+// collective runs (net/auth_handshake.h's MACs): each sends a fresh
 // nonce, then its MAC over the dialler's and the listener's nonces, labelled
 // by its side. Every rank sends before it waits on each step, so no order
 // of ranks can deadlock, and the nonces make a recorded exchange worthless.
 void authenticate_mesh(int rank, const std::vector<std::unique_ptr<PeerStream>>& streams,
-                       const ps::JobSecret& secret) {
+                       const net::JobSecret& secret) {
   const size_t size = streams.size();
-  std::vector<ps::Nonce> mine(size);
-  std::vector<ps::Nonce> theirs(size);
+  std::vector<net::Nonce> mine(size);
+  std::vector<net::Nonce> theirs(size);
   for (size_t p = 0; p < size; ++p) {
     if (!streams[p]) continue;
-    mine[p] = ps::fresh_nonce();
+    mine[p] = net::fresh_nonce();
     streams[p]->start_send(mine[p].data(), mine[p].size(), nullptr, 0);
     streams[p]->wait_send("host communicator: authentication nonce");
   }
   for (size_t p = 0; p < size; ++p) {
     if (streams[p]) streams[p]->recv(theirs[p].data(), theirs[p].size(), "host communicator: authentication nonce");
   }
-  std::vector<ps::Sha256Digest> proofs(size);
+  std::vector<net::Sha256Digest> proofs(size);
   for (size_t p = 0; p < size; ++p) {
     if (!streams[p]) continue;
     const bool dialled = static_cast<size_t>(rank) < p;  // the lower rank dials
-    const ps::Nonce& dialler = dialled ? mine[p] : theirs[p];
-    const ps::Nonce& listener = dialled ? theirs[p] : mine[p];
-    proofs[p] = dialled ? ps::client_mac(secret, dialler, listener) : ps::server_mac(secret, dialler, listener);
+    const net::Nonce& dialler = dialled ? mine[p] : theirs[p];
+    const net::Nonce& listener = dialled ? theirs[p] : mine[p];
+    proofs[p] = dialled ? net::client_mac(secret, dialler, listener) : net::server_mac(secret, dialler, listener);
     streams[p]->start_send(proofs[p].data(), proofs[p].size(), nullptr, 0);
     streams[p]->wait_send("host communicator: authentication proof");
   }
@@ -245,14 +245,14 @@ void authenticate_mesh(int rank, const std::vector<std::unique_ptr<PeerStream>>&
   std::string impostors;
   for (size_t p = 0; p < size; ++p) {
     if (!streams[p]) continue;
-    ps::Sha256Digest proof{};
+    net::Sha256Digest proof{};
     streams[p]->recv(proof.data(), proof.size(), "host communicator: authentication proof");
     const bool dialled = static_cast<size_t>(rank) < p;
-    const ps::Nonce& dialler = dialled ? mine[p] : theirs[p];
-    const ps::Nonce& listener = dialled ? theirs[p] : mine[p];
-    const ps::Sha256Digest expected =
-        dialled ? ps::server_mac(secret, dialler, listener) : ps::client_mac(secret, dialler, listener);
-    if (!ps::equal_in_constant_time(expected.data(), proof.data(), expected.size())) {
+    const net::Nonce& dialler = dialled ? mine[p] : theirs[p];
+    const net::Nonce& listener = dialled ? theirs[p] : mine[p];
+    const net::Sha256Digest expected =
+        dialled ? net::server_mac(secret, dialler, listener) : net::client_mac(secret, dialler, listener);
+    if (!net::equal_in_constant_time(expected.data(), proof.data(), expected.size())) {
       impostors += (impostors.empty() ? "" : ", ") + std::to_string(p);
     }
   }
@@ -287,13 +287,13 @@ std::vector<std::unique_ptr<PeerStream>> connect_mesh(int rank, int size, const 
   mine.host = host_identity();
   const bool host_has_colon = options.host.find(':') != std::string::npos;
   const std::string host = host_has_colon ? "[" + options.host + "]" : options.host;
-  // With TLS files the tcp listener is tls+tcp (ps/transport/tls_config.h).
-  const ps::TlsFiles& tls = options.security.tls;
-  Listener tcp = listen(ps::url_for_transport("tcp://" + host + ":0", tls), tls);
+  // With TLS files the tcp listener is tls+tcp (net/tls_config.h).
+  const net::TlsFiles& tls = options.security.tls;
+  Listener tcp = listen(net::url_for_transport("tcp://" + host + ":0", tls), tls);
   int port = 0;
   const int rv = nng_stream_listener_get_int(tcp.get(), NNG_OPT_TCP_BOUND_PORT, &port);
-  if (rv != 0) ps::throw_nng_error(rv, "host communicator: NNG_OPT_TCP_BOUND_PORT");
-  mine.tcp_url = ps::url_for_transport("tcp://" + host + ":" + std::to_string(port), tls);
+  if (rv != 0) net::throw_nng_error(rv, "host communicator: NNG_OPT_TCP_BOUND_PORT");
+  mine.tcp_url = net::url_for_transport("tcp://" + host + ":" + std::to_string(port), tls);
   Listener ipc;
   if (options.use_ipc) {
     mine.ipc_url = "ipc://" + ipc_path(rank, options);
@@ -315,7 +315,7 @@ std::vector<std::unique_ptr<PeerStream>> connect_mesh(int rank, int size, const 
   for (int p = rank + 1; p < size; ++p) {
     const Published& peer = all[static_cast<size_t>(p)];
     streams[static_cast<size_t>(p)] =
-        dial(rank, size, p, use_ipc_with(p) ? peer.ipc_url : ps::url_for_transport(peer.tcp_url, tls), deadline,
+        dial(rank, size, p, use_ipc_with(p) ? peer.ipc_url : net::url_for_transport(peer.tcp_url, tls), deadline,
              options);
   }
   int ipc_accepts = 0;

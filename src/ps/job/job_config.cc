@@ -17,11 +17,11 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/parameter_table.h"
+#include "net/tls_config.h"
 #include "ps/job/environment_options.h"
 #include "ps/job/launcher_environment.h"
 #include "ps/job/security_environment.h"
 #include "ps/job/tls_environment.h"
-#include "ps/transport/tls_config.h"
 
 namespace dt::ps {
 
@@ -241,12 +241,12 @@ JobConfig job_config_from(const EnvLookup& env, const JobOverrides& overrides) {
   job.security = security_from(env);
   if (overrides.tls) {
     check_tls_files(*overrides.tls,
-                    TlsFileNames{"options->tls_cert_file", "options->tls_key_file", "options->tls_ca_file"});
+                    net::TlsFileNames{"options->tls_cert_file", "options->tls_key_file", "options->tls_ca_file"});
     job.security.tls = *overrides.tls;
   }
-  // A TLS job's tcp connections are all tls+tcp (ps/transport/tls_config.h).
-  job.root_url = url_for_transport(job.root_url, job.security.tls);
-  job.scheduler_listen_url = url_for_transport(job.scheduler_listen_url, job.security.tls);
+  // A TLS job's tcp connections are all tls+tcp (net/tls_config.h).
+  job.root_url = net::url_for_transport(job.root_url, job.security.tls);
+  job.scheduler_listen_url = net::url_for_transport(job.scheduler_listen_url, job.security.tls);
   return job;
 }
 

@@ -11,8 +11,8 @@
 #include <optional>
 #include <string>
 
+#include "net/transport_security.h"
 #include "ps/transport/request_client.h"
-#include "ps/transport/transport_security.h"
 
 namespace dt::ps {
 
@@ -88,7 +88,7 @@ struct JobConfig {
   std::string layout_summary;
   // The job's secret and TLS files (ps/job/security_environment.h): every
   // connection this node opens or accepts uses them.
-  TransportSecurity security;
+  net::TransportSecurity security;
 };
 
 // Values a program sets itself (explicit API options). Each wins over every
@@ -101,7 +101,7 @@ struct JobOverrides {
   std::optional<std::string> root_uri;
   std::optional<int> root_port;
   // The node's TLS files instead of DT_TLS_* (all three set).
-  std::optional<TlsFiles> tls;
+  std::optional<net::TlsFiles> tls;
 };
 
 // Reads a variable: nullopt when unset. Tests pass a map instead of getenv.

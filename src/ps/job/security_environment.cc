@@ -7,8 +7,8 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "net/hmac.h"
 #include "ps/job/tls_environment.h"
-#include "ps/transport/hmac.h"
 
 namespace dt::ps {
 
@@ -20,14 +20,14 @@ namespace {
 constexpr char kHexDigits[] = "0123456789abcdef";
 
 // 64 hex digits -> 32 bytes; the text is never echoed (it is the secret).
-JobSecret parse_secret(const std::string& text, const std::string& source) {
+net::JobSecret parse_secret(const std::string& text, const std::string& source) {
   const auto value = [](char c) -> int {
     if (c >= '0' && c <= '9') return c - '0';
     const int lower = std::tolower(static_cast<unsigned char>(c));
     if (lower >= 'a' && lower <= 'f') return lower - 'a' + 10;
     return -1;
   };
-  JobSecret secret{};
+  net::JobSecret secret{};
   bool ok = text.size() == 2 * secret.size();
   for (size_t i = 0; ok && i < secret.size(); ++i) {
     const int high = value(text[2 * i]);
@@ -51,7 +51,7 @@ std::string trimmed(const std::string& s) {
   return s.substr(begin, end - begin);
 }
 
-JobSecret secret_from_file(const std::string& path) {
+net::JobSecret secret_from_file(const std::string& path) {
   const std::string source = "DT_JOB_SECRET_FILE=" + path;
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) throw Error(ErrorCode::kInvalidArgument, source + ": no such file");
@@ -71,8 +71,8 @@ JobSecret secret_from_file(const std::string& path) {
 
 }  // namespace
 
-TransportSecurity security_from(const EnvLookup& env) {
-  TransportSecurity security;
+net::TransportSecurity security_from(const EnvLookup& env) {
+  net::TransportSecurity security;
   const auto non_empty = [&](const char* name) -> std::optional<std::string> {
     auto v = env(name);
     if (v && !v->empty()) return v;
@@ -90,8 +90,8 @@ TransportSecurity security_from(const EnvLookup& env) {
 }
 
 std::string new_job_secret_hex() {
-  JobSecret secret{};
-  random_bytes(secret.data(), secret.size());
+  net::JobSecret secret{};
+  net::random_bytes(secret.data(), secret.size());
   std::string hex;
   for (uint8_t b : secret) {
     hex += kHexDigits[b >> 4];

@@ -6,15 +6,15 @@
 
 #include <string>
 
+#include "net/transport_security.h"
 #include "ps/job/job_config.h"
-#include "ps/transport/transport_security.h"
 
 namespace dt::ps {
 
 // Error(kInvalidArgument) naming the variable (never the value) for a
 // malformed secret, both variables set, or a file that is missing,
 // unreadable or open to group or others.
-TransportSecurity security_from(const EnvLookup& env);
+net::TransportSecurity security_from(const EnvLookup& env);
 
 // 64 lowercase hex digits of 256 fresh random bits (mbedTLS's CTR-DRBG over
 // the system's entropy): what dtrun hands each job.

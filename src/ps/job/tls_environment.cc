@@ -2,21 +2,21 @@
 
 namespace dt::ps {
 
-void check_tls_files(const TlsFiles& files, const TlsFileNames& names) {
-  check_tls_files_complete(files, names);
-  if (files.enabled()) TlsConfig(TlsRole::kClient, files, names);
+void check_tls_files(const net::TlsFiles& files, const net::TlsFileNames& names) {
+  net::check_tls_files_complete(files, names);
+  if (files.enabled()) net::TlsConfig(net::TlsRole::kClient, files, names);
 }
 
-TlsFiles tls_files_from(const EnvLookup& env) {
+net::TlsFiles tls_files_from(const EnvLookup& env) {
   const auto value = [&](const char* name) {
     auto v = env(name);
     return v ? *v : std::string();
   };
-  TlsFiles files;
+  net::TlsFiles files;
   files.cert_file = value("DT_TLS_CERT_FILE");
   files.key_file = value("DT_TLS_KEY_FILE");
   files.ca_file = value("DT_TLS_CA_FILE");
-  check_tls_files(files, TlsFileNames{"DT_TLS_CERT_FILE", "DT_TLS_KEY_FILE", "DT_TLS_CA_FILE"});
+  check_tls_files(files, net::TlsFileNames{"DT_TLS_CERT_FILE", "DT_TLS_KEY_FILE", "DT_TLS_CA_FILE"});
   return files;
 }
 

@@ -4,7 +4,7 @@
 #include <thread>
 
 #include "core/log.h"
-#include "ps/transport/tls_config.h"
+#include "net/tls_config.h"
 
 namespace dt::ps {
 
@@ -22,8 +22,8 @@ std::string data_url_of(const NodeInfo& server, const std::string& node_host, Da
   const bool want_ipc = transport == DataTransport::kIpc ||
                         (transport == DataTransport::kAuto && server.host == node_host);
   for (const auto& url : server.data_urls) if (starts_with(url, "inproc://")) return url;
-  for (const auto& url : server.data_urls) if (want_ipc ? starts_with(url, "ipc://") : is_tcp_url(url)) return url;
-  for (const auto& url : server.data_urls) if (is_tcp_url(url)) return url;
+  for (const auto& url : server.data_urls) if (want_ipc ? starts_with(url, "ipc://") : net::is_tcp_url(url)) return url;
+  for (const auto& url : server.data_urls) if (net::is_tcp_url(url)) return url;
   throw Error(ErrorCode::kProtocol, server.describe() + " offers no usable data URL");
 }
 
@@ -35,7 +35,7 @@ DataTransport data_transport_from_name(const std::string& name) {
 }
 
 WorkerClient::WorkerClient(const NodeTable& table, const std::string& node_host, DataTransport transport,
-                           const PsOptions& options, const TransportSecurity& security)
+                           const PsOptions& options, const net::TransportSecurity& security)
     : options_(options),
       num_servers_(static_cast<int>(table.servers.size())),
       node_host_(node_host),

@@ -43,7 +43,7 @@ class WorkerClient {
 
   // security: the job's (JobConfig::security), for every server connection.
   WorkerClient(const NodeTable& table, const std::string& node_host, DataTransport transport,
-               const PsOptions& options, const TransportSecurity& security);
+               const PsOptions& options, const net::TransportSecurity& security);
   ~WorkerClient();
   WorkerClient(const WorkerClient&) = delete;
   WorkerClient& operator=(const WorkerClient&) = delete;
@@ -118,7 +118,7 @@ class WorkerClient {
   const int num_servers_;
   const std::string node_host_;
   const DataTransport transport_;
-  const TransportSecurity security_;
+  const net::TransportSecurity security_;
   mutable std::shared_mutex servers_mutex_;  // guards servers_, replaced_, disconnect_callback_
   std::vector<std::unique_ptr<RequestClient>> servers_;
   std::vector<std::unique_ptr<RequestClient>> replaced_;

@@ -17,7 +17,7 @@ using core::Error;
 using core::ErrorCode;
 
 PartFiller::PartFiller(ServerKeyStore& store, const std::string& node_host, const PsOptions& options,
-                       const TransportSecurity& security)
+                       const net::TransportSecurity& security)
     : store_(store),
       node_host_(node_host),
       options_(options),

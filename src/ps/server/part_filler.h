@@ -22,11 +22,11 @@
 #include <thread>
 #include <vector>
 
+#include "net/transport_security.h"
 #include "ps/job/job_config.h"
 #include "ps/roles/node_table.h"
 #include "ps/server/key_store.h"
 #include "ps/transport/request_client.h"
-#include "ps/transport/transport_security.h"
 
 namespace dt::ps {
 
@@ -35,7 +35,7 @@ class PartFiller {
   // node_host: this server's host (it reaches the others as a worker there
   // would). Fills wait for set_servers().
   PartFiller(ServerKeyStore& store, const std::string& node_host, const PsOptions& options,
-             const TransportSecurity& security);
+             const net::TransportSecurity& security);
   // Once registered: this server's rank and the job's servers
   // (NodeTable::servers).
   void set_servers(int rank, std::vector<NodeInfo> servers);
@@ -79,7 +79,7 @@ class PartFiller {
   ServerKeyStore& store_;
   const std::string node_host_;
   const PsOptions options_;
-  const TransportSecurity security_;
+  const net::TransportSecurity security_;
 
   std::mutex mutex_;  // guards what follows
   std::condition_variable wake_;

@@ -15,13 +15,13 @@
 #include <vector>
 
 #include "core/error.h"
-#include "core/parameter_table.h"
 #include "core/log.h"
+#include "core/parameter_table.h"
+#include "net/tls_config.h"
 #include "ps/roles/cluster_member.h"
 #include "ps/server/part_filler.h"
 #include "ps/server/request_handler.h"
 #include "ps/transport/request_server.h"
-#include "ps/transport/tls_config.h"
 
 namespace dt::ps {
 
@@ -45,7 +45,7 @@ std::string ipc_path(const JobConfig& job, const void* owner) {
 
 std::vector<std::string> listen_urls(const JobConfig& job, const void* owner, const std::string& ipc) {
   if (ipc.empty()) return {"inproc://dt-ps-server-" + unique_suffix(owner)};
-  return {url_for_transport("tcp://" + job.node_host + ":0", job.security.tls), "ipc://" + ipc};
+  return {net::url_for_transport("tcp://" + job.node_host + ":0", job.security.tls), "ipc://" + ipc};
 }
 
 // A killed server cannot remove its socket file: the next server on the

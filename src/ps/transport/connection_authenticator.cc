@@ -1,6 +1,7 @@
 #include "ps/transport/connection_authenticator.h"
 
 #include "core/error.h"
+#include "ps/transport/handshake_message.h"
 
 namespace dt::ps {
 
@@ -8,8 +9,8 @@ ConnectionAuthenticator::Outcome ConnectionAuthenticator::refuse(Connection& c, 
                                                                  bool failed) {
   Outcome out;
   out.action = Outcome::kReply;
-  HandshakeMessage m;
-  m.type = failed ? HandshakeType::kRefused : HandshakeType::kUnauthenticated;
+  net::HandshakeMessage m;
+  m.type = failed ? net::HandshakeType::kRefused : net::HandshakeType::kUnauthenticated;
   m.reason = reason;
   out.reply = handshake_message(m);
   c.failed = c.failed || failed;
@@ -33,44 +34,44 @@ ConnectionAuthenticator::Outcome ConnectionAuthenticator::screen(const Message& 
     out.action = Outcome::kClose;
     return out;
   }
-  if (!is_handshake(request.data(), request.size())) {
+  if (!net::is_handshake(request.data(), request.size())) {
     if (c.proven) return Outcome{};
     return refuse(c, "refused a request on a connection that has not proven it holds the job's secret "
                      "(is DT_JOB_SECRET or DT_JOB_SECRET_FILE set on that node?)", false);
   }
-  HandshakeMessage m;
+  net::HandshakeMessage m;
   try {
-    m = decode_handshake(request.data(), request.size());
+    m = net::decode_handshake(request.data(), request.size());
   } catch (const core::Error& e) {
     return refuse(c, e.what(), true);
   }
   switch (m.type) {
-    case HandshakeType::kHello: {
+    case net::HandshakeType::kHello: {
       // A new Hello restarts the handshake: the connection is unproven until
       // the proof over this fresh nonce arrives.
       c.proven = false;
       c.challenged = true;
       c.client_nonce = m.nonce;
-      c.server_nonce = fresh_nonce();
-      HandshakeMessage challenge;
-      challenge.type = HandshakeType::kChallenge;
+      c.server_nonce = net::fresh_nonce();
+      net::HandshakeMessage challenge;
+      challenge.type = net::HandshakeType::kChallenge;
       challenge.nonce = c.server_nonce;
-      challenge.mac = server_mac(secret_, c.client_nonce, c.server_nonce);
+      challenge.mac = net::server_mac(secret_, c.client_nonce, c.server_nonce);
       Outcome out;
       out.action = Outcome::kReply;
       out.reply = handshake_message(challenge);
       return out;
     }
-    case HandshakeType::kProof: {
+    case net::HandshakeType::kProof: {
       if (!c.challenged) return refuse(c, "authentication proof without a challenge on this connection", true);
-      const Sha256Digest expected = client_mac(secret_, c.client_nonce, c.server_nonce);
+      const net::Sha256Digest expected = net::client_mac(secret_, c.client_nonce, c.server_nonce);
       c.challenged = false;  // each server nonce answers one proof only
-      if (!equal_in_constant_time(expected.data(), m.mac.data(), expected.size())) {
+      if (!net::equal_in_constant_time(expected.data(), m.mac.data(), expected.size())) {
         return refuse(c, "wrong job secret: the peer's authentication proof does not match this job's secret", true);
       }
       c.proven = true;
-      HandshakeMessage accepted;
-      accepted.type = HandshakeType::kAccepted;
+      net::HandshakeMessage accepted;
+      accepted.type = net::HandshakeType::kAccepted;
       Outcome out;
       out.action = Outcome::kReply;
       out.reply = handshake_message(accepted);

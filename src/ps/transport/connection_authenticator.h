@@ -1,4 +1,4 @@
-// The listening side of the job's authentication (auth_handshake.h): which
+// The listening side of the job's authentication (net/auth_handshake.h): which
 // connections of a RequestServer have proven they hold the secret. Every
 // request passes screen() before the handler sees it; only requests of
 // proven connections go on. Thread-safe.
@@ -9,15 +9,15 @@
 #include <string>
 #include <unordered_map>
 
-#include "ps/transport/auth_handshake.h"
+#include "net/auth_handshake.h"
+#include "net/transport_security.h"
 #include "ps/transport/message.h"
-#include "ps/transport/transport_security.h"
 
 namespace dt::ps {
 
 class ConnectionAuthenticator {
  public:
-  explicit ConnectionAuthenticator(const JobSecret& secret) : secret_(secret) {}
+  explicit ConnectionAuthenticator(const net::JobSecret& secret) : secret_(secret) {}
 
   struct Outcome {
     enum Action {
@@ -44,12 +44,12 @@ class ConnectionAuthenticator {
     bool proven = false;
     bool failed = false;  // a wrong proof or malformed handshake
     bool logged = false;
-    Nonce client_nonce{};
-    Nonce server_nonce{};
+    net::Nonce client_nonce{};
+    net::Nonce server_nonce{};
   };
   Outcome refuse(Connection& c, const std::string& reason, bool failed);
 
-  const JobSecret secret_;
+  const net::JobSecret secret_;
   std::mutex mutex_;
   std::unordered_map<uint32_t, Connection> connections_;
 };

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <utility>
 
-#include "ps/transport/nng_check.h"
+#include "net/nng_check.h"
 
 namespace dt::ps {
 

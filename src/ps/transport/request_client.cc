@@ -12,12 +12,12 @@
 #include <mutex>
 #include <vector>
 
-#include "ps/transport/auth_handshake.h"
-#include "ps/transport/nng_check.h"
-#include "ps/transport/superseded_reply.h"
-#include "ps/transport/nng_handles.h"
+#include "net/auth_handshake.h"
+#include "net/nng_check.h"
+#include "net/nng_handles.h"
+#include "net/tls_config.h"
 #include "ps/transport/request_client_state.h"
-#include "ps/transport/tls_config.h"
+#include "ps/transport/superseded_reply.h"
 
 namespace dt::ps {
 
@@ -67,10 +67,10 @@ RequestClient::State::PendingRequest* RequestClient::State::acquire() {
     p->state = this;
     nng_ctx ctx;
     DT_NNG_CHECK(nng_ctx_open(&ctx, socket.get()));
-    p->ctx = NngContext(ctx);
+    p->ctx = net::NngContext(ctx);
     nng_aio* aio;
     DT_NNG_CHECK(nng_aio_alloc(&aio, &State::on_aio, p.get()));
-    p->aio = Aio(aio);
+    p->aio = net::Aio(aio);
     all.push_back(std::move(p));
   } catch (...) {
     --sending;
@@ -105,7 +105,7 @@ Error RequestClient::State::error_for(int rv, const PendingRequest& p) {
     case NNG_ECONNSHUT:
       return Error(ErrorCode::kNetwork, "connection to " + url + " lost while waiting for the reply (peer gone?)");
     default:
-      return Error(error_code_of_nng(rv), "request to " + url + ": " + nng_strerror(rv));
+      return Error(net::error_code_of_nng(rv), "request to " + url + ": " + nng_strerror(rv));
   }
 }
 
@@ -162,12 +162,12 @@ void RequestClient::State::on_aio(void* arg) {
     }
     return;
   }
-  if (!p->raw && is_handshake(reply.data(), reply.size())) {
+  if (!p->raw && net::is_handshake(reply.data(), reply.size())) {
     // The peer refused this connection (this node lacks the job's secret,
     // or the connection changed before it proved itself).
     std::string reason;
     try {
-      reason = decode_handshake(reply.data(), reply.size()).reason;
+      reason = net::decode_handshake(reply.data(), reply.size()).reason;
     } catch (const Error& e) {
       reason = e.what();
     }
@@ -178,13 +178,13 @@ void RequestClient::State::on_aio(void* arg) {
 }
 
 RequestClient::RequestClient(const std::string& url, std::chrono::milliseconds connect_timeout,
-                             size_t max_message_bytes, const TransportSecurity& security)
+                             size_t max_message_bytes, const net::TransportSecurity& security)
     : url_(url), state_(std::make_shared<State>()) {
   State& st = *state_;
   st.url = url;
   nng_socket socket;
   DT_NNG_CHECK(nng_req0_open(&socket));
-  st.socket = Socket(socket);
+  st.socket = net::Socket(socket);
   st.secret = security.secret;
   st.weak_self = state_;
   DT_NNG_CHECK(nng_socket_set_size(socket, NNG_OPT_RECVMAXSZ, max_message_bytes));
@@ -198,14 +198,14 @@ RequestClient::RequestClient(const std::string& url, std::chrono::milliseconds c
   DT_NNG_CHECK(nng_pipe_notify(socket, NNG_PIPE_EV_ADD_POST, &State::on_pipe_event, &st));
   DT_NNG_CHECK(nng_pipe_notify(socket, NNG_PIPE_EV_REM_POST, &State::on_pipe_event, &st));
   // Non-blocking: a peer that is not up yet is redialed in the background.
-  // With TLS files a tcp URL is dialed as tls+tcp (ps/transport/tls_config.h).
-  const std::string dial_url = url_for_transport(url, security.tls);
+  // With TLS files a tcp URL is dialed as tls+tcp (net/tls_config.h).
+  const std::string dial_url = net::url_for_transport(url, security.tls);
   nng_dialer dialer;
   int rv = nng_dialer_create(&dialer, socket, dial_url.c_str());
-  if (rv != 0) throw_nng_error(rv, "dialing " + dial_url);
-  if (is_tls_url(dial_url)) TlsConfig(TlsRole::kClient, security.tls).apply(dialer, dial_url);
+  if (rv != 0) net::throw_nng_error(rv, "dialing " + dial_url);
+  if (net::is_tls_url(dial_url)) net::TlsConfig(net::TlsRole::kClient, security.tls).apply(dialer, dial_url);
   rv = nng_dialer_start(dialer, NNG_FLAG_NONBLOCK);
-  if (rv != 0) throw_nng_error(rv, "dialing " + dial_url);
+  if (rv != 0) net::throw_nng_error(rv, "dialing " + dial_url);
   if (connect_timeout.count() > 0) {
     std::unique_lock<std::mutex> lock(st.mutex);
     if (!st.connected_cv.wait_for(lock, connect_timeout, [&] { return st.pipes > 0; })) {

@@ -12,9 +12,9 @@
 #include <string>
 
 #include "core/error.h"
-#include "ps/transport/message.h"
 #include "core/traffic.h"
-#include "ps/transport/transport_security.h"
+#include "net/transport_security.h"
+#include "ps/transport/message.h"
 
 namespace dt::ps {
 
@@ -39,15 +39,15 @@ class RequestClient {
   // kInvalidArgument for a malformed URL.
   // security.secret: before its first request on each connection the client
   // proves it holds the job's secret and checks that the peer does too
-  // (ps/transport/auth_handshake.h); requests wait for that within their own
+  // (net/auth_handshake.h); requests wait for that within their own
   // deadlines. A peer that refuses the proof, or takes no part, fails them
   // with kUnauthenticated.
   // security.tls: a tcp:// URL is dialed as tls+tcp://, and only a peer with
-  // a certificate from the job's CA is connected (ps/transport/tls_config.h);
+  // a certificate from the job's CA is connected (net/tls_config.h);
   // one refused in the handshake looks unreachable: requests fail kTimedOut.
   RequestClient(const std::string& url, std::chrono::milliseconds connect_timeout,
                 size_t max_message_bytes = kDefaultMaxMessageBytes,
-                const TransportSecurity& security = TransportSecurity());
+                const net::TransportSecurity& security = net::TransportSecurity());
   ~RequestClient();  // close()
   RequestClient(const RequestClient&) = delete;
   RequestClient& operator=(const RequestClient&) = delete;

@@ -1,8 +1,9 @@
-// The proof of the job's secret on each connection (auth_handshake.h):
+// The proof of the job's secret on each connection (net/auth_handshake.h):
 // requests wait, held, until the newest connection has proven itself, then
 // leave on it.
 #include <algorithm>
 
+#include "ps/transport/handshake_message.h"
 #include "ps/transport/request_client_state.h"
 
 namespace dt::ps {
@@ -16,9 +17,9 @@ void RequestClient::State::start_handshake() {
     std::lock_guard<std::mutex> lock(mutex);
     for (const Held& h : held) deadline = std::max(deadline, h.deadline);
   }
-  const Nonce client_nonce = fresh_nonce();
-  HandshakeMessage hello;
-  hello.type = HandshakeType::kHello;
+  const net::Nonce client_nonce = net::fresh_nonce();
+  net::HandshakeMessage hello;
+  hello.type = net::HandshakeType::kHello;
   hello.nonce = client_nonce;
   std::weak_ptr<State> weak = weak_self;
   send_now(handshake_message(hello), deadline, true, [weak, client_nonce, deadline](std::optional<Error> error,
@@ -26,9 +27,9 @@ void RequestClient::State::start_handshake() {
     std::shared_ptr<State> self = weak.lock();
     if (!self) return;
     if (error) return self->handshake_failed(*error, error->code() != ErrorCode::kClosed);
-    HandshakeMessage challenge;
+    net::HandshakeMessage challenge;
     try {
-      challenge = decode_handshake(reply.data(), reply.size());
+      challenge = net::decode_handshake(reply.data(), reply.size());
     } catch (const Error&) {
       return self->handshake_failed(
           Error(ErrorCode::kUnauthenticated, self->url + " takes no part in the job's authentication: it answered "
@@ -36,34 +37,36 @@ void RequestClient::State::start_handshake() {
                                                          "that node, or another program on that port?)"),
           false);
     }
-    if (challenge.type != HandshakeType::kChallenge) {
+    if (challenge.type != net::HandshakeType::kChallenge) {
       return self->handshake_failed(
           Error(ErrorCode::kUnauthenticated, self->url + " refused the connection: " + challenge.reason), false);
     }
-    const Sha256Digest expected = server_mac(*self->secret, client_nonce, challenge.nonce);
-    if (!equal_in_constant_time(expected.data(), challenge.mac.data(), expected.size())) {
+    const net::Sha256Digest expected = net::server_mac(*self->secret, client_nonce, challenge.nonce);
+    if (!net::equal_in_constant_time(expected.data(), challenge.mac.data(), expected.size())) {
       return self->handshake_failed(Error(ErrorCode::kUnauthenticated,
                                           self->url + " does not hold this job's secret: its authentication "
                                                       "proof does not match (a different job, or a wrong "
                                                       "DT_JOB_SECRET on one side)"),
                                     false);
     }
-    HandshakeMessage proof;
-    proof.type = HandshakeType::kProof;
-    proof.mac = client_mac(*self->secret, client_nonce, challenge.nonce);
+    net::HandshakeMessage proof;
+    proof.type = net::HandshakeType::kProof;
+    proof.mac = net::client_mac(*self->secret, client_nonce, challenge.nonce);
     const uint32_t challenged_pipe = reply.pipe_id();
     self->send_now(handshake_message(proof), deadline, true,
                    [weak, challenged_pipe](std::optional<Error> error, Message answer) {
                      std::shared_ptr<State> self = weak.lock();
                      if (!self) return;
                      if (error) return self->handshake_failed(*error, error->code() != ErrorCode::kClosed);
-                     HandshakeMessage verdict;
+                     net::HandshakeMessage verdict;
                      try {
-                       verdict = decode_handshake(answer.data(), answer.size());
+                       verdict = net::decode_handshake(answer.data(), answer.size());
                      } catch (const Error& e) {
                        return self->handshake_failed(e, false);
                      }
-                     if (verdict.type == HandshakeType::kAccepted) return self->handshake_succeeded(answer.pipe_id());
+                     if (verdict.type == net::HandshakeType::kAccepted) {
+                       return self->handshake_succeeded(answer.pipe_id());
+                     }
                      // The proof went out on a newer connection than the
                      // challenge (a reconnect in between): try again there.
                      const bool moved = answer.pipe_id() != challenged_pipe;

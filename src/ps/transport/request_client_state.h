@@ -22,8 +22,8 @@
 #include <nng/nng.h>
 
 #include "core/traffic.h"
-#include "ps/transport/auth_handshake.h"
-#include "ps/transport/nng_handles.h"
+#include "net/auth_handshake.h"
+#include "net/nng_handles.h"
 #include "ps/transport/request_client.h"
 
 namespace dt::ps {
@@ -33,8 +33,8 @@ struct RequestClient::State {
   // busy client does not open a context per request. Owned by State::all.
   struct PendingRequest {
     State* state = nullptr;
-    NngContext ctx;
-    Aio aio;
+    net::NngContext ctx;
+    net::Aio aio;
     bool receiving = false;
     std::chrono::steady_clock::time_point deadline;
     std::chrono::milliseconds budget{0};
@@ -57,7 +57,7 @@ struct RequestClient::State {
   };
 
   std::string url;
-  Socket socket;
+  net::Socket socket;
   std::mutex mutex;
   std::condition_variable connected_cv;
   int pipes = 0;
@@ -78,7 +78,7 @@ struct RequestClient::State {
   // Authentication (auth_handshake.h), when the job has a secret. Guarded
   // by mutex: the newest connection, the one that has proven itself, and the
   // requests waiting for a proof.
-  std::optional<JobSecret> secret;
+  std::optional<net::JobSecret> secret;
   uint32_t current_pipe = 0;
   uint32_t proven_pipe = 0;
   bool handshaking = false;

@@ -16,12 +16,12 @@
 #include <unordered_map>
 #include <utility>
 
+#include "net/nng_check.h"
+#include "net/nng_handles.h"
+#include "net/tls_config.h"
 #include "ps/transport/connection_authenticator.h"
 #include "ps/transport/frame.h"
-#include "ps/transport/nng_check.h"
-#include "ps/transport/nng_handles.h"
 #include "ps/transport/rate_limited_log.h"
-#include "ps/transport/tls_config.h"
 
 namespace dt::ps {
 
@@ -32,7 +32,7 @@ namespace {
 
 // tcp://host:0 (or tls+tcp://) with the port the listener got.
 std::string with_bound_port(const std::string& url, nng_listener listener) {
-  if (!is_tcp_url(url)) return url;
+  if (!net::is_tcp_url(url)) return url;
   int port = 0;
   if (nng_listener_get_int(listener, NNG_OPT_TCP_BOUND_PORT, &port) != 0) return url;
   const size_t colon = url.rfind(':');
@@ -76,8 +76,8 @@ struct RequestServer::State {
   // after close.
   struct Slot {
     State* state = nullptr;
-    NngContext ctx;
-    Aio aio;
+    net::NngContext ctx;
+    net::Aio aio;
     std::mutex mutex;
     bool closing = false;
     bool receiving = false;  // guarded by State::pool_mutex
@@ -97,7 +97,7 @@ struct RequestServer::State {
     bool has_deadline = false;
   };
 
-  Socket socket;
+  net::Socket socket;
   Handler handler;
   // With a job secret: which connections have proven they hold it.
   std::unique_ptr<ConnectionAuthenticator> authenticator;
@@ -151,10 +151,10 @@ void RequestServer::State::replenish() {
         created->state = this;
         nng_ctx ctx;
         if (nng_ctx_open(&ctx, socket.get()) != 0) break;  // closing, or out of memory: retried next time
-        created->ctx = NngContext(ctx);
+        created->ctx = net::NngContext(ctx);
         nng_aio* aio;
         if (nng_aio_alloc(&aio, &State::on_aio, created.get()) != 0) break;
-        created->aio = Aio(aio);
+        created->aio = net::Aio(aio);
         slot = created.get();
         slots.push_back(std::move(created));
       }
@@ -364,7 +364,7 @@ void RequestServer::State::expire_deadlines() {
 
 RequestServer::RequestServer(const std::vector<std::string>& urls, int receivers, Handler handler,
                              size_t max_message_bytes, PipeClosed on_pipe_closed, ConnectionPolicy policy,
-                             const TransportSecurity& security)
+                             const net::TransportSecurity& security)
     : state_(std::make_shared<State>()) {
   if (receivers < 1) throw Error(ErrorCode::kInvalidArgument, "RequestServer: receivers must be at least 1");
   if (policy.per_connection < 1) {
@@ -381,23 +381,23 @@ RequestServer::RequestServer(const std::vector<std::string>& urls, int receivers
   if (security.secret) st.authenticator = std::make_unique<ConnectionAuthenticator>(*security.secret);
   nng_socket socket;
   DT_NNG_CHECK(nng_rep0_open(&socket));
-  st.socket = Socket(socket);
+  st.socket = net::Socket(socket);
   // Inherited by every listener created below.
   DT_NNG_CHECK(nng_socket_set_size(socket, NNG_OPT_RECVMAXSZ, max_message_bytes));
   if (st.on_pipe_closed || st.authenticator) {
     DT_NNG_CHECK(nng_pipe_notify(socket, NNG_PIPE_EV_REM_POST, &State::on_pipe_event, &st));
   }
-  // With TLS files every tcp URL listens as tls+tcp (ps/transport/tls_config.h).
-  std::optional<TlsConfig> tls;
-  if (security.tls.enabled()) tls.emplace(TlsRole::kServer, security.tls);
+  // With TLS files every tcp URL listens as tls+tcp (net/tls_config.h).
+  std::optional<net::TlsConfig> tls;
+  if (security.tls.enabled()) tls.emplace(net::TlsRole::kServer, security.tls);
   for (const std::string& given : urls) {
-    const std::string url = url_for_transport(given, security.tls);
+    const std::string url = net::url_for_transport(given, security.tls);
     nng_listener listener;
     int rv = nng_listener_create(&listener, socket, url.c_str());
-    if (rv != 0) throw_nng_error(rv, "listening on " + url);
-    if (is_tls_url(url)) tls->apply(listener, url);
+    if (rv != 0) net::throw_nng_error(rv, "listening on " + url);
+    if (net::is_tls_url(url)) tls->apply(listener, url);
     rv = nng_listener_start(listener, 0);
-    if (rv != 0) throw_nng_error(rv, "listening on " + url);
+    if (rv != 0) net::throw_nng_error(rv, "listening on " + url);
     st.bound.push_back(with_bound_port(url, listener));
   }
   const unsigned cores = std::max(2u, std::thread::hardware_concurrency());

@@ -24,8 +24,8 @@
 #include <string>
 #include <vector>
 
+#include "net/transport_security.h"
 #include "ps/transport/message.h"
-#include "ps/transport/transport_security.h"
 
 namespace dt::ps {
 
@@ -62,15 +62,15 @@ class RequestServer {
   // Throws core::Error(kNetwork) naming the URL, "address in use" for a taken
   // port; kInvalidArgument for a malformed URL, receivers < 1 or per_connection < 1.
   // security.secret: every connection must prove it holds the job's secret
-  // (ps/transport/auth_handshake.h) before any of its requests reaches the
+  // (net/auth_handshake.h) before any of its requests reaches the
   // handler; others are answered "unauthenticated" and logged once.
   // security.tls: each tcp:// URL listens as tls+tcp:// (as bound_urls()
   // says), where only peers with a certificate from the job's CA get a
-  // connection (ps/transport/tls_config.h); files that cannot be used are
+  // connection (net/tls_config.h); files that cannot be used are
   // kInvalidArgument naming them.
   RequestServer(const std::vector<std::string>& urls, int receivers, Handler handler, size_t max_message_bytes,
                 PipeClosed on_pipe_closed = nullptr, ConnectionPolicy policy = ConnectionPolicy(),
-                const TransportSecurity& security = TransportSecurity());
+                const net::TransportSecurity& security = net::TransportSecurity());
   // Stops receiving, drops replies still pending (their requesters see a
   // closed connection), joins the handler threads.
   ~RequestServer();

@@ -339,8 +339,8 @@ TEST_F(HostCommunicatorTest, SizeOneIsTheIdentity) {
   EXPECT_THROW(HostCommunicator::create(2, 2, nullptr, options()), Error);
 }
 
-ps::JobSecret secret_filled_with(uint8_t v) {
-  ps::JobSecret s{};
+net::JobSecret secret_filled_with(uint8_t v) {
+  net::JobSecret s{};
   s.fill(v);
   return s;
 }

@@ -1,4 +1,4 @@
-// The host communicator's mesh over tls+tcp (ps/transport/tls_config.h):
+// The host communicator's mesh over tls+tcp (net/tls_config.h):
 // ranks as threads, meeting through an in-process all-gather, linked by
 // TLS streams on loopback. A rank with another CA's certificate cannot link.
 #include <gtest/gtest.h>
@@ -70,7 +70,7 @@ class HostCommunicatorTls : public ::testing::Test {
     job_ = certs_.make_node("node", "job-ca");
     stranger_ = certs_.make_node("stranger", "other-ca");
   }
-  HostCommunicatorOptions options(const ps::TlsFiles& tls) const {
+  HostCommunicatorOptions options(const net::TlsFiles& tls) const {
     HostCommunicatorOptions o;
     o.timeout_s = 5;
     o.use_ipc = false;  // every link over tcp, hence TLS
@@ -79,7 +79,7 @@ class HostCommunicatorTls : public ::testing::Test {
   }
 
   test::TlsTestCerts certs_;
-  ps::TlsFiles job_, stranger_;
+  net::TlsFiles job_, stranger_;
 };
 
 TEST_F(HostCommunicatorTls, RanksSumExactlyOverTls) {

@@ -34,6 +34,7 @@ using core::DType;
 using core::Error;
 using core::ErrorCode;
 using core::Shape;
+using net::TransportSecurity;
 using namespace std::chrono_literals;
 
 constexpr int64_t kN = 300;

@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "core/error.h"
+#include "net/auth_handshake.h"
 #include "ps/job/security_environment.h"
-#include "ps/transport/auth_handshake.h"
 #include "ps/transport/request_client.h"
 #include "ps/transport/request_server.h"
 
@@ -29,6 +29,7 @@ namespace {
 
 using core::Error;
 using core::ErrorCode;
+using namespace net;
 using namespace std::chrono_literals;
 
 Message text_message(const std::string& text) {

@@ -1,4 +1,4 @@
-// Optional TLS for tcp (ps/transport/tls_config.h): the files' checks, the
+// Optional TLS for tcp (net/tls_config.h): the files' checks, the
 // URL rule, and mutual TLS between a RequestServer and RequestClients over
 // tls+tcp loopback, including peers whose certificate comes from another CA.
 #include <gtest/gtest.h>
@@ -11,11 +11,11 @@
 #include <string>
 
 #include "core/error.h"
+#include "net/tls_config.h"
 #include "ps/job/job_config.h"
 #include "ps/job/tls_environment.h"
 #include "ps/transport/request_client.h"
 #include "ps/transport/request_server.h"
-#include "ps/transport/tls_config.h"
 #include "tls_test_certs.h"
 
 namespace dt::ps {
@@ -23,6 +23,7 @@ namespace {
 
 using core::Error;
 using core::ErrorCode;
+using namespace net;
 using namespace std::chrono_literals;
 
 // One job CA with two node certificates, and a stranger CA with one.

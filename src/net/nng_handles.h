@@ -6,7 +6,7 @@
 
 #include <utility>
 
-namespace dt::ps {
+namespace dt::net {
 
 class Socket {
  public:
@@ -92,4 +92,4 @@ class Aio {
   nng_aio* a_ = nullptr;
 };
 
-}  // namespace dt::ps
+}  // namespace dt::net

@@ -11,7 +11,7 @@
 // The dialler checks the listener's MAC before it sends its own, so neither
 // side talks to an impostor; the "server"/"client" labels keep one side's
 // MAC from ever serving as the other's. Nothing is encrypted (TLS does that,
-// ps/transport/tls_config.h); the secret itself never crosses the wire.
+// net/tls_config.h); the secret itself never crosses the wire.
 //
 // On the wire, outside the FlatBuffers protocol (a frame's first four bytes
 // are its FlatBuffer's size, which "DTAH" would make over a gigabyte):
@@ -25,11 +25,10 @@
 #include <cstdint>
 #include <string>
 
-#include "ps/transport/hmac.h"
-#include "ps/transport/message.h"
-#include "ps/transport/transport_security.h"
+#include "net/hmac.h"
+#include "net/transport_security.h"
 
-namespace dt::ps {
+namespace dt::net {
 
 using Nonce = std::array<uint8_t, 32>;
 
@@ -64,7 +63,6 @@ HandshakeMessage decode_handshake(const uint8_t* data, size_t size);
 
 // The bytes of m (a reason longer than the bound is cut).
 std::string encode_handshake(const HandshakeMessage& m);
-Message handshake_message(const HandshakeMessage& m);
 
 // The two MACs of one handshake.
 Sha256Digest server_mac(const JobSecret& secret, const Nonce& client_nonce, const Nonce& server_nonce);
@@ -72,4 +70,4 @@ Sha256Digest client_mac(const JobSecret& secret, const Nonce& client_nonce, cons
 
 Nonce fresh_nonce();
 
-}  // namespace dt::ps
+}  // namespace dt::net

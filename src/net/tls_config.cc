@@ -1,13 +1,13 @@
-#include "ps/transport/tls_config.h"
+#include "net/tls_config.h"
 
 #include <utility>
 #include <vector>
 
 #include "core/error.h"
 #include "core/file_bytes.h"
-#include "ps/transport/nng_check.h"
+#include "net/nng_check.h"
 
-namespace dt::ps {
+namespace dt::net {
 
 using core::Error;
 using core::ErrorCode;
@@ -136,4 +136,4 @@ bool is_tcp_url(const std::string& url) { return starts_with(url, kTcp) || start
 
 bool is_tls_url(const std::string& url) { return starts_with(url, kTlsTcp); }
 
-}  // namespace dt::ps
+}  // namespace dt::net

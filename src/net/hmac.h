@@ -9,7 +9,7 @@
 #include <initializer_list>
 #include <utility>
 
-namespace dt::ps {
+namespace dt::net {
 
 using Sha256Digest = std::array<uint8_t, 32>;
 
@@ -28,4 +28,4 @@ void random_bytes(uint8_t* out, size_t size);
 // cannot learn a MAC byte by byte from response times.
 bool equal_in_constant_time(const uint8_t* a, const uint8_t* b, size_t size);
 
-}  // namespace dt::ps
+}  // namespace dt::net

@@ -1,6 +1,6 @@
-#include "ps/transport/nng_check.h"
+#include "net/nng_check.h"
 
-namespace dt::ps {
+namespace dt::net {
 
 core::ErrorCode error_code_of_nng(int rv) {
   switch (rv) {
@@ -25,4 +25,4 @@ void throw_nng_error(int rv, const std::string& what) {
   throw core::Error(error_code_of_nng(rv), text);
 }
 
-}  // namespace dt::ps
+}  // namespace dt::net

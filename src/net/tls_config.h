@@ -24,9 +24,9 @@
 
 #include <string>
 
-#include "ps/transport/transport_security.h"
+#include "net/transport_security.h"
 
-namespace dt::ps {
+namespace dt::net {
 
 enum class TlsRole { kServer, kClient };
 
@@ -80,4 +80,4 @@ std::string url_for_transport(const std::string& url, const TlsFiles& tls);
 bool is_tcp_url(const std::string& url);
 bool is_tls_url(const std::string& url);
 
-}  // namespace dt::ps
+}  // namespace dt::net

@@ -1,10 +1,10 @@
-#include "ps/transport/auth_handshake.h"
+#include "net/auth_handshake.h"
 
 #include <cstring>
 
 #include "core/error.h"
 
-namespace dt::ps {
+namespace dt::net {
 
 using core::Error;
 using core::ErrorCode;
@@ -97,13 +97,6 @@ std::string encode_handshake(const HandshakeMessage& m) {
   return out;
 }
 
-Message handshake_message(const HandshakeMessage& m) {
-  const std::string bytes = encode_handshake(m);
-  Message msg = Message::with_capacity(bytes.size());
-  std::memcpy(msg.grow(bytes.size()), bytes.data(), bytes.size());
-  return msg;
-}
-
 Sha256Digest server_mac(const JobSecret& secret, const Nonce& client_nonce, const Nonce& server_nonce) {
   return labelled_mac("disttrain-auth-v1 server", secret, client_nonce, server_nonce);
 }
@@ -118,4 +111,4 @@ Nonce fresh_nonce() {
   return n;
 }
 
-}  // namespace dt::ps
+}  // namespace dt::net

@@ -1,5 +1,5 @@
 // nng return codes as dt::core::Error (the RAII owners of nng handles are in
-// ps/transport/nng_handles.h). The error text names the call so a failure in
+// net/nng_handles.h). The error text names the call so a failure in
 // a log says which step of the transport broke.
 #pragma once
 
@@ -9,7 +9,7 @@
 
 #include "core/error.h"
 
-namespace dt::ps {
+namespace dt::net {
 
 // The ErrorCode an nng error maps to: NNG_ETIMEDOUT -> kTimedOut,
 // NNG_ECLOSED -> kClosed, NNG_ENOMEM -> kOutOfMemory, NNG_EINVAL/NNG_EADDRINVAL
@@ -20,11 +20,11 @@ core::ErrorCode error_code_of_nng(int rv);
 // NNG_EADDRINUSE so the cause is obvious in a launcher's log.
 [[noreturn]] void throw_nng_error(int rv, const std::string& what);
 
-}  // namespace dt::ps
+}  // namespace dt::net
 
 // Throws core::Error for a non-zero nng result, naming the call expression.
 #define DT_NNG_CHECK(call)                                  \
   do {                                                      \
     const int dt_nng_rv_ = (call);                          \
-    if (dt_nng_rv_ != 0) ::dt::ps::throw_nng_error(dt_nng_rv_, #call); \
+    if (dt_nng_rv_ != 0) ::dt::net::throw_nng_error(dt_nng_rv_, #call); \
   } while (0)

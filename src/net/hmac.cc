@@ -1,4 +1,4 @@
-#include "ps/transport/hmac.h"
+#include "net/hmac.h"
 
 // mbedTLS 2.28 forgot the C++ guard in this one header.
 extern "C" {
@@ -12,7 +12,7 @@ extern "C" {
 
 #include "core/error.h"
 
-namespace dt::ps {
+namespace dt::net {
 
 using core::Error;
 using core::ErrorCode;
@@ -57,4 +57,4 @@ bool equal_in_constant_time(const uint8_t* a, const uint8_t* b, size_t size) {
   return mbedtls_ct_memcmp(a, b, size) == 0;
 }
 
-}  // namespace dt::ps
+}  // namespace dt::net

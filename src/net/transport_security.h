@@ -1,6 +1,6 @@
 // Who may speak on a job's connections (issue 18): the job's shared secret,
 // which both ends of every connection prove they hold before anything else is
-// acted on (ps/transport/auth_handshake.h), and optional TLS for tcp, which
+// acted on (net/auth_handshake.h), and optional TLS for tcp, which
 // also hides the bytes from the network.
 #pragma once
 
@@ -9,7 +9,7 @@
 #include <optional>
 #include <string>
 
-namespace dt::ps {
+namespace dt::net {
 
 // 256 random bits shared by every node of one job and nobody else
 // (DT_JOB_SECRET, DT_JOB_SECRET_FILE; dtrun makes one per job).
@@ -30,4 +30,4 @@ struct TransportSecurity {
   TlsFiles tls;
 };
 
-}  // namespace dt::ps
+}  // namespace dt::net
