@@ -2,7 +2,7 @@
 // sparsification): what a lossy codec did not send this step is added to the
 // next step's gradient, so nothing is dropped, only delayed. One object per
 // worker per store, and one per server for the round sums its pulls send
-// (ps/roles/server_key_store.h); residuals are keyed by (key, begin), begin
+// (ps/server/part_rounds.h); residuals are keyed by (key, begin), begin
 // being the part's first element in the key's flattened tensor, so a store
 // that splits a key into parts (ps::KeyPlacement) compresses and compensates
 // each part on its own.

@@ -1,5 +1,5 @@
 // The reply a server gives the earlier copy of a request that the worker
-// sent again (PS_RESEND; ps/roles/resent_requests.h), so the copy frees its
+// sent again (PS_RESEND; ps/server/resent_requests.h), so the copy frees its
 // place on the connection. The server's handler threads may take two copies
 // out of order, so this can reach the copy the worker still waits for: a
 // RequestClient that resends takes it as "send again", never as an answer.

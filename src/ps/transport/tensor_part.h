@@ -1,7 +1,7 @@
 // Which part of which tensor a data-plane slice is about: a key's elements
 // [begin, end) of a tensor of a given dtype and full shape. What the wire's
 // TensorSlice says (ps/transport/protocol.fbs), as a plain value shared by
-// the codec (data_codec.h) and the servers' store (roles/server_key_store.h).
+// the codec (data_codec.h) and the servers' store (ps/server/key_store.h).
 #pragma once
 
 #include <cstdint>
