@@ -141,16 +141,18 @@ dt_status dt_kvstore_joined_running_job(int32_t* out_joined, int64_t* out_rounds
   return guarded(__func__, [&] {
     arg(out_joined, "out_joined");
     arg(out_rounds_before, "out_rounds_before");
-    const auto& store = *handle(kv, "kv").impl;
-    *out_joined = store.joined_running_job() ? 1 : 0;
-    *out_rounds_before = store.rounds_before_joining();
+    const dt::kvstore::KVStore& store = *handle(kv, "kv").impl;
+    const dt::kvstore::Elastic* elastic = store.elastic();  // null: nobody joins
+    *out_joined = elastic && elastic->joined_running_job() ? 1 : 0;
+    *out_rounds_before = elastic ? elastic->rounds_before_joining() : 0;
   });
 }
 
 dt_status dt_kvstore_admit_joining_workers(int32_t* out_admitted, dt_kvstore* kv) {
   return guarded(__func__, [&] {
     arg(out_admitted, "out_admitted");
-    *out_admitted = handle(kv, "kv").impl->admit_joining_workers() ? 1 : 0;
+    dt::kvstore::Elastic* elastic = handle(kv, "kv").impl->elastic();  // null: nobody joins
+    *out_admitted = elastic && elastic->admit_joining_workers() ? 1 : 0;
   });
 }
 
@@ -162,7 +164,9 @@ dt_status dt_kvstore_hand_over_state(size_t* out_length, dt_kvstore* kv, const v
     }
     auto& h = handle(kv, "kv");
     const auto* bytes = static_cast<const uint8_t*>(src);
-    std::vector<uint8_t> handed = h.impl->hand_over_state(std::vector<uint8_t>(bytes, bytes + nbytes));
+    dt::kvstore::Elastic* elastic = h.impl->elastic();  // null: nobody joins
+    if (!elastic) throw dt::kvstore::no_hand_over(h.impl->type());
+    std::vector<uint8_t> handed = elastic->hand_over_state(std::vector<uint8_t>(bytes, bytes + nbytes));
     std::lock_guard<std::mutex> lock(h.handed_state_mutex);
     h.handed_state = std::move(handed);
     *out_length = h.handed_state.size();

@@ -39,6 +39,7 @@
 
 #include "core/context.h"
 #include "kvstore/cluster_news.h"
+#include "kvstore/elastic.h"
 #include "kvstore/kvstore.h"
 #include "kvstore/request_scheduler.h"
 #include "kvstore/server_exchange.h"
@@ -50,7 +51,10 @@
 
 namespace dt::kvstore {
 
-class DistKVStore final : public KVStore {
+// The store is its own elastic facet (a private base): joining reads the
+// member's node table and the rounds taken at construction, which a separate
+// object would only forward to.
+class DistKVStore final : public KVStore, private Elastic {
  public:
   // type: "dist_sync", "dist_async", "dist_sync_device" or
   // "dist_async_device". Joins the job (job.role must be worker): returns
@@ -91,9 +95,8 @@ class DistKVStore final : public KVStore {
   void set_learning_rate(double lr) override;
   void set_rescale_grad(double rescale) override;
   void barrier() override;
-  bool joined_running_job() const override { return member_->table().joined_running_job; }
-  bool goes_on_after_worker_loss() const override { return options_.worker_loss == ps::WorkerLossPolicy::kContinue; }
-  int64_t rounds_before_joining() const override { return rounds_before_joining_; }
+  Elastic* elastic() override { return this; }
+  const Elastic* elastic() const override { return this; }
   // The data plane's bytes (requests to and replies from the servers).
   core::Traffic traffic() const override;
   // Tells the servers (who refuse a different one from another worker) and
@@ -112,6 +115,14 @@ class DistKVStore final : public KVStore {
   const ps::NodeTable& node_table() const { return member_->table(); }
 
  private:
+  // Elastic (elastic.h). The servers hold the job's state: a joined worker
+  // takes it from them, so the workers admit nobody and hand over nothing.
+  bool joined_running_job() const override { return member_->table().joined_running_job; }
+  int64_t rounds_before_joining() const override { return rounds_before_joining_; }
+  bool goes_on_after_worker_loss() const override { return options_.worker_loss == ps::WorkerLossPolicy::kContinue; }
+  bool admit_joining_workers() override { return false; }
+  std::vector<uint8_t> hand_over_state(const std::vector<uint8_t>&) override { throw no_hand_over(type_); }
+
   struct KeyMeta {
     core::DType dtype;
     core::Shape shape;

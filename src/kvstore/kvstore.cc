@@ -16,11 +16,6 @@ void KVStore::pushpull(const std::vector<Key>& keys, const std::vector<core::NDA
   pull(keys, outs, priority);
 }
 
-std::vector<uint8_t> KVStore::hand_over_state(const std::vector<uint8_t>&) {
-  throw Error(ErrorCode::kNotSupported, "hand_over_state: kvstore '" + type() +
-                                            "' lets no worker join a running job by handing it the workers' state");
-}
-
 void KVStore::set_gradient_compression(const std::string& spec) {
   throw Error(ErrorCode::kNotSupported, "set_gradient_compression('" + spec + "'): kvstore '" + type() +
                                             "' sends nothing between processes to compress; the parameter-server "

@@ -27,6 +27,7 @@
 
 #include "core/ndarray.h"
 #include "kvstore/completion.h"
+#include "kvstore/elastic.h"
 #include "core/safetensors.h"
 #include "core/traffic.h"
 #include "optim/optimizer_config.h"
@@ -87,32 +88,10 @@ class KVStore {
   virtual void set_rescale_grad(double rescale) = 0;
   // Waits until every worker reaches the barrier; a no-op with one worker.
   virtual void barrier() {}
-  // Whether this worker joined a running job in the place of one the job
-  // lost (DT_WORKER_LOSS=continue; docs/fault-tolerance.md), and how many
-  // dist_sync rounds the job had done on every key before its first push:
-  // its pushes count from round rounds_before_joining() + 1. A trainer goes
-  // on from that step instead of starting over.
-  virtual bool joined_running_job() const { return false; }
-  virtual int64_t rounds_before_joining() const { return 0; }
-  // Whether the job goes on when it loses a worker (DT_WORKER_LOSS=continue
-  // on a store that spans workers): its sums then count fewer workers than
-  // num_workers().
-  virtual bool goes_on_after_worker_loss() const { return false; }
-  // Workers joining a job without servers (the "allreduce" store under
-  // DT_WORKER_LOSS=continue): the workers in the job hold the weights, so
-  // they let a joined worker in at a step they agree on and hand it their
-  // state. Every worker in the job calls admit_joining_workers() at the same
-  // point (the trainer: before each batch; one small all-reduce); it
-  // returns true, alike on every one of them, when joined workers were let
-  // in just now. Then each of them calls hand_over_state(its state), which
-  // returns nothing there, and a joined worker calls it once, first: it
-  // returns the state of the first worker that was in the job before.
-  // Every state may differ in size. A joined worker's init() keeps its
-  // own values (it has nobody to take them from before the hand-over).
-  // Stores that let nobody join return false; their hand_over_state is
-  // Error(kNotSupported).
-  virtual bool admit_joining_workers() { return false; }
-  virtual std::vector<uint8_t> hand_over_state(const std::vector<uint8_t>& state);
+  // The store's elastic facet (elastic.h): worker loss survived, workers
+  // joining the running job; null for stores that offer neither.
+  virtual Elastic* elastic() { return nullptr; }
+  virtual const Elastic* elastic() const { return nullptr; }
   // Bytes this process's store sent and received over the network since it
   // was made (zero for the in-process stores).
   virtual core::Traffic traffic() const { return {}; }

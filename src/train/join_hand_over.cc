@@ -16,9 +16,16 @@ Error joined_job_refusal() {
                "when they run the optimizer (update_on_kvstore); this trainer updates on the workers");
 }
 
+bool joined_running_job(const kvstore::KVStore* kv) {
+  const kvstore::Elastic* elastic = kv ? kv->elastic() : nullptr;
+  return elastic && elastic->joined_running_job();
+}
+
 std::vector<uint8_t> take_handed_over_state(kvstore::KVStore& kv) {
+  kvstore::Elastic* elastic = kv.elastic();
+  if (!elastic) throw joined_job_refusal();
   try {
-    return kv.hand_over_state({});
+    return elastic->hand_over_state({});
   } catch (const Error& e) {
     if (e.code() != ErrorCode::kNotSupported) throw;
     throw joined_job_refusal();
@@ -42,7 +49,8 @@ int64_t join_at_handed_state(int epoch, int64_t steps, int64_t batches_per_epoch
 }
 
 int64_t join_at_servers_round(const kvstore::KVStore& kv, int64_t batches_per_epoch, int& epoch, int64_t& steps) {
-  const int64_t done = kv.rounds_before_joining();
+  const kvstore::Elastic* elastic = kv.elastic();
+  const int64_t done = elastic ? elastic->rounds_before_joining() : 0;
   if (batches_per_epoch <= 0) return 0;
   epoch = static_cast<int>(done / batches_per_epoch);
   steps = done;

@@ -1,6 +1,6 @@
 // A trainer's side of joining a running job (DT_WORKER_LOSS=continue, a
-// worker started again in a departed one's place; kvstore.h): where the
-// joined worker goes on, and the state it takes. The trainer (trainer.h)
+// worker started again in a departed one's place; kvstore/elastic.h): where
+// the joined worker goes on, and the state it takes. The trainer (trainer.h)
 // calls these from its one hook, before the first batch a joined worker
 // trains; the training loop knows nothing of them.
 //  - In an all-reduce job the workers hold the weights: they hand the
@@ -25,9 +25,13 @@ namespace dt::train {
 // workers, in a job whose weights and optimizer state only the servers hold.
 core::Error joined_job_refusal();
 
-// The state the workers of an all-reduce job hand a joined one
-// (kvstore.h's hand_over_state); joined_job_refusal() for a store that hands
-// over none.
+// Whether this worker joined a running job through kv (null: none); a store
+// without an elastic facet joins nobody.
+bool joined_running_job(const kvstore::KVStore* kv);
+
+// The state the workers of an all-reduce job hand a joined one (the elastic
+// facet's hand_over_state); joined_job_refusal() for a store that hands over
+// none.
 std::vector<uint8_t> take_handed_over_state(kvstore::KVStore& kv);
 
 // After the handed-over state (its epoch and steps) was loaded: how many

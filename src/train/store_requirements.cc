@@ -53,7 +53,7 @@ bool configure_store_for_sync_mode(const SyncOptions& sync, kvstore::KVStore* kv
                                                   "' does not span; use allreduce, dist_nccl, dist_sync or "
                                                   "dist_sync_device");
       }
-      if (kv->goes_on_after_worker_loss()) {
+      if (const kvstore::Elastic* elastic = kv->elastic(); elastic && elastic->goes_on_after_worker_loss()) {
         // The average divides by the job's workers; after a loss the sum
         // holds fewer, and a step a loss interrupted may hold either.
         throw Error(ErrorCode::kNotSupported,

@@ -351,8 +351,8 @@ EpochRecord Trainer::fit(data::BatchLoader& train, data::BatchLoader* test, cons
   const bool joining = joined_and_fresh();
   int64_t batches_to_skip = 0;
   if (joining) batches_to_skip = join_running_job(total);
-  // An all-reduce job lets joined workers in before a batch (kvstore.h):
-  // a joined worker was let in before the first batch it trains.
+  // An all-reduce job lets joined workers in before a batch (the store's
+  // elastic facet): a joined worker was let in before the first it trains.
   bool let_workers_in = !joining;
   std::unique_ptr<MetricsLog> log;
   if (!options.metrics_path.empty()) log = std::make_unique<MetricsLog>(options.metrics_path, epoch_ > 0);
@@ -403,18 +403,18 @@ EpochRecord Trainer::fit(data::BatchLoader& train, data::BatchLoader* test, cons
 }
 
 bool Trainer::admit_joining_workers() {
-  if (!kv_) return false;
   if (awaits_handed_state()) {
     join_running_job(0);
     return true;
   }
-  if (!store_initialized() || !kv_->admit_joining_workers()) return false;
-  kv_->hand_over_state(state_bytes());
+  kvstore::Elastic* elastic = kv_ ? kv_->elastic() : nullptr;  // null: nobody joins
+  if (!elastic || !store_initialized() || !elastic->admit_joining_workers()) return false;
+  elastic->hand_over_state(state_bytes());
   return true;
 }
 
 bool Trainer::joined_and_fresh() const {
-  return kv_ && kv_->joined_running_job() && steps_ == 0 && epoch_ == 0 && !store_initialized();
+  return joined_running_job(kv_.get()) && steps_ == 0 && epoch_ == 0 && !store_initialized();
 }
 
 int64_t Trainer::join_running_job(int64_t batches_per_epoch) {

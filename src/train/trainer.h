@@ -131,10 +131,10 @@ class Trainer {
   EvalResult evaluate(data::BatchLoader& loader);
   // Trains epochs [epoch(), options.epochs); returns the last epoch's record.
   EpochRecord fit(data::BatchLoader& train, data::BatchLoader* test, const FitOptions& options);
-  // Letting workers into an all-reduce job (kvstore.h) from a loop of one's
-  // own, as fit does: every worker calls it before each batch. On a worker
-  // in the job it returns true, alike on every one, when joined workers
-  // were let in just now; it has handed them this trainer's state
+  // Letting workers into an all-reduce job (kvstore/elastic.h) from a loop
+  // of one's own, as fit does: every worker calls it before each batch. On
+  // a worker in the job it returns true, alike on every one, when joined
+  // workers were let in just now; it has handed them this trainer's state
   // (weights, optimizer state, loss scaler, epoch() and steps()). On a
   // worker that joined the running job, the first call waits to be let in,
   // takes that state and returns true: the loop goes on from steps(). False
@@ -175,8 +175,8 @@ class Trainer {
   // returns how many batches of that epoch the job trained already.
   // Error(kNotSupported) when the workers run the optimizer.
   // In an all-reduce job the workers hold the weights: it takes the
-  // workers' state as they hand it over (kvstore.h), and returns how many
-  // batches of its epoch they trained already.
+  // workers' state as they hand it over (kvstore/elastic.h), and returns
+  // how many batches of its epoch they trained already.
   int64_t join_running_job(int64_t batches_per_epoch);
   // Whether this is a worker that joined a running job and has not trained
   // or taken any state yet; and one of an all-reduce job (the workers hold

@@ -68,12 +68,12 @@ constexpr int kJoinRounds = 80;
 
 int joining_job_worker(kvstore::KVStore& kv) {
   const int rank = kv.rank();
-  const bool joiner = kv.joined_running_job();
+  const bool joiner = kv.elastic()->joined_running_job();
   test::RankSumKeys k = test::init_rank_sum_keys(kv, kSizes, kInit);
   // The job's optimizer is the servers': a joined worker's own, here one
   // that differs, is not sent (the weights below stay those of rate 1).
   if (joiner) kv.set_optimizer(optim::OptimizerConfig("sgd").set("learning_rate", 5.0));
-  const int first = joiner ? static_cast<int>(kv.rounds_before_joining()) + 1 : 1;
+  const int first = joiner ? static_cast<int>(kv.elastic()->rounds_before_joining()) + 1 : 1;
   if (joiner) std::cout << "joined before round " << first << std::endl;
   for (int round = first; round <= kJoinRounds; ++round) {
     kv.pushpull(k.keys, k.values, k.outs, 0);
@@ -127,7 +127,7 @@ int decode_state(const std::vector<uint8_t>& bytes, std::vector<std::vector<floa
 
 int allreduce_worker(kvstore::KVStore& kv, const std::string& leave) {
   const int rank = kv.rank();
-  const bool joiner = kv.joined_running_job();
+  const bool joiner = kv.elastic()->joined_running_job();
   auto cpu = core::make_cpu_context();
   std::vector<uint64_t> keys;
   std::vector<core::NDArray> values, outs;
@@ -150,12 +150,12 @@ int allreduce_worker(kvstore::KVStore& kv, const std::string& leave) {
   // and hand it the weights and the round; it runs the rounds from there.
   int first = 1;
   if (joiner) {
-    first = decode_state(kv.hand_over_state({}), weights);
+    first = decode_state(kv.elastic()->hand_over_state({}), weights);
     std::cout << "joined before round " << first << std::endl;
   }
   for (int round = first; round <= rounds; ++round) {
     if (round > first || !joiner) {
-      if (kv.admit_joining_workers()) kv.hand_over_state(encode_state(round, weights));
+      if (kv.elastic()->admit_joining_workers()) kv.elastic()->hand_over_state(encode_state(round, weights));
     }
     kv.pushpull(keys, values, outs, 0);
     for (size_t i = 0; i < keys.size(); ++i) {

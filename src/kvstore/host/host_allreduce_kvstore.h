@@ -44,7 +44,7 @@
 //  - Under continue, a worker started again in a departed one's place
 //    (dtrun --max-restarts) joins: the workers in the job let it in at the
 //    next admit_joining_workers() they all call, and hand it their state
-//    (kvstore.h). The trainer does both before each batch.
+//    (elastic.h). The trainer does both before each batch.
 //  - Arrays on a GPU work too (summed through host memory); dist_nccl is the
 //    GPU-native all-reduce store.
 #pragma once
@@ -65,6 +65,7 @@
 #include "core/context.h"
 #include "core/error.h"
 #include "kvstore/completion.h"
+#include "kvstore/elastic.h"
 #include "kvstore/host/fused_all_reduce.h"
 #include "kvstore/host/survivor_group.h"
 #include "kvstore/key_reducer.h"
@@ -83,7 +84,10 @@ struct HostAllreduceOptions {
   static constexpr size_t kDefaultBucketBytes = 4 << 20;
 };
 
-class HostAllreduceKVStore final : public ReducingKVStore {
+// The store is its own elastic facet (a private base): admitting and
+// handing over are collectives on its communication thread, under its lock,
+// over its survivor group, which a separate object would only forward to.
+class HostAllreduceKVStore final : public ReducingKVStore, private Elastic {
  public:
   // Joins the job (job.role must be worker; Error(kInvalidArgument)
   // otherwise), then connects to every other worker: every worker creates
@@ -101,14 +105,8 @@ class HostAllreduceKVStore final : public ReducingKVStore {
   std::string type() const override { return "allreduce"; }
   int rank() const override;
   int num_workers() const override;
-  bool goes_on_after_worker_loss() const override { return group_->regroups(); }
-  // A worker started again in a departed one's place (DT_WORKER_LOSS=
-  // continue): its constructor returns once the workers in the job let it in
-  // (survivor_group.h); its init() keeps its own values, and
-  // hand_over_state() brings it theirs.
-  bool joined_running_job() const override;
-  bool admit_joining_workers() override;
-  std::vector<uint8_t> hand_over_state(const std::vector<uint8_t>& state) override;
+  Elastic* elastic() override { return this; }
+  const Elastic* elastic() const override { return this; }
 
   void init(const std::vector<Key>& keys, const std::vector<core::NDArray>& values) override;
   void push(const std::vector<Key>& keys, const std::vector<core::NDArray>& values, int priority) override;
@@ -142,6 +140,17 @@ class HostAllreduceKVStore final : public ReducingKVStore {
   std::string gradient_compression() const override;
 
  private:
+  // Elastic (elastic.h). A worker started again in a departed one's place
+  // (DT_WORKER_LOSS=continue): its constructor returns once the workers in
+  // the job let it in (survivor_group.h); its init() keeps its own values,
+  // and hand_over_state() brings it theirs. rounds_before_joining() is 0:
+  // no servers count rounds here; the state handed over says the step.
+  bool joined_running_job() const override;
+  int64_t rounds_before_joining() const override { return 0; }
+  bool goes_on_after_worker_loss() const override { return group_->regroups(); }
+  bool admit_joining_workers() override;
+  std::vector<uint8_t> hand_over_state(const std::vector<uint8_t>& state) override;
+
   struct Entry {
     Key key = 0;
     core::NDArray stored;   // on the CPU: the last all-reduced sum, or the initial value

@@ -298,7 +298,7 @@ TEST(TrainerSyncModes, CombinationsTheModesRefuse) {
     test::ThreadedJob job(0, 1, going_on);
     {
       std::shared_ptr<kvstore::KVStore> kv = allreduce_store(job, 0);
-      EXPECT_TRUE(kv->goes_on_after_worker_loss());
+      EXPECT_TRUE(kv->elastic()->goes_on_after_worker_loss());
       options = TrainerOptions{};
       options.sync = partial_sync();
       EXPECT_EQ(code_of([&] { Trainer t(mlp(), sgd(), kv, options); }, &message), ErrorCode::kNotSupported);
@@ -312,7 +312,7 @@ TEST(TrainerSyncModes, CombinationsTheModesRefuse) {
     test::ThreadedJob job(1, 1, going_on);
     {
       std::shared_ptr<kvstore::KVStore> kv = dist_sync_store(job, 0);
-      EXPECT_TRUE(kv->goes_on_after_worker_loss());
+      EXPECT_TRUE(kv->elastic()->goes_on_after_worker_loss());
       EXPECT_EQ(code_of([&] { Trainer t(mlp(), sgd(), kv, options); }), ErrorCode::kNotSupported);
     }
     for (const auto& outcome : job.outcomes()) EXPECT_EQ(outcome, "");
