@@ -95,6 +95,12 @@ def ps_frames(tmp):
                                       "slices": [dict(slice_, encoding=4, data_bytes=4)]}, b"\xa0\0\0\0"),
         "set_optimizer": ("DataRequest", {"op": "SetOptimizer", "worker_rank": 0,
                                           "text": '{"optimizer":"sgd","learning_rate":0.1}'}, b""),
+        "join_question": ("Join", {"worker_rank": 1, "question": True}, b""),
+        "join": ("Join", {"worker_rank": 1, "round": 3, "pid": 4242}, b""),
+        "server_settings": ("ServerSettings", {"server_rank": 1}, b""),
+        "server_settings_reply": ("ServerSettingsReply", {
+            "mode": "DistSync", "optimizer": '{"optimizer":"sgd","learning_rate":0.1}', "learning_rate": 0.1,
+            "rescale_grad": 0.5, "compression": "2bit:threshold=0.5", "joined": [{"rank": 1, "pid": 4242}]}, b""),
         "data_reply": ("DataReply", {"status": 0, "message": "m", "slices": [slice_]}, floats),
         # a compressed pull's answer: fp16 (encoding 1) of 4 values
         "data_reply_fp16": ("DataReply", {"status": 0, "slices": [dict(slice_, encoding=1, data_bytes=8)]},

@@ -17,6 +17,8 @@
 
 #include "core/error.h"
 #include "ps/roles/node_table.h"
+#include "ps/server/job_settings.h"
+#include "ps/transport/data_codec.h"
 #include "ps/transport/frame.h"
 #include "ps/transport/request_client.h"
 #include "ps/transport/request_server.h"
@@ -64,6 +66,19 @@ std::vector<Message> valid_corpus() {
   }
   out.push_back(make_error_reply(ErrorCode::kTimedOut, "slow"));
   out.push_back(make_ack());
+  out.push_back(encode_join_question(1));
+  out.push_back(encode_join(1, 3, 4242));
+  out.push_back(encode_server_settings_request(1));
+  {
+    JobSettings settings;
+    settings.mode = ServerKeyStore::Mode::kSync;
+    settings.optimizer = "{\"optimizer\":\"sgd\"}";
+    settings.learning_rate = 0.1;
+    settings.rescale_grad = 0.5;
+    settings.compression = "2bit:threshold=0.5";
+    settings.joined = {{1, 4242}};
+    out.push_back(encode_server_settings_reply(settings));
+  }
   return out;
 }
 
@@ -131,6 +146,12 @@ void touch(const Frame& f) {
     }
   } else if (const auto* e = f.body<wire::ErrorReply>()) {
     (void)error_from_reply(*e);
+  } else if (const auto* r = f.body<wire::ServerSettingsReply>()) {
+    try {
+      (void)decode_server_settings_reply(*r);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kProtocol);
+    }
   }
 }
 

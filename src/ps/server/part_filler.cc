@@ -63,22 +63,23 @@ void PartFiller::server_rejoined(const NodeInfo& server) {
   gone_[static_cast<size_t>(server.rank)] = false;
 }
 
-std::string PartFiller::job_settings(const NodeTable& table, std::chrono::milliseconds deadline) const {
+JobSettings PartFiller::job_settings(const NodeTable& table, std::chrono::milliseconds deadline) const {
   std::string tried;
   for (const NodeInfo& server : table.servers) {
     if (server.rank == table.your_rank) continue;
     RequestClient client(data_url_of(server, node_host_, DataTransport::kAuto), std::chrono::milliseconds(0),
                          options_.max_message_bytes, security_);
     try {
-      Message reply =
-          client.call(encode_data_request(wire::DataOp::ServerSettings, -1 - table.your_rank, {}).message, deadline);
+      Message reply = client.call(encode_server_settings_request(table.your_rank), deadline);
       const Frame frame = Frame::parse(std::move(reply));
-      const auto& data = frame.expect<wire::DataReply>();
-      if (data.status() != 0) {
-        throw Error(static_cast<ErrorCode>(data.status()), data.message() ? data.message()->str() : "server error");
+      // A refusal comes as a data request's: a DataReply with its status.
+      if (const auto* refused = frame.body<wire::DataReply>()) {
+        throw Error(static_cast<ErrorCode>(refused->status()),
+                    refused->message() ? refused->message()->str() : "server error");
       }
+      JobSettings settings = decode_server_settings_reply(frame.expect<wire::ServerSettingsReply>());
       client.close();
-      return data.message() ? data.message()->str() : std::string();
+      return settings;
     } catch (const Error& e) {
       // A lost server's connection is abandoned, never closed (see
       // WorkerClient::drop_server).

@@ -139,6 +139,21 @@ void ServerRequestHandler::handle(Message request, const RequestServer::Reply& r
   const uint32_t pipe = request.pipe_id();
   try {
     Frame frame = Frame::parse(std::move(request));
+    if (const auto* asked = frame.body<wire::ServerSettings>()) {
+      // Asked for in a server's name, but not bound to the connection: the
+      // asker closes it at once and fills on another, and reading the
+      // job's settings gives no say in it.
+      if (asked->server_rank() < 0) {
+        throw Error(ErrorCode::kProtocol, "the job's settings in the name of server " +
+                                              std::to_string(asked->server_rank()) + " (rule: servers ask for them)");
+      }
+      reply(encode_server_settings_reply(settings()));
+      return;
+    }
+    if (const auto* joining = frame.body<wire::Join>()) {
+      join(worker_of(joining->worker_rank(), pipe), *joining, reply);
+      return;
+    }
     const auto* data = frame.body<wire::DataRequest>();
     if (data == nullptr) {
       throw Error(ErrorCode::kProtocol, std::string("a server takes DataRequest messages, got ") + body_name(frame.type()));
@@ -147,25 +162,7 @@ void ServerRequestHandler::handle(Message request, const RequestServer::Reply& r
       part_state(frame, *data, pipe, reply);
       return;
     }
-    if (data->op() == wire::DataOp::ServerSettings) {
-      // Asked for in a server's name, but not bound to the connection: the
-      // asker closes it at once and fills on another, and reading the
-      // job's settings gives no say in it.
-      if (data->worker_rank() >= 0) {
-        throw Error(ErrorCode::kProtocol, "the job's settings in the name of worker " +
-                                              std::to_string(data->worker_rank()) +
-                                              " (rule: servers ask for them, as -1 - their rank)");
-      }
-      reply(encode_data_reply({}, settings()).message);
-      return;
-    }
-    const int worker = data->worker_rank();
-    if (worker < 0 || worker >= store_.num_workers()) {
-      throw Error(ErrorCode::kProtocol, "a data request from worker " + std::to_string(worker) + " of " +
-                                            std::to_string(store_.num_workers()));
-    }
-    speakers_.check(worker, pipe);
-    worker_request(frame, *data, worker, reply);
+    worker_request(frame, *data, worker_of(data->worker_rank(), pipe), reply);
   } catch (const Error& error) {
     if (error.code() == ErrorCode::kProtocol || error.code() == ErrorCode::kBadState ||
         error.code() == ErrorCode::kOutOfMemory) {
@@ -252,11 +249,7 @@ void ServerRequestHandler::worker_request(const Frame& frame, const wire::DataRe
       store_.load_optimizer_state(optimizer_state_arrays(frame, data));
       reply(encode_data_reply({}).message);
       return;
-    case wire::DataOp::Join:
-      join(worker, data, reply);
-      return;
     case wire::DataOp::PartState:
-    case wire::DataOp::ServerSettings:
       break;  // a server's request, handled above
     case wire::DataOp::SetGradientCompression:
       agreement_.set_compression(worker, compression::CompressionConfig::parse(data.text() ? data.text()->str() : ""));
@@ -266,18 +259,29 @@ void ServerRequestHandler::worker_request(const Frame& frame, const wire::DataRe
   throw Error(ErrorCode::kProtocol, "unknown data op " + std::to_string(static_cast<int>(data.op())));
 }
 
-void ServerRequestHandler::join(int worker, const wire::DataRequest& data, const RequestServer::Reply& reply) {
-  if (data.number() < 0) {
+int ServerRequestHandler::worker_of(int worker, uint32_t pipe) {
+  if (worker < 0 || worker >= store_.num_workers()) {
+    throw Error(ErrorCode::kProtocol, "a data request from worker " + std::to_string(worker) + " of " +
+                                          std::to_string(store_.num_workers()));
+  }
+  speakers_.check(worker, pipe);
+  return worker;
+}
+
+void ServerRequestHandler::join(int worker, const wire::Join& request, const RequestServer::Reply& reply) {
+  core::log(core::LogLevel::kTrace, "server", "Join from worker " + std::to_string(worker));
+  if (request.question()) {
     reply(encode_data_reply({}, {}, store_.join_floor(worker)).message);
     return;
   }
-  const std::string pid = data.text() ? data.text()->str() : "";
+  const int64_t pid = request.pid();
+  const int64_t round = request.round();
   // A pid of 0 would pass for the worker that started with the job.
-  if (!std::isfinite(data.number()) || data.number() > 1e15 || !is_decimal_id(pid) || std::stoll(pid) == 0) {
+  if (round < 0 || round > static_cast<int64_t>(1e15) || pid <= 0) {
     throw Error(ErrorCode::kProtocol, "a join request needs a round and the worker's pid, got " +
-                                          std::to_string(data.number()) + " and '" + pid + "'");
+                                          std::to_string(round) + " and " + std::to_string(pid));
   }
-  store_.join(worker, std::stoll(pid), static_cast<int64_t>(data.number()));
+  store_.join(worker, pid, round);
   bool sync = false;  // no mode yet: no init reached this server, no rounds either
   try {
     sync = store_.mode() == ServerKeyStore::Mode::kSync;
@@ -285,10 +289,11 @@ void ServerRequestHandler::join(int worker, const wire::DataRequest& data, const
   }
   if (sync) {
     core::logf(core::LogLevel::kInfo, "server",
-               "worker %d (pid %s) joined the running job; its pushes count from round %lld", worker,
-               pid.c_str(), static_cast<long long>(data.number()));
+               "worker %d (pid %lld) joined the running job; its pushes count from round %lld", worker,
+               static_cast<long long>(pid), static_cast<long long>(round));
   } else {
-    core::logf(core::LogLevel::kInfo, "server", "worker %d (pid %s) joined the running job", worker, pid.c_str());
+    core::logf(core::LogLevel::kInfo, "server", "worker %d (pid %lld) joined the running job", worker,
+               static_cast<long long>(pid));
   }
   reply(encode_data_reply({}).message);
 }

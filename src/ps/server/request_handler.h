@@ -80,11 +80,11 @@ class ServerRequestHandler {
 
   // A server rejoining a replicated job (DT_SERVER_REPLICATION=1) takes the
   // job's settings from another server before it serves: settings() is
-  // that server's answer (DataOp ServerSettings's text), apply_settings()
-  // the rejoined one's side (job_settings.h). Error(kProtocol) for text it
-  // cannot read.
-  std::string settings() const { return job_settings_text(store_, agreement_); }
-  void apply_settings(const std::string& text) { apply_job_settings(text, store_, agreement_); }
+  // that server's answer (the ServerSettingsReply message), apply_settings()
+  // the rejoined one's side (job_settings.h). Error(kProtocol) for settings
+  // it cannot take.
+  JobSettings settings() const { return job_settings_of(store_, agreement_); }
+  void apply_settings(const JobSettings& settings) { apply_job_settings(settings, store_, agreement_); }
   // The learning rate and gradient rescale of the server a new copy was
   // filled from (PartState): see JobAgreement.
   void take_source_optimizer_numbers(double learning_rate, double rescale_grad) {
@@ -96,8 +96,11 @@ class ServerRequestHandler {
   void worker_request(const Frame& frame, const wire::DataRequest& data, int worker, const RequestServer::Reply& reply);
   // DataOp PartState: another server filling a new copy of a part.
   void part_state(const Frame& frame, const wire::DataRequest& data, uint32_t pipe, const RequestServer::Reply& reply);
-  // DataOp Join: a worker joining the running job in a lost one's place.
-  void join(int worker, const wire::DataRequest& data, const RequestServer::Reply& reply);
+  // The Join message: a worker joining the running job in a lost one's place.
+  void join(int worker, const wire::Join& request, const RequestServer::Reply& reply);
+  // A request in worker's name: a worker of the job, speaking on the
+  // connection bound to it (SpeakerBinding); Error(kProtocol) otherwise.
+  int worker_of(int worker, uint32_t pipe);
   // Data requests a worker resends (PS_RESEND) with their earlier copies.
   RequestServer::Reply tracked(int worker, wire::DataOp op, const std::vector<DecodedSlice>& slices,
                                const RequestServer::Reply& reply);

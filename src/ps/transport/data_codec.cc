@@ -12,17 +12,6 @@ using core::ErrorCode;
 
 namespace {
 
-// flatbuffers::Optional is std::optional where the build has it, its own
-// class elsewhere: these convert either way.
-flatbuffers::Optional<double> wire_number(const std::optional<double>& value) {
-  return value ? flatbuffers::Optional<double>(*value) : flatbuffers::Optional<double>();
-}
-
-template <class WireOptional>
-std::optional<double> read_number(const WireOptional& value) {
-  return value.has_value() ? std::optional<double>(value.value()) : std::nullopt;
-}
-
 size_t align_up(size_t n) { return (n + kPayloadAlignment - 1) / kPayloadAlignment * kPayloadAlignment; }
 
 // Writes the slice tables and returns them with the payload layout.
@@ -88,6 +77,16 @@ EncodedData encode_data_reply(const std::vector<SliceSpec>& slices, const std::s
   uint8_t* payload = nullptr;
   Message msg = make_message(fbb, wire::CreateDataReply(fbb, 0, text, tables, round), payload_bytes, &payload);
   return finish(std::move(msg), payload, slices, offsets);
+}
+
+Message encode_join_question(int worker_rank) {
+  flatbuffers::FlatBufferBuilder fbb(64);
+  return make_message(fbb, wire::CreateJoin(fbb, worker_rank, true));
+}
+
+Message encode_join(int worker_rank, int64_t round, int64_t pid) {
+  flatbuffers::FlatBufferBuilder fbb(64);
+  return make_message(fbb, wire::CreateJoin(fbb, worker_rank, false, round, pid));
 }
 
 Message encode_held_push_reply() {

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,17 @@
 #include "ps/transport/tensor_part.h"
 
 namespace dt::ps {
+
+// An optional double field (`x: double = null`) to and from the wire.
+// flatbuffers::Optional is std::optional where the build has it, its own
+// class elsewhere: these convert either way.
+inline flatbuffers::Optional<double> wire_number(const std::optional<double>& value) {
+  return value ? flatbuffers::Optional<double>(*value) : flatbuffers::Optional<double>();
+}
+template <class WireOptional>
+std::optional<double> read_number(const WireOptional& value) {
+  return value.has_value() ? std::optional<double>(value.value()) : std::nullopt;
+}
 
 // One slice to send: which part, its round (-1: none) and how many tensor
 // bytes follow it in the payload (0 for a pull request), and how they are
@@ -55,6 +67,12 @@ inline constexpr const char* kPullEncoding = "pull_encoding";
 // (ServerRequestHandler::take_source_optimizer_numbers).
 inline constexpr const char* kSourceLearningRate = "learning_rate";
 inline constexpr const char* kSourceRescaleGrad = "rescale_grad";
+
+// A worker joining the running job (the Join message): the question of the
+// lowest dist_sync round it may join at, answered with DataReply.round; and
+// its join from round on, in the name of its process (pid > 0).
+Message encode_join_question(int worker_rank);
+Message encode_join(int worker_rank, int64_t round, int64_t pid);
 
 // The answer to a push whose slices for new copies are kept there until the
 // copies are filled (DataReply.held).

@@ -77,6 +77,8 @@ EncodedData command(wire::DataOp op, int worker, double number, const std::strin
   return encode_data_request(op, worker, {}, text, number);
 }
 
+EncodedData join(int worker, int64_t round, int64_t pid) { return EncodedData{encode_join(worker, round, pid), {}}; }
+
 constexpr int kBadState = static_cast<int>(ErrorCode::kBadState);
 
 TEST(PsServerRules, OnlyWorkerZeroSetsTheLearningRateAndRescale) {
@@ -149,18 +151,17 @@ TEST(PsServerRules, JoinAnswersItsFloorAndRefusesWhatItCannotTake) {
   ASSERT_EQ(status_of(server, push(0, info(1, 4), 1)), 0);
   ASSERT_EQ(status_of(server, push(1, info(1, 4), 1)), 0);
   int64_t floor = -1;
-  server.handle(command(wire::DataOp::Join, 1, -1).message, [&](Message m) {
+  server.handle(encode_join_question(1), [&](Message m) {
     const Frame frame = Frame::parse(std::move(m));
     floor = frame.expect<wire::DataReply>().round();
   });
   EXPECT_EQ(floor, 3) << "round 2 is open";
   const int protocol = static_cast<int>(ErrorCode::kProtocol);
-  EXPECT_EQ(status_of(server, command(wire::DataOp::Join, 1, 3)), protocol) << "no pid";
-  EXPECT_EQ(status_of(server, command(wire::DataOp::Join, 1, 3, "0")), protocol) << "pid 0: the first process";
-  EXPECT_EQ(status_of(server, command(wire::DataOp::Join, 1, 3, "12x")), protocol);
-  EXPECT_EQ(status_of(server, command(wire::DataOp::Join, 1, std::nan(""), "42")), protocol);
-  EXPECT_EQ(status_of(server, command(wire::DataOp::Join, 1, 1, "42")), kBadState) << "round 1 is summed";
-  EXPECT_EQ(status_of(server, command(wire::DataOp::Join, 1, 3, "42")), 0);
+  EXPECT_EQ(status_of(server, join(1, 3, 0)), protocol) << "no pid (0: the first process)";
+  EXPECT_EQ(status_of(server, join(1, 3, -12)), protocol);
+  EXPECT_EQ(status_of(server, join(1, -3, 42)), protocol) << "no round";
+  EXPECT_EQ(status_of(server, join(1, 1, 42)), kBadState) << "round 1 is summed";
+  EXPECT_EQ(status_of(server, join(1, 3, 42)), 0);
   EXPECT_EQ(status_of(server, push(0, info(1, 4), 2)), 0) << "round 2 goes on without worker 1";
   EXPECT_EQ(status_of(server, push(1, info(1, 4), 2)), kBadState) << "its first round is 3";
   EXPECT_EQ(status_of(server, push(1, info(1, 4), 3)), 0);
