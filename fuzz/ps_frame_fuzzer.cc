@@ -91,6 +91,19 @@ void touch(const dt::ps::Frame& f) {
   } else if (const auto* d = f.body<wire::DataReply>()) {
     touch_string(d->message());
     touch_slices(f, d->slices());
+  } else if (const auto* o = f.body<wire::OptimizerState>()) {
+    touch_strings(o->names());
+    touch_slices(f, o->arrays());
+  } else if (const auto* p = f.body<wire::PartState>()) {
+    if (p->part() != nullptr) {
+      rejected_ok([&] { (void)dt::ps::decode_slice(f, p->part()); });
+    }
+  } else if (const auto* p = f.body<wire::PartStateReply>()) {
+    touch_strings(p->optimizer_names());
+    touch_slices(f, p->optimizer_arrays());
+    for (const auto* s : {p->value(), p->pull_residual(), p->pull_encoding()}) {
+      if (s != nullptr) rejected_ok([&] { (void)dt::ps::decode_slice(f, s); });
+    }
   } else if (const auto* j = f.body<wire::Join>()) {
     volatile int64_t sum = j->worker_rank() + j->round() + j->pid() + (j->question() ? 1 : 0);
     (void)sum;

@@ -101,6 +101,16 @@ def ps_frames(tmp):
         "server_settings_reply": ("ServerSettingsReply", {
             "mode": "DistSync", "optimizer": '{"optimizer":"sgd","learning_rate":0.1}', "learning_rate": 0.1,
             "rescale_grad": 0.5, "compression": "2bit:threshold=0.5", "joined": [{"rank": 1, "pid": 4242}]}, b""),
+        "get_optimizer_state": ("GetOptimizerState", {"worker_rank": 0}, b""),
+        # one momentum array of 4 floats, named as the server names it
+        "optimizer_state": ("OptimizerState", {"worker_rank": 0, "names": ["7/0/4.mom"], "arrays": [
+            dict(slice_, key=0, shape=[4], round=-1)]}, floats),
+        "part_state": ("PartState", {"server_rank": 1, "part": dict(slice_, data_bytes=0)}, b""),
+        # the part's value and its momentum (4 floats each), the source's numbers
+        "part_state_reply": ("PartStateReply", {
+            "round": 3, "value": slice_, "optimizer_names": ["7/0/4.mom"],
+            "optimizer_arrays": [dict(slice_, key=0, shape=[4], round=-1, data_offset=16)],
+            "learning_rate": 0.05, "rescale_grad": 0.5}, floats + floats),
         "data_reply": ("DataReply", {"status": 0, "message": "m", "slices": [slice_]}, floats),
         # a compressed pull's answer: fp16 (encoding 1) of 4 values
         "data_reply_fp16": ("DataReply", {"status": 0, "slices": [dict(slice_, encoding=1, data_bytes=8)]},

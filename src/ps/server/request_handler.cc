@@ -9,6 +9,7 @@
 #include "optim/optimizer.h"
 #include "optim/optimizer_config.h"
 #include "ps/server/reply_assembly.h"
+#include "ps/transport/state_codec.h"
 
 namespace dt::ps {
 
@@ -58,37 +59,6 @@ std::vector<DecodedSlice> decode_all(const Frame& frame, const wire::DataRequest
   return out;
 }
 
-// SetOptimizerState's arrays: the request's slices, named by the lines of
-// its text.
-core::NamedArrays optimizer_state_arrays(const Frame& frame, const wire::DataRequest& data) {
-  const auto slices = decode_all(frame, data, true);
-  const std::string text = data.text() ? data.text()->str() : "";
-  core::NamedArrays arrays;
-  size_t start = 0;
-  for (const DecodedSlice& s : slices) {
-    if (start > text.size()) throw Error(ErrorCode::kProtocol, "optimizer state: fewer names than arrays");
-    const size_t end = std::min(text.find('\n', start), text.size());
-    // Sized from the bytes that came, not from the shape claimed.
-    // (decode_slice checked data_bytes against the part's range.)
-    if (s.info.part.begin != 0 || s.info.part.end != s.info.shape.numel()) {
-      throw Error(ErrorCode::kProtocol, "optimizer state: an array of " + s.info.shape.to_string() +
-                                            " carries " + std::to_string(s.data_bytes) + " bytes");
-    }
-    core::NDArray array = core::NDArray::empty(core::make_cpu_context(), s.info.dtype, s.info.shape);
-    if (s.data_bytes != array.nbytes()) {
-      throw Error(ErrorCode::kProtocol, "optimizer state: an array of " + s.info.shape.to_string() +
-                                            " carries " + std::to_string(s.data_bytes) + " bytes");
-    }
-    array.copy_from_host(s.data, s.data_bytes);
-    arrays.emplace_back(text.substr(start, end - start), array);
-    start = end + 1;
-  }
-  if (start <= text.size() && !slices.empty()) {
-    throw Error(ErrorCode::kProtocol, "optimizer state: more names than arrays");
-  }
-  return arrays;
-}
-
 }  // namespace
 
 ServerRequestHandler::ServerRequestHandler(int num_workers, uint64_t memory_limit_bytes)
@@ -108,20 +78,17 @@ RequestServer::Reply ServerRequestHandler::tracked(int worker, wire::DataOp op, 
                        reply);
 }
 
-void ServerRequestHandler::part_state(const Frame& frame, const wire::DataRequest& data, uint32_t pipe,
+void ServerRequestHandler::part_state(const Frame& frame, const wire::PartState& request, uint32_t pipe,
                                       const RequestServer::Reply& reply) {
-  speakers_.server(data, pipe, "a part's state");
+  speakers_.server(request.server_rank(), pipe, "a part's state");
   // A rejoined server takes the optimizer's numbers with each part (see
   // take_source_optimizer_numbers).
   std::optional<std::pair<double, double>> numbers;
   if (store_.has_optimizer()) numbers.emplace(store_.learning_rate(), store_.rescale_grad());
-  const auto slices = decode_all(frame, data, false);
-  if (slices.size() != 1) {
-    throw Error(ErrorCode::kProtocol, "a part-state request names " + std::to_string(slices.size()) +
-                                          " parts (rule: one)");
-  }
-  const PartInfo info = slices.front().info;
-  store_.part_state(info, slices.front().round, [reply, info, numbers](const Error* error,
+  if (request.part() == nullptr) throw Error(ErrorCode::kProtocol, "a part-state request names no part");
+  const DecodedSlice part = decode_slice(frame, request.part());
+  const PartInfo info = part.info;
+  store_.part_state(info, part.round, [reply, info, numbers](const Error* error,
                                                                        const ServerKeyStore::PartState& state) {
     if (error) {
       reply(encode_data_error(error->code(), error->what()));
@@ -154,13 +121,28 @@ void ServerRequestHandler::handle(Message request, const RequestServer::Reply& r
       join(worker_of(joining->worker_rank(), pipe), *joining, reply);
       return;
     }
+    if (const auto* asked = frame.body<wire::PartState>()) {
+      part_state(frame, *asked, pipe, reply);
+      return;
+    }
+    if (const auto* asked = frame.body<wire::GetOptimizerState>()) {
+      const int worker = worker_of(asked->worker_rank(), pipe);
+      core::log(core::LogLevel::kTrace, "server", "GetOptimizerState from worker " + std::to_string(worker));
+      reply(encode_optimizer_state(-1, store_.optimizer_state()));
+      return;
+    }
+    if (const auto* state = frame.body<wire::OptimizerState>()) {
+      const int worker = worker_of(state->worker_rank(), pipe);
+      core::log(core::LogLevel::kTrace, "server", "SetOptimizerState from worker " + std::to_string(worker));
+      only_worker_0(worker, "SetOptimizerState");
+      store_.load_optimizer_state(
+          read_named_arrays(frame, state->names(), state->arrays(), core::make_cpu_context(), "optimizer state"));
+      reply(encode_data_reply({}).message);
+      return;
+    }
     const auto* data = frame.body<wire::DataRequest>();
     if (data == nullptr) {
       throw Error(ErrorCode::kProtocol, std::string("a server takes DataRequest messages, got ") + body_name(frame.type()));
-    }
-    if (data->op() == wire::DataOp::PartState) {
-      part_state(frame, *data, pipe, reply);
-      return;
     }
     worker_request(frame, *data, worker_of(data->worker_rank(), pipe), reply);
   } catch (const Error& error) {
@@ -182,12 +164,6 @@ void ServerRequestHandler::worker_request(const Frame& frame, const wire::DataRe
     core::log(core::LogLevel::kTrace, "server",
               std::string(wire::EnumNameDataOp(data.op())) + " from worker " + std::to_string(worker));
   }
-  const auto only_worker_0 = [&](const char* what) {
-    if (worker != 0) {
-      throw Error(ErrorCode::kBadState, std::string(what) + " from worker " + std::to_string(worker) +
-                                            " (rule: worker 0 owns the servers' optimizer settings)");
-    }
-  };
   const auto finite_number = [&](const char* what) {
     if (!std::isfinite(data.number())) {
       throw Error(ErrorCode::kInvalidArgument, std::string(what) + " of " + std::to_string(data.number()) +
@@ -228,29 +204,19 @@ void ServerRequestHandler::worker_request(const Frame& frame, const wire::DataRe
       agreement_.set_optimizer(worker, optim::OptimizerConfig::from_json(data.text() ? data.text()->str() : ""), reply);
       return;
     case wire::DataOp::SetRescaleGrad:
-      only_worker_0("SetRescaleGrad");
+      only_worker_0(worker, "SetRescaleGrad");
       finite_number("SetRescaleGrad");
       store_.set_rescale_grad(data.number());
       agreement_.rescale_grad_set();
       reply(encode_data_reply({}).message);
       return;
     case wire::DataOp::SetLearningRate:
-      only_worker_0("SetLearningRate");
+      only_worker_0(worker, "SetLearningRate");
       finite_number("SetLearningRate");
       store_.set_learning_rate(data.number());
       agreement_.learning_rate_set();
       reply(encode_data_reply({}).message);
       return;
-    case wire::DataOp::GetOptimizerState:
-      reply(optimizer_state_reply(store_.optimizer_state()));
-      return;
-    case wire::DataOp::SetOptimizerState:
-      only_worker_0("SetOptimizerState");
-      store_.load_optimizer_state(optimizer_state_arrays(frame, data));
-      reply(encode_data_reply({}).message);
-      return;
-    case wire::DataOp::PartState:
-      break;  // a server's request, handled above
     case wire::DataOp::SetGradientCompression:
       agreement_.set_compression(worker, compression::CompressionConfig::parse(data.text() ? data.text()->str() : ""));
       reply(encode_data_reply({}).message);
@@ -266,6 +232,13 @@ int ServerRequestHandler::worker_of(int worker, uint32_t pipe) {
   }
   speakers_.check(worker, pipe);
   return worker;
+}
+
+void ServerRequestHandler::only_worker_0(int worker, const char* what) {
+  if (worker != 0) {
+    throw Error(ErrorCode::kBadState, std::string(what) + " from worker " + std::to_string(worker) +
+                                          " (rule: worker 0 owns the servers' optimizer settings)");
+  }
 }
 
 void ServerRequestHandler::join(int worker, const wire::Join& request, const RequestServer::Reply& reply) {

@@ -45,7 +45,8 @@ namespace dt::ps {
 // (workers joining an all-reduce job), which a version-7 scheduler would
 // take for a regroup of the workers in the job. 9: typed fault-tolerance
 // messages, each its own table of the Body union (Join, ServerSettings and
-// its ServerSettingsReply) in the place of data ops with text fields, which
+// its ServerSettingsReply, GetOptimizerState and OptimizerState, PartState
+// and its PartStateReply) in the place of data ops with text fields, which
 // a version-8 peer rejects as a body type it does not know.
 constexpr uint32_t kProtocolVersion = 9;
 constexpr size_t kPayloadAlignment = 16;

@@ -26,6 +26,7 @@
 #include "ps/transport/frame.h"
 #include "ps/transport/request_client.h"
 #include "ps/transport/request_server.h"
+#include "ps/transport/state_codec.h"
 
 namespace dt::ps {
 namespace {
@@ -390,12 +391,12 @@ TEST_F(PartFillerTest, SettingsAreAskedForInAServersNameAndReadStrictly) {
   }
 }
 
-// A PartState request speaks for a server (worker_rank -1 - its rank): one
-// in a worker's name is refused.
+// A PartState request speaks for a server (server_rank >= 0): one in no
+// server's name is refused.
 TEST_F(PartFillerTest, APartStateInAWorkersNameIsRefused) {
   start("none");
   Answer answer;
-  source_->handle(encode_data_request(wire::DataOp::PartState, 0, {SliceSpec{kPart, 0, 0}}).message, answer.reply());
+  source_->handle(encode_part_state_request(-1, SliceSpec{kPart, 0, 0}), answer.reply());
   ASSERT_TRUE(answer.wait());
   EXPECT_EQ(answer.status, static_cast<int>(ErrorCode::kProtocol)) << answer.message;
 }

@@ -77,6 +77,20 @@ EncodedData command(wire::DataOp op, int worker, double number, const std::strin
   return encode_data_request(op, worker, {}, text, number);
 }
 
+// An OptimizerState request whose one array claims claim's shape and
+// carries data_bytes bytes (zeros): what a forged request may say.
+Message forged_optimizer_state(int worker, const PartInfo& claim, size_t data_bytes, const std::string& name) {
+  flatbuffers::FlatBufferBuilder fbb;
+  const std::vector<SliceSpec> specs{SliceSpec{claim, -1, data_bytes}};
+  const SliceTables tables = write_slices(fbb, specs);
+  auto arrays = fbb.CreateVector(tables.tables);
+  auto names = fbb.CreateVectorOfStrings({name});
+  uint8_t* payload = nullptr;
+  Message m = make_message(fbb, wire::CreateOptimizerState(fbb, worker, names, arrays), tables.payload_bytes, &payload);
+  if (payload != nullptr) std::memset(payload, 0, tables.payload_bytes);
+  return m;
+}
+
 EncodedData join(int worker, int64_t round, int64_t pid) { return EncodedData{encode_join(worker, round, pid), {}}; }
 
 constexpr int kBadState = static_cast<int>(ErrorCode::kBadState);
@@ -207,9 +221,8 @@ TEST(PsServerRules, SizesComeFromTheStoredPartNotFromTheClaim) {
   EXPECT_EQ(wrong.message.find("(4)"), std::string::npos) << wrong.message;
   // Optimizer state claiming 2^60 elements with 4 bytes of data.
   server.store().set_optimizer(optim::OptimizerConfig("sgd").set("learning_rate", 0.1).set("momentum", 0.9));
-  EncodedData state = encode_data_request(wire::DataOp::SetOptimizerState, 0,
-                                          {SliceSpec{PartInfo{PartKey{0, 0, 1}, DType::kFloat32, huge}, -1, 4}},
-                                          "5/0/4.mom");
+  EncodedData state{forged_optimizer_state(0, PartInfo{PartKey{0, 0, 1}, DType::kFloat32, huge}, 4, "5/0/4.mom"),
+                    {}};
   EXPECT_EQ(status_of(server, std::move(state)), static_cast<int>(ErrorCode::kProtocol));
   EXPECT_EQ(status_of(server, pull(0, part, 0)), 0);
 }
