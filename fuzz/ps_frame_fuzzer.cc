@@ -73,6 +73,10 @@ void touch(const dt::ps::Frame& f) {
     });
   } else if (const auto* b = f.body<wire::Barrier>()) {
     touch_bytes(b->data());
+  } else if (const auto* g = f.body<wire::Regroup>()) {
+    touch_bytes(g->data());
+  } else if (const auto* a = f.body<wire::Admission>()) {
+    touch_bytes(a->data());
   } else if (const auto* h = f.body<wire::HeartbeatReply>()) {
     if (h->lost() != nullptr) {
       for (const auto* l : *h->lost()) {

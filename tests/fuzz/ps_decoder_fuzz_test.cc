@@ -80,6 +80,14 @@ std::vector<Message> valid_corpus() {
     settings.joined = {{1, 4242}};
     out.push_back(encode_server_settings_reply(settings));
   }
+  {
+    flatbuffers::FlatBufferBuilder fbb;
+    out.push_back(make_message(fbb, wire::CreateRegroup(fbb, 1, 2, fbb.CreateVector(std::vector<uint8_t>{1, 2, 3}))));
+  }
+  {
+    flatbuffers::FlatBufferBuilder fbb;
+    out.push_back(make_message(fbb, wire::CreateAdmission(fbb, 1, 2, fbb.CreateVector(std::vector<uint8_t>{1, 0}))));
+  }
   out.push_back(encode_get_optimizer_state(0));
   {
     core::NDArray momentum = core::NDArray::empty(core::make_cpu_context(), core::DType::kFloat32, core::Shape({4}));
