@@ -73,6 +73,10 @@ void touch(const dt::ps::Frame& f) {
     });
   } else if (const auto* b = f.body<wire::Barrier>()) {
     touch_bytes(b->data());
+  } else if (const auto* g = f.body<wire::Regroup>()) {
+    touch_bytes(g->data());
+  } else if (const auto* a = f.body<wire::Admission>()) {
+    touch_bytes(a->data());
   } else if (const auto* h = f.body<wire::HeartbeatReply>()) {
     if (h->lost() != nullptr) {
       for (const auto* l : *h->lost()) {
@@ -91,6 +95,39 @@ void touch(const dt::ps::Frame& f) {
   } else if (const auto* d = f.body<wire::DataReply>()) {
     touch_string(d->message());
     touch_slices(f, d->slices());
+  } else if (const auto* o = f.body<wire::OptimizerState>()) {
+    touch_strings(o->names());
+    touch_slices(f, o->arrays());
+  } else if (const auto* p = f.body<wire::PartState>()) {
+    if (p->part() != nullptr) {
+      rejected_ok([&] { (void)dt::ps::decode_slice(f, p->part()); });
+    }
+  } else if (const auto* p = f.body<wire::PartStateReply>()) {
+    touch_strings(p->optimizer_names());
+    touch_slices(f, p->optimizer_arrays());
+    for (const auto* s : {p->value(), p->pull_residual(), p->pull_encoding()}) {
+      if (s != nullptr) rejected_ok([&] { (void)dt::ps::decode_slice(f, s); });
+    }
+  } else if (const auto* j = f.body<wire::Join>()) {
+    volatile int64_t sum = j->worker_rank() + j->round() + j->pid() + (j->question() ? 1 : 0);
+    (void)sum;
+  } else if (const auto* q = f.body<wire::ServerSettings>()) {
+    volatile int rank = q->server_rank();
+    (void)rank;
+  } else if (const auto* r = f.body<wire::ServerSettingsReply>()) {
+    // Read as ps/server/job_settings.cc does (a server-side file this
+    // fuzzer's parsers leave out): every field, a null entry possible.
+    touch_string(r->optimizer());
+    touch_string(r->compression());
+    volatile double numbers = r->learning_rate().value_or(0) + r->rescale_grad().value_or(0);
+    (void)numbers;
+    if (r->joined() != nullptr) {
+      for (const auto* w : *r->joined()) {
+        if (w == nullptr) continue;
+        volatile int64_t sum = w->rank() + w->pid();
+        (void)sum;
+      }
+    }
   }
   // What a worker waiting for a reply does: an ErrorReply becomes its error.
   rejected_ok([&] { (void)f.expect<wire::DataReply>(); });

@@ -77,8 +77,8 @@ def ps_frames(tmp):
         "heartbeat_reply": ("HeartbeatReply", {"lost": [{"role": "Worker", "rank": 1, "host": "x", "pid": 3,
                                                           "reason": "gone"}], "shutdown": False}, b""),
         "barrier": ("Barrier", {"rank": 1, "barrier_id": 4, "data": [1, 2, 3]}, b""),
-        "barrier_admission": ("Barrier", {"rank": 1, "data": [1, 0, 0, 0, 0, 0, 0, 0, 0], "regroup": True,
-                                          "regroup_generation": 1, "admission": True}, b""),
+        "regroup": ("Regroup", {"rank": 1, "generation": 1, "data": [1, 0, 0, 0, 0, 0, 0, 0, 0]}, b""),
+        "admission": ("Admission", {"rank": 1, "generation": 1, "data": [1, 0, 0, 0, 0, 0, 0, 0, 0]}, b""),
         "ack_gathered": ("Ack", {"gathered": [{"rank": 0, "data": [9, 8]}, {"rank": 1, "data": []}]}, b""),
         "ack_admission": ("Ack", {"gathered": [{"rank": 0, "data": [0, 5, 0, 0, 0, 0, 0, 0, 0]},
                                                {"rank": 1, "data": [1, 0, 0, 0, 0, 0, 0, 0, 0]}],
@@ -95,6 +95,22 @@ def ps_frames(tmp):
                                       "slices": [dict(slice_, encoding=4, data_bytes=4)]}, b"\xa0\0\0\0"),
         "set_optimizer": ("DataRequest", {"op": "SetOptimizer", "worker_rank": 0,
                                           "text": '{"optimizer":"sgd","learning_rate":0.1}'}, b""),
+        "join_question": ("Join", {"worker_rank": 1, "question": True}, b""),
+        "join": ("Join", {"worker_rank": 1, "round": 3, "pid": 4242}, b""),
+        "server_settings": ("ServerSettings", {"server_rank": 1}, b""),
+        "server_settings_reply": ("ServerSettingsReply", {
+            "mode": "DistSync", "optimizer": '{"optimizer":"sgd","learning_rate":0.1}', "learning_rate": 0.1,
+            "rescale_grad": 0.5, "compression": "2bit:threshold=0.5", "joined": [{"rank": 1, "pid": 4242}]}, b""),
+        "get_optimizer_state": ("GetOptimizerState", {"worker_rank": 0}, b""),
+        # one momentum array of 4 floats, named as the server names it
+        "optimizer_state": ("OptimizerState", {"worker_rank": 0, "names": ["7/0/4.mom"], "arrays": [
+            dict(slice_, key=0, shape=[4], round=-1)]}, floats),
+        "part_state": ("PartState", {"server_rank": 1, "part": dict(slice_, data_bytes=0)}, b""),
+        # the part's value and its momentum (4 floats each), the source's numbers
+        "part_state_reply": ("PartStateReply", {
+            "round": 3, "value": slice_, "optimizer_names": ["7/0/4.mom"],
+            "optimizer_arrays": [dict(slice_, key=0, shape=[4], round=-1, data_offset=16)],
+            "learning_rate": 0.05, "rescale_grad": 0.5}, floats + floats),
         "data_reply": ("DataReply", {"status": 0, "message": "m", "slices": [slice_]}, floats),
         # a compressed pull's answer: fp16 (encoding 1) of 4 values
         "data_reply_fp16": ("DataReply", {"status": 0, "slices": [dict(slice_, encoding=1, data_bytes=8)]},

@@ -13,6 +13,7 @@
 #include "kvstore/running_job_join.h"
 #include "optim/optimizer.h"
 #include "ps/transport/data_codec.h"
+#include "ps/transport/state_codec.h"
 
 namespace dt::kvstore {
 
@@ -406,7 +407,7 @@ core::NamedArrays DistKVStore::optimizer_state(const std::string& prefix) const 
   // With replicas, a part's state comes from both of its servers, the same
   // bytes twice.
   servers_->run(
-      [&](int) { return ps::encode_data_request(DataOp::GetOptimizerState, member_->rank(), {}).message; },
+      [&](int) { return ps::encode_get_optimizer_state(member_->rank()); },
       [&](int server, const ps::Frame& reply) { replies[static_cast<size_t>(server)] = read_state_reply(reply, cpu_); });
   const KeyLookup key_of = [this](Key key) {
     const KeyMeta& m = keys_.at(key);

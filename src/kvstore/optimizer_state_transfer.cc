@@ -6,7 +6,7 @@
 
 #include "core/error.h"
 #include "optim/state_name.h"
-#include "ps/transport/data_codec.h"
+#include "ps/transport/state_codec.h"
 
 namespace dt::kvstore {
 
@@ -15,20 +15,8 @@ using core::ErrorCode;
 using core::NDArray;
 
 ServerStateArrays read_state_reply(const ps::Frame& reply, const std::shared_ptr<core::Context>& cpu) {
-  ServerStateArrays arrays;
-  const auto& data = reply.expect<ps::wire::DataReply>();
-  const std::string names = data.message() ? data.message()->str() : "";
-  const size_t count = data.slices() ? data.slices()->size() : 0;
-  size_t start = 0;
-  for (size_t i = 0; i < count; ++i) {
-    const size_t end = std::min(names.find('\n', start), names.size());
-    const ps::DecodedSlice s = ps::decode_slice(reply, data.slices()->Get(static_cast<flatbuffers::uoffset_t>(i)));
-    NDArray copy = NDArray::empty(cpu, s.info.dtype, s.info.shape);
-    copy.copy_from_host(s.data, s.data_bytes);
-    arrays.emplace_back(names.substr(start, end - start), copy);
-    start = end + 1;
-  }
-  return arrays;
+  const auto& state = reply.expect<ps::wire::OptimizerState>();
+  return ps::read_named_arrays(reply, state.names(), state.arrays(), cpu, "a server's optimizer state");
 }
 
 core::NamedArrays assemble_optimizer_state(const std::vector<ServerStateArrays>& replies, const KeyLookup& key_of,
@@ -128,19 +116,7 @@ std::vector<ServerStateArrays> split_optimizer_state(const core::NamedArrays& ar
 }
 
 ps::Message encode_state_request(int worker_rank, const ServerStateArrays& arrays) {
-  std::vector<ps::SliceSpec> specs;
-  std::string names;
-  for (const auto& [part_name, array] : arrays) {
-    specs.push_back(ps::SliceSpec{
-        ps::PartInfo{ps::PartKey{0, 0, static_cast<int64_t>(array.size())}, array.dtype(), array.shape()}, -1,
-        array.nbytes()});
-    names += (names.empty() ? "" : "\n") + part_name;
-  }
-  ps::EncodedData encoded = ps::encode_data_request(ps::wire::DataOp::SetOptimizerState, worker_rank, specs, names);
-  for (size_t i = 0; i < arrays.size(); ++i) {
-    std::memcpy(encoded.slice_data[i], arrays[i].second.data(), specs[i].data_bytes);
-  }
-  return std::move(encoded.message);
+  return ps::encode_optimizer_state(worker_rank, arrays);
 }
 
 }  // namespace dt::kvstore

@@ -31,7 +31,8 @@ struct PlacedKey {
 };
 using KeyLookup = std::function<PlacedKey(Key key)>;
 
-// A GetOptimizerState reply, read into host copies.
+// A GetOptimizerState reply (an OptimizerState message), read into host
+// copies; Error(kProtocol) for arrays it cannot read.
 ServerStateArrays read_state_reply(const ps::Frame& reply, const std::shared_ptr<core::Context>& cpu);
 
 // Every server's arrays reassembled per key, in ascending key order, after
@@ -51,7 +52,7 @@ std::vector<ServerStateArrays> split_optimizer_state(const core::NamedArrays& ar
                                                      const std::function<std::vector<int>(int server)>& holders,
                                                      const std::shared_ptr<core::Context>& cpu);
 
-// The SetOptimizerState request carrying one server's arrays.
+// The OptimizerState request restoring one server's arrays.
 ps::Message encode_state_request(int worker_rank, const ServerStateArrays& arrays);
 
 }  // namespace dt::kvstore

@@ -13,29 +13,24 @@ namespace dt::kvstore {
 
 using core::Error;
 using core::ErrorCode;
-using ps::wire::DataOp;
 
 int64_t join_running_job(const ServerExchange& servers, int worker_rank, bool sync) {
   // The job moves on while the question and the answer travel; a few tries
   // are plenty (one round of slack each), and each is bounded.
   constexpr int kAttempts = 8;
-  const std::string pid = std::to_string(static_cast<long long>(::getpid()));
+  const int64_t pid = ::getpid();
   const std::string facility = "worker " + std::to_string(worker_rank);
   for (int attempt = 1;; ++attempt) {
     std::mutex mutex;
     int64_t floor = 1;
-    servers.run([&](int) { return ps::encode_data_request(DataOp::Join, worker_rank, {}, pid, -1).message; },
+    servers.run([&](int) { return ps::encode_join_question(worker_rank); },
                 [&](int, const ps::Frame& reply) {
                   std::lock_guard<std::mutex> lock(mutex);
                   floor = std::max(floor, reply.expect<ps::wire::DataReply>().round());
                 });
     const int64_t round = floor + 1;
     try {
-      servers.run(
-          [&](int) {
-            return ps::encode_data_request(DataOp::Join, worker_rank, {}, pid, static_cast<double>(round)).message;
-          },
-          [](int, const ps::Frame&) {});
+      servers.run([&](int) { return ps::encode_join(worker_rank, round, pid); }, [](int, const ps::Frame&) {});
     } catch (const Error& e) {
       if (e.code() != ErrorCode::kBadState || attempt == kAttempts) throw;
       continue;

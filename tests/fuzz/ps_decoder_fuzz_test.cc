@@ -17,6 +17,9 @@
 
 #include "core/error.h"
 #include "ps/roles/node_table.h"
+#include "ps/server/job_settings.h"
+#include "ps/transport/data_codec.h"
+#include "ps/transport/state_codec.h"
 #include "ps/transport/frame.h"
 #include "ps/transport/request_client.h"
 #include "ps/transport/request_server.h"
@@ -64,6 +67,48 @@ std::vector<Message> valid_corpus() {
   }
   out.push_back(make_error_reply(ErrorCode::kTimedOut, "slow"));
   out.push_back(make_ack());
+  out.push_back(encode_join_question(1));
+  out.push_back(encode_join(1, 3, 4242));
+  out.push_back(encode_server_settings_request(1));
+  {
+    JobSettings settings;
+    settings.mode = ServerKeyStore::Mode::kSync;
+    settings.optimizer = "{\"optimizer\":\"sgd\"}";
+    settings.learning_rate = 0.1;
+    settings.rescale_grad = 0.5;
+    settings.compression = "2bit:threshold=0.5";
+    settings.joined = {{1, 4242}};
+    out.push_back(encode_server_settings_reply(settings));
+  }
+  {
+    flatbuffers::FlatBufferBuilder fbb;
+    out.push_back(make_message(fbb, wire::CreateRegroup(fbb, 1, 2, fbb.CreateVector(std::vector<uint8_t>{1, 2, 3}))));
+  }
+  {
+    flatbuffers::FlatBufferBuilder fbb;
+    out.push_back(make_message(fbb, wire::CreateAdmission(fbb, 1, 2, fbb.CreateVector(std::vector<uint8_t>{1, 0}))));
+  }
+  out.push_back(encode_get_optimizer_state(0));
+  {
+    core::NDArray momentum = core::NDArray::empty(core::make_cpu_context(), core::DType::kFloat32, core::Shape({4}));
+    std::memset(momentum.data(), 0x3f, momentum.nbytes());
+    out.push_back(encode_optimizer_state(0, {{"7/0/4.mom", momentum}}));
+  }
+  const PartInfo part{PartKey{7, 0, 4}, core::DType::kFloat32, core::Shape({2, 2})};
+  out.push_back(encode_part_state_request(1, SliceSpec{part, 3, 0}));
+  {
+    flatbuffers::FlatBufferBuilder fbb;
+    const std::vector<SliceSpec> specs{SliceSpec{part, 3, 16}, SliceSpec{PartInfo{PartKey{0, 0, 4}, core::DType::kFloat32, core::Shape({4})}, -1, 16}};
+    const SliceTables tables = write_slices(fbb, specs);
+    auto arrays = fbb.CreateVector(tables.tables.data() + 1, 1);
+    auto names = fbb.CreateVectorOfStrings({"7/0/4.mom"});
+    uint8_t* payload = nullptr;
+    out.push_back(make_message(fbb,
+                               wire::CreatePartStateReply(fbb, 3, tables.tables[0], names, arrays, 0, 0,
+                                                          wire_number(0.05), wire_number(0.5)),
+                               tables.payload_bytes, &payload));
+    std::memset(payload, 0x3f, tables.payload_bytes);
+  }
   return out;
 }
 
@@ -131,6 +176,26 @@ void touch(const Frame& f) {
     }
   } else if (const auto* e = f.body<wire::ErrorReply>()) {
     (void)error_from_reply(*e);
+  } else if (const auto* o = f.body<wire::OptimizerState>()) {
+    try {
+      (void)read_named_arrays(f, o->names(), o->arrays(), core::make_cpu_context(), "optimizer state");
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kProtocol);
+    }
+  } else if (const auto* p = f.body<wire::PartStateReply>()) {
+    try {
+      (void)read_named_arrays(f, p->optimizer_names(), p->optimizer_arrays(), core::make_cpu_context(),
+                              "a part's state");
+      if (p->value() != nullptr) (void)decode_slice(f, p->value());
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kProtocol);
+    }
+  } else if (const auto* r = f.body<wire::ServerSettingsReply>()) {
+    try {
+      (void)decode_server_settings_reply(*r);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kProtocol);
+    }
   }
 }
 

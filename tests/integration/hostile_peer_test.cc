@@ -305,10 +305,18 @@ TEST(HostilePeer, DataRequestsInTheWorkersNamesAreRefused) {
     m.push_back(pull(0, PartInfo{PartKey{0, 0, 150}, DType::kFloat32, Shape({150, 2})}, 0));
     const Shape huge({int64_t{1} << 30, int64_t{1} << 30});
     m.push_back(pull(1, PartInfo{PartKey{0, 0, int64_t{1} << 60}, DType::kFloat32, huge}, 0));
-    m.push_back(ps::encode_data_request(wire::DataOp::SetOptimizerState, 0,
-                                        {SliceSpec{PartInfo{PartKey{0, 0, 1}, DType::kFloat32, huge}, -1, 4}},
-                                        "0/0/150.mom")
-                    .message);
+    {
+      // An OptimizerState whose one array claims 2^60 elements with 4 bytes.
+      flatbuffers::FlatBufferBuilder fbb;
+      const std::vector<SliceSpec> specs{SliceSpec{PartInfo{PartKey{0, 0, 1}, DType::kFloat32, huge}, -1, 4}};
+      const ps::SliceTables tables = ps::write_slices(fbb, specs);
+      auto arrays = fbb.CreateVector(tables.tables);
+      auto names = fbb.CreateVectorOfStrings({"0/0/150.mom"});
+      uint8_t* payload = nullptr;
+      m.push_back(ps::make_message(fbb, wire::CreateOptimizerState(fbb, 0, names, arrays), tables.payload_bytes,
+                                   &payload));
+      std::memset(payload, 0, tables.payload_bytes);
+    }
     // Inits of new keys of 1M floats (the memory a forged init would take).
     for (uint64_t key = 100; key < 104; ++key) {
       const PartInfo big{PartKey{key, 0, 1 << 20}, DType::kFloat32, Shape({1 << 20})};

@@ -251,11 +251,14 @@ ClusterMember::Gathered ClusterMember::State::gather(const char* what, const std
                                                  " go through the scheduler");
   }
   news.check();
-  // A regroup is not one of the numbered barriers: it takes no id.
-  const uint64_t id = regroup ? 0 : take_barrier_id();
+  // A regroup or an admission is not one of the numbered barriers: it
+  // takes no id.
   flatbuffers::FlatBufferBuilder fbb(128 + data.size());
-  auto body = wire::CreateBarrier(fbb, rank, id, fbb.CreateVector(data), regroup, generation, admission);
-  Message reply = call_scheduler(make_message(fbb, body));
+  const auto bytes = fbb.CreateVector(data);
+  Message request = admission ? make_message(fbb, wire::CreateAdmission(fbb, rank, generation, bytes))
+                    : regroup ? make_message(fbb, wire::CreateRegroup(fbb, rank, generation, bytes))
+                              : make_message(fbb, wire::CreateBarrier(fbb, rank, take_barrier_id(), bytes));
+  Message reply = call_scheduler(std::move(request));
   const Frame frame = Frame::parse(std::move(reply));
   const wire::Ack& ack = frame.expect<wire::Ack>();
   const auto* gathered = ack.gathered();

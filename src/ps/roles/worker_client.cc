@@ -197,10 +197,15 @@ void WorkerClient::Exchange::send(int server, Message request) {
                   } else {
                     try {
                       Frame frame = Frame::parse(std::move(reply));
-                      const auto& data = frame.expect<wire::DataReply>();
-                      if (data.status() != 0) {
-                        throw Error(static_cast<ErrorCode>(data.status()),
-                                    data.message() ? data.message()->str() : "server error");
+                      // A typed answer (OptimizerState) goes to on_reply,
+                      // which reads it as it expects; a refusal is a
+                      // DataReply with its status (or an ErrorReply).
+                      if (frame.type() != wire::Body::OptimizerState) {
+                        const auto& data = frame.expect<wire::DataReply>();
+                        if (data.status() != 0) {
+                          throw Error(static_cast<ErrorCode>(data.status()),
+                                      data.message() ? data.message()->str() : "server error");
+                        }
                       }
                       std::shared_lock<std::shared_mutex> lock(state->handler_mutex);
                       if (!state->abandoned) state->on_reply(index, frame);

@@ -59,7 +59,9 @@ class WorkerClient {
     ~Exchange();
     Exchange(const Exchange&) = delete;
     Exchange& operator=(const Exchange&) = delete;
-    // Sends at once; the reply is handled with index = number of earlier sends.
+    // Sends at once; the reply is handled with index = number of earlier
+    // sends: a DataReply with status 0, or an OptimizerState (the typed
+    // answer to GetOptimizerState); a DataReply's error status is the error.
     void send(int server, Message request);
     // Until every reply is handled: throws the first error (a lost peer's
     // kPeerLost in preference to the network error it caused), kTimedOut

@@ -12,14 +12,16 @@
 #include <string>
 #include <vector>
 
+#include <flatbuffers/flatbuffers.h>
+
 #include "core/error.h"
 #include "ps/scheduler/member_table.h"
 #include "ps/transport/request_server.h"
 
 namespace dt::ps {
 
-// Regroups (wire Barrier.regroup) wait beside the numbered barriers, under
-// ids no worker's barrier counter reaches: this bit and the generation.
+// Regroups (the wire's Regroup message) wait beside the numbered barriers,
+// under ids no worker's barrier counter reaches: this bit and the generation.
 constexpr uint64_t kRegroupBit = uint64_t{1} << 63;
 // With kRegroupBit: an admission (workers joining an all-reduce job let in).
 constexpr uint64_t kAdmissionBit = uint64_t{1} << 62;
@@ -27,6 +29,15 @@ inline bool is_regroup(uint64_t id) { return (id & kRegroupBit) != 0; }
 inline bool is_admission(uint64_t id) { return is_regroup(id) && (id & kAdmissionBit) != 0; }
 // "barrier 3", "regroup 1", "admission at generation 2"
 std::string barrier_name(uint64_t id);
+
+// A regroup or an admission as a worker sent it (the wire's Regroup and
+// Admission messages): data points into the received frame.
+struct GroupCall {
+  int rank;
+  uint64_t generation;
+  const flatbuffers::Vector<uint8_t>* data;
+  bool admission;
+};
 
 struct Waiter {
   int rank;

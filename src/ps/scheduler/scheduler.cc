@@ -73,6 +73,11 @@ struct Scheduler::State {
   void join(const wire::Register& r, uint32_t pipe, RequestServer::Reply& reply);
   void on_heartbeat(const wire::Heartbeat& h, uint32_t pipe, RequestServer::Reply& reply);
   void on_barrier(const wire::Barrier& b, uint32_t pipe, RequestServer::Reply& reply);
+  // A Regroup or an Admission message.
+  void on_group(const GroupCall& call, uint32_t pipe, RequestServer::Reply& reply);
+  // The worker rank names, checked: in range, on its own connection, in
+  // the job (not left, not lost). what names the message in errors.
+  Member& calling_worker(int rank, uint32_t pipe, const char* what);
   bool barrier_ready(uint64_t id, const std::vector<Waiter>& waiters) const;
   void complete_barrier(uint64_t id, std::vector<Waiter>& waiters);
   void on_shutdown(const wire::Shutdown& s, uint32_t pipe, RequestServer::Reply& reply);
@@ -111,6 +116,16 @@ void Scheduler::State::handle(Message request, RequestServer::Reply reply) {
       case wire::Body::Barrier:
         on_barrier(*frame->body<wire::Barrier>(), pipe, reply);
         break;
+      case wire::Body::Regroup: {
+        const auto& g = *frame->body<wire::Regroup>();
+        on_group(GroupCall{g.rank(), g.generation(), g.data(), false}, pipe, reply);
+        break;
+      }
+      case wire::Body::Admission: {
+        const auto& a = *frame->body<wire::Admission>();
+        on_group(GroupCall{a.rank(), a.generation(), a.data(), true}, pipe, reply);
+        break;
+      }
       case wire::Body::Shutdown:
         on_shutdown(*frame->body<wire::Shutdown>(), pipe, reply);
         break;
@@ -171,19 +186,25 @@ void Scheduler::State::on_heartbeat(const wire::Heartbeat& h, uint32_t pipe, Req
   reply(heartbeat_reply());
 }
 
-void Scheduler::State::on_barrier(const wire::Barrier& b, uint32_t pipe, RequestServer::Reply& reply) {
+Member& Scheduler::State::calling_worker(int rank, uint32_t pipe, const char* what) {
   if (!members.published()) throw Error(ErrorCode::kBadState, "barrier before the node table was published");
-  if (b.rank() < 0 || b.rank() >= job.num_workers) {
-    throw Error(ErrorCode::kInvalidArgument, "barrier from worker rank " + std::to_string(b.rank()) + " out of range");
+  if (rank < 0 || rank >= job.num_workers) {
+    throw Error(ErrorCode::kInvalidArgument, "barrier from worker rank " + std::to_string(rank) + " out of range");
   }
-  Member& m = members.speaker(Role::kWorker, b.rank(), pipe, "barrier");
+  Member& m = members.speaker(Role::kWorker, rank, pipe, what);
   if (m.left()) throw Error(ErrorCode::kBadState, "barrier from " + m.info.describe() + " after its Shutdown");
   if (m.lost()) throw Error(ErrorCode::kPeerLost, "barrier from " + m.info.describe() + ", which the job already lost");
-  if (b.regroup()) {
-    if (!lost.empty()) throw Error(ErrorCode::kPeerLost, lost.front().message());
-    roster.enter(b, m, reply, stopping);
-    return;
-  }
+  return m;
+}
+
+void Scheduler::State::on_group(const GroupCall& call, uint32_t pipe, RequestServer::Reply& reply) {
+  Member& m = calling_worker(call.rank, pipe, "barrier");
+  if (!lost.empty()) throw Error(ErrorCode::kPeerLost, lost.front().message());
+  roster.enter(call, m, reply, stopping);
+}
+
+void Scheduler::State::on_barrier(const wire::Barrier& b, uint32_t pipe, RequestServer::Reply& reply) {
+  Member& m = calling_worker(b.rank(), pipe, "barrier");
   if (m.awaiting_admission()) {
     throw Error(ErrorCode::kBadState, "barrier from " + m.info.describe() +
                                           ", which waits to be let into the job (rule: a joined worker's first call "

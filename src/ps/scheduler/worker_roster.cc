@@ -63,23 +63,23 @@ void WorkerRoster::join(const wire::Register& r, uint32_t pipe, RequestServer::R
   reply(make_message(fbb, write_node_table(fbb, table)));
 }
 
-void WorkerRoster::enter(const wire::Barrier& b, Member& m, RequestServer::Reply& reply, bool stopping) {
-  if (b.admission()) {
-    if (b.data() == nullptr) throw Error(ErrorCode::kProtocol, "admission from " + m.info.describe() + " without data");
+void WorkerRoster::enter(const GroupCall& b, Member& m, RequestServer::Reply& reply, bool stopping) {
+  if (b.admission) {
+    if (b.data == nullptr) throw Error(ErrorCode::kProtocol, "admission from " + m.info.describe() + " without data");
     if (stopping) {
       throw Error(ErrorCode::kClosed, "admission of " + m.info.describe() + ": every worker in the job has finished");
     }
     // The workers in the job must all let the joined ones into the same
     // group; the joined ones learn its generation from the answer.
-    if (!m.awaiting_admission() && b.regroup_generation() != generation()) {
+    if (!m.awaiting_admission() && b.generation != generation()) {
       throw Error(ErrorCode::kBadState, "admission by " + m.info.describe() + " at generation " +
-                                            std::to_string(b.regroup_generation()) + ", but the job is at " +
+                                            std::to_string(b.generation) + ", but the job is at " +
                                             std::to_string(generation()) + " (regroup first)");
     }
     gather(kRegroupBit | kAdmissionBit | generation(), b, m, reply, "entered an admission");
     return;
   }
-  if (b.data() == nullptr) throw Error(ErrorCode::kProtocol, "regroup from " + m.info.describe() + " without data");
+  if (b.data == nullptr) throw Error(ErrorCode::kProtocol, "regroup from " + m.info.describe() + " without data");
   // Every worker must regroup over the same workers: one that has not heard
   // of the latest loss yet asks again once its heartbeat brings it.
   if (m.awaiting_admission()) {
@@ -87,20 +87,20 @@ void WorkerRoster::enter(const wire::Barrier& b, Member& m, RequestServer::Reply
                                           ", which waits to be let into the job (rule: a joined worker's first call "
                                           "is the admission)");
   }
-  if (b.regroup_generation() != generation()) {
+  if (b.generation != generation()) {
     throw Error(ErrorCode::kBadState, "regroup of " + m.info.describe() + " at generation " +
-                                          std::to_string(b.regroup_generation()) + ", but the job is at " +
+                                          std::to_string(b.generation) + ", but the job is at " +
                                           std::to_string(generation()) + " (" + std::to_string(departed_workers()) +
                                           " workers departed, " + std::to_string(admitted_) +
                                           " let in; ask again at that count)");
   }
-  gather(kRegroupBit | b.regroup_generation(), b, m, reply, "regrouped");
+  gather(kRegroupBit | b.generation, b, m, reply, "regrouped");
 }
 
-void WorkerRoster::gather(uint64_t id, const wire::Barrier& b, Member& m, RequestServer::Reply& reply,
+void WorkerRoster::gather(uint64_t id, const GroupCall& b, Member& m, RequestServer::Reply& reply,
                           const char* what) {
-  if (barriers_.waits(id, b.rank())) throw Error(ErrorCode::kBadState, m.info.describe() + " " + what + " twice at once");
-  barriers_.enter(id, Waiter{b.rank(), reply, std::vector<uint8_t>(b.data()->begin(), b.data()->end())});
+  if (barriers_.waits(id, b.rank)) throw Error(ErrorCode::kBadState, m.info.describe() + " " + what + " twice at once");
+  barriers_.enter(id, Waiter{b.rank, reply, std::vector<uint8_t>(b.data->begin(), b.data->end())});
 }
 
 bool WorkerRoster::ready(uint64_t id, const std::vector<Waiter>& waiters) const {

@@ -1,8 +1,8 @@
 // DT_WORKER_LOSS=continue at the scheduler: the companion that lets the job
 // go on without a lost worker (a departure), takes a worker registering
 // later into a departed one's place, regroups an all-reduce job's workers
-// after a loss (Barrier.regroup) and lets joined workers into a job without
-// servers (Barrier.admission). The scheduler reaches it through the hooks
+// after a loss (the Regroup message) and lets joined workers into a job
+// without servers (the Admission message). The scheduler reaches it through the hooks
 // below; the plain registration and barrier path knows none of this. Called
 // with the scheduler's one mutex held.
 #pragma once
@@ -28,9 +28,8 @@ class WorkerRoster {
   // A worker registering after publication takes the place of one the job
   // went on without, and joins the running job (ending: the job is ending).
   void join(const wire::Register& r, uint32_t pipe, RequestServer::Reply& reply, bool ending);
-  // A regroup or an admission from m (Barrier.regroup; stopping: every
-  // worker has finished).
-  void enter(const wire::Barrier& b, Member& m, RequestServer::Reply& reply, bool stopping);
+  // A regroup or an admission from m (stopping: every worker has finished).
+  void enter(const GroupCall& call, Member& m, RequestServer::Reply& reply, bool stopping);
   // Whether regroup or admission id has every worker it waits for.
   bool ready(uint64_t id, const std::vector<Waiter>& waiters) const;
   // A completed admission lets in the joined workers at it; returns the
@@ -58,7 +57,7 @@ class WorkerRoster {
   bool waits_to_be_let_in(int rank) const;
   // Adds a worker's data to the all-gather under id; `what` names the call
   // in the error for a worker there twice.
-  void gather(uint64_t id, const wire::Barrier& b, Member& m, RequestServer::Reply& reply, const char* what);
+  void gather(uint64_t id, const GroupCall& call, Member& m, RequestServer::Reply& reply, const char* what);
 
   const JobConfig& job_;
   const PsOptions& options_;

@@ -238,7 +238,7 @@ class ServerKeyStore {
   bool has_departed(int worker) const;
 
   // A worker joining the running job in the place of one it went on without
-  // (the scheduler took it in; DataOp Join). join_floor: the lowest round it
+  // (the scheduler took it in; the Join message). join_floor: the lowest round it
   // may join at, over every part (after the rounds being summed, and after
   // the pushes its predecessor made). join: from round on, every part's
   // rounds wait for worker's pushes again and its next push of a part is

@@ -10,6 +10,7 @@
 #include "ps/roles/worker_client.h"
 #include "ps/transport/data_codec.h"
 #include "ps/transport/frame.h"
+#include "ps/transport/state_codec.h"
 
 namespace dt::ps {
 
@@ -63,22 +64,23 @@ void PartFiller::server_rejoined(const NodeInfo& server) {
   gone_[static_cast<size_t>(server.rank)] = false;
 }
 
-std::string PartFiller::job_settings(const NodeTable& table, std::chrono::milliseconds deadline) const {
+JobSettings PartFiller::job_settings(const NodeTable& table, std::chrono::milliseconds deadline) const {
   std::string tried;
   for (const NodeInfo& server : table.servers) {
     if (server.rank == table.your_rank) continue;
     RequestClient client(data_url_of(server, node_host_, DataTransport::kAuto), std::chrono::milliseconds(0),
                          options_.max_message_bytes, security_);
     try {
-      Message reply =
-          client.call(encode_data_request(wire::DataOp::ServerSettings, -1 - table.your_rank, {}).message, deadline);
+      Message reply = client.call(encode_server_settings_request(table.your_rank), deadline);
       const Frame frame = Frame::parse(std::move(reply));
-      const auto& data = frame.expect<wire::DataReply>();
-      if (data.status() != 0) {
-        throw Error(static_cast<ErrorCode>(data.status()), data.message() ? data.message()->str() : "server error");
+      // A refusal comes as a data request's: a DataReply with its status.
+      if (const auto* refused = frame.body<wire::DataReply>()) {
+        throw Error(static_cast<ErrorCode>(refused->status()),
+                    refused->message() ? refused->message()->str() : "server error");
       }
+      JobSettings settings = decode_server_settings_reply(frame.expect<wire::ServerSettingsReply>());
       client.close();
-      return data.message() ? data.message()->str() : std::string();
+      return settings;
     } catch (const Error& e) {
       // A lost server's connection is abandoned, never closed (see
       // WorkerClient::drop_server).
@@ -173,9 +175,7 @@ RequestClient& PartFiller::client_of(int server) {
 void PartFiller::send(const ServerKeyStore::FillRequest& request) {
   try {
     RequestClient& client = client_of(request.source);
-    Message message =
-        encode_data_request(wire::DataOp::PartState, -1 - rank_, {SliceSpec{request.info, request.min_round, 0}})
-            .message;
+    Message message = encode_part_state_request(rank_, SliceSpec{request.info, request.min_round, 0});
     client.request(std::move(message), to_ms(options_.request_timeout_s),
                    [this, request](std::optional<Error> error, Message reply) {
                      take(request, std::move(error), std::move(reply));
@@ -189,13 +189,14 @@ void PartFiller::take(const ServerKeyStore::FillRequest& request, std::optional<
   try {
     if (error) throw *error;
     const Frame frame = Frame::parse(std::move(reply));
-    const auto& data = frame.expect<wire::DataReply>();
-    if (data.status() != 0) {
-      throw Error(static_cast<ErrorCode>(data.status()), data.message() ? data.message()->str() : "server error");
+    // A refusal comes as a data request's: a DataReply with its status.
+    if (const auto* refused = frame.body<wire::DataReply>()) {
+      throw Error(static_cast<ErrorCode>(refused->status()),
+                  refused->message() ? refused->message()->str() : "server error");
     }
-    const size_t count = data.slices() ? data.slices()->size() : 0;
-    if (count == 0) throw Error(ErrorCode::kProtocol, "a part's state came without its value");
-    const DecodedSlice value = decode_slice(frame, data.slices()->Get(0));
+    const auto& data = frame.expect<wire::PartStateReply>();
+    if (data.value() == nullptr) throw Error(ErrorCode::kProtocol, "a part's state came without its value");
+    const DecodedSlice value = decode_slice(frame, data.value());
     if (value.info.part.key != request.info.part.key || value.info.part.begin != request.info.part.begin ||
         value.round != data.round() || value.encoding != 0) {
       throw Error(ErrorCode::kProtocol, "a part's state came for another part than " + part_name(request.info.part));
@@ -204,51 +205,26 @@ void PartFiller::take(const ServerKeyStore::FillRequest& request, std::optional<
     state.round = data.round();
     state.value = value.data;
     state.bytes = value.data_bytes;
-    // The optimizer's arrays, named in the message as GetOptimizerState's.
-    const std::string names = data.message() ? data.message()->str() : "";
-    std::optional<double> learning_rate;
-    std::optional<double> rescale_grad;
-    size_t start = 0;
-    for (size_t i = 1; i < count; ++i) {
-      if (start > names.size()) throw Error(ErrorCode::kProtocol, "a part's state: fewer names than arrays");
-      const size_t end = std::min(names.find('\n', start), names.size());
-      const std::string name = names.substr(start, end - start);
-      start = end + 1;
-      const DecodedSlice s = decode_slice(frame, data.slices()->Get(static_cast<flatbuffers::uoffset_t>(i)));
-      if (name == kPullEncoding) {
-        // The applied round's encoding, as its pulls get it.
-        if (s.encoding == 0) throw Error(ErrorCode::kProtocol, "a part's state: an encoding without its mode");
-        const auto* bytes = static_cast<const uint8_t*>(s.data);
-        state.encoded = std::make_shared<const std::vector<uint8_t>>(bytes, bytes + s.data_bytes);
-        state.encoding = s.encoding;
-        continue;
-      }
-      if (s.encoding != 0) throw Error(ErrorCode::kProtocol, "a part's state: an encoded array '" + name + "'");
-      if (name == kSourceLearningRate || name == kSourceRescaleGrad) {
-        if (s.info.dtype != core::DType::kFloat64 || s.data_bytes != sizeof(double)) {
-          throw Error(ErrorCode::kProtocol, "a part's state: " + name + " is not one float64");
-        }
-        double number = 0;
-        std::memcpy(&number, s.data, sizeof number);
-        (name == kSourceLearningRate ? learning_rate : rescale_grad) = number;
-        continue;
-      }
-      if (name == kPullResidual) {
-        if (s.info.dtype != core::DType::kFloat32) {
-          throw Error(ErrorCode::kProtocol, "a part's state: a residual that is not float32");
-        }
-        state.pull_residual.resize(s.data_bytes / sizeof(float));
-        if (s.data_bytes != 0) std::memcpy(state.pull_residual.data(), s.data, s.data_bytes);
-        continue;
-      }
-      core::NDArray array = core::NDArray::empty(core::make_cpu_context(), s.info.dtype, s.info.shape);
-      if (s.data_bytes != array.nbytes()) {
-        throw Error(ErrorCode::kProtocol, "a part's state: an array of " + s.info.shape.to_string() + " carries " +
-                                              std::to_string(s.data_bytes) + " bytes");
-      }
-      array.copy_from_host(s.data, s.data_bytes);
-      state.optimizer.emplace_back(name, array);
+    state.optimizer = read_named_arrays(frame, data.optimizer_names(), data.optimizer_arrays(),
+                                        core::make_cpu_context(), "a part's state");
+    if (data.pull_encoding() != nullptr) {
+      // The applied round's encoding, as its pulls get it.
+      const DecodedSlice s = decode_slice(frame, data.pull_encoding());
+      if (s.encoding == 0) throw Error(ErrorCode::kProtocol, "a part's state: an encoding without its mode");
+      const auto* bytes = static_cast<const uint8_t*>(s.data);
+      state.encoded = std::make_shared<const std::vector<uint8_t>>(bytes, bytes + s.data_bytes);
+      state.encoding = s.encoding;
     }
+    if (data.pull_residual() != nullptr) {
+      const DecodedSlice s = decode_slice(frame, data.pull_residual());
+      if (s.encoding != 0 || s.info.dtype != core::DType::kFloat32) {
+        throw Error(ErrorCode::kProtocol, "a part's state: a residual that is not float32");
+      }
+      state.pull_residual.resize(s.data_bytes / sizeof(float));
+      if (s.data_bytes != 0) std::memcpy(state.pull_residual.data(), s.data, s.data_bytes);
+    }
+    const std::optional<double> learning_rate = read_number(data.learning_rate());
+    const std::optional<double> rescale_grad = read_number(data.rescale_grad());
     if (learning_rate && rescale_grad) {
       std::function<void(double, double)> take_numbers;
       {

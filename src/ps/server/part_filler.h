@@ -25,6 +25,7 @@
 #include "net/transport_security.h"
 #include "ps/job/job_config.h"
 #include "ps/roles/node_table.h"
+#include "ps/server/job_settings.h"
 #include "ps/server/key_store.h"
 #include "ps/transport/request_client.h"
 
@@ -61,10 +62,10 @@ class PartFiller {
   void on_source_numbers(std::function<void(double learning_rate, double rescale_grad)> take);
 
   // This server rejoined the running job (NodeTable.joined_running_job):
-  // the job's settings (DataOp ServerSettings's text), from the first of
+  // the job's settings (the ServerSettings message's answer), from the first of
   // table's other servers that answers within deadline each.
   // Error(kPeerLost) when none does. Any thread; needs no set_servers().
-  std::string job_settings(const NodeTable& table, std::chrono::milliseconds deadline) const;
+  JobSettings job_settings(const NodeTable& table, std::chrono::milliseconds deadline) const;
 
  private:
   void run();

@@ -189,57 +189,55 @@ void push_pull(ServerKeyStore& store, int worker, const std::vector<DecodedSlice
 
 Message part_state_reply(const PartInfo& info, const PartState& state,
                          const std::optional<std::pair<double, double>>& numbers) {
-  // The value; the optimizer's arrays; with compressed pulls, the
-  // residual and the round's encoding (named kPullResidual and
-  // kPullEncoding, the latter a slice of the part itself, encoded).
+  // The value, the optimizer's arrays, then with compressed pulls the
+  // residual and the round's encoding (a slice of the part itself, encoded).
   std::vector<SliceSpec> specs{SliceSpec{info, state.round, state.bytes}};
   std::vector<const void*> sources{state.value};
-  std::string names;
-  const auto add = [&](const std::string& name, SliceSpec spec, const void* data) {
-    specs.push_back(std::move(spec));
-    sources.push_back(data);
-    names += (names.empty() ? "" : "\n") + name;
-  };
+  std::vector<std::string> names;
   for (const auto& [name, array] : state.optimizer) {
-    add(name,
-        SliceSpec{PartInfo{PartKey{0, 0, static_cast<int64_t>(array.size())}, array.dtype(), array.shape()}, -1,
-                  array.nbytes()},
-        array.data());
+    specs.push_back(SliceSpec{PartInfo{PartKey{0, 0, static_cast<int64_t>(array.size())}, array.dtype(), array.shape()},
+                              -1, array.nbytes()});
+    sources.push_back(array.data());
+    names.push_back(name);
   }
+  const size_t residual = specs.size();
   if (!state.pull_residual.empty()) {
     const auto n = static_cast<int64_t>(state.pull_residual.size());
-    add(kPullResidual,
-        SliceSpec{PartInfo{PartKey{0, 0, n}, core::DType::kFloat32, core::Shape({n})}, -1, n * sizeof(float)},
-        state.pull_residual.data());
+    specs.push_back(
+        SliceSpec{PartInfo{PartKey{0, 0, n}, core::DType::kFloat32, core::Shape({n})}, -1, n * sizeof(float)});
+    sources.push_back(state.pull_residual.data());
   }
+  const size_t encoded = specs.size();
   if (state.encoded) {
     SliceSpec spec{info, state.round, state.encoded->size()};
     spec.encoding = state.encoding;
-    add(kPullEncoding, spec, state.encoded->data());
+    specs.push_back(spec);
+    sources.push_back(state.encoded->data());
   }
-  const SliceSpec scalar{PartInfo{PartKey{0, 0, 1}, core::DType::kFloat64, core::Shape({1})}, -1, sizeof(double)};
+  flatbuffers::FlatBufferBuilder fbb(256 + specs.size() * 160);
+  const SliceTables tables = write_slices(fbb, specs);
+  const auto slice_at = [&](size_t i) {
+    return i < specs.size() ? tables.tables[i] : flatbuffers::Offset<wire::TensorSlice>();
+  };
+  auto arrays = fbb.CreateVector(tables.tables.data() + 1, names.size());
+  auto name_vector = fbb.CreateVectorOfStrings(names);
+  std::optional<double> learning_rate, rescale_grad;
   if (numbers) {
-    add(kSourceLearningRate, scalar, &numbers->first);
-    add(kSourceRescaleGrad, scalar, &numbers->second);
+    learning_rate = numbers->first;
+    rescale_grad = numbers->second;
   }
-  EncodedData answer = encode_data_reply(specs, names, state.round);
+  uint8_t* payload = nullptr;
+  Message message = make_message(
+      fbb,
+      wire::CreatePartStateReply(fbb, state.round, tables.tables[0], name_vector, arrays,
+                                 state.pull_residual.empty() ? flatbuffers::Offset<wire::TensorSlice>() : slice_at(residual),
+                                 state.encoded ? slice_at(encoded) : flatbuffers::Offset<wire::TensorSlice>(),
+                                 wire_number(learning_rate), wire_number(rescale_grad)),
+      tables.payload_bytes, &payload);
+  EncodedData answer = placed(std::move(message), payload, specs, tables);
   for (size_t i = 0; i < specs.size(); ++i) {
     if (specs[i].data_bytes != 0) std::memcpy(answer.slice_data[i], sources[i], specs[i].data_bytes);
   }
-  return std::move(answer.message);
-}
-
-Message optimizer_state_reply(const core::NamedArrays& state) {
-  std::vector<SliceSpec> specs;
-  std::string names;
-  for (const auto& [name, array] : state) {
-    specs.push_back(SliceSpec{PartInfo{PartKey{0, 0, static_cast<int64_t>(array.size())}, array.dtype(),
-                                       array.shape()},
-                              -1, array.nbytes()});
-    names += (names.empty() ? "" : "\n") + name;
-  }
-  EncodedData answer = encode_data_reply(specs, names);
-  for (size_t i = 0; i < state.size(); ++i) std::memcpy(answer.slice_data[i], state[i].second.data(), specs[i].data_bytes);
   return std::move(answer.message);
 }
 

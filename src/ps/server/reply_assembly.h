@@ -1,7 +1,7 @@
 // A server's replies: a data request's pushes and pulls run against the
 // store and their reply leaves once every slice is done (at once, or when a
 // held push is consumed or a dist_sync pull's round applies); a part's
-// state for a new copy, and the optimizer's state, as DataReplies.
+// state for a new copy (PartStateReply).
 //
 // Pulled slices carry what the store answered: a dist_sync round's sum
 // encoded once (TensorSlice.encoding set) when the store's pulls are
@@ -33,15 +33,10 @@ namespace dt::ps {
 void push_pull(ServerKeyStore& store, int worker, const std::vector<DecodedSlice>& slices, bool push, bool pull,
                const compression::GradientCodec* codec, const RequestServer::Reply& reply, bool resent);
 
-// A part's state (DataOp PartState): the value; the optimizer's arrays;
-// with compressed pulls, the residual and the round's encoding (named
-// kPullResidual and kPullEncoding); numbers: the source's learning rate and
-// rescale (kSourceLearningRate, kSourceRescaleGrad), when it has an optimizer.
+// A part's state (the PartStateReply message): the value; the optimizer's
+// arrays; with compressed pulls, the residual and the round's encoding;
+// numbers: the source's learning rate and rescale, when it has an optimizer.
 Message part_state_reply(const PartInfo& info, const PartState& state,
                          const std::optional<std::pair<double, double>>& numbers);
-
-// GetOptimizerState's reply: one slice per array (key 0, its dtype and
-// shape) and their names, '\n'-separated, in DataReply.message.
-Message optimizer_state_reply(const core::NamedArrays& state);
 
 }  // namespace dt::ps

@@ -9,6 +9,7 @@
 #include "optim/optimizer.h"
 #include "optim/optimizer_config.h"
 #include "ps/server/reply_assembly.h"
+#include "ps/transport/state_codec.h"
 
 namespace dt::ps {
 
@@ -58,37 +59,6 @@ std::vector<DecodedSlice> decode_all(const Frame& frame, const wire::DataRequest
   return out;
 }
 
-// SetOptimizerState's arrays: the request's slices, named by the lines of
-// its text.
-core::NamedArrays optimizer_state_arrays(const Frame& frame, const wire::DataRequest& data) {
-  const auto slices = decode_all(frame, data, true);
-  const std::string text = data.text() ? data.text()->str() : "";
-  core::NamedArrays arrays;
-  size_t start = 0;
-  for (const DecodedSlice& s : slices) {
-    if (start > text.size()) throw Error(ErrorCode::kProtocol, "optimizer state: fewer names than arrays");
-    const size_t end = std::min(text.find('\n', start), text.size());
-    // Sized from the bytes that came, not from the shape claimed.
-    // (decode_slice checked data_bytes against the part's range.)
-    if (s.info.part.begin != 0 || s.info.part.end != s.info.shape.numel()) {
-      throw Error(ErrorCode::kProtocol, "optimizer state: an array of " + s.info.shape.to_string() +
-                                            " carries " + std::to_string(s.data_bytes) + " bytes");
-    }
-    core::NDArray array = core::NDArray::empty(core::make_cpu_context(), s.info.dtype, s.info.shape);
-    if (s.data_bytes != array.nbytes()) {
-      throw Error(ErrorCode::kProtocol, "optimizer state: an array of " + s.info.shape.to_string() +
-                                            " carries " + std::to_string(s.data_bytes) + " bytes");
-    }
-    array.copy_from_host(s.data, s.data_bytes);
-    arrays.emplace_back(text.substr(start, end - start), array);
-    start = end + 1;
-  }
-  if (start <= text.size() && !slices.empty()) {
-    throw Error(ErrorCode::kProtocol, "optimizer state: more names than arrays");
-  }
-  return arrays;
-}
-
 }  // namespace
 
 ServerRequestHandler::ServerRequestHandler(int num_workers, uint64_t memory_limit_bytes)
@@ -108,20 +78,17 @@ RequestServer::Reply ServerRequestHandler::tracked(int worker, wire::DataOp op, 
                        reply);
 }
 
-void ServerRequestHandler::part_state(const Frame& frame, const wire::DataRequest& data, uint32_t pipe,
+void ServerRequestHandler::part_state(const Frame& frame, const wire::PartState& request, uint32_t pipe,
                                       const RequestServer::Reply& reply) {
-  speakers_.server(data, pipe, "a part's state");
+  speakers_.server(request.server_rank(), pipe, "a part's state");
   // A rejoined server takes the optimizer's numbers with each part (see
   // take_source_optimizer_numbers).
   std::optional<std::pair<double, double>> numbers;
   if (store_.has_optimizer()) numbers.emplace(store_.learning_rate(), store_.rescale_grad());
-  const auto slices = decode_all(frame, data, false);
-  if (slices.size() != 1) {
-    throw Error(ErrorCode::kProtocol, "a part-state request names " + std::to_string(slices.size()) +
-                                          " parts (rule: one)");
-  }
-  const PartInfo info = slices.front().info;
-  store_.part_state(info, slices.front().round, [reply, info, numbers](const Error* error,
+  if (request.part() == nullptr) throw Error(ErrorCode::kProtocol, "a part-state request names no part");
+  const DecodedSlice part = decode_slice(frame, request.part());
+  const PartInfo info = part.info;
+  store_.part_state(info, part.round, [reply, info, numbers](const Error* error,
                                                                        const ServerKeyStore::PartState& state) {
     if (error) {
       reply(encode_data_error(error->code(), error->what()));
@@ -139,33 +106,45 @@ void ServerRequestHandler::handle(Message request, const RequestServer::Reply& r
   const uint32_t pipe = request.pipe_id();
   try {
     Frame frame = Frame::parse(std::move(request));
+    if (const auto* asked = frame.body<wire::ServerSettings>()) {
+      // Asked for in a server's name, but not bound to the connection: the
+      // asker closes it at once and fills on another, and reading the
+      // job's settings gives no say in it.
+      if (asked->server_rank() < 0) {
+        throw Error(ErrorCode::kProtocol, "the job's settings in the name of server " +
+                                              std::to_string(asked->server_rank()) + " (rule: servers ask for them)");
+      }
+      reply(encode_server_settings_reply(settings()));
+      return;
+    }
+    if (const auto* joining = frame.body<wire::Join>()) {
+      join(worker_of(joining->worker_rank(), pipe), *joining, reply);
+      return;
+    }
+    if (const auto* asked = frame.body<wire::PartState>()) {
+      part_state(frame, *asked, pipe, reply);
+      return;
+    }
+    if (const auto* asked = frame.body<wire::GetOptimizerState>()) {
+      const int worker = worker_of(asked->worker_rank(), pipe);
+      core::log(core::LogLevel::kTrace, "server", "GetOptimizerState from worker " + std::to_string(worker));
+      reply(encode_optimizer_state(-1, store_.optimizer_state()));
+      return;
+    }
+    if (const auto* state = frame.body<wire::OptimizerState>()) {
+      const int worker = worker_of(state->worker_rank(), pipe);
+      core::log(core::LogLevel::kTrace, "server", "SetOptimizerState from worker " + std::to_string(worker));
+      only_worker_0(worker, "SetOptimizerState");
+      store_.load_optimizer_state(
+          read_named_arrays(frame, state->names(), state->arrays(), core::make_cpu_context(), "optimizer state"));
+      reply(encode_data_reply({}).message);
+      return;
+    }
     const auto* data = frame.body<wire::DataRequest>();
     if (data == nullptr) {
       throw Error(ErrorCode::kProtocol, std::string("a server takes DataRequest messages, got ") + body_name(frame.type()));
     }
-    if (data->op() == wire::DataOp::PartState) {
-      part_state(frame, *data, pipe, reply);
-      return;
-    }
-    if (data->op() == wire::DataOp::ServerSettings) {
-      // Asked for in a server's name, but not bound to the connection: the
-      // asker closes it at once and fills on another, and reading the
-      // job's settings gives no say in it.
-      if (data->worker_rank() >= 0) {
-        throw Error(ErrorCode::kProtocol, "the job's settings in the name of worker " +
-                                              std::to_string(data->worker_rank()) +
-                                              " (rule: servers ask for them, as -1 - their rank)");
-      }
-      reply(encode_data_reply({}, settings()).message);
-      return;
-    }
-    const int worker = data->worker_rank();
-    if (worker < 0 || worker >= store_.num_workers()) {
-      throw Error(ErrorCode::kProtocol, "a data request from worker " + std::to_string(worker) + " of " +
-                                            std::to_string(store_.num_workers()));
-    }
-    speakers_.check(worker, pipe);
-    worker_request(frame, *data, worker, reply);
+    worker_request(frame, *data, worker_of(data->worker_rank(), pipe), reply);
   } catch (const Error& error) {
     if (error.code() == ErrorCode::kProtocol || error.code() == ErrorCode::kBadState ||
         error.code() == ErrorCode::kOutOfMemory) {
@@ -185,12 +164,6 @@ void ServerRequestHandler::worker_request(const Frame& frame, const wire::DataRe
     core::log(core::LogLevel::kTrace, "server",
               std::string(wire::EnumNameDataOp(data.op())) + " from worker " + std::to_string(worker));
   }
-  const auto only_worker_0 = [&](const char* what) {
-    if (worker != 0) {
-      throw Error(ErrorCode::kBadState, std::string(what) + " from worker " + std::to_string(worker) +
-                                            " (rule: worker 0 owns the servers' optimizer settings)");
-    }
-  };
   const auto finite_number = [&](const char* what) {
     if (!std::isfinite(data.number())) {
       throw Error(ErrorCode::kInvalidArgument, std::string(what) + " of " + std::to_string(data.number()) +
@@ -231,33 +204,19 @@ void ServerRequestHandler::worker_request(const Frame& frame, const wire::DataRe
       agreement_.set_optimizer(worker, optim::OptimizerConfig::from_json(data.text() ? data.text()->str() : ""), reply);
       return;
     case wire::DataOp::SetRescaleGrad:
-      only_worker_0("SetRescaleGrad");
+      only_worker_0(worker, "SetRescaleGrad");
       finite_number("SetRescaleGrad");
       store_.set_rescale_grad(data.number());
       agreement_.rescale_grad_set();
       reply(encode_data_reply({}).message);
       return;
     case wire::DataOp::SetLearningRate:
-      only_worker_0("SetLearningRate");
+      only_worker_0(worker, "SetLearningRate");
       finite_number("SetLearningRate");
       store_.set_learning_rate(data.number());
       agreement_.learning_rate_set();
       reply(encode_data_reply({}).message);
       return;
-    case wire::DataOp::GetOptimizerState:
-      reply(optimizer_state_reply(store_.optimizer_state()));
-      return;
-    case wire::DataOp::SetOptimizerState:
-      only_worker_0("SetOptimizerState");
-      store_.load_optimizer_state(optimizer_state_arrays(frame, data));
-      reply(encode_data_reply({}).message);
-      return;
-    case wire::DataOp::Join:
-      join(worker, data, reply);
-      return;
-    case wire::DataOp::PartState:
-    case wire::DataOp::ServerSettings:
-      break;  // a server's request, handled above
     case wire::DataOp::SetGradientCompression:
       agreement_.set_compression(worker, compression::CompressionConfig::parse(data.text() ? data.text()->str() : ""));
       reply(encode_data_reply({}).message);
@@ -266,18 +225,36 @@ void ServerRequestHandler::worker_request(const Frame& frame, const wire::DataRe
   throw Error(ErrorCode::kProtocol, "unknown data op " + std::to_string(static_cast<int>(data.op())));
 }
 
-void ServerRequestHandler::join(int worker, const wire::DataRequest& data, const RequestServer::Reply& reply) {
-  if (data.number() < 0) {
+int ServerRequestHandler::worker_of(int worker, uint32_t pipe) {
+  if (worker < 0 || worker >= store_.num_workers()) {
+    throw Error(ErrorCode::kProtocol, "a data request from worker " + std::to_string(worker) + " of " +
+                                          std::to_string(store_.num_workers()));
+  }
+  speakers_.check(worker, pipe);
+  return worker;
+}
+
+void ServerRequestHandler::only_worker_0(int worker, const char* what) {
+  if (worker != 0) {
+    throw Error(ErrorCode::kBadState, std::string(what) + " from worker " + std::to_string(worker) +
+                                          " (rule: worker 0 owns the servers' optimizer settings)");
+  }
+}
+
+void ServerRequestHandler::join(int worker, const wire::Join& request, const RequestServer::Reply& reply) {
+  core::log(core::LogLevel::kTrace, "server", "Join from worker " + std::to_string(worker));
+  if (request.question()) {
     reply(encode_data_reply({}, {}, store_.join_floor(worker)).message);
     return;
   }
-  const std::string pid = data.text() ? data.text()->str() : "";
+  const int64_t pid = request.pid();
+  const int64_t round = request.round();
   // A pid of 0 would pass for the worker that started with the job.
-  if (!std::isfinite(data.number()) || data.number() > 1e15 || !is_decimal_id(pid) || std::stoll(pid) == 0) {
+  if (round < 0 || round > static_cast<int64_t>(1e15) || pid <= 0) {
     throw Error(ErrorCode::kProtocol, "a join request needs a round and the worker's pid, got " +
-                                          std::to_string(data.number()) + " and '" + pid + "'");
+                                          std::to_string(round) + " and " + std::to_string(pid));
   }
-  store_.join(worker, std::stoll(pid), static_cast<int64_t>(data.number()));
+  store_.join(worker, pid, round);
   bool sync = false;  // no mode yet: no init reached this server, no rounds either
   try {
     sync = store_.mode() == ServerKeyStore::Mode::kSync;
@@ -285,10 +262,11 @@ void ServerRequestHandler::join(int worker, const wire::DataRequest& data, const
   }
   if (sync) {
     core::logf(core::LogLevel::kInfo, "server",
-               "worker %d (pid %s) joined the running job; its pushes count from round %lld", worker,
-               pid.c_str(), static_cast<long long>(data.number()));
+               "worker %d (pid %lld) joined the running job; its pushes count from round %lld", worker,
+               static_cast<long long>(pid), static_cast<long long>(round));
   } else {
-    core::logf(core::LogLevel::kInfo, "server", "worker %d (pid %s) joined the running job", worker, pid.c_str());
+    core::logf(core::LogLevel::kInfo, "server", "worker %d (pid %lld) joined the running job", worker,
+               static_cast<long long>(pid));
   }
   reply(encode_data_reply({}).message);
 }

@@ -20,15 +20,15 @@
 //
 // Who may say what (issue 23): a request speaks only on its own connection
 // (SpeakerBinding). Worker 0 owns the server-side optimizer's settings:
-// SetLearningRate, SetRescaleGrad and SetOptimizerState from any other
+// SetLearningRate, SetRescaleGrad and OptimizerState (restoring it) from any other
 // worker are kBadState; what the workers must agree on (the optimizer, the
 // compression) is JobAgreement's.
 //
 // New copies (DT_SERVER_REPLICATION=1, after a server loss): a pushed
 // slice with TensorSlice.adopt_from >= 0 takes on a part this server does
 // not hold, as copies of that server's (ServerKeyStore, "New copies"); a
-// PartState request from another server (worker_rank -1 - its rank, bound
-// to its connection as a worker's rank is) answers with a part's value,
+// PartState message from another server (server_rank, bound to its
+// connection as a worker's rank is) answers with a part's value,
 // round and optimizer state once the round asked for is applied.
 //
 // Gradient compression: SetGradientCompression (text: a
@@ -80,11 +80,11 @@ class ServerRequestHandler {
 
   // A server rejoining a replicated job (DT_SERVER_REPLICATION=1) takes the
   // job's settings from another server before it serves: settings() is
-  // that server's answer (DataOp ServerSettings's text), apply_settings()
-  // the rejoined one's side (job_settings.h). Error(kProtocol) for text it
-  // cannot read.
-  std::string settings() const { return job_settings_text(store_, agreement_); }
-  void apply_settings(const std::string& text) { apply_job_settings(text, store_, agreement_); }
+  // that server's answer (the ServerSettingsReply message), apply_settings()
+  // the rejoined one's side (job_settings.h). Error(kProtocol) for settings
+  // it cannot take.
+  JobSettings settings() const { return job_settings_of(store_, agreement_); }
+  void apply_settings(const JobSettings& settings) { apply_job_settings(settings, store_, agreement_); }
   // The learning rate and gradient rescale of the server a new copy was
   // filled from (PartState): see JobAgreement.
   void take_source_optimizer_numbers(double learning_rate, double rescale_grad) {
@@ -94,10 +94,15 @@ class ServerRequestHandler {
  private:
   // A worker's request (every op but the servers' own).
   void worker_request(const Frame& frame, const wire::DataRequest& data, int worker, const RequestServer::Reply& reply);
-  // DataOp PartState: another server filling a new copy of a part.
-  void part_state(const Frame& frame, const wire::DataRequest& data, uint32_t pipe, const RequestServer::Reply& reply);
-  // DataOp Join: a worker joining the running job in a lost one's place.
-  void join(int worker, const wire::DataRequest& data, const RequestServer::Reply& reply);
+  // The PartState message: another server filling a new copy of a part.
+  void part_state(const Frame& frame, const wire::PartState& request, uint32_t pipe, const RequestServer::Reply& reply);
+  // Error(kBadState) unless worker is 0, the owner of the optimizer's settings.
+  static void only_worker_0(int worker, const char* what);
+  // The Join message: a worker joining the running job in a lost one's place.
+  void join(int worker, const wire::Join& request, const RequestServer::Reply& reply);
+  // A request in worker's name: a worker of the job, speaking on the
+  // connection bound to it (SpeakerBinding); Error(kProtocol) otherwise.
+  int worker_of(int worker, uint32_t pipe);
   // Data requests a worker resends (PS_RESEND) with their earlier copies.
   RequestServer::Reply tracked(int worker, wire::DataOp op, const std::vector<DecodedSlice>& slices,
                                const RequestServer::Reply& reply);

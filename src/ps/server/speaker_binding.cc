@@ -28,14 +28,13 @@ void SpeakerBinding::check(int worker, uint32_t pipe) {
   speaker_of_pipe_[pipe] = worker;
 }
 
-int SpeakerBinding::server(const wire::DataRequest& data, uint32_t pipe, const char* what) {
-  const int speaker = data.worker_rank();
-  if (speaker >= 0) {
-    throw Error(ErrorCode::kProtocol, std::string(what) + " in the name of worker " + std::to_string(speaker) +
-                                          " (rule: servers ask for it, as -1 - their rank)");
+int SpeakerBinding::server(int rank, uint32_t pipe, const char* what) {
+  if (rank < 0) {
+    throw Error(ErrorCode::kProtocol, std::string(what) + " in the name of server " + std::to_string(rank) +
+                                          " (rule: servers ask for it, in their own name)");
   }
-  check(speaker, pipe);
-  return -1 - speaker;
+  check(-1 - rank, pipe);
+  return rank;
 }
 
 void SpeakerBinding::connection_closed(uint32_t pipe) {

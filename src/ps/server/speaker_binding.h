@@ -2,8 +2,8 @@
 // worker_rank must be that of the connection it came on. The first request
 // on a connection binds it to its rank, and a rank is bound to one open
 // connection at a time (kProtocol otherwise: "a member speaks only on its
-// own connection"). Servers speak as -1 - their rank (a new copy's
-// PartState). Requests that arrive without a connection (pipe 0: handed in
+// own connection"). A server's PartState binds its connection as speaker
+// -1 - its rank, apart from every worker's. Requests that arrive without a connection (pipe 0: handed in
 // by a test) are not bound.
 //
 // Threading: any thread; one lock.
@@ -21,9 +21,9 @@ class SpeakerBinding {
  public:
   // The worker the request may speak for; throws naming the rule otherwise.
   void check(int speaker, uint32_t pipe);
-  // The asking server's rank (-1 - worker_rank), checked: a server's
-  // requests only. what names the request in errors.
-  int server(const wire::DataRequest& data, uint32_t pipe, const char* what);
+  // The asking server's rank, checked (>= 0) and bound to the connection
+  // as speaker -1 - rank. what names the request in errors.
+  int server(int rank, uint32_t pipe, const char* what);
   // A connection closed: the rank it spoke for may be taken by the
   // speaker's next connection (nng redials after a dropped one).
   void connection_closed(uint32_t pipe);

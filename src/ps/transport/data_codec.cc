@@ -12,55 +12,39 @@ using core::ErrorCode;
 
 namespace {
 
-// flatbuffers::Optional is std::optional where the build has it, its own
-// class elsewhere: these convert either way.
-flatbuffers::Optional<double> wire_number(const std::optional<double>& value) {
-  return value ? flatbuffers::Optional<double>(*value) : flatbuffers::Optional<double>();
-}
-
-template <class WireOptional>
-std::optional<double> read_number(const WireOptional& value) {
-  return value.has_value() ? std::optional<double>(value.value()) : std::nullopt;
-}
-
 size_t align_up(size_t n) { return (n + kPayloadAlignment - 1) / kPayloadAlignment * kPayloadAlignment; }
-
-// Writes the slice tables and returns them with the payload layout.
-flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<wire::TensorSlice>>> write_slices(
-    flatbuffers::FlatBufferBuilder& fbb, const std::vector<SliceSpec>& slices, std::vector<size_t>& offsets,
-    size_t& payload_bytes) {
-  std::vector<flatbuffers::Offset<wire::TensorSlice>> tables;
-  tables.reserve(slices.size());
-  offsets.clear();
-  payload_bytes = 0;
-  for (const SliceSpec& s : slices) {
-    const size_t offset = s.data_bytes == 0 ? 0 : align_up(payload_bytes);
-    auto shape = fbb.CreateVector(s.info.shape.data(), s.info.shape.ndim());
-    tables.push_back(wire::CreateTensorSlice(fbb, s.info.part.key, static_cast<uint64_t>(s.info.part.begin),
-                                             static_cast<uint64_t>(s.info.part.end),
-                                             static_cast<int8_t>(s.info.dtype), shape, s.round, offset,
-                                             s.data_bytes, s.encoding, s.adopt_from,
-                                             wire_number(s.numbers.learning_rate),
-                                             wire_number(s.numbers.rescale_grad)));
-    offsets.push_back(offset);
-    if (s.data_bytes != 0) payload_bytes = offset + s.data_bytes;
-  }
-  return fbb.CreateVector(tables);
-}
-
-EncodedData finish(Message msg, uint8_t* payload, const std::vector<SliceSpec>& slices,
-                   const std::vector<size_t>& offsets) {
-  EncodedData out{std::move(msg), {}};
-  out.slice_data.reserve(slices.size());
-  for (size_t i = 0; i < slices.size(); ++i) {
-    out.slice_data.push_back(slices[i].data_bytes == 0 ? nullptr : payload + offsets[i]);
-  }
-  return out;
-}
 
 size_t fb_capacity(const std::vector<SliceSpec>& slices, size_t text) { return 128 + text + slices.size() * 128; }
 
 }  // namespace
+
+SliceTables write_slices(flatbuffers::FlatBufferBuilder& fbb, const std::vector<SliceSpec>& slices) {
+  SliceTables out;
+  out.tables.reserve(slices.size());
+  for (const SliceSpec& s : slices) {
+    const size_t offset = s.data_bytes == 0 ? 0 : align_up(out.payload_bytes);
+    auto shape = fbb.CreateVector(s.info.shape.data(), s.info.shape.ndim());
+    out.tables.push_back(wire::CreateTensorSlice(fbb, s.info.part.key, static_cast<uint64_t>(s.info.part.begin),
+                                                 static_cast<uint64_t>(s.info.part.end),
+                                                 static_cast<int8_t>(s.info.dtype), shape, s.round, offset,
+                                                 s.data_bytes, s.encoding, s.adopt_from,
+                                                 wire_number(s.numbers.learning_rate),
+                                                 wire_number(s.numbers.rescale_grad)));
+    out.offsets.push_back(offset);
+    if (s.data_bytes != 0) out.payload_bytes = offset + s.data_bytes;
+  }
+  return out;
+}
+
+EncodedData placed(Message message, uint8_t* payload, const std::vector<SliceSpec>& slices,
+                   const SliceTables& tables) {
+  EncodedData out{std::move(message), {}};
+  out.slice_data.reserve(slices.size());
+  for (size_t i = 0; i < slices.size(); ++i) {
+    out.slice_data.push_back(slices[i].data_bytes == 0 ? nullptr : payload + tables.offsets[i]);
+  }
+  return out;
+}
 
 size_t part_bytes(const PartInfo& info) {
   return static_cast<size_t>(info.part.end - info.part.begin) * core::dtype_size(info.dtype);
@@ -69,25 +53,33 @@ size_t part_bytes(const PartInfo& info) {
 EncodedData encode_data_request(wire::DataOp op, int worker_rank, const std::vector<SliceSpec>& slices,
                                 const std::string& text, double number, bool may_resend) {
   flatbuffers::FlatBufferBuilder fbb(fb_capacity(slices, text.size()));
-  std::vector<size_t> offsets;
-  size_t payload_bytes = 0;
-  auto tables = write_slices(fbb, slices, offsets, payload_bytes);
+  const SliceTables tables = write_slices(fbb, slices);
+  auto vector = fbb.CreateVector(tables.tables);
   auto text_offset = text.empty() ? flatbuffers::Offset<flatbuffers::String>() : fbb.CreateString(text);
   uint8_t* payload = nullptr;
-  Message msg = make_message(fbb, wire::CreateDataRequest(fbb, op, worker_rank, tables, text_offset, number, may_resend),
-                             payload_bytes, &payload);
-  return finish(std::move(msg), payload, slices, offsets);
+  Message msg = make_message(fbb, wire::CreateDataRequest(fbb, op, worker_rank, vector, text_offset, number, may_resend),
+                             tables.payload_bytes, &payload);
+  return placed(std::move(msg), payload, slices, tables);
 }
 
 EncodedData encode_data_reply(const std::vector<SliceSpec>& slices, const std::string& message, int64_t round) {
   flatbuffers::FlatBufferBuilder fbb(fb_capacity(slices, message.size()));
-  std::vector<size_t> offsets;
-  size_t payload_bytes = 0;
-  auto tables = write_slices(fbb, slices, offsets, payload_bytes);
+  const SliceTables tables = write_slices(fbb, slices);
+  auto vector = fbb.CreateVector(tables.tables);
   auto text = message.empty() ? flatbuffers::Offset<flatbuffers::String>() : fbb.CreateString(message);
   uint8_t* payload = nullptr;
-  Message msg = make_message(fbb, wire::CreateDataReply(fbb, 0, text, tables, round), payload_bytes, &payload);
-  return finish(std::move(msg), payload, slices, offsets);
+  Message msg = make_message(fbb, wire::CreateDataReply(fbb, 0, text, vector, round), tables.payload_bytes, &payload);
+  return placed(std::move(msg), payload, slices, tables);
+}
+
+Message encode_join_question(int worker_rank) {
+  flatbuffers::FlatBufferBuilder fbb(64);
+  return make_message(fbb, wire::CreateJoin(fbb, worker_rank, true));
+}
+
+Message encode_join(int worker_rank, int64_t round, int64_t pid) {
+  flatbuffers::FlatBufferBuilder fbb(64);
+  return make_message(fbb, wire::CreateJoin(fbb, worker_rank, false, round, pid));
 }
 
 Message encode_held_push_reply() {

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,17 @@
 #include "ps/transport/tensor_part.h"
 
 namespace dt::ps {
+
+// An optional double field (`x: double = null`) to and from the wire.
+// flatbuffers::Optional is std::optional where the build has it, its own
+// class elsewhere: these convert either way.
+inline flatbuffers::Optional<double> wire_number(const std::optional<double>& value) {
+  return value ? flatbuffers::Optional<double>(*value) : flatbuffers::Optional<double>();
+}
+template <class WireOptional>
+std::optional<double> read_number(const WireOptional& value) {
+  return value.has_value() ? std::optional<double>(value.value()) : std::nullopt;
+}
 
 // One slice to send: which part, its round (-1: none) and how many tensor
 // bytes follow it in the payload (0 for a pull request), and how they are
@@ -37,24 +49,30 @@ struct EncodedData {
   std::vector<uint8_t*> slice_data;
 };
 
+// The slice tables of a message under construction (in the order of the
+// specs) and their payload layout: make the message with payload_bytes,
+// then placed() says where each slice's bytes go. For the typed messages
+// that carry slices beside other fields (OptimizerState, PartState).
+struct SliceTables {
+  std::vector<flatbuffers::Offset<wire::TensorSlice>> tables;
+  std::vector<size_t> offsets;
+  size_t payload_bytes = 0;
+};
+SliceTables write_slices(flatbuffers::FlatBufferBuilder& fbb, const std::vector<SliceSpec>& slices);
+EncodedData placed(Message message, uint8_t* payload, const std::vector<SliceSpec>& slices,
+                   const SliceTables& tables);
+
 // may_resend: DataRequest.may_resend (PS_RESEND).
 EncodedData encode_data_request(wire::DataOp op, int worker_rank, const std::vector<SliceSpec>& slices,
                                 const std::string& text = {}, double number = 0, bool may_resend = false);
-// message: free text on success (GetOptimizerState's array names); round:
-// DataReply.round (Join's answer).
+// message: free text on success; round: DataReply.round (Join's answer).
 EncodedData encode_data_reply(const std::vector<SliceSpec>& slices, const std::string& message = {},
                               int64_t round = -1);
-// A PartState reply's arrays after the part's value are named: the
-// optimizer's as optim::Optimizer::key_state names them, then, with
-// compressed pulls, these two (the residual, a float32 array; and the
-// applied round's encoding, a slice of the part with its encoding set).
-inline constexpr const char* kPullResidual = "pull_residual";
-inline constexpr const char* kPullEncoding = "pull_encoding";
-// After those, when the source has an optimizer, its learning rate and
-// gradient rescale (float64 scalars), which a rejoined server takes
-// (ServerRequestHandler::take_source_optimizer_numbers).
-inline constexpr const char* kSourceLearningRate = "learning_rate";
-inline constexpr const char* kSourceRescaleGrad = "rescale_grad";
+// A worker joining the running job (the Join message): the question of the
+// lowest dist_sync round it may join at, answered with DataReply.round; and
+// its join from round on, in the name of its process (pid > 0).
+Message encode_join_question(int worker_rank);
+Message encode_join(int worker_rank, int64_t round, int64_t pid);
 
 // The answer to a push whose slices for new copies are kept there until the
 // copies are filled (DataReply.held).

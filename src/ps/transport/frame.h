@@ -43,8 +43,13 @@ namespace dt::ps {
 // whatever setting reached it last, and the joined line of ServerSettings'
 // answer, which a version-6 server would refuse. 8: Barrier.admission
 // (workers joining an all-reduce job), which a version-7 scheduler would
-// take for a regroup of the workers in the job.
-constexpr uint32_t kProtocolVersion = 8;
+// take for a regroup of the workers in the job. 9: typed fault-tolerance
+// messages, each its own table of the Body union (Join, ServerSettings and
+// its ServerSettingsReply, GetOptimizerState and OptimizerState, PartState
+// and its PartStateReply, Regroup and Admission) in the place of data ops
+// with text fields and flags on Barrier, which a version-8 peer rejects as
+// a body type it does not know.
+constexpr uint32_t kProtocolVersion = 9;
 constexpr size_t kPayloadAlignment = 16;
 constexpr size_t kFrameHeaderBytes = 4;
 

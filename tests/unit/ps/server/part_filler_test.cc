@@ -26,6 +26,7 @@
 #include "ps/transport/frame.h"
 #include "ps/transport/request_client.h"
 #include "ps/transport/request_server.h"
+#include "ps/transport/state_codec.h"
 
 namespace dt::ps {
 namespace {
@@ -95,7 +96,7 @@ class PartFillerTest : public ::testing::Test {
   // compression: the job's gradient compression ("none": the servers run
   // sgd with momentum instead). rejoined: the copy's server is one started
   // again in a lost one's place: it takes the job's settings from the
-  // source (DataOp ServerSettings) instead of from the workers, after the
+  // source (the ServerSettings message) instead of from the workers, after the
   // source's learning rate was changed.
   // before_rejoin: what happens on the source before the copy's server
   // rejoins and asks it for the job's settings.
@@ -295,11 +296,11 @@ TEST_F(PartFillerTest, ARejoinedServerKnowsTheWorkersThatJoinedBeforeIt) {
   start("none", true, [this] {
     source_->store().worker_departed(1, 111);
     auto floor = std::make_shared<Answer>();
-    source_->handle(encode_data_request(wire::DataOp::Join, 1, {}, {}, -1).message, floor->reply());
+    source_->handle(encode_join_question(1), floor->reply());
     ASSERT_TRUE(floor->wait());
-    expect_ok(*source_, encode_data_request(wire::DataOp::Join, 1, {}, "222", 2));
+    expect_ok(*source_, EncodedData{encode_join(1, 2, 222), {}});
   });
-  EXPECT_NE(source_->settings().find("joined=1:222"), std::string::npos) << source_->settings();
+  EXPECT_EQ(source_->settings().joined, (std::vector<std::pair<int, int64_t>>{{1, 222}}));
   // The scheduler tells the rejoined server of the loss of worker 1's
   // predecessor (pid 111) after it took the settings.
   copy_->store().worker_departed(1, 111);
@@ -313,19 +314,24 @@ TEST_F(PartFillerTest, ARejoinedServerKnowsTheWorkersThatJoinedBeforeIt) {
   EXPECT_TRUE(copy_->store().has_departed(1));
 }
 
-// The joined line is read as strictly as the rest.
+// The joined workers are read as strictly as the rest.
 TEST_F(PartFillerTest, ASettingsLineOfJoinedWorkersIsReadStrictly) {
   ServerRequestHandler server(2);
-  for (const char* bad : {"joined=2:5\n", "joined=1:0\n", "joined=1\n", "joined=x:5\n", "joined=1:5,\n",
-                          "joined=-1:5\n"}) {
+  for (const std::pair<int, int64_t> bad : {std::pair<int, int64_t>{2, 5}, {1, 0}, {1, -5}, {-1, 5}}) {
+    JobSettings settings;
+    settings.mode = ServerKeyStore::Mode::kSync;
+    settings.joined = {bad};
     try {
-      server.apply_settings(std::string("mode=dist_sync\n") + bad);
-      ADD_FAILURE() << "took " << bad;
+      server.apply_settings(settings);
+      ADD_FAILURE() << "took " << bad.first << ":" << bad.second;
     } catch (const Error& e) {
-      EXPECT_EQ(e.code(), ErrorCode::kProtocol) << bad;
+      EXPECT_EQ(e.code(), ErrorCode::kProtocol) << bad.first << ":" << bad.second;
     }
   }
-  server.apply_settings("mode=dist_sync\njoined=0:17,1:18\n");
+  JobSettings good;
+  good.mode = ServerKeyStore::Mode::kSync;
+  good.joined = {{0, 17}, {1, 18}};
+  server.apply_settings(good);
   EXPECT_EQ(server.store().joined_workers(), (std::vector<std::pair<int, int64_t>>{{0, 17}, {1, 18}}));
 }
 
@@ -348,18 +354,29 @@ TEST_F(PartFillerTest, ALearningRateWorker0SetOnTheRejoinedServerIsKept) {
 TEST_F(PartFillerTest, SettingsAreAskedForInAServersNameAndReadStrictly) {
   start("none");
   Answer answer;
-  source_->handle(encode_data_request(wire::DataOp::ServerSettings, 0, {}).message, answer.reply());
+  source_->handle(encode_server_settings_request(-1), answer.reply());
   ASSERT_TRUE(answer.wait());
   EXPECT_EQ(answer.status, static_cast<int>(ErrorCode::kProtocol)) << answer.message;
   ServerRequestHandler fresh(2);
-  for (const std::string bad : {"mode=dist_sync\nmode=dist_async\n", "mode=sideways\n", "colour=blue\n",
-                                "mode=dist_sync\noptimizer={\"optimizer\":\"sgd\"}\nlearning_rate=fast\n"}) {
-    try {
-      fresh.apply_settings(bad);
-      ADD_FAILURE() << "accepted: " << bad;
-    } catch (const core::Error& e) {
-      EXPECT_TRUE(e.code() == ErrorCode::kProtocol || e.code() == ErrorCode::kInvalidArgument) << e.what();
-    }
+  // A mode this server does not know, and a learning rate that is no number.
+  flatbuffers::FlatBufferBuilder fbb;
+  const Frame sideways = Frame::parse(
+      make_message(fbb, wire::CreateServerSettingsReply(fbb, static_cast<wire::JobMode>(7))));
+  try {
+    fresh.apply_settings(decode_server_settings_reply(sideways.expect<wire::ServerSettingsReply>()));
+    ADD_FAILURE() << "accepted mode 7";
+  } catch (const core::Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kProtocol) << e.what();
+  }
+  JobSettings fast;
+  fast.mode = ServerKeyStore::Mode::kSync;
+  fast.optimizer = "{\"optimizer\":\"sgd\"}";
+  fast.learning_rate = std::nan("");
+  try {
+    fresh.apply_settings(fast);
+    ADD_FAILURE() << "accepted a learning rate of NaN";
+  } catch (const core::Error& e) {
+    EXPECT_TRUE(e.code() == ErrorCode::kProtocol || e.code() == ErrorCode::kInvalidArgument) << e.what();
   }
   // A server nobody reaches: job_settings says so, naming it.
   NodeTable table;
@@ -375,12 +392,12 @@ TEST_F(PartFillerTest, SettingsAreAskedForInAServersNameAndReadStrictly) {
   }
 }
 
-// A PartState request speaks for a server (worker_rank -1 - its rank): one
-// in a worker's name is refused.
+// A PartState request speaks for a server (server_rank >= 0): one in no
+// server's name is refused.
 TEST_F(PartFillerTest, APartStateInAWorkersNameIsRefused) {
   start("none");
   Answer answer;
-  source_->handle(encode_data_request(wire::DataOp::PartState, 0, {SliceSpec{kPart, 0, 0}}).message, answer.reply());
+  source_->handle(encode_part_state_request(-1, SliceSpec{kPart, 0, 0}), answer.reply());
   ASSERT_TRUE(answer.wait());
   EXPECT_EQ(answer.status, static_cast<int>(ErrorCode::kProtocol)) << answer.message;
 }

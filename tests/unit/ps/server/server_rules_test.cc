@@ -77,6 +77,22 @@ EncodedData command(wire::DataOp op, int worker, double number, const std::strin
   return encode_data_request(op, worker, {}, text, number);
 }
 
+// An OptimizerState request whose one array claims claim's shape and
+// carries data_bytes bytes (zeros): what a forged request may say.
+Message forged_optimizer_state(int worker, const PartInfo& claim, size_t data_bytes, const std::string& name) {
+  flatbuffers::FlatBufferBuilder fbb;
+  const std::vector<SliceSpec> specs{SliceSpec{claim, -1, data_bytes}};
+  const SliceTables tables = write_slices(fbb, specs);
+  auto arrays = fbb.CreateVector(tables.tables);
+  auto names = fbb.CreateVectorOfStrings({name});
+  uint8_t* payload = nullptr;
+  Message m = make_message(fbb, wire::CreateOptimizerState(fbb, worker, names, arrays), tables.payload_bytes, &payload);
+  if (payload != nullptr) std::memset(payload, 0, tables.payload_bytes);
+  return m;
+}
+
+EncodedData join(int worker, int64_t round, int64_t pid) { return EncodedData{encode_join(worker, round, pid), {}}; }
+
 constexpr int kBadState = static_cast<int>(ErrorCode::kBadState);
 
 TEST(PsServerRules, OnlyWorkerZeroSetsTheLearningRateAndRescale) {
@@ -149,18 +165,17 @@ TEST(PsServerRules, JoinAnswersItsFloorAndRefusesWhatItCannotTake) {
   ASSERT_EQ(status_of(server, push(0, info(1, 4), 1)), 0);
   ASSERT_EQ(status_of(server, push(1, info(1, 4), 1)), 0);
   int64_t floor = -1;
-  server.handle(command(wire::DataOp::Join, 1, -1).message, [&](Message m) {
+  server.handle(encode_join_question(1), [&](Message m) {
     const Frame frame = Frame::parse(std::move(m));
     floor = frame.expect<wire::DataReply>().round();
   });
   EXPECT_EQ(floor, 3) << "round 2 is open";
   const int protocol = static_cast<int>(ErrorCode::kProtocol);
-  EXPECT_EQ(status_of(server, command(wire::DataOp::Join, 1, 3)), protocol) << "no pid";
-  EXPECT_EQ(status_of(server, command(wire::DataOp::Join, 1, 3, "0")), protocol) << "pid 0: the first process";
-  EXPECT_EQ(status_of(server, command(wire::DataOp::Join, 1, 3, "12x")), protocol);
-  EXPECT_EQ(status_of(server, command(wire::DataOp::Join, 1, std::nan(""), "42")), protocol);
-  EXPECT_EQ(status_of(server, command(wire::DataOp::Join, 1, 1, "42")), kBadState) << "round 1 is summed";
-  EXPECT_EQ(status_of(server, command(wire::DataOp::Join, 1, 3, "42")), 0);
+  EXPECT_EQ(status_of(server, join(1, 3, 0)), protocol) << "no pid (0: the first process)";
+  EXPECT_EQ(status_of(server, join(1, 3, -12)), protocol);
+  EXPECT_EQ(status_of(server, join(1, -3, 42)), protocol) << "no round";
+  EXPECT_EQ(status_of(server, join(1, 1, 42)), kBadState) << "round 1 is summed";
+  EXPECT_EQ(status_of(server, join(1, 3, 42)), 0);
   EXPECT_EQ(status_of(server, push(0, info(1, 4), 2)), 0) << "round 2 goes on without worker 1";
   EXPECT_EQ(status_of(server, push(1, info(1, 4), 2)), kBadState) << "its first round is 3";
   EXPECT_EQ(status_of(server, push(1, info(1, 4), 3)), 0);
@@ -206,9 +221,8 @@ TEST(PsServerRules, SizesComeFromTheStoredPartNotFromTheClaim) {
   EXPECT_EQ(wrong.message.find("(4)"), std::string::npos) << wrong.message;
   // Optimizer state claiming 2^60 elements with 4 bytes of data.
   server.store().set_optimizer(optim::OptimizerConfig("sgd").set("learning_rate", 0.1).set("momentum", 0.9));
-  EncodedData state = encode_data_request(wire::DataOp::SetOptimizerState, 0,
-                                          {SliceSpec{PartInfo{PartKey{0, 0, 1}, DType::kFloat32, huge}, -1, 4}},
-                                          "5/0/4.mom");
+  EncodedData state{forged_optimizer_state(0, PartInfo{PartKey{0, 0, 1}, DType::kFloat32, huge}, 4, "5/0/4.mom"),
+                    {}};
   EXPECT_EQ(status_of(server, std::move(state)), static_cast<int>(ErrorCode::kProtocol));
   EXPECT_EQ(status_of(server, pull(0, part, 0)), 0);
 }
