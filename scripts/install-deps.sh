@@ -58,6 +58,9 @@ if $tests; then
     # recommends); Debian's python3 for the independent safetensors reader
     # and for scripts/check-deps.py
     libgtest-dev libgmock-dev python3
+    # tests/tools/write_recordio.py: the RecordIO test sets' JPEG and PNG
+    # payloads (Pillow; matplotlib depends on it too, but the tests name it)
+    python3-pil
     # bindings (the tests build and run all three languages; JUnit 5's console
     # launcher runs the Java tests; junit5 depends on junit4, which nothing
     # of ours uses)
