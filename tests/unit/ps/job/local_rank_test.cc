@@ -7,17 +7,10 @@
 
 #include "core/error.h"
 #include "ps/job/local_rank.h"
+#include "unit/ps/job/env_of.h"
 
 namespace dt::ps {
 namespace {
-
-EnvLookup env_of(std::map<std::string, std::string> vars) {
-  return [vars](const char* name) -> std::optional<std::string> {
-    auto it = vars.find(name);
-    if (it == vars.end()) return std::nullopt;
-    return it->second;
-  };
-}
 
 std::pair<int, int> place(const std::map<std::string, std::string>& vars) {
   const LocalRank local = local_rank_from(env_of(vars));

@@ -5,20 +5,13 @@
 
 #include "core/error.h"
 #include "ps/job/job_config.h"
+#include "unit/ps/job/env_of.h"
 
 namespace dt::ps {
 namespace {
 
 using core::Error;
 using core::ErrorCode;
-
-EnvLookup env_of(std::map<std::string, std::string> vars) {
-  return [vars](const char* name) -> std::optional<std::string> {
-    auto it = vars.find(name);
-    if (it == vars.end()) return std::nullopt;
-    return it->second;
-  };
-}
 
 std::map<std::string, std::string> base() {
   return {{"DMLC_ROLE", "worker"},      {"DMLC_PS_ROOT_URI", "127.0.0.1"}, {"DMLC_PS_ROOT_PORT", "9091"},

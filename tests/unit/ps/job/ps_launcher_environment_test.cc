@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "ps/job/job_config.h"
 #include "ps/job/launcher_environment.h"
+#include "unit/ps/job/env_of.h"
 
 namespace dt::ps {
 namespace {
@@ -14,14 +15,6 @@ namespace {
 using core::Error;
 using core::ErrorCode;
 using Vars = std::map<std::string, std::string>;
-
-EnvLookup env_of(Vars vars) {
-  return [vars](const char* name) -> std::optional<std::string> {
-    auto it = vars.find(name);
-    if (it == vars.end()) return std::nullopt;
-    return it->second;
-  };
-}
 
 std::string error_text(const Vars& vars, const JobOverrides& overrides = {}) {
   try {
