@@ -109,8 +109,10 @@ void touch(const dt::ps::Frame& f) {
       if (s != nullptr) rejected_ok([&] { (void)dt::ps::decode_slice(f, s); });
     }
   } else if (const auto* j = f.body<wire::Join>()) {
-    volatile int64_t sum = j->worker_rank() + j->round() + j->pid() + (j->question() ? 1 : 0);
-    (void)sum;
+    // Each field read; combined as unsigned bits, since any value may come.
+    volatile uint64_t bits = static_cast<uint64_t>(j->worker_rank()) ^ static_cast<uint64_t>(j->round()) ^
+                             static_cast<uint64_t>(j->pid()) ^ (j->question() ? 1u : 0u);
+    (void)bits;
   } else if (const auto* q = f.body<wire::ServerSettings>()) {
     volatile int rank = q->server_rank();
     (void)rank;
@@ -124,8 +126,8 @@ void touch(const dt::ps::Frame& f) {
     if (r->joined() != nullptr) {
       for (const auto* w : *r->joined()) {
         if (w == nullptr) continue;
-        volatile int64_t sum = w->rank() + w->pid();
-        (void)sum;
+        volatile uint64_t bits = static_cast<uint64_t>(w->rank()) ^ static_cast<uint64_t>(w->pid());
+        (void)bits;
       }
     }
   }
