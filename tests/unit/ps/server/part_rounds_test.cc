@@ -1,4 +1,4 @@
-// PartRounds alone: the plain round machine, with a stub in place of the
+// PartRounds alone: the plain round machine, with a scripted answer in place of the
 // worker roster, shows that a round needs nothing but the hook's answers.
 #include <gtest/gtest.h>
 
@@ -17,7 +17,7 @@ using core::Error;
 using core::Shape;
 
 // Worker `absent_worker` takes no part from round `from` on; nobody returns.
-struct StubAttendance : RoundAttendance {
+struct ScriptedAttendance : RoundAttendance {
   int absent_worker = -1;
   int64_t from = 0;
   bool absent(int worker, int64_t round) const override { return worker == absent_worker && round >= from; }
@@ -30,7 +30,7 @@ struct Part {
     rules.set_mode(StoreMode::kSync);
   }
   RoundRules rules;
-  StubAttendance attendance;
+  ScriptedAttendance attendance;
   PartRounds rounds;
 };
 
