@@ -110,4 +110,10 @@ bool overlap_wanted(int overlap_communication) {
   return text == "1";
 }
 
+void scale_compression_threshold(kvstore::KVStore& kv, double rescale, double& scaled_for) {
+  if (rescale == scaled_for) return;
+  kv.set_compression_rescale_grad(rescale);
+  scaled_for = rescale;
+}
+
 }  // namespace dt::train

@@ -28,6 +28,12 @@ bool configure_store_for_sync_mode(const SyncOptions& sync, kvstore::KVStore* kv
 // the trainer was built: checked again at the first step).
 void refuse_compressed_weights(const kvstore::KVStore& kv);
 
+// Scales kv's compression threshold for batch sums of 1/rescale samples
+// (KVStore::set_compression_rescale_grad) when rescale differs from
+// scaled_for, the rescale it was last scaled for, which it then becomes:
+// the store's spec is parsed once per batch size, not at every step.
+void scale_compression_threshold(kvstore::KVStore& kv, double rescale, double& scaled_for);
+
 // Whether the exchange overlaps backward (dt_trainer_options.
 // overlap_communication): 1 yes, 0 no, -1 DT_KVSTORE_OVERLAP (0 or 1,
 // default 1). Error(kInvalidArgument) for any other value.

@@ -186,7 +186,7 @@ void Trainer::step(int64_t batch_size) {
   }
   // The scale of a compression threshold, before this worker's first push
   // (a joined worker's store was initialized without a step).
-  if (kv_) kv_->set_compression_rescale_grad(rescale);
+  if (kv_) scale_compression_threshold(*kv_, rescale, compression_rescale_);
 
   if (!kv_) {
     if (gradients_usable()) {
@@ -280,7 +280,7 @@ BatchResult Trainer::train_batch(const NDArray& data, const NDArray& labels) {
     // The store must scale before the first gradient of this step arrives.
     const double rescale = 1.0 / static_cast<double>(rows);
     if (update_on_kvstore_ && rescale != rescale_grad_) kv_->set_rescale_grad(rescale);
-    kv_->set_compression_rescale_grad(rescale);
+    scale_compression_threshold(*kv_, rescale, compression_rescale_);
     issued_.assign(net_->parameters().size(), false);
   }
   const auto start = std::chrono::steady_clock::now();

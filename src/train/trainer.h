@@ -235,6 +235,10 @@ class Trainer {
   // set after loading).
   std::optional<LossScalerState> pending_scaler_;
   double rescale_grad_ = 0.0;
+  // The rescale the store's compression threshold was last scaled for (0:
+  // not yet): parsing and comparing the store's spec once per batch size,
+  // not once per step.
+  double compression_rescale_ = 0.0;
   int epoch_ = 0;
   int64_t steps_ = 0;
   double compute_seconds_ = 0.0;
