@@ -1,5 +1,6 @@
 // A compressed push's bytes as a server decodes them (GradientCodec::
-// decode_add, every mode). Input: mode byte, parameter byte, element count
+// decode_add, every mode). Input: mode byte, parameter byte (threshold or
+// fraction in bits 0-1; bit 2: 2bit's magnitude=threshold), element count
 // (the low 13 bits of a little-endian uint16), then the encoded bytes. The
 // codec promises that a rejected input leaves the destination untouched and
 // that what it accepts is finite; both are checked.
@@ -29,6 +30,10 @@ CompressionConfig config_for(uint8_t mode_byte, uint8_t parameter) {
   } else if (mode == CompressionMode::kThreshold || mode == CompressionMode::k2Bit ||
              mode == CompressionMode::k1Bit) {
     config.threshold_or_fraction = kThresholds[parameter % 4];
+  }
+  // Bit 2 of the parameter: 2bit's MXNet form (magnitude=threshold).
+  if (mode == CompressionMode::k2Bit && (parameter & 4) != 0) {
+    config.magnitude = dt::ps::compression::Magnitude::kThreshold;
   }
   return config;
 }

@@ -714,19 +714,23 @@ DT_API dt_status dt_kvstore_set_optimizer(dt_kvstore *kv,
  * every lossy mode: what was not sent is added to the next push of the same
  * key part, per worker). E.g. "2bit:threshold=0.5", "topk:fraction=0.01".
  * The threshold of 2bit, 1bit and threshold is compared with the pushed
- * values times gradient_scale (field gradient_scale=S, S > 0; 2bit/1bit send
- * threshold / S): without the field, with the raw values. A trainer
- * (dt_trainer_create) pushes the sums of its batch's B per-sample gradients
- * and, unless the text names gradient_scale, sets it to 1/sqrt(B) before its
- * first push, which puts the threshold on the scale of one sample's gradient,
- * where MXNet's default 0.5 learns at batch 32 and 64 (README; a threshold
- * on the raw sums far below them leaves training at chance). A program that pushes its
- * own gradients names the scale: gradient_scale=1/sqrt(B) for sums of B
- * samples' gradients, sqrt(B) for their means (e.g. "2bit:gradient_scale=0.125"
- * for sums over batches of 64). When a 2bit/1bit residual keeps growing (a
- * threshold far below the gradients), the library logs one warning
- * at warning level (facility "compression") naming a threshold that fits.
- * From then on the float32 values this worker pushes travel encoded (2bit:
+ * values times gradient_scale (field gradient_scale=S, S > 0; 1bit sends
+ * threshold / S): without the field, with the raw values. 2bit's elements
+ * that cross the threshold decode to +-the mean |value| of those that
+ * crossed in their key part (field magnitude=mean, the default; sent as one
+ * float32 per part), or to +-threshold / S as in MXNet (magnitude=threshold).
+ * A trainer (dt_trainer_create) pushes the sums of its batch's B
+ * per-sample gradients and, unless the text names gradient_scale, sets it to
+ * 1/sqrt(B) before its first push, which puts the threshold on the scale of
+ * one sample's gradient, where MXNet's default 0.5 learns at batch 32 and 64
+ * (README; a threshold on the raw sums far below them leaves training at
+ * chance). A program that pushes its own gradients names the scale:
+ * gradient_scale=1/sqrt(B) for sums of B samples' gradients, sqrt(B) for
+ * their means (e.g. "2bit:gradient_scale=0.125" for sums over batches of 64).
+ * When a 1bit or magnitude=threshold 2bit residual keeps growing (a threshold
+ * far below the gradients), the library logs one warning at warning level
+ * (facility "compression") naming a threshold that fits. From then on the
+ * float32 values this worker pushes travel encoded (2bit: its magnitude, then
  * 16 values per 32-bit word; topk and threshold: (index, value) pairs) and
  * the servers decode them before summing, in worker-rank order as always.
  * Pulls: when the workers run the optimizer (no dt_kvstore_set_optimizer,

@@ -137,8 +137,10 @@ def gradient_codec():
     seed("none", 0, 0, 4, struct.pack("<4f", 1, -1, 0.25, 0))
     seed("fp16", 1, 0, 4, struct.pack("<4e", 1, -1, 0.25, 0))
     seed("bf16", 2, 0, 2, b"\x80\x3f\x80\xbf")  # 1.0, -1.0
-    # 2bit, threshold 0.5: values +t, -t, 0, +t then zeros
-    seed("2bit", 3, 0, 16, bytes([0b11100011, 0, 0, 0]))
+    # 2bit, threshold 0.5, magnitude=mean: m = 0.75, then values +m, -m, 0,
+    # +m and zeros; and MXNet's form (parameter bit 2): +t, -t, 0, +t
+    seed("2bit", 3, 0, 16, struct.pack("<f", 0.75) + bytes([0b11100011, 0, 0, 0]))
+    seed("2bit_threshold_magnitude", 3, 4, 16, bytes([0b11100011, 0, 0, 0]))
     seed("1bit", 4, 0, 32, bytes([0b10110000, 0xff, 0, 1]))
     # topk, fraction 0.5 of 4: two (index, value) pairs, ascending
     seed("topk", 5, 2, 4, struct.pack("<IfIf", 1, 2.0, 3, -3.0))

@@ -67,6 +67,12 @@ bool takes_threshold(CompressionMode mode) {
 
 bool takes_fraction(CompressionMode mode) { return mode == CompressionMode::kTopK; }
 
+bool takes_magnitude(CompressionMode mode) { return mode == CompressionMode::k2Bit; }
+
+const char* magnitude_name(Magnitude magnitude) {
+  return magnitude == Magnitude::kThreshold ? "threshold" : "mean";
+}
+
 CompressionConfig CompressionConfig::defaults(CompressionMode mode) {
   CompressionConfig config;
   config.mode = mode;
@@ -106,6 +112,7 @@ CompressionConfig CompressionConfig::parse(const std::string& text) {
   bool has_value = false;
   bool has_feedback = false;
   bool has_scale = false;
+  bool has_magnitude = false;
   if (colon != std::string_view::npos) {
     std::string_view rest = all.substr(colon + 1);
     while (true) {
@@ -131,13 +138,24 @@ CompressionConfig CompressionConfig::parse(const std::string& text) {
           throw invalid("gradient_scale must be positive, not " + quoted(value) + " (in " + quoted(all) + ")");
         }
         has_scale = true;
+      } else if (name == "magnitude") {
+        if (!takes_magnitude(mode)) throw invalid("mode '" + std::string(mode_name(mode)) + "' takes no magnitude");
+        if (has_magnitude) throw invalid("magnitude is given twice (in " + quoted(all) + ")");
+        if (value == "mean") {
+          config.magnitude = Magnitude::kMean;
+        } else if (value == "threshold") {
+          config.magnitude = Magnitude::kThreshold;
+        } else {
+          throw invalid("magnitude must be 'mean' or 'threshold', not " + quoted(value) + " (in " + quoted(all) + ")");
+        }
+        has_magnitude = true;
       } else if (name == "error_feedback") {
         if (has_feedback) throw invalid("error_feedback is given twice (in " + quoted(all) + ")");
         config.error_feedback = parse_switch(name, value);
         has_feedback = true;
       } else {
         throw invalid("unknown field " + quoted(name) + " (in " + quoted(all) +
-                      "); fields are threshold, gradient_scale, fraction, error_feedback");
+                      "); fields are threshold, gradient_scale, magnitude, fraction, error_feedback");
       }
       if (comma == std::string_view::npos) break;
       rest = rest.substr(comma + 1);
@@ -179,6 +197,9 @@ void CompressionConfig::validate() const {
   if (gradient_scale != 0 && !takes_threshold(mode)) {
     throw invalid("mode '" + name + "' takes no gradient_scale, but has " + format_number(gradient_scale));
   }
+  if (magnitude != Magnitude::kMean && !takes_magnitude(mode)) {
+    throw invalid("mode '" + name + "' takes no magnitude, but has '" + magnitude_name(magnitude) + "'");
+  }
   if (error_feedback && !is_lossy(mode)) throw invalid("error_feedback needs a lossy mode, not 'none'");
 }
 
@@ -188,6 +209,7 @@ std::string CompressionConfig::to_string() const {
   text += ':';
   if (takes_threshold(mode)) text += "threshold=" + format_number(threshold_or_fraction) + ",";
   if (gradient_scale != 0) text += "gradient_scale=" + format_number(gradient_scale) + ",";
+  if (magnitude != Magnitude::kMean) text += std::string("magnitude=") + magnitude_name(magnitude) + ",";
   if (takes_fraction(mode)) text += "fraction=" + format_number(threshold_or_fraction) + ",";
   text += error_feedback ? "error_feedback=on" : "error_feedback=off";
   return text;

@@ -30,7 +30,14 @@ constexpr double kGrowthFactor = 4;
 // of it did not).
 constexpr double kFitFactor = 2;
 
-bool watched(CompressionMode mode) { return mode == CompressionMode::k2Bit || mode == CompressionMode::k1Bit; }
+// The modes whose decoded values are +-threshold: where the gradients
+// exceed it, what is sent cannot keep up. 2bit with magnitude=mean sends the
+// mean of what crossed instead, so its residual does not run away, and its
+// threshold may sit far below the gradients (every element then goes).
+bool watched(const CompressionConfig& config) {
+  return config.mode == CompressionMode::k1Bit ||
+         (config.mode == CompressionMode::k2Bit && config.magnitude == Magnitude::kThreshold);
+}
 
 // value rounded up to one significant digit (0.0372 -> 0.04, 31 -> 40).
 double round_up_to_one_digit(double value) {
@@ -72,7 +79,7 @@ void ErrorFeedback::update(uint64_t key, int64_t begin, const float* compensated
                            const GradientCodec& codec, const uint8_t* encoded, size_t size) {
   Part& p = part(key, begin, n);
   std::vector<float>& residual = p.residual;
-  const bool check = watched(codec.config().mode) && n > 0 && !warned_.load(std::memory_order_relaxed) &&
+  const bool check = watched(codec.config()) && n > 0 && !warned_.load(std::memory_order_relaxed) &&
                      ++p.updates % kCheckEvery == 0;
   // This step's gradient is what compensate() added the old residual to.
   double gradient_sum = 0;

@@ -17,10 +17,10 @@
 //   sum of the gradients == sum of what was decoded + the residual,
 // up to the rounding of the float additions (exactly, when they are exact).
 //
-// A residual that keeps growing means the threshold (2bit, 1bit) is far
-// below the gradients: every step sends +-threshold while the gradient is
-// larger, so what is sent never catches up and training stalls (at chance,
-// for MXNet's 0.5 on batch sums). update() watches for that on a sample of
+// A residual that keeps growing means the threshold (1bit, 2bit with
+// magnitude=threshold) is far below the gradients: every step sends
+// +-threshold while the gradient is larger, so what is sent never catches
+// up and training stalls (at chance, for MXNet's 0.5 on batch sums). update() watches for that on a sample of
 // steps and says so once per object, through core::log at kWarning, naming
 // a threshold that would fit.
 //
@@ -80,7 +80,7 @@ class ErrorFeedback {
     double last_mean = 0;  // mean |residual| at the last check
   };
   Part& part(uint64_t key, int64_t begin, size_t n);
-  // On every kCheckEvery-th update of a part under 2bit/1bit until the
+  // On every kCheckEvery-th update of a part under 1bit or 2bit with magnitude=threshold until the
   // warning was given: mean_gradient is the mean |gradient| of this update.
   void check_growth(uint64_t key, Part& part, const GradientCodec& codec, double mean_gradient);
 

@@ -3,13 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <functional>
-#include <limits>
 #include <string>
-#include <vector>
 
 #include "core/dtype.h"
 #include "core/error.h"
+#include "ps/compression/codec_checks.h"
+#include "ps/compression/sparse_pairs.h"
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -23,62 +22,9 @@ namespace dt::ps::compression {
 
 using core::Error;
 using core::ErrorCode;
+using namespace codec_detail;
 
 namespace {
-
-constexpr size_t kPairBytes = 8;  // uint32 index + float32 value
-
-uint32_t bits_of(float value) {
-  uint32_t bits;
-  std::memcpy(&bits, &value, sizeof bits);
-  return bits;
-}
-
-// 1 when value is NaN or +-Inf: its exponent is all ones, so adding one unit
-// of exponent to the magnitude carries into the sign bit. Integer-only, so
-// the loops that OR it up vectorise.
-uint32_t non_finite(float value) { return ((bits_of(value) & 0x7fffffffu) + 0x00800000u) >> 31; }
-
-void store_u32(uint8_t* out, uint32_t value) { std::memcpy(out, &value, sizeof value); }
-uint32_t load_u32(const uint8_t* in) {
-  uint32_t value;
-  std::memcpy(&value, in, sizeof value);
-  return value;
-}
-void store_pair(uint8_t* out, uint32_t index, float value) {
-  std::memcpy(out, &index, 4);
-  std::memcpy(out + 4, &value, 4);
-}
-
-[[noreturn]] void throw_non_finite(const float* gradient, size_t n, const char* mode) {
-  for (size_t i = 0; i < n; ++i) {
-    if (non_finite(gradient[i])) {
-      throw Error(ErrorCode::kInvalidArgument, std::string("gradient compression (") + mode + "): element " +
-                                                   std::to_string(i) + " is " + std::to_string(gradient[i]) +
-                                                   ", not a finite number");
-    }
-  }
-  throw Error(ErrorCode::kInternal, "gradient compression: a non-finite element was reported but not found");
-}
-
-void check_finite(const float* gradient, size_t n, const char* mode) {
-  uint32_t bad = 0;
-  for (size_t i = 0; i < n; ++i) bad |= non_finite(gradient[i]);
-  if (bad) throw_non_finite(gradient, n, mode);
-}
-
-Error malformed(const char* mode, const std::string& what) {
-  return Error(ErrorCode::kProtocol, std::string("malformed ") + mode + " gradient: " + what);
-}
-
-void check_size(const char* mode, size_t size, size_t expected, size_t n) {
-  if (size != expected) {
-    throw malformed(mode, std::to_string(size) + " bytes for " + std::to_string(n) + " elements, expected " +
-                              std::to_string(expected));
-  }
-}
-
-size_t words_for(size_t n, size_t per_word) { return (n + per_word - 1) / per_word; }
 
 // --- 2bit ------------------------------------------------------------------
 
@@ -150,6 +96,29 @@ size_t encode_2bit(const float* g, size_t n, float t, uint8_t* out) {
   if (n % 16 != 0) store_u32(out + 4 * full, encode_2bit_word(g + 16 * full, n % 16, t, bad));
   if (bad) throw_non_finite(g, n, "2bit");
   return 4 * words_for(n, 16);
+}
+
+// The mean |g| of the elements 2bit sends (|g| >= t), or t when none
+// crosses: rounded from a double mean of floats that are all >= t, so never
+// below t. Branch-free, so it vectorises.
+float mean_crossing_magnitude(const float* g, size_t n, float t) {
+  double sum = 0;
+  size_t count = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const float magnitude = std::fabs(g[i]);
+    const bool crosses = magnitude >= t;
+    sum += crosses ? magnitude : 0.0f;
+    count += crosses;
+  }
+  return count == 0 ? t : static_cast<float>(sum / static_cast<double>(count));
+}
+
+// 2bit's magnitude=mean form: the float32 magnitude, then the codes.
+size_t encode_2bit_mean(const float* g, size_t n, float t, uint8_t* out) {
+  const size_t code_bytes = encode_2bit(g, n, t, out + 4);  // rejects NaN and Inf first
+  const float magnitude = mean_crossing_magnitude(g, n, t);
+  std::memcpy(out, &magnitude, 4);
+  return 4 + code_bytes;
 }
 
 // --- 1bit ------------------------------------------------------------------
@@ -250,123 +219,6 @@ void decode_half_add(const uint8_t* bytes, size_t size, float* dst, size_t n, co
   }
 }
 
-// --- sparse pairs -------------------------------------------------------------
-
-void check_index_range(size_t n, const char* mode) {
-  if (n > std::numeric_limits<uint32_t>::max()) {
-    throw Error(ErrorCode::kInvalidArgument, std::string("gradient compression (") + mode + "): " +
-                                                 std::to_string(n) + " elements exceed the 32-bit indices");
-  }
-}
-
-// The magnitude of a finite float as an integer that orders the same way.
-uint32_t magnitude_bits(float value) { return bits_of(value) & 0x7fffffffu; }
-
-// The k-th largest of the magnitude bits (1 <= k <= n), by a radix step on
-// the top 11 bits (exponent and three mantissa bits; four sub-histograms so
-// that runs of one bucket do not serialise on one counter) and a selection
-// among that bucket's elements alone. Also returns how many magnitudes are
-// strictly larger.
-std::pair<uint32_t, size_t> kth_largest_magnitude(const float* g, size_t n, size_t k) {
-  constexpr size_t kBuckets = size_t{1} << 11;
-  constexpr int kShift = 20;  // magnitudes are below 2^31
-  std::vector<uint32_t> histograms(4 * kBuckets, 0);
-  uint32_t* h = histograms.data();
-  size_t i = 0;
-  for (; i + 4 <= n; i += 4) {
-    ++h[0 * kBuckets + (magnitude_bits(g[i]) >> kShift)];
-    ++h[1 * kBuckets + (magnitude_bits(g[i + 1]) >> kShift)];
-    ++h[2 * kBuckets + (magnitude_bits(g[i + 2]) >> kShift)];
-    ++h[3 * kBuckets + (magnitude_bits(g[i + 3]) >> kShift)];
-  }
-  for (; i < n; ++i) ++h[magnitude_bits(g[i]) >> kShift];
-  size_t above = 0;
-  size_t bucket = kBuckets;
-  size_t in_bucket = 0;
-  while (bucket > 0) {
-    --bucket;
-    in_bucket = size_t{h[bucket]} + h[kBuckets + bucket] + h[2 * kBuckets + bucket] + h[3 * kBuckets + bucket];
-    if (above + in_bucket >= k) break;
-    above += in_bucket;
-  }
-  std::vector<uint32_t> candidates;
-  candidates.reserve(in_bucket);
-  for (i = 0; i < n; ++i) {
-    const uint32_t m = magnitude_bits(g[i]);
-    if ((m >> kShift) == bucket) candidates.push_back(m);
-  }
-  const size_t rank = k - above - 1;  // 0-based among the bucket's, largest first
-  std::nth_element(candidates.begin(), candidates.begin() + static_cast<std::ptrdiff_t>(rank), candidates.end(),
-                   std::greater<uint32_t>());
-  const uint32_t kth = candidates[rank];
-  for (uint32_t m : candidates) above += m > kth;
-  return {kth, above};
-}
-
-size_t encode_topk(const float* g, size_t n, double fraction, uint8_t* out) {
-  check_index_range(n, "topk");
-  check_finite(g, n, "topk");
-  const size_t k = GradientCodec::topk_count(fraction, n);
-  if (k == 0) return 0;
-  // Every magnitude above the k-th largest goes, and of those equal to it
-  // the lowest indices, so the choice is one total order's and never
-  // depends on the selection algorithm.
-  const auto [kth, above] = kth_largest_magnitude(g, n, k);
-  size_t ties_left = k - above;
-  size_t written = 0;
-  for (size_t i = 0; i < n; ++i) {
-    const uint32_t m = magnitude_bits(g[i]);
-    if (m > kth || (m == kth && ties_left > 0)) {
-      if (m == kth) --ties_left;
-      store_pair(out + kPairBytes * written++, static_cast<uint32_t>(i), g[i]);
-    }
-  }
-  return kPairBytes * written;
-}
-
-size_t encode_threshold(const float* g, size_t n, float t, uint8_t* out) {
-  check_index_range(n, "threshold");
-  check_finite(g, n, "threshold");
-  size_t written = 0;
-  for (size_t i = 0; i < n; ++i) {
-    if (std::fabs(g[i]) >= t) store_pair(out + kPairBytes * written++, static_cast<uint32_t>(i), g[i]);
-  }
-  return kPairBytes * written;
-}
-
-// Checks every pair, then adds; min_magnitude is 0 for topk.
-void decode_pairs_add(const uint8_t* bytes, size_t count, float* dst, size_t n, float min_magnitude,
-                      const char* mode) {
-  uint64_t previous = 0;
-  for (size_t p = 0; p < count; ++p) {
-    uint32_t index;
-    float value;
-    std::memcpy(&index, bytes + kPairBytes * p, 4);
-    std::memcpy(&value, bytes + kPairBytes * p + 4, 4);
-    if (index >= n) {
-      throw malformed(mode, "pair " + std::to_string(p) + " has index " + std::to_string(index) + " for " +
-                                std::to_string(n) + " elements");
-    }
-    if (p > 0 && index <= previous) {
-      throw malformed(mode, "pair " + std::to_string(p) + " has index " + std::to_string(index) + " after " +
-                                std::to_string(previous) + ": indices must be strictly ascending");
-    }
-    if (non_finite(value)) throw malformed(mode, "pair " + std::to_string(p) + " has a non-finite value");
-    if (!(std::fabs(value) >= min_magnitude)) {
-      throw malformed(mode, "pair " + std::to_string(p) + " has value " + std::to_string(value) +
-                                " below the threshold");
-    }
-    previous = index;
-  }
-  for (size_t p = 0; p < count; ++p) {
-    uint32_t index;
-    float value;
-    std::memcpy(&index, bytes + kPairBytes * p, 4);
-    std::memcpy(&value, bytes + kPairBytes * p + 4, 4);
-    dst[index] += value;
-  }
-}
-
 }  // namespace
 
 GradientCodec::GradientCodec(const CompressionConfig& config) : config_(config) {
@@ -385,7 +237,8 @@ size_t GradientCodec::max_encoded_size(size_t n) const {
     case CompressionMode::kNone: return 4 * n;
     case CompressionMode::kFp16:
     case CompressionMode::kBf16: return 2 * n;
-    case CompressionMode::k2Bit: return 4 * words_for(n, 16);
+    case CompressionMode::k2Bit:
+      return n == 0 ? 0 : (config_.magnitude == Magnitude::kMean ? 4 : 0) + 4 * words_for(n, 16);
     case CompressionMode::k1Bit: return 4 * words_for(n, 32);
     case CompressionMode::kTopK: return kPairBytes * topk_count(config_.threshold_or_fraction, n);
     case CompressionMode::kThreshold: return kPairBytes * n;
@@ -408,7 +261,9 @@ size_t GradientCodec::encode(const float* gradient, size_t n, uint8_t* out, size
       return 4 * n;
     case CompressionMode::kFp16: return encode_half<core::float_to_half, 0x7c00>(gradient, n, out, "fp16");
     case CompressionMode::kBf16: return encode_half<core::float_to_bfloat16, 0x7f80>(gradient, n, out, "bf16");
-    case CompressionMode::k2Bit: return encode_2bit(gradient, n, threshold_, out);
+    case CompressionMode::k2Bit:
+      return config_.magnitude == Magnitude::kMean ? encode_2bit_mean(gradient, n, threshold_, out)
+                                                   : encode_2bit(gradient, n, threshold_, out);
     case CompressionMode::k1Bit: return encode_1bit(gradient, n, out);
     case CompressionMode::kTopK: return encode_topk(gradient, n, config_.threshold_or_fraction, out);
     case CompressionMode::kThreshold: return encode_threshold(gradient, n, threshold_, out);
@@ -434,7 +289,19 @@ void GradientCodec::decode_add(const uint8_t* bytes, size_t size, float* dst, si
     case CompressionMode::kFp16: return decode_half_add<core::half_to_float, 0x7c00>(bytes, size, dst, n, mode);
     case CompressionMode::kBf16: return decode_half_add<core::bfloat16_to_float, 0x7f80>(bytes, size, dst, n, mode);
     case CompressionMode::k2Bit: {
-      check_size(mode, size, 4 * words_for(n, 16), n);
+      check_size(mode, size, max_encoded_size(n), n);
+      if (n == 0) return;
+      float magnitude = threshold_;
+      if (config_.magnitude == Magnitude::kMean) {
+        std::memcpy(&magnitude, bytes, 4);
+        // The mean of values that crossed the threshold is never below it.
+        if (non_finite(magnitude) || !(magnitude >= threshold_)) {
+          throw malformed(mode, "magnitude " + std::to_string(magnitude) + " is not a finite number at or above the threshold " +
+                                    std::to_string(threshold_));
+        }
+        bytes += 4;
+        size -= 4;
+      }
       uint32_t bad = 0;
       // A pair 0b01: low bit set, high bit clear.
       for (size_t b = 0; b < size; ++b) bad |= bytes[b] & ~(bytes[b] >> 1) & 0x55u;
@@ -444,7 +311,7 @@ void GradientCodec::decode_add(const uint8_t* bytes, size_t size, float* dst, si
         for (size_t i = 0; i < n % 16; ++i) mask |= uint32_t{3} << shift_2bit(i);
         if (load_u32(bytes + size - 4) & ~mask) throw malformed(mode, "bits past the last element are set");
       }
-      const float values[4] = {0.0f, 0.0f, -threshold_, threshold_};
+      const float values[4] = {0.0f, 0.0f, -magnitude, magnitude};
       for (size_t i = 0; i < n; ++i) dst[i] += values[(bytes[i / 4] >> (6 - 2 * (i % 4))) & 3u];
       return;
     }

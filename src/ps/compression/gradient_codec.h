@@ -13,9 +13,16 @@
 //  2bit:      MXNet's layout: ceil(n/16) 32-bit words, 16 values each;
 //             byte b of the stream holds values 4b..4b+3, value 4b+j in
 //             bits (7-2j, 6-2j) counting bit 0 as the least significant:
-//             0b11 = +threshold (g >= t), 0b10 = -threshold (g <= -t),
-//             0b00 = 0; 0b01 never appears, nor does any non-zero bit past
-//             value n-1.                                        4*ceil(n/16) bytes
+//             0b11 = +m (g >= t), 0b10 = -m (g <= -t), 0b00 = 0; 0b01
+//             never appears, nor does any non-zero bit past value n-1.
+//             magnitude=threshold (MXNet's): m = t, the words alone.
+//                                                               4*ceil(n/16) bytes
+//             magnitude=mean (the default): a float32 m first, the mean
+//             |g| of the elements with |g| >= t (t when none), rounded
+//             from a double mean so that m >= t; then the words. A
+//             receiver refuses an m that is not finite or below t.
+//                                                           4 + 4*ceil(n/16) bytes
+//             (n = 0 is 0 bytes in both forms)
 //  1bit:      ceil(n/32) 32-bit words, 32 values each; byte b holds values
 //             8b..8b+7, value 8b+j in bit 7-j: 1 = +threshold (g > 0),
 //             0 = -threshold (g <= 0, so +0, -0 and 0 < g all go to
@@ -44,9 +51,9 @@
 // are scatter-adds by nature; a caller who wants the values alone zeroes dst
 // first. Bytes come from the network, so decoding checks everything before
 // touching dst: a wrong length, a 0b01 code or padding bits set (2bit/1bit),
-// a non-finite value, an index out of range or not strictly ascending, a
-// threshold pair below the threshold is Error(kProtocol) and dst is left
-// unchanged.
+// a non-finite value, a 2bit magnitude below the threshold, an index out of
+// range or not strictly ascending, a threshold pair below the threshold is
+// Error(kProtocol) and dst is left unchanged.
 #pragma once
 
 #include <cstddef>

@@ -48,8 +48,10 @@ namespace dt::ps {
 // its ServerSettingsReply, GetOptimizerState and OptimizerState, PartState
 // and its PartStateReply, Regroup and Admission) in the place of data ops
 // with text fields and flags on Barrier, which a version-8 peer rejects as
-// a body type it does not know.
-constexpr uint32_t kProtocolVersion = 9;
+// a body type it does not know. 10: 2bit's default form carries the mean
+// magnitude of what it sends before its codes (ps/compression/
+// gradient_codec.h), which a version-9 peer would take for a wrong length.
+constexpr uint32_t kProtocolVersion = 10;
 constexpr size_t kPayloadAlignment = 16;
 constexpr size_t kFrameHeaderBytes = 4;
 

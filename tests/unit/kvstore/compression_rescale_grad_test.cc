@@ -56,10 +56,12 @@ TEST(CompressionRescaleGrad, DistSyncWorkersAndServersUseTheScaleOfBatchSums) {
   };
   auto a = std::async(std::launch::async, worker, 0);
   auto b = std::async(std::launch::async, worker, 1);
-  // Each worker sends {0, +4, -4, 0} (raw threshold 4, not 0.5); the server
-  // sums {0, 8, -8, 0} and, the workers running the optimizer, sends the
-  // sum in 2bit with the same threshold: {0, 4, -4, 0}.
-  const std::vector<float> expected = {0.0f, 4.0f, -4.0f, 0.0f};
+  // Raw threshold 4, not 0.5: of each worker's values, 5 and -4.5 cross
+  // it and go as +-their mean 4.75, so each sends {0, 4.75, -4.75, 0}; the
+  // server sums {0, 9.5, -9.5, 0} and, the workers running the optimizer,
+  // sends the sum in 2bit with the same threshold, where both cross: as is.
+  // (At 0.5 on the raw sums 3 and 0.25 would go too.)
+  const std::vector<float> expected = {0.0f, 9.5f, -9.5f, 0.0f};
   EXPECT_EQ(a.get(), expected);
   EXPECT_EQ(b.get(), expected);
   for (const auto& outcome : job.outcomes()) EXPECT_EQ(outcome, "");

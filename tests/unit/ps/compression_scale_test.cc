@@ -102,9 +102,12 @@ TEST(CompressionGradientScale, ParseErrorsNameTheField) {
 
 TEST(CompressionGradientScale, CodecsCompareRawValuesWithThresholdOverScale) {
   // Threshold 0.5 on the optimizer's scale of a batch of 64: 32 raw.
-  const GradientCodec two_bit(config("2bit:threshold=0.5,gradient_scale=0.015625"));
+  const GradientCodec two_bit(config("2bit:threshold=0.5,gradient_scale=0.015625,magnitude=threshold"));
   EXPECT_EQ(two_bit.config().raw_threshold(), 32.0);
   EXPECT_EQ(decoded(two_bit, {31.5f, 32.0f, -40.0f, 0.75f}), (std::vector<float>{0.0f, 32.0f, -32.0f, 0.0f}));
+  // The default form: the same choice, the mean of what crossed (36).
+  const GradientCodec two_bit_mean(config("2bit:threshold=0.5,gradient_scale=0.015625"));
+  EXPECT_EQ(decoded(two_bit_mean, {31.5f, 32.0f, -40.0f, 0.75f}), (std::vector<float>{0.0f, 36.0f, -36.0f, 0.0f}));
   const GradientCodec one_bit(config("1bit:threshold=0.5,gradient_scale=0.015625"));
   EXPECT_EQ(decoded(one_bit, {0.25f, -3.0f}), (std::vector<float>{32.0f, -32.0f}));
   const GradientCodec sparse(config("threshold:threshold=0.5,gradient_scale=0.015625"));
@@ -147,9 +150,11 @@ TEST(CompressionGradientScale, WorkersAgreeOnTheScaleTheirTrainersName) {
 
 TEST(CompressionGrowingResidual, AThreshold100TimesTooSmallIsWarnedOfOnce) {
   // Gradients of size about 0.5 on the optimizer's scale (32 raw at a
-  // batch of 64); MXNet's 0.5 would fit, 0.005 is 100x too small.
+  // batch of 64); MXNet's 0.5 would fit, 0.005 is 100x too small. MXNet's
+  // 2bit form sends +-threshold and so falls behind (the default
+  // magnitude=mean does not: compression_magnitude_test.cc).
   CapturedLog log;
-  const GradientCodec codec(config("2bit:threshold=0.005,gradient_scale=0.015625"));
+  const GradientCodec codec(config("2bit:threshold=0.005,gradient_scale=0.015625,magnitude=threshold"));
   ErrorFeedback feedback;
   send_steps(codec, feedback, 64, 64.0f, 1);
   EXPECT_TRUE(feedback.warned());
@@ -159,6 +164,7 @@ TEST(CompressionGrowingResidual, AThreshold100TimesTooSmallIsWarnedOfOnce) {
   const std::string& message = lines[0].message;
   EXPECT_NE(message.find("residual keeps growing"), std::string::npos) << message;
   EXPECT_NE(message.find("2bit:threshold=0.005"), std::string::npos) << message;
+  EXPECT_NE(message.find("magnitude=threshold"), std::string::npos) << message;
   // The threshold named is on the spec's scale: near the gradients' 0.5.
   const size_t at = message.find("a threshold of about ");
   ASSERT_NE(at, std::string::npos) << message;
@@ -176,6 +182,8 @@ TEST(CompressionGrowingResidual, AThreshold100TimesTooSmallIsWarnedOfOnce) {
 TEST(CompressionGrowingResidual, AFittingThresholdIsNotWarnedOf) {
   CapturedLog log;
   for (const char* text : {"2bit:threshold=0.5,gradient_scale=0.015625", "1bit:threshold=0.5,gradient_scale=0.015625",
+                           "2bit:threshold=0.5,gradient_scale=0.015625,magnitude=threshold",
+                           "2bit:threshold=0.005,gradient_scale=0.015625",
                            "2bit:threshold=2,gradient_scale=0.015625", "threshold:threshold=0.005,gradient_scale=0.015625"}) {
     ErrorFeedback feedback;
     send_steps(GradientCodec(config(text)), feedback, 200, 32.0f, 3);

@@ -90,7 +90,7 @@ void push_round(ServerKeyStore& store, uint64_t key, int64_t round, const std::v
 }
 
 TEST(PsCompressedPulls, WhatARoundsPullDidNotSendComesInTheNextRound) {
-  const auto config = CompressionConfig::parse("2bit:threshold=1");
+  const auto config = CompressionConfig::parse("2bit:threshold=1,magnitude=threshold");  // MXNet's +-threshold
   const GradientCodec codec(config);
   ServerKeyStore store(ServerKeyStore::Mode::kSync, 2);
   store.set_compression(config);
@@ -231,7 +231,7 @@ TEST(PsCompressedPulls, ASumTheModeCannotHoldGoesInFullAndLeavesNothingToCarry) 
 
 TEST(PsCompressedPulls, TheResidualAndEncodingCountAgainstTheMemoryLimit) {
   ServerKeyStore store(ServerKeyStore::Mode::kSync, 1);
-  store.set_compression(CompressionConfig::parse("2bit"));
+  store.set_compression(CompressionConfig::parse("2bit:magnitude=threshold"));  // codes alone: n / 4 bytes
   const int64_t n = 1024;
   init_all(store, 1, std::vector<float>(n, 0.0f));
   const uint64_t before = store.memory_used();
@@ -281,7 +281,7 @@ std::pair<uint8_t, std::vector<uint8_t>> pulled_slice(const Message& m) {
 TEST(PsCompressedPulls, AResentPullGetsTheSameBytesAndNeverMovesTheResidual) {
   ServerRequestHandler handler(2);
   Replies replies;
-  const std::string spec = "2bit:threshold=0.5";
+  const std::string spec = "2bit:threshold=0.5,magnitude=threshold";  // codes alone: 64 values in 16 bytes
   for (int w = 0; w < 2; ++w) {
     const std::vector<float> zeros(64, 0.0f);
     handler.handle(request(wire::DataOp::SetGradientCompression, w, -1, nullptr, false, spec), replies.reply());
