@@ -15,8 +15,7 @@ image="$3"
 work=$(mktemp -d "${TMPDIR:-/tmp}/dt-device-flags.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
-gpus=$("$hello" "$work/hello.safetensors" | sed -n 's/.*GPUs visible: \([0-9][0-9]*\)$/\1/p')
-[ -n "$gpus" ] || { echo "FAIL: hello_ndarray did not say how many GPUs are visible"; exit 1; }
+gpus=$("$(dirname "$0")/visible_gpus.sh" "$hello") || { echo "FAIL: no GPU count"; exit 1; }
 echo "GPUs visible: $gpus"
 
 failures=0

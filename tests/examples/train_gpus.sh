@@ -18,8 +18,7 @@ image="$3"
 work=$(mktemp -d "${TMPDIR:-/tmp}/dt-gpu-examples.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
-gpus=$("$hello" "$work/hello.safetensors" | sed -n 's/.*GPUs visible: \([0-9][0-9]*\)$/\1/p')
-[ -n "$gpus" ] || { echo "FAIL: hello_ndarray did not say how many GPUs are visible"; exit 1; }
+gpus=$("$(dirname "$0")/visible_gpus.sh" "$hello") || { echo "FAIL: no GPU count"; exit 1; }
 if [ "$gpus" -eq 0 ]; then
   echo "SKIPPED: no GPU visible"
   exit 77
