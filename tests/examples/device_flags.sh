@@ -6,12 +6,14 @@
 # data is read; malformed lists, --cpus with --gpus, --cpus 0 and an unknown
 # precision are usage errors (2); 16-bit precision on the CPU exits 2
 # naming the flag. The GPU count comes from hello_ndarray, independently of
-# the code under test.
-#   device_flags.sh HELLO_NDARRAY TRAIN_FASHION_MNIST TRAIN_IMAGE_CLASSIFIER
+# the code under test. Under dtrun, --gpus local is each worker's local rank:
+# with more workers than GPUs, a worker beyond them names its own rank.
+#   device_flags.sh HELLO_NDARRAY TRAIN_FASHION_MNIST TRAIN_IMAGE_CLASSIFIER DTRUN
 set -eu
 hello="$1"
 fashion="$2"
 image="$3"
+dtrun="$4"
 work=$(mktemp -d "${TMPDIR:-/tmp}/dt-device-flags.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
@@ -60,6 +62,23 @@ for example in "$fashion" "$image --data $work/no-such-cifar"; do
     expect 2 "^error: --precision $precision: .*GPU" "$@" --gpus '' --precision "$precision" --epochs 0
   done
 done
+
+# Two workers more than GPUs, without servers: the workers beyond the GPUs
+# fail at once (whichever dtrun hears of first ends the job).
+if "$dtrun" -n $((gpus + 2)) -s 0 --timeout 60 -- "$fashion" --gpus local --kvstore allreduce --epochs 0 \
+  > "$work/job.log" 2>&1; then
+  cat "$work/job.log"
+  echo "FAIL: a job with more workers than GPUs trained with --gpus local"
+  failures=$((failures + 1))
+elif ! grep -Eq "^\[worker ([0-9]+)\] --gpus: GPU \1 was asked for, but this machine has $gpus GPU\(s\)$" "$work/job.log" ||
+  grep -E "^\[worker [0-9]+\] --gpus: GPU" "$work/job.log" |
+    grep -Evq "^\[worker ([0-9]+)\] --gpus: GPU \1 was asked for"; then
+  cat "$work/job.log"
+  echo "FAIL: --gpus local under dtrun did not name each worker's local rank"
+  failures=$((failures + 1))
+else
+  echo "ok: --gpus local under dtrun: $(grep -E '^\[worker [0-9]+\] --gpus: GPU' "$work/job.log" | head -1)"
+fi
 
 [ "$failures" -eq 0 ] || { echo "FAIL: $failures check(s) failed"; exit 1; }
 echo "OK: both examples refuse missing GPUs, malformed device flags and 16 bits on the CPU with status 2"
