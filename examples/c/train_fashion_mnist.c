@@ -194,7 +194,7 @@ static int parse_args(int argc, char **argv, args *a) {
       return -1;
     }
     errno = 0;
-    if (device_flags_take(&a->devices, flag, value)) {
+    if (device_flags_take(&a->devices, flag, value)) { /* --gpus, --cpus, --precision: checked below */
     } else if (strcmp(flag, "--model") == 0) a->model = value;
     else if (strcmp(flag, "--epochs") == 0) a->epochs = (int)strtol(value, &end, 10);
     else if (strcmp(flag, "--batch-size") == 0) a->batch_size = strtol(value, &end, 10);

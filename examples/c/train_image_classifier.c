@@ -159,7 +159,7 @@ static int parse_args(int argc, char **argv, args *a) {
       return -1;
     }
     errno = 0;
-    if (device_flags_take(&a->devices, flag, value)) {
+    if (device_flags_take(&a->devices, flag, value)) { /* --gpus, --cpus, --precision: checked below */
     } else if (strcmp(flag, "--data") == 0) a->data = value;
     else if (strcmp(flag, "--val") == 0) a->val = value;
     else if (strcmp(flag, "--variant") == 0) a->variant = (int)strtol(value, &end, 10);
