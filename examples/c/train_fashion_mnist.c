@@ -7,9 +7,18 @@
  *                       [--compression SPEC] [--sync-mode MODE]
  *                       [--data DIR] [--metrics FILE] [--checkpoint FILE]
  *                       [--checkpoint-dir DIR]
- *                       [--resume FILE] [--seed N] [--threads N] [--help]
+ *                       [--resume FILE] [--seed N] [--threads N]
+ *                       [--gpus LIST] [--cpus N] [--precision fp32|fp16|bf16]
+ *                       [--help]
  *
  * Prints per-epoch progress; the last line is test_accuracy=<fraction>.
+ *
+ * --gpus 0,1 trains on those GPUs, one replica each, every batch split
+ * between them as Gluon's split_and_load does (--gpus 0,0: two replicas on
+ * one GPU); --cpus N puts N replicas on the CPU (see device_flags.h). With
+ * several replicas and no --kvstore the store is Gluon's default, "device"
+ * (on GPUs; "local" for CPU replicas). --precision fp16|bf16 computes in
+ * 16 bits on the GPU (fp16 with dynamic loss scaling).
  *
  * With --kvstore dist_sync or dist_async this process is one worker of a
  * parameter-server job described by the DMLC_* environment (scheduler and
@@ -57,6 +66,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "device_flags.h"
 #include "dt_c_api.h"
 
 #define CHECK(call)                                                        \
@@ -85,6 +95,7 @@ typedef struct args {
   const char *resume;
   unsigned long long seed;
   int threads;
+  device_flags devices;
 } args;
 
 static void usage(FILE *to) {
@@ -95,7 +106,8 @@ static void usage(FILE *to) {
           "  --batch-size N        samples per batch (default 64)\n"
           "  --lr X                SGD learning rate (default 0.02)\n"
           "  --momentum X          SGD momentum (default 0.9)\n"
-          "  --kvstore TYPE|none   kvstore type, e.g. local (default local)\n"
+          "  --kvstore TYPE|none   kvstore type, e.g. local (default local; device for\n"
+          "                        several GPUs)\n"
           "  --compression SPEC    dist types: compress pushes, e.g. 2bit:threshold=0.5\n"
           "  --sync-mode MODE      SINGA's step: full (default), half, partial[:chunk=N],\n"
           "                        sparse[:topk=F|threshold=T][,accumulate=on|off]\n"
@@ -110,6 +122,7 @@ static void usage(FILE *to) {
           "  --resume FILE         continue from a checkpoint\n"
           "  --seed N              seed for initialisation and shuffling (default 1)\n"
           "  --threads N           CPU threads (default: OMP_NUM_THREADS or all)\n");
+  device_flags_usage(to);
 }
 
 /* --sync-mode's text into the trainer options' sync fields (o comes from
@@ -181,7 +194,8 @@ static int parse_args(int argc, char **argv, args *a) {
       return -1;
     }
     errno = 0;
-    if (strcmp(flag, "--model") == 0) a->model = value;
+    if (device_flags_take(&a->devices, flag, value)) { /* --gpus, --cpus, --precision: checked below */
+    } else if (strcmp(flag, "--model") == 0) a->model = value;
     else if (strcmp(flag, "--epochs") == 0) a->epochs = (int)strtol(value, &end, 10);
     else if (strcmp(flag, "--batch-size") == 0) a->batch_size = strtol(value, &end, 10);
     else if (strcmp(flag, "--lr") == 0) a->lr = strtod(value, &end);
@@ -214,6 +228,7 @@ static int parse_args(int argc, char **argv, args *a) {
     fprintf(stderr, "error: --epochs, --batch-size and --threads must not be negative\n");
     return -1;
   }
+  if (device_flags_check(&a->devices) != 0) return -1;
   if (a->sync_mode != NULL) {
     dt_trainer_options check;
     if (dt_trainer_options_init(&check, sizeof check) != DT_OK || parse_sync_mode(a->sync_mode, &check) != 0) {
@@ -236,8 +251,8 @@ static int worker_metrics_path(char *out, size_t size, const char *path, int ran
 }
 
 int main(int argc, char **argv) {
-  args a = {"lenet", 5, 64, 0.02, 0.9, "local", NULL, NULL, NULL, NULL, NULL, NULL, NULL, 1, 0};
-  dt_context *cpu = NULL;
+  args a = {"lenet", 5, 64, 0.02, 0.9, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 1, 0, {NULL, NULL, NULL}};
+  device_contexts devices;
   dt_net *net = NULL;
   dt_optimizer *opt = NULL;
   dt_kvstore *kv = NULL;
@@ -252,6 +267,7 @@ int main(int argc, char **argv) {
   double lr;
   int rc = 1;
   int parsed = parse_args(argc, argv, &a);
+  memset(&devices, 0, sizeof devices);
   if (parsed != 0) {
     usage(parsed > 0 ? stdout : stderr);
     return parsed > 0 ? 0 : 2;
@@ -278,11 +294,17 @@ int main(int argc, char **argv) {
       return 0;
     }
   }
-  CHECK(dt_context_create(&cpu, DT_DEVICE_CPU, 0));
-  CHECK(dt_context_set_num_threads(cpu, a.threads));
-  CHECK(dt_net_create(&net, cpu, a.model, NULL));
+  /* The devices first: a GPU that is not there fails before anything else. */
+  rc = device_contexts_create(&devices, &a.devices, a.threads);
+  if (rc != 0) goto done;
+  rc = 1;
+  CHECK(dt_net_create(&net, devices.contexts[0], a.model, NULL));
+  rc = device_contexts_set_precision(&devices, net);
+  if (rc != 0) goto done;
+  rc = 1;
   CHECK(dt_net_initialize(net, a.seed));
 
+  if (a.kvstore == NULL) a.kvstore = device_contexts_default_kvstore(&devices);
   if (strcmp(a.kvstore, "none") != 0) {
     CHECK(dt_kvstore_create_ex(&kv, a.kvstore, NULL));
     CHECK(dt_kvstore_rank(&rank, kv));
@@ -290,6 +312,8 @@ int main(int argc, char **argv) {
     if (a.compression != NULL) CHECK(dt_kvstore_set_gradient_compression(kv, a.compression));
   }
   CHECK(dt_trainer_options_init(&trainer_options, sizeof trainer_options));
+  trainer_options.extra_contexts = device_contexts_extra(&devices);
+  trainer_options.num_extra_contexts = devices.count - 1;
   if (a.sync_mode != NULL && parse_sync_mode(a.sync_mode, &trainer_options) != 0) goto done;
   {
     /* The canonical name: --kvstore takes MXNet's names too ("dist"). */
@@ -331,9 +355,9 @@ int main(int argc, char **argv) {
 
   if (rank == 0) {
     printf("training %s on Fashion-MNIST: %d epochs, %d worker(s) x batch %ld, SGD lr %g momentum %g, kvstore %s, "
-           "sync mode %s\n",
+           "sync mode %s, contexts %s, precision %s\n",
            a.model, a.epochs, (int)num_workers, a.batch_size, lr, a.momentum, a.kvstore,
-           a.sync_mode != NULL ? a.sync_mode : "full");
+           a.sync_mode != NULL ? a.sync_mode : "full", devices.names, device_contexts_precision_name(&devices));
   }
   CHECK(dt_fit_options_init(&fit_options, sizeof fit_options));
   fit_options.epochs = a.epochs;
@@ -383,6 +407,6 @@ done:
   dt_kvstore_free(kv);
   dt_optimizer_free(opt);
   dt_net_free(net);
-  dt_context_free(cpu);
+  device_contexts_free(&devices);
   return rc;
 }

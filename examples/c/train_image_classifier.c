@@ -15,7 +15,14 @@
  *       [--lr-steps E1,E2,...] [--lr-factor X] [--lr-period E] [--lr-decay X]
  *       [--kvstore TYPE|none]
  *       [--threads N] [--loader-threads N] [--seed N] [--metrics FILE]
- *       [--no-augment]
+ *       [--no-augment] [--gpus LIST] [--cpus N] [--precision fp32|fp16|bf16]
+ *
+ * --gpus 0,1 trains on those GPUs, one replica each, every batch split
+ * between them (--gpus 0,0: two replicas on one GPU; local: the GPU of
+ * dtrun's local rank); --cpus N puts N replicas on the CPU; several
+ * replicas without --kvstore reduce through Gluon's default store,
+ * "device" ("local" for CPU replicas). --precision bf16 or fp16 (with
+ * dynamic loss scaling) computes in 16 bits on the GPU (see device_flags.h).
  *
  * DIR holds data_batch_1.bin ... data_batch_5.bin and test_batch.bin (or
  * train.bin and test.bin for CIFAR-100), e.g. the cifar-10-batches-bin
@@ -37,6 +44,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "device_flags.h"
 #include "dt_c_api.h"
 
 #define CHECK(call)                                                        \
@@ -72,6 +80,7 @@ typedef struct args {
   const char *metrics;
   int augment;
   const char *val;
+  device_flags devices;
 } args;
 
 static void usage(FILE *to) {
@@ -98,12 +107,14 @@ static void usage(FILE *to) {
           "  --lr-period E         d2l's schedule instead: the rate is multiplied by\n"
           "                        --lr-decay every E epochs (d2l: 4)\n"
           "  --lr-decay X          with --lr-period (default 0.9, as d2l's)\n"
-          "  --kvstore TYPE|none   local (default), dist_sync, allreduce, ...\n"
+          "  --kvstore TYPE|none   local (default; device for several GPUs), dist_sync,\n"
+          "                        allreduce, ...\n"
           "  --threads N           CPU threads (default: OMP_NUM_THREADS or all)\n"
           "  --loader-threads N    threads that decode and augment (default 0: the library's choice)\n"
           "  --seed N              initialisation, shuffling, augmentation (default 1)\n"
           "  --metrics FILE        JSON-lines metrics log, one line per epoch\n"
           "  --no-augment          no random crop or flip\n");
+  device_flags_usage(to);
 }
 
 /* "15,25" into a->lr_steps; 0 on success. */
@@ -148,7 +159,8 @@ static int parse_args(int argc, char **argv, args *a) {
       return -1;
     }
     errno = 0;
-    if (strcmp(flag, "--data") == 0) a->data = value;
+    if (device_flags_take(&a->devices, flag, value)) { /* --gpus, --cpus, --precision: checked below */
+    } else if (strcmp(flag, "--data") == 0) a->data = value;
     else if (strcmp(flag, "--val") == 0) a->val = value;
     else if (strcmp(flag, "--variant") == 0) a->variant = (int)strtol(value, &end, 10);
     else if (strcmp(flag, "--model") == 0) a->model = value;
@@ -180,6 +192,7 @@ static int parse_args(int argc, char **argv, args *a) {
     }
     ++i;
   }
+  if (device_flags_check(&a->devices) != 0) return -1;
   if (a->data == NULL) {
     fprintf(stderr, "error: --data DIR is required (a CIFAR binary directory, or a RecordIO FILE.rec)\n");
     return -1;
@@ -211,8 +224,9 @@ static int parse_args(int argc, char **argv, args *a) {
 }
 
 int main(int argc, char **argv) {
-  args a = {NULL, 10, "resnet18", 30, 128, 0.1, 0.9, 5e-4, {15, 25}, 2, 0.1, 0, 0.9, "local", 0, 0, 1, NULL, 1, NULL};
-  dt_context *cpu = NULL;
+  args a = {NULL, 10, "resnet18", 30, 128, 0.1, 0.9, 5e-4, {15, 25}, 2, 0.1, 0, 0.9, NULL, 0, 0, 1, NULL, 1, NULL,
+            {NULL, NULL, NULL}};
+  device_contexts devices;
   dt_net *net = NULL;
   dt_optimizer *opt = NULL;
   dt_kvstore *kv = NULL;
@@ -228,6 +242,7 @@ int main(int argc, char **argv) {
   int64_t steps[MAX_STEPS];
   int i, rc = 1;
   int parsed = parse_args(argc, argv, &a);
+  memset(&devices, 0, sizeof devices);
   if (parsed != 0) {
     usage(parsed > 0 ? stdout : stderr);
     return parsed > 0 ? 0 : 2;
@@ -246,12 +261,18 @@ int main(int argc, char **argv) {
       return 0;
     }
   }
-  CHECK(dt_context_create(&cpu, DT_DEVICE_CPU, 0));
-  if (a.threads > 0) CHECK(dt_context_set_num_threads(cpu, a.threads));
+  /* The devices first: a GPU that is not there fails before anything else. */
+  rc = device_contexts_create(&devices, &a.devices, a.threads);
+  if (rc != 0) goto done;
+  rc = 1;
   snprintf(net_options, sizeof net_options, "{\"input_shape\": [3, 32, 32], \"classes\": %d}", a.variant);
-  CHECK(dt_net_create(&net, cpu, a.model, net_options));
+  CHECK(dt_net_create(&net, devices.contexts[0], a.model, net_options));
+  rc = device_contexts_set_precision(&devices, net);
+  if (rc != 0) goto done;
+  rc = 1;
   CHECK(dt_net_initialize(net, a.seed));
 
+  if (a.kvstore == NULL) a.kvstore = device_contexts_default_kvstore(&devices);
   if (strcmp(a.kvstore, "none") != 0) {
     const char *type = NULL;
     CHECK(dt_kvstore_create_ex(&kv, a.kvstore, NULL));
@@ -312,6 +333,8 @@ int main(int argc, char **argv) {
   }
 
   CHECK(dt_trainer_options_init(&trainer_options, sizeof trainer_options));
+  trainer_options.extra_contexts = device_contexts_extra(&devices);
+  trainer_options.num_extra_contexts = devices.count - 1;
   CHECK(dt_trainer_create(&trainer, net, opt, kv, &trainer_options));
   if (rank == 0) {
     char source[512];
@@ -322,9 +345,9 @@ int main(int argc, char **argv) {
       snprintf(source, sizeof source, "CIFAR-%d", a.variant);
     }
     printf("training %s on %s: %d epochs, %d worker(s) x batch %ld (%zu steps each), SGD lr %g momentum %g "
-           "wd %g, kvstore %s%s\n",
+           "wd %g, kvstore %s%s, contexts %s, precision %s\n",
            a.model, source, a.epochs, (int)num_workers, a.batch_size, batches, lr, a.momentum, a.wd, a.kvstore,
-           a.augment ? ", crop+flip" : "");
+           a.augment ? ", crop+flip" : "", devices.names, device_contexts_precision_name(&devices));
   }
   CHECK(dt_fit_options_init(&fit_options, sizeof fit_options));
   fit_options.epochs = a.epochs;
@@ -347,6 +370,6 @@ done:
   dt_kvstore_free(kv);
   dt_optimizer_free(opt);
   dt_net_free(net);
-  dt_context_free(cpu);
+  device_contexts_free(&devices);
   return rc;
 }
