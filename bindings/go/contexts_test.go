@@ -38,12 +38,7 @@ func trainMLP(t *testing.T, contexts []*Context, steps int) []float32 {
 	noErr(t, opt.SetFloat("learning_rate", 0.1))
 	tr := get(NewTrainer(net, opt, nil, &TrainerOptions{ExtraContexts: contexts[1:]}))(t)
 	defer tr.Close()
-	lopts := get(DefaultDataLoaderOptions())(t)
-	lopts.BatchSize = 64
-	lopts.Seed = 3
-	loader := get(NewMNISTLoader(fashionMNIST(t), "train", &lopts))(t)
-	defer loader.Close()
-	noErr(t, loader.StartEpoch(0))
+	loader := fashionMNISTTrain(t, 64)
 	for step := 0; step < steps; step++ {
 		data, labels, ok, err := loader.Next()
 		if err != nil || !ok {
