@@ -20,6 +20,19 @@ func fashionMNIST(t *testing.T) string {
 	return dir
 }
 
+// fashionMNISTTrain is the Fashion-MNIST training set in shuffled batches
+// of batch (seed 3), started at epoch 0 and closed when the test ends.
+func fashionMNISTTrain(t *testing.T, batch int64) *DataLoader {
+	t.Helper()
+	opts := get(DefaultDataLoaderOptions())(t)
+	opts.BatchSize = batch
+	opts.Seed = 3
+	loader := get(NewMNISTLoader(fashionMNIST(t), "train", &opts))(t)
+	t.Cleanup(func() { loader.Close() })
+	noErr(t, loader.StartEpoch(0))
+	return loader
+}
+
 // wantStatus fails unless err is an *Error of the given status.
 func wantStatus(t *testing.T, what string, err error, want Status) {
 	t.Helper()

@@ -23,14 +23,7 @@ func TestLocalTrainingLossDecreases(t *testing.T) {
 	defer kv.Close()
 	tr := get(NewTrainer(net, opt, kv, nil))(t)
 	defer tr.Close()
-	lopts := get(DefaultDataLoaderOptions())(t)
-	lopts.BatchSize = 64
-	lopts.Seed = 3
-	loader := get(NewMNISTLoader(fashionMNIST(t), "train", &lopts))(t)
-	defer loader.Close()
-	if err := loader.StartEpoch(0); err != nil {
-		t.Fatal(err)
-	}
+	loader := fashionMNISTTrain(t, 64)
 
 	const steps, window = 60, 10
 	var losses []float64

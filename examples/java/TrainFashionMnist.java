@@ -6,8 +6,16 @@
  *     TrainFashionMnist [--kvstore local|dist_sync|dist_async|none] [--epochs N]
  *                       [--batch-size N] [--lr X] [--momentum X] [--seed N]
  *                       [--threads N] [--data DIR]
+ *                       [--gpus LIST | --cpus N] [--precision fp32|fp16|bf16]
  *
  * Prints per-epoch progress; the last line is test_accuracy=<fraction>.
+ *
+ * --gpus 0,1 trains one replica on each listed GPU (0,0: two on GPU 0;
+ * local: the GPU of this process's local rank), the trainer splitting every
+ * batch across them as Gluon's split_and_load does and the kvstore
+ * defaulting to "device" when there are several; no --gpus is the CPU,
+ * --cpus N replicas there (see DeviceFlags). A GPU the machine lacks, or
+ * fp16/bf16 on the CPU, exits with status 2 before anything trains.
  *
  * With --kvstore dist_sync or dist_async the process is one worker of a
  * parameter-server job (start it with dtrun, which sets DMLC_*): every
@@ -38,13 +46,16 @@ public final class TrainFashionMnist {
     long seed = 1;
     int threads = 0;
     String data = null;
+    boolean kvstoreGiven;
+    final DeviceFlags devices = new DeviceFlags();
   }
 
   static void usage() {
     System.out.println("usage: TrainFashionMnist [--kvstore local|dist_sync|dist_async|none] [--epochs N]\n"
         + "         [--batch-size N] [--lr X] [--momentum X] [--seed N] [--threads N] [--data DIR]\n"
-        + "defaults: local, 5 epochs, batch 64, lr 0.02, momentum 0.9, seed 1,\n"
-        + "          threads from OMP_NUM_THREADS or all, data /usr/share/datasets/fashion-mnist");
+        + "         " + DeviceFlags.USAGE + "\n"
+        + "defaults: local (device for several GPUs), 5 epochs, batch 64, lr 0.02, momentum 0.9, seed 1,\n"
+        + "          threads from OMP_NUM_THREADS or all, data /usr/share/datasets/fashion-mnist, the CPU, fp32");
   }
 
   static Args parse(String[] argv) {
@@ -57,8 +68,9 @@ public final class TrainFashionMnist {
       }
       if (i + 1 >= argv.length) throw new IllegalArgumentException(flag + " needs a value");
       String value = argv[++i];
+      if (a.devices.accept(flag, value)) continue;
       switch (flag) {
-        case "--kvstore": a.kvstore = value; break;
+        case "--kvstore": a.kvstore = value; a.kvstoreGiven = true; break;
         case "--epochs": a.epochs = Integer.parseInt(value); break;
         case "--batch-size": a.batchSize = Long.parseLong(value); break;
         case "--lr": a.lr = Double.parseDouble(value); break;
@@ -72,6 +84,8 @@ public final class TrainFashionMnist {
     if (a.epochs < 0 || a.batchSize <= 0 || a.threads < 0) {
       throw new IllegalArgumentException("--epochs, --batch-size and --threads must not be negative");
     }
+    a.devices.validate();
+    a.kvstore = a.devices.kvstore(a.kvstore, a.kvstoreGiven, "local");
     return a;
   }
 
@@ -93,6 +107,13 @@ public final class TrainFashionMnist {
         Node.run(null);
         System.exit(0);
       }
+      // Every GPU asked for must exist before anything trains.
+      try {
+        a.devices.checkMachine();
+      } catch (IllegalArgumentException e) {
+        System.err.println("error: " + e.getMessage());
+        System.exit(2);
+      }
       System.exit(train(a));
     } catch (DtException e) {
       System.err.println("error: " + e.status().description() + ": " + e.getMessage());
@@ -101,9 +122,20 @@ public final class TrainFashionMnist {
   }
 
   static int train(Args a) {
+    // The net lives on the first context; the trainer replicates it onto the
+    // others and splits every batch across all of them.
+    Context[] contexts = a.devices.open(a.threads);
+    try {
+      return train(a, contexts);
+    } finally {
+      for (Context c : contexts) c.close();
+    }
+  }
+
+  static int train(Args a, Context[] contexts) {
     boolean withKVStore = !a.kvstore.equals("none");
-    try (Context cpu = Context.cpu().setNumThreads(a.threads);
-        Net net = Net.create(cpu, "lenet").initialize(a.seed);
+    Context[] extra = java.util.Arrays.copyOfRange(contexts, 1, contexts.length);
+    try (Net net = Net.create(contexts[0], "lenet").initialize(a.seed).setComputeDtype(a.devices.dtype());
         KVStore kv = withKVStore ? KVStore.create(a.kvstore, new KVStore.Options()) : null) {
       int rank = kv == null ? 0 : kv.rank();
       int workers = kv == null ? 1 : kv.numWorkers();
@@ -118,10 +150,11 @@ public final class TrainFashionMnist {
       try (Optimizer sgd = Optimizer.create("sgd").setDouble("learning_rate", lr).setDouble("momentum", a.momentum);
           DataLoader train = DataLoader.mnist(a.data, "train", trainOptions);
           DataLoader test = DataLoader.mnist(a.data, "t10k", testOptions);
-          Trainer trainer = Trainer.create(net, sgd, kv)) {
+          Trainer trainer = Trainer.create(net, sgd, kv, new Trainer.Options().extraContexts(extra))) {
         if (rank == 0) {
-          System.out.printf("training lenet on Fashion-MNIST: %d epochs, %d worker(s) x batch %d, SGD lr %g momentum %g, kvstore %s%n",
-              a.epochs, workers, a.batchSize, lr, a.momentum, a.kvstore);
+          System.out.printf("training lenet on Fashion-MNIST: %d epochs, %d worker(s) x batch %d, SGD lr %g momentum %g, "
+              + "kvstore %s, contexts %s, precision %s%n", a.epochs, workers, a.batchSize, lr, a.momentum, a.kvstore,
+              a.devices.contextNames(), a.devices.precision());
         }
         for (int epoch = 0; epoch < a.epochs; ++epoch) {
           long started = System.nanoTime();

@@ -7,25 +7,88 @@
  *     TrainFashionMnist [--kvstore local|dist_sync|dist_async|none] [--epochs N]
  *                       [--batch-size N] [--lr X] [--momentum X] [--seed N]
  *                       [--threads N] [--data DIR]
+ *                       [--gpus LIST | --cpus N] [--precision fp32|fp16|bf16]
  *
  * Prints per-epoch progress; the last line is test_accuracy=<fraction>.
+ * --gpus, --cpus and --precision mean what they mean for the Java example
+ * (examples/java/DeviceFlags.java): one replica per listed GPU (0,0: two on
+ * GPU 0; local: the local rank's GPU), every batch split across them, the
+ * kvstore "device" by default for several GPUs; --cpus N replicas on the
+ * CPU; a GPU the machine lacks, or fp16/bf16 on the CPU, exits with status 2.
  * Under dtrun with dist_sync or dist_async every worker trains on its
  * rank-th part of the data and rank 0 evaluates and prints; with dist_sync
  * the trainer gets lr / num_workers (the servers sum the workers' gradients).
  */
+import org.disttrain.{DType, DeviceType}
 import org.disttrain.scala._
 
 object TrainFashionMnist {
-  final case class Args(kvstore: String = "local", epochs: Int = 5, batchSize: Long = 64, lr: Double = 0.02,
-                        momentum: Double = 0.9, seed: Long = 1, threads: Int = 0, data: Option[String] = None)
+  final case class Args(kvstore: Option[String] = None, epochs: Int = 5, batchSize: Long = 64, lr: Double = 0.02,
+                        momentum: Double = 0.9, seed: Long = 1, threads: Int = 0, data: Option[String] = None,
+                        gpus: String = "", cpus: Option[Int] = None, precision: String = "fp32")
+
+  /** Where the replicas train: one context per id, the net computing in dtype. */
+  final case class Devices(device: DeviceType, ids: Seq[Int], fromLocalRank: Boolean, dtype: DType, precision: String) {
+    def names: String = ids.map(id => if (device == DeviceType.GPU) s"gpu($id)" else s"cpu($id)").mkString(",")
+    /** The store given, else "device" for several GPUs (the library's "device" reduces on a GPU), else "local". */
+    def kvstore(given: Option[String]): String =
+      given.getOrElse(if (ids.size > 1 && device == DeviceType.GPU) "device" else "local")
+  }
 
   private val usage =
     "usage: TrainFashionMnist [--kvstore local|dist_sync|dist_async|none] [--epochs N]\n" +
-      "         [--batch-size N] [--lr X] [--momentum X] [--seed N] [--threads N] [--data DIR]"
+      "         [--batch-size N] [--lr X] [--momentum X] [--seed N] [--threads N] [--data DIR]\n" +
+      "         [--gpus LIST | --cpus N] [--precision fp32|fp16|bf16]"
+
+  private val gpuId = "[0-9]{1,9}".r
+
+  /** --gpus, --cpus and --precision read strictly. */
+  def devices(a: Args): Either[String, Devices] = {
+    val dtype = a.precision match {
+      case "fp32" => Some(DType.FLOAT32)
+      case "fp16" => Some(DType.FLOAT16)
+      case "bf16" => Some(DType.BFLOAT16)
+      case _ => None
+    }
+    if (dtype.isEmpty) Left("--precision must be fp32, fp16 or bf16, not \"" + a.precision + "\"")
+    else if (a.gpus.isEmpty) {
+      val n = a.cpus.getOrElse(1)
+      if (n < 1) Left(s"--cpus must be at least 1, not $n")
+      else if (dtype.get != DType.FLOAT32)
+        Left(s"--precision ${a.precision}: the CPU computes in fp32 only; fp16 and bf16 need --gpus")
+      else Right(Devices(DeviceType.CPU, Seq.fill(n)(0), fromLocalRank = false, dtype.get, a.precision))
+    } else if (a.cpus.isDefined) Left("--cpus and --gpus exclude each other: replicas go on the CPU or on GPUs")
+    else if (a.gpus == "local") {
+      try Right(Devices(DeviceType.GPU, Seq(Node.localRank._1), fromLocalRank = true, dtype.get, a.precision))
+      catch { case e: org.disttrain.DtException => Left(s"--gpus local: ${e.getMessage}") }
+    } else {
+      // split with -1 keeps trailing empty items, which are errors.
+      val items = a.gpus.split(",", -1).toSeq
+      if (items.forall(gpuId.pattern.matcher(_).matches))
+        Right(Devices(DeviceType.GPU, items.map(_.toInt), fromLocalRank = false, dtype.get, a.precision))
+      else
+        Left("--gpus takes GPU ids such as 0,1 or 0,0 ('' for the CPU, local for the local rank's GPU), not \"" +
+          a.gpus + "\"")
+    }
+  }
+
+  /** The first GPU asked for that this process does not see (0 without CUDA), named. */
+  def missingGpu(d: Devices): Option[String] =
+    if (d.device != DeviceType.GPU) None
+    else {
+      val count = Disttrain.gpuCount
+      d.ids.find(_ >= count).map { id =>
+        s"--gpus: GPU $id was asked for, but this machine has $count GPU(s)" +
+          (if (d.fromLocalRank) " (--gpus local: this process's local rank)" else "")
+      }
+    }
 
   def parse(argv: List[String], a: Args = Args()): Either[String, Args] = argv match {
     case Nil => Right(a)
-    case "--kvstore" :: v :: rest => parse(rest, a.copy(kvstore = v))
+    case "--kvstore" :: v :: rest => parse(rest, a.copy(kvstore = Some(v)))
+    case "--gpus" :: v :: rest => parse(rest, a.copy(gpus = v))
+    case "--cpus" :: v :: rest => parse(rest, a.copy(cpus = Some(v.toInt)))
+    case "--precision" :: v :: rest => parse(rest, a.copy(precision = v))
     case "--epochs" :: v :: rest => parse(rest, a.copy(epochs = v.toInt))
     case "--batch-size" :: v :: rest => parse(rest, a.copy(batchSize = v.toLong))
     case "--lr" :: v :: rest => parse(rest, a.copy(lr = v.toDouble))
@@ -38,11 +101,12 @@ object TrainFashionMnist {
 
   def main(argv: Array[String]): Unit = {
     val args = try parse(argv.toList) catch { case e: NumberFormatException => Left(e.getMessage) }
-    args match {
+    val parsed = args.right.flatMap(a => devices(a).right.map(d => (a, d)))
+    parsed match {
       case Left(problem) =>
         System.err.println(s"error: $problem\n$usage")
         sys.exit(2)
-      case Right(a) =>
+      case Right((a, d)) =>
         try {
           // As an MXNet program on import: launched as the job's scheduler or
           // a server (DMLC_ROLE, ...), serve the job until it ends, then exit 0.
@@ -50,7 +114,12 @@ object TrainFashionMnist {
             Node.run()
             sys.exit(0)
           }
-          train(a)
+          // Every GPU asked for must exist before anything trains.
+          missingGpu(d).foreach { problem =>
+            System.err.println(s"error: $problem")
+            sys.exit(2)
+          }
+          train(a, d)
         } catch {
           case e: org.disttrain.DtException =>
             System.err.println(s"error: ${e.status().description()}: ${e.getMessage}")
@@ -59,10 +128,13 @@ object TrainFashionMnist {
     }
   }
 
-  def train(a: Args): Unit = scoped { s =>
-    val cpu = s(Context.cpu.setNumThreads(a.threads))
-    val net = s(Net(cpu, "lenet").initialize(a.seed))
-    val kv = if (a.kvstore == "none") None else Some(s(KVStore(a.kvstore, KVStore.options)))
+  def train(a: Args, d: Devices): Unit = scoped { s =>
+    // The net lives on the first context; the trainer replicates it onto the
+    // others and splits every batch across all of them.
+    val contexts = d.ids.map(id => s(Context(d.device, id).setNumThreads(a.threads)))
+    val net = s(Net(contexts.head, "lenet").initialize(a.seed).setComputeDtype(d.dtype))
+    val kvstore = d.kvstore(a.kvstore)
+    val kv = if (kvstore == "none") None else Some(s(KVStore(kvstore, KVStore.options)))
     val rank = kv.map(_.rank()).getOrElse(0)
     val workers = kv.map(_.numWorkers()).getOrElse(1)
     // The synchronous distributed stores sum the workers' gradients.
@@ -72,10 +144,10 @@ object TrainFashionMnist {
     // Split sampler: every worker trains on its own part of the data.
     val trainSet = s(DataLoader.mnist("train", DataLoader.options.batchSize(a.batchSize).seed(a.seed).part(rank, workers), a.data))
     val testSet = s(DataLoader.mnist("t10k", DataLoader.options.batchSize(1000).shuffle(false), a.data))
-    val trainer = s(Trainer(net, sgd, kv))
+    val trainer = s(Trainer(net, sgd, kv, Trainer.options.extraContexts(contexts.tail: _*)))
     if (rank == 0) {
       println(f"training lenet on Fashion-MNIST: ${a.epochs}%d epochs, $workers%d worker(s) x batch ${a.batchSize}%d, " +
-        f"SGD lr $lr%g momentum ${a.momentum}%g, kvstore ${a.kvstore}")
+        f"SGD lr $lr%g momentum ${a.momentum}%g, kvstore $kvstore, contexts ${d.names}, precision ${d.precision}")
     }
     for (epoch <- 0 until a.epochs) {
       val started = System.nanoTime()

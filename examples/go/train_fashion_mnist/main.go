@@ -6,8 +6,16 @@
 //	                    [--lr X] [--momentum X] [--kvstore TYPE|none]
 //	                    [--data DIR] [--seed N] [--threads N]
 //	                    [--min-accuracy X]
+//	                    [--gpus LIST | --cpus N] [--precision fp32|fp16|bf16]
 //
 // Prints per-epoch progress; the last line is test_accuracy=<fraction>.
+//
+// --gpus 0,1 trains one replica on each listed GPU (0,0: two on GPU 0;
+// local: the GPU of this process's local rank), the trainer splitting every
+// batch of --batch-size across them as Gluon's split_and_load does, and
+// the kvstore defaulting to "device" when there are several; no --gpus is
+// the CPU, --cpus N replicas there. A GPU the machine lacks, or fp16/bf16
+// on the CPU, exits with status 2 before anything trains.
 //
 // With --kvstore dist_sync or dist_async this process is one worker of a
 // parameter-server job described by the DMLC_* environment (start it with
@@ -29,6 +37,7 @@ import (
 	"time"
 
 	disttrain "github.com/disttrain/disttrain/bindings/go"
+	"github.com/disttrain/disttrain/bindings/go/examples/devices"
 )
 
 type options struct {
@@ -42,6 +51,7 @@ type options struct {
 	seed        uint64
 	threads     int
 	minAccuracy float64
+	placement   devices.Placement
 }
 
 func parseFlags() options {
@@ -56,6 +66,7 @@ func parseFlags() options {
 	flag.Uint64Var(&o.seed, "seed", 1, "seed for initialisation and shuffling")
 	flag.IntVar(&o.threads, "threads", 0, "CPU threads (0: OMP_NUM_THREADS or all)")
 	flag.Float64Var(&o.minAccuracy, "min-accuracy", 0, "exit with status 1 when rank 0's test accuracy is below this")
+	deviceFlags := devices.Register(flag.CommandLine)
 	flag.Parse()
 	if flag.NArg() != 0 {
 		fmt.Fprintf(os.Stderr, "error: unexpected argument %q\n", flag.Arg(0))
@@ -69,6 +80,12 @@ func parseFlags() options {
 		fmt.Fprintln(os.Stderr, "error: --epochs and --threads must not be negative, --batch-size must be positive")
 		os.Exit(2)
 	}
+	var err error
+	if o.placement, err = deviceFlags.Placement(flag.CommandLine); err != nil {
+		fmt.Fprintf(os.Stderr, "error: %v\n", err)
+		os.Exit(devices.ExitStatus(err))
+	}
+	o.kvstore = o.placement.KVStore(o.kvstore, devices.Given(flag.CommandLine, "kvstore"), "local")
 	return o
 }
 
@@ -92,9 +109,14 @@ func main() {
 			return
 		}
 	}
-	if err := run(o); err != nil {
+	// Every GPU asked for must exist before anything trains.
+	err := o.placement.CheckMachine()
+	if err == nil {
+		err = run(o)
+	}
+	if err != nil {
 		fmt.Fprintf(os.Stderr, "error: %v\n", err)
-		os.Exit(1)
+		os.Exit(devices.ExitStatus(err))
 	}
 }
 
@@ -115,20 +137,24 @@ func run(o options) error {
 	var handles closer
 	defer handles.closeAll() // pointer receiver: sees the handles added later
 
-	ctx, err := disttrain.CPU()
+	// The net lives on the first context; the trainer replicates it onto
+	// the others and splits every batch across all of them.
+	contexts, err := o.placement.Open(o.threads)
 	if err != nil {
 		return err
 	}
-	handles.add(ctx)
-	if err := ctx.SetNumThreads(o.threads); err != nil {
-		return err
+	for _, ctx := range contexts {
+		handles.add(ctx)
 	}
-	net, err := disttrain.NewNet(ctx, o.model, "")
+	net, err := disttrain.NewNet(contexts[0], o.model, "")
 	if err != nil {
 		return err
 	}
 	handles.add(net)
 	if err := net.Initialize(o.seed); err != nil {
+		return err
+	}
+	if err := net.SetComputeDType(o.placement.Precision); err != nil {
 		return err
 	}
 
@@ -187,15 +213,16 @@ func run(o options) error {
 	}
 	handles.add(test)
 
-	trainer, err := disttrain.NewTrainer(net, opt, kv, nil)
+	trainer, err := disttrain.NewTrainer(net, opt, kv, &disttrain.TrainerOptions{ExtraContexts: contexts[1:]})
 	if err != nil {
 		return err
 	}
 	handles.add(trainer)
 
 	if rank == 0 {
-		fmt.Printf("training %s on Fashion-MNIST: %d epochs, %d worker(s) x batch %d, SGD lr %g momentum %g, kvstore %s\n",
-			o.model, o.epochs, workers, o.batchSize, lr, o.momentum, o.kvstore)
+		fmt.Printf("training %s on Fashion-MNIST: %d epochs, %d worker(s) x batch %d, SGD lr %g momentum %g, kvstore %s, "+
+			"contexts %s, precision %s\n", o.model, o.epochs, workers, o.batchSize, lr, o.momentum, o.kvstore,
+			o.placement, o.placement.PrecisionName)
 	}
 	for epoch := 0; epoch < o.epochs; epoch++ {
 		start := time.Now()

@@ -13,7 +13,15 @@
 //	    [--lr-steps E1,E2,...] [--lr-factor X] [--lr-period E] [--lr-decay X]
 //	    [--kvstore TYPE|none]
 //	    [--threads N] [--loader-threads N] [--seed N] [--metrics FILE]
-//	    [--no-augment]
+//	    [--no-augment] [--gpus LIST | --cpus N] [--precision fp32|fp16|bf16]
+//
+// --gpus 0,1 trains one replica on each listed GPU (0,0: two on GPU 0;
+// local: the GPU of this process's local rank), every batch split across
+// them as Gluon's split_and_load does and the kvstore defaulting to
+// "device" when there are several; no --gpus is the CPU, --cpus N replicas
+// there. --precision fp16 (with loss scaling) or bf16 is mixed precision,
+// GPUs only. A GPU the machine lacks exits with status 2 before anything
+// trains.
 //
 // DIR holds data_batch_1.bin ... data_batch_5.bin and test_batch.bin (or
 // train.bin and test.bin for CIFAR-100), e.g. the cifar-10-batches-bin
@@ -35,6 +43,7 @@ import (
 	"strings"
 
 	disttrain "github.com/disttrain/disttrain/bindings/go"
+	"github.com/disttrain/disttrain/bindings/go/examples/devices"
 )
 
 type options struct {
@@ -56,6 +65,7 @@ type options struct {
 	seed          uint64
 	metrics       string
 	augment       bool
+	placement     devices.Placement
 }
 
 // parseSteps reads "15,25": increasing positive epochs.
@@ -93,6 +103,7 @@ func parseFlags() options {
 	flag.Uint64Var(&o.seed, "seed", 1, "initialisation, shuffling, augmentation")
 	flag.StringVar(&o.metrics, "metrics", "", "JSON-lines metrics log, one line per epoch")
 	flag.BoolVar(&noAugment, "no-augment", false, "no random crop or flip")
+	deviceFlags := devices.Register(flag.CommandLine)
 	flag.Parse()
 	fail := func(format string, a ...interface{}) {
 		fmt.Fprintf(os.Stderr, "error: "+format+"\n", a...)
@@ -124,6 +135,11 @@ func parseFlags() options {
 		}
 	}
 	o.augment = !noAugment
+	var err error
+	if o.placement, err = deviceFlags.Placement(flag.CommandLine); err != nil {
+		fail("%v", err)
+	}
+	o.kvstore = o.placement.KVStore(o.kvstore, devices.Given(flag.CommandLine, "kvstore"), "local")
 	return o
 }
 
@@ -136,11 +152,14 @@ func main() {
 	if err == nil && role != disttrain.RoleWorker {
 		err = disttrain.RunNode(nil)
 	} else if err == nil {
-		err = run(o)
+		// Every GPU asked for must exist before anything trains.
+		if err = o.placement.CheckMachine(); err == nil {
+			err = run(o)
+		}
 	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "error: %v\n", err)
-		os.Exit(1)
+		os.Exit(devices.ExitStatus(err))
 	}
 }
 
@@ -161,20 +180,24 @@ func run(o options) error {
 	var handles closer
 	defer handles.closeAll()
 
-	ctx, err := disttrain.CPU()
+	// The net lives on the first context; the trainer replicates it onto
+	// the others and splits every batch across all of them.
+	contexts, err := o.placement.Open(o.threads)
 	if err != nil {
 		return err
 	}
-	handles.add(ctx)
-	if err := ctx.SetNumThreads(o.threads); err != nil {
-		return err
+	for _, ctx := range contexts {
+		handles.add(ctx)
 	}
-	net, err := disttrain.NewNet(ctx, o.model, fmt.Sprintf(`{"input_shape": [3, 32, 32], "classes": %d}`, o.variant))
+	net, err := disttrain.NewNet(contexts[0], o.model, fmt.Sprintf(`{"input_shape": [3, 32, 32], "classes": %d}`, o.variant))
 	if err != nil {
 		return err
 	}
 	handles.add(net)
 	if err := net.Initialize(o.seed); err != nil {
+		return err
+	}
+	if err := net.SetComputeDType(o.placement.Precision); err != nil {
 		return err
 	}
 
@@ -281,7 +304,7 @@ func run(o options) error {
 		}
 	}
 
-	trainer, err := disttrain.NewTrainer(net, opt, kv, nil)
+	trainer, err := disttrain.NewTrainer(net, opt, kv, &disttrain.TrainerOptions{ExtraContexts: contexts[1:]})
 	if err != nil {
 		return err
 	}
@@ -292,8 +315,8 @@ func run(o options) error {
 			augment = ", crop+flip"
 		}
 		fmt.Printf("training %s on CIFAR-%d: %d epochs, %d worker(s) x batch %d (%d steps each), SGD lr %g momentum %g "+
-			"wd %g, kvstore %s%s\n", o.model, o.variant, o.epochs, workers, o.batchSize, batches, lr, o.momentum, o.wd,
-			o.kvstore, augment)
+			"wd %g, kvstore %s, contexts %s, precision %s%s\n", o.model, o.variant, o.epochs, workers, o.batchSize,
+			batches, lr, o.momentum, o.wd, o.kvstore, o.placement, o.placement.PrecisionName, augment)
 	}
 	fit := disttrain.FitOptions{Epochs: o.epochs}
 	var evaluate *disttrain.DataLoader

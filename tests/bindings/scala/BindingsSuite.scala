@@ -77,6 +77,19 @@ object BindingsSuite {
       }
     }
 
+    check("gpuCount bounds the GPU contexts; localRank is the launcher's") {
+      val n = Disttrain.gpuCount
+      expect(n >= 0, s"gpuCount $n")
+      val refused = statusOf(Context.gpu(n).close())
+      val allowed = if (n > 0) Set(org.disttrain.Status.NO_DEVICE)
+                    else Set(org.disttrain.Status.NO_DEVICE, org.disttrain.Status.NOT_SUPPORTED)
+      expect(refused.exists(allowed), s"Context.gpu($n) with $n GPU(s): $refused")
+      val (rank, size) = Node.localRank
+      val java = org.disttrain.Node.localRank()
+      expect(rank == java(0) && size == java(1), s"localRank ($rank, $size), Java's (${java(0)}, ${java(1)})")
+      expect(rank >= 0 && (size == 0 || rank < size), s"localRank ($rank, $size)")
+    }
+
     check("a CPU net computes in float32 and refuses 16 bits") {
       scoped { s =>
         val ctx = s(Context.cpu)

@@ -277,11 +277,18 @@ package object scala {
   object Node {
     def role: Role = org.disttrain.Node.role()
     def run(options: Option[JKVStore.Options] = None): Unit = org.disttrain.Node.run(options.orNull)
+    /** (local rank, local size): this worker's place among its host's workers, the GPU it trains on. */
+    def localRank: (Int, Int) = {
+      val r = org.disttrain.Node.localRank()
+      (r(0), r(1))
+    }
   }
 
   object Disttrain {
     def version: Int = org.disttrain.Disttrain.version()
     def versionString: String = org.disttrain.Disttrain.versionString()
     def buildInfo: org.disttrain.BuildInfo = org.disttrain.Disttrain.buildInfo()
+    /** GPUs visible to this process; 0 without CUDA. */
+    def gpuCount: Int = org.disttrain.Disttrain.gpuCount()
   }
 }
