@@ -12,7 +12,7 @@ void device_flags_usage(FILE *to) {
           "  --gpus LIST           GPU ids, e.g. 0 or 0,1 (0,0: two replicas on one GPU),\n"
           "                        one replica each, every batch split across them; local:\n"
           "                        the GPU of this worker's local rank; '' or absent: the CPU\n"
-          "  --cpus N              N replicas on the CPU (default 1); not with --gpus\n"
+          "  --cpus N              N replicas on the CPU (default 1); not with a --gpus list\n"
           "  --precision P         fp32 (default), fp16 (with dynamic loss scaling) or bf16;\n"
           "                        16 bits need --gpus\n");
 }
@@ -77,7 +77,9 @@ int device_flags_check(const device_flags *flags) {
   long ids[DEVICE_FLAGS_MAX_CONTEXTS];
   size_t count = 0;
   int local = 0;
-  if (flags->gpus != NULL && flags->cpus != NULL) {
+  /* --gpus '' is the CPU, as no --gpus is, so it goes with --cpus (as in
+   * the Java, Scala and Go examples). */
+  if (flags->gpus != NULL && flags->gpus[0] != '\0' && flags->cpus != NULL) {
     fprintf(stderr, "error: --cpus and --gpus do not go together: replicas on the CPU, or on GPUs\n");
     return -1;
   }

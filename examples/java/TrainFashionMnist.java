@@ -1,11 +1,11 @@
 /*
- * TrainFashionMnist: trains LeNet on Fashion-MNIST through the Java binding,
+ * TrainFashionMnist: trains LeNet (or an MLP) on Fashion-MNIST through the Java binding,
  * the Java twin of examples/c/train_fashion_mnist.c.
  *
  *   java -Djava.library.path=<dir of libdisttrain*.so> -cp disttrain.jar:disttrain-examples.jar \
  *     TrainFashionMnist [--kvstore local|dist_sync|dist_async|none] [--epochs N]
  *                       [--batch-size N] [--lr X] [--momentum X] [--seed N]
- *                       [--threads N] [--data DIR]
+ *                       [--threads N] [--data DIR] [--model lenet|mlp]
  *                       [--gpus LIST | --cpus N] [--precision fp32|fp16|bf16]
  *
  * Prints per-epoch progress; the last line is test_accuracy=<fraction>.
@@ -46,13 +46,14 @@ public final class TrainFashionMnist {
     long seed = 1;
     int threads = 0;
     String data = null;
+    String model = "lenet";
     boolean kvstoreGiven;
     final DeviceFlags devices = new DeviceFlags();
   }
 
   static void usage() {
     System.out.println("usage: TrainFashionMnist [--kvstore local|dist_sync|dist_async|none] [--epochs N]\n"
-        + "         [--batch-size N] [--lr X] [--momentum X] [--seed N] [--threads N] [--data DIR]\n"
+        + "         [--batch-size N] [--lr X] [--momentum X] [--seed N] [--threads N] [--data DIR] [--model lenet|mlp]\n"
         + "         " + DeviceFlags.USAGE + "\n"
         + "defaults: local (device for several GPUs), 5 epochs, batch 64, lr 0.02, momentum 0.9, seed 1,\n"
         + "          threads from OMP_NUM_THREADS or all, data /usr/share/datasets/fashion-mnist, the CPU, fp32");
@@ -78,6 +79,7 @@ public final class TrainFashionMnist {
         case "--seed": a.seed = Long.parseLong(value); break;
         case "--threads": a.threads = Integer.parseInt(value); break;
         case "--data": a.data = value; break;
+        case "--model": a.model = value; break;
         default: throw new IllegalArgumentException("unknown option " + flag);
       }
     }
@@ -135,7 +137,7 @@ public final class TrainFashionMnist {
   static int train(Args a, Context[] contexts) {
     boolean withKVStore = !a.kvstore.equals("none");
     Context[] extra = java.util.Arrays.copyOfRange(contexts, 1, contexts.length);
-    try (Net net = Net.create(contexts[0], "lenet").initialize(a.seed).setComputeDtype(a.devices.dtype());
+    try (Net net = Net.create(contexts[0], a.model).initialize(a.seed).setComputeDtype(a.devices.dtype());
         KVStore kv = withKVStore ? KVStore.create(a.kvstore, new KVStore.Options()) : null) {
       int rank = kv == null ? 0 : kv.rank();
       int workers = kv == null ? 1 : kv.numWorkers();
@@ -152,8 +154,8 @@ public final class TrainFashionMnist {
           DataLoader test = DataLoader.mnist(a.data, "t10k", testOptions);
           Trainer trainer = Trainer.create(net, sgd, kv, new Trainer.Options().extraContexts(extra))) {
         if (rank == 0) {
-          System.out.printf("training lenet on Fashion-MNIST: %d epochs, %d worker(s) x batch %d, SGD lr %g momentum %g, "
-              + "kvstore %s, contexts %s, precision %s%n", a.epochs, workers, a.batchSize, lr, a.momentum, a.kvstore,
+          System.out.printf("training %s on Fashion-MNIST: %d epochs, %d worker(s) x batch %d, SGD lr %g momentum %g, "
+              + "kvstore %s, contexts %s, precision %s%n", a.model, a.epochs, workers, a.batchSize, lr, a.momentum, a.kvstore,
               a.devices.contextNames(), a.devices.precision());
         }
         for (int epoch = 0; epoch < a.epochs; ++epoch) {

@@ -1,12 +1,12 @@
 /*
- * TrainFashionMnist: trains LeNet on Fashion-MNIST through the Scala layer
+ * TrainFashionMnist: trains LeNet (or an MLP) on Fashion-MNIST through the Scala layer
  * (org.disttrain.scala), the Scala twin of examples/java/TrainFashionMnist.java.
  *
  *   scala -Djava.library.path=<dir of libdisttrain*.so> \
  *     -cp disttrain.jar:disttrain-scala.jar:disttrain-scala-examples.jar \
  *     TrainFashionMnist [--kvstore local|dist_sync|dist_async|none] [--epochs N]
  *                       [--batch-size N] [--lr X] [--momentum X] [--seed N]
- *                       [--threads N] [--data DIR]
+ *                       [--threads N] [--data DIR] [--model lenet|mlp]
  *                       [--gpus LIST | --cpus N] [--precision fp32|fp16|bf16]
  *
  * Prints per-epoch progress; the last line is test_accuracy=<fraction>.
@@ -25,7 +25,8 @@ import org.disttrain.scala._
 object TrainFashionMnist {
   final case class Args(kvstore: Option[String] = None, epochs: Int = 5, batchSize: Long = 64, lr: Double = 0.02,
                         momentum: Double = 0.9, seed: Long = 1, threads: Int = 0, data: Option[String] = None,
-                        gpus: String = "", cpus: Option[Int] = None, precision: String = "fp32")
+                        gpus: String = "", cpus: Option[Int] = None, precision: String = "fp32",
+                        model: String = "lenet")
 
   /** Where the replicas train: one context per id, the net computing in dtype. */
   final case class Devices(device: DeviceType, ids: Seq[Int], fromLocalRank: Boolean, dtype: DType, precision: String) {
@@ -37,7 +38,7 @@ object TrainFashionMnist {
 
   private val usage =
     "usage: TrainFashionMnist [--kvstore local|dist_sync|dist_async|none] [--epochs N]\n" +
-      "         [--batch-size N] [--lr X] [--momentum X] [--seed N] [--threads N] [--data DIR]\n" +
+      "         [--batch-size N] [--lr X] [--momentum X] [--seed N] [--threads N] [--data DIR] [--model lenet|mlp]\n" +
       "         [--gpus LIST | --cpus N] [--precision fp32|fp16|bf16]"
 
   private val gpuId = "[0-9]{1,9}".r
@@ -96,6 +97,7 @@ object TrainFashionMnist {
     case "--seed" :: v :: rest => parse(rest, a.copy(seed = v.toLong))
     case "--threads" :: v :: rest => parse(rest, a.copy(threads = v.toInt))
     case "--data" :: v :: rest => parse(rest, a.copy(data = Some(v)))
+    case "--model" :: v :: rest => parse(rest, a.copy(model = v))
     case flag :: _ => Left(s"unknown option or missing value: $flag")
   }
 
@@ -132,7 +134,7 @@ object TrainFashionMnist {
     // The net lives on the first context; the trainer replicates it onto the
     // others and splits every batch across all of them.
     val contexts = d.ids.map(id => s(Context(d.device, id).setNumThreads(a.threads)))
-    val net = s(Net(contexts.head, "lenet").initialize(a.seed).setComputeDtype(d.dtype))
+    val net = s(Net(contexts.head, a.model).initialize(a.seed).setComputeDtype(d.dtype))
     val kvstore = d.kvstore(a.kvstore)
     val kv = if (kvstore == "none") None else Some(s(KVStore(kvstore, KVStore.options)))
     val rank = kv.map(_.rank()).getOrElse(0)
@@ -146,7 +148,7 @@ object TrainFashionMnist {
     val testSet = s(DataLoader.mnist("t10k", DataLoader.options.batchSize(1000).shuffle(false), a.data))
     val trainer = s(Trainer(net, sgd, kv, Trainer.options.extraContexts(contexts.tail: _*)))
     if (rank == 0) {
-      println(f"training lenet on Fashion-MNIST: ${a.epochs}%d epochs, $workers%d worker(s) x batch ${a.batchSize}%d, " +
+      println(f"training ${a.model} on Fashion-MNIST: ${a.epochs}%d epochs, $workers%d worker(s) x batch ${a.batchSize}%d, " +
         f"SGD lr $lr%g momentum ${a.momentum}%g, kvstore $kvstore, contexts ${d.names}, precision ${d.precision}")
     }
     for (epoch <- 0 until a.epochs) {
