@@ -3,15 +3,14 @@
 // the "local" store), with the bits of the serial sum.
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <cstring>
-#include <random>
 #include <vector>
 
 #include "core/context.h"
 #include "core/ndarray.h"
 #include "kvstore/local_kvstore.h"
 #include "kvstore/worker_merge.h"
+#include "unit/ops/cpu/order_sensitive_floats.h"
 
 namespace dt::kvstore {
 namespace {
@@ -23,11 +22,7 @@ using core::Shape;
 constexpr int64_t kElements = 50021;
 
 std::vector<float> gradient(uint32_t seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> exponent(-4.0f, 7.0f);
-  std::vector<float> g(kElements);
-  for (float& v : g) v = ((gen() & 1) ? 1.0f : -1.0f) * std::pow(10.0f, exponent(gen));
-  return g;
+  return test_support::order_sensitive_floats(static_cast<size_t>(kElements), seed);
 }
 
 NDArray array(const std::vector<float>& values) {

@@ -5,16 +5,15 @@
 
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <random>
 #include <thread>
 #include <vector>
 
 #include "core/error.h"
 #include "error_code_of.h"
 #include "ops/cpu/tensor_math.h"
+#include "unit/ops/cpu/order_sensitive_floats.h"
 
 namespace dt::ops::cpu {
 namespace {
@@ -22,14 +21,10 @@ namespace {
 using core::DType;
 using core::ErrorCode;
 
-// Bits of count elements of dtype whose sums round differently in another
-// order: magnitudes from 1e-3 to about 3e3, both signs, cast from float32
+// count elements of dtype from order_sensitive_floats, at most about 3e3
 // (five of them still sum to a finite float16).
 std::vector<uint8_t> random_elements(DType dtype, size_t count, uint32_t seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> exponent(-3.0f, 3.5f);
-  std::vector<float> values(count);
-  for (float& v : values) v = ((gen() & 1) ? 1.0f : -1.0f) * std::pow(10.0f, exponent(gen));
+  const std::vector<float> values = test_support::order_sensitive_floats(count, seed, 3.5f);
   std::vector<uint8_t> out(count * core::dtype_size(dtype));
   cast(dtype, out.data(), DType::kFloat32, values.data(), count);
   return out;

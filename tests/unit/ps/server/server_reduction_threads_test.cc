@@ -3,15 +3,14 @@
 // its rank-order bits whatever their number.
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <cstring>
-#include <random>
 #include <vector>
 
 #include "core/error.h"
 #include "ps/job/environment_options.h"
 #include "ps/server/key_store.h"
 #include "ps/server/request_handler.h"
+#include "unit/ops/cpu/order_sensitive_floats.h"
 #include "unit/ps/job/env_of.h"
 
 namespace dt::ps {
@@ -28,11 +27,7 @@ constexpr int64_t kElements = 100003;
 PartInfo part_info() { return PartInfo{PartKey{7, 0, kElements}, DType::kFloat32, Shape({kElements})}; }
 
 std::vector<float> gradient(uint32_t seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> exponent(-4.0f, 7.0f);
-  std::vector<float> g(kElements);
-  for (float& v : g) v = ((gen() & 1) ? 1.0f : -1.0f) * std::pow(10.0f, exponent(gen));
-  return g;
+  return test_support::order_sensitive_floats(static_cast<size_t>(kElements), seed);
 }
 
 // One dist_sync round of three workers pushing in the order 2, 0, 1; the
