@@ -10,7 +10,7 @@ namespace {
 
 using T = ParameterType;
 constexpr Support kYes = Support::kHonoured;
-constexpr Support kNo = Support::kAcceptedNotHonoured;
+constexpr Support kRefused = Support::kRefused;
 
 constexpr const char* kLogging = "Logging";
 constexpr const char* kLayout = "Job layout: DMLC_* and the variables of other launchers";
@@ -18,7 +18,7 @@ constexpr const char* kDeadlines = "Deadlines, bounds and fault tolerance";
 constexpr const char* kSecurity = "Security";
 constexpr const char* kStores = "KVStores, all-reduce and the trainer";
 constexpr const char* kProcess = "Threads and files";
-constexpr const char* kMxnet = "MXNet knobs accepted but not honoured";
+constexpr const char* kRefusedMxnet = "MXNet variables refused: not honoured here";
 
 // Defaults are the ones the code that reads each variable applies; the
 // deadlines' and bounds' come from PsOptions (ps/job/job_config.h), which
@@ -93,7 +93,9 @@ constexpr Parameter kParameters[] = {
      "Silence after which the scheduler takes a node for lost.", kYes},
     {"DT_SHUTDOWN_TIMEOUT_S", kDeadlines, T::kSeconds, "10", "How long a clean shutdown may take.", kYes},
     {"DT_BIGARRAY_BOUND_BYTES", kDeadlines, T::kBytes, "4000000",
-     "Arrays at least this big are split over the servers; wins over MXNET_KVSTORE_BIGARRAY_BOUND.", kYes},
+     "Arrays at least this big are split over the servers, and summed on MXNET_KVSTORE_REDUCTION_NTHREADS threads; "
+     "wins over MXNET_KVSTORE_BIGARRAY_BOUND.",
+     kYes},
     {"MXNET_KVSTORE_BIGARRAY_BOUND", kDeadlines, T::kInteger, "1000000",
      "MXNet's bound in float32 elements (x 4 bytes), as DT_BIGARRAY_BOUND_BYTES.", kYes},
     {"PS_RESEND", kDeadlines, T::kChoice, "0", "ps-lite's resend: 1 resends a request that got no reply in time.",
@@ -129,15 +131,22 @@ constexpr Parameter kParameters[] = {
      kYes},
     {"DT_KVSTORE_OVERLAP", kStores, T::kChoice, "1",
      "1: a trainer overlaps communication with backward where the store allows; 0: it does not.", kYes},
+    {"MXNET_KVSTORE_REDUCTION_NTHREADS", kStores, T::kInteger, "4",
+     "Threads (1-256) that sum an array from the bigarray bound on: a server's rounds, a worker's merge of a "
+     "key's values. Same bits as one thread.",
+     kYes},
+    {"MXNET_ENABLE_GPU_P2P", kStores, T::kChoice, "1",
+     "0: a copy between two GPUs goes through pinned host memory; 1: a peer copy (cudaMemcpyPeer).", kYes},
 
     {"OMP_NUM_THREADS", kProcess, T::kInteger, "",
      "Threads of the CPU kernels (the outer level of a list); unset: the CPUs this process may use.", kYes},
     {"TMPDIR", kProcess, T::kPath, "/tmp", "Where the host communicator puts its ipc sockets.", kYes},
 
-    {"MXNET_KVSTORE_REDUCTION_NTHREADS", kMxnet, T::kInteger, "",
-     "Accepted with a note: a key's local reduce runs on the calling thread, in a fixed order.", kNo},
-    {"MXNET_ENABLE_GPU_P2P", kMxnet, T::kChoice, "",
-     "Accepted with a note: GPU copies always use cudaMemcpyPeer, which takes peer access where GPUs have it.", kNo},
+    {"MXNET_UPDATE_ON_KVSTORE", kRefusedMxnet, T::kChoice, "",
+     "Set update_on_kvstore in the trainer options instead: one explicit setting per program.", kRefused},
+    {"MXNET_KVSTORE_USETREE", kRefusedMxnet, T::kChoice, "",
+     "No tree reduce here: a key spread over GPUs is reduced with NCCL (without NCCL: copies to one GPU).",
+     kRefused},
 };
 
 // Markdown table cells must not contain a bare '|'.
@@ -194,7 +203,7 @@ std::string parameters_as_text() {
     }
     out += std::string("  ") + p.name + " (" + parameter_type_name(p.type);
     if (*p.default_value != '\0') out += std::string(", default ") + p.default_value;
-    if (p.support == Support::kAcceptedNotHonoured) out += ", not honoured";
+    if (p.support == Support::kRefused) out += ", refused: not honoured";
     out += ")\n      " + std::string(p.doc) + "\n";
   }
   return out;
@@ -212,7 +221,9 @@ std::string parameters_as_markdown() {
       "An explicit option (a field of `dt_kvstore_options`, `dt_trainer_options`, ...)\n"
       "wins over its variable; variables only supply defaults. `dt-node --help-env`\n"
       "prints the same table. A default left empty means \"unset\": the doc line says\n"
-      "what happens then.\n";
+      "what happens then. A variable marked **Refused** is one an MXNet job may carry\n"
+      "that has no effect here: a process that finds it set says so in a warning\n"
+      "naming it, and goes on.\n";
   const char* group = "";
   for (const Parameter& p : kParameters) {
     if (std::string(group) != p.group) {
@@ -222,7 +233,7 @@ std::string parameters_as_markdown() {
       out += "|---|---|---|---|\n";
     }
     std::string doc = cell(p.doc);
-    if (p.support == Support::kAcceptedNotHonoured) doc = "**Not honoured.** " + doc;
+    if (p.support == Support::kRefused) doc = "**Refused: not honoured.** " + doc;
     const std::string value = *p.default_value == '\0' ? "" : std::string("`") + cell(p.default_value) + "`";
     out += std::string("| `") + p.name + "` | " + parameter_type_name(p.type) + " | " + value + " | " + doc + " |\n";
   }

@@ -28,12 +28,14 @@ enum class ParameterType {
   kJson,     // a JSON document
 };
 
-// Whether the library acts on a variable. MXNet and ps-lite knobs that mean
-// nothing here are accepted (a note says so when one is set), never silently
-// honoured in name only.
+// Whether the library acts on a variable. An MXNet or ps-lite variable a
+// job may carry over that has no effect here is declared as refused: the
+// docs' table names it as such, and a process that finds it set says so in
+// a warning (ps/job/environment_options.h, mxnet_knob_notes), so it is
+// never silently accepted.
 enum class Support {
   kHonoured,
-  kAcceptedNotHonoured,
+  kRefused,
 };
 
 struct Parameter {

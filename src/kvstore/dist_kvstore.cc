@@ -38,8 +38,9 @@ std::string checked_type(const std::string& type) {
 }
 
 // The merge that type needs; checked before the store joins the job.
-std::unique_ptr<WorkerMerge> checked_merge(const std::string& type, std::unique_ptr<WorkerMerge> merge) {
-  if (!merge) merge = WorkerMerge::on_host();
+std::unique_ptr<WorkerMerge> checked_merge(const std::string& type, std::unique_ptr<WorkerMerge> merge,
+                                           const ps::PsOptions& options) {
+  if (!merge) merge = WorkerMerge::on_host(options.reduction());
   if (merge->merges_on_device() != is_device_type(type)) {
     throw Error(ErrorCode::kInvalidArgument, "kvstore '" + type + "' needs a " +
                                                  (is_device_type(type) ? "device" : "host") + " merge");
@@ -69,7 +70,7 @@ DistKVStore::DistKVStore(const std::string& type, const ps::JobConfig& job, cons
                          std::unique_ptr<WorkerMerge> merge)
     : type_(checked_type(type)),
       sync_(type_.rfind("dist_sync", 0) == 0),
-      merge_(checked_merge(type_, std::move(merge))),
+      merge_(checked_merge(type_, std::move(merge), options)),
       options_(options),
       cpu_(core::make_cpu_context()),
       member_(std::make_unique<ps::ClusterMember>(worker_job(job, type_), options)),

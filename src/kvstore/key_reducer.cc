@@ -8,7 +8,8 @@ namespace dt::kvstore {
 using core::Error;
 using core::NDArray;
 
-KeyReducer::KeyReducer(std::shared_ptr<core::Context> merge) : merge_(std::move(merge)) {
+KeyReducer::KeyReducer(std::shared_ptr<core::Context> merge, ops::cpu::ReductionPool* cpu_sums)
+    : merge_(std::move(merge)), cpu_sums_(cpu_sums) {
   if (!merge_) throw Error(core::ErrorCode::kInternal, "a key reducer without a merge context");
   if (!merge_->is_cpu()) group_reducer_ = make_gpu_group_reducer(merge_);
 }
@@ -24,7 +25,7 @@ void KeyReducer::sum(const std::vector<NDArray>& values, const std::vector<size_
     if (!core::same_device(*value.context(), *merge_)) {
       if (!scratch.defined()) scratch = NDArray::empty(merge_, dst.dtype(), dst.shape());
       scratch.copy_from(value);
-      ops::add(dst, dst, scratch);
+      add(dst, scratch);
       continue;
     }
     if (value.context() != merge_ && !merge_->is_cpu()) {
@@ -33,11 +34,19 @@ void KeyReducer::sum(const std::vector<NDArray>& values, const std::vector<size_
       value.context()->synchronize();
       read_on_merge_stream = true;
     }
-    ops::add(dst, dst, value);
+    add(dst, value);
   }
   // Nothing orders the caller's next writes to those values (on their own
   // streams) after the adds queued on ours.
   if (read_on_merge_stream) merge_->synchronize();
+}
+
+void KeyReducer::add(const NDArray& dst, const NDArray& value) {
+  if (cpu_sums_ != nullptr && merge_->is_cpu()) {
+    ops::add(dst, dst, value, *cpu_sums_);
+  } else {
+    ops::add(dst, dst, value);
+  }
 }
 
 void KeyReducer::broadcast(const NDArray& src, const std::vector<NDArray>& outs, const std::vector<size_t>& positions) {

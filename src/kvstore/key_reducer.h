@@ -7,6 +7,10 @@
 // key spread over two or more GPUs goes through one NCCL reduce or broadcast
 // (GpuGroupReducer) instead of a chain of peer copies.
 //
+// On the CPU, an array from the bigarray bound on is summed on the store's
+// ReductionPool (MXNET_KVSTORE_REDUCTION_NTHREADS threads, the same bits as
+// one thread's sum).
+//
 // Not thread-safe: its owner serialises calls (a GpuGroupReducer drives the
 // merge GPU's stream and shared communicators).
 #pragma once
@@ -18,12 +22,15 @@
 #include "core/context.h"
 #include "core/ndarray.h"
 #include "kvstore/gpu_group_reducer.h"
+#include "ops/cpu/reduction_pool.h"
 
 namespace dt::kvstore {
 
 class KeyReducer {
  public:
-  explicit KeyReducer(std::shared_ptr<core::Context> merge);
+  // cpu_sums: the owner's summing threads for a CPU merge context, which
+  // must outlive this reducer; null: every CPU sum on the calling thread.
+  explicit KeyReducer(std::shared_ptr<core::Context> merge, ops::cpu::ReductionPool* cpu_sums = nullptr);
 
   const std::shared_ptr<core::Context>& merge_context() const { return merge_; }
 
@@ -39,7 +46,11 @@ class KeyReducer {
                  const std::vector<size_t>& positions);
 
  private:
+  // dst += value on the merge context.
+  void add(const core::NDArray& dst, const core::NDArray& value);
+
   std::shared_ptr<core::Context> merge_;
+  ops::cpu::ReductionPool* cpu_sums_;
   // A GPU merge context in a build with NCCL; null otherwise.
   std::unique_ptr<GpuGroupReducer> group_reducer_;
 };

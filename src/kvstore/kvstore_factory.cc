@@ -116,7 +116,9 @@ std::unique_ptr<KVStore> create_kvstore(const std::string& name, const ps::PsOpt
   if (type == "dist_sync" || type == "dist_async" || on_device) {
     // The GPU first: a worker without one must fail before the job counts on it.
     std::unique_ptr<WorkerMerge> merge;
-    if (on_device) merge = WorkerMerge::on_device(gpu_for_kvstore(type, 0, type.substr(0, type.rfind('_'))));
+    if (on_device) {
+      merge = WorkerMerge::on_device(gpu_for_kvstore(type, 0, type.substr(0, type.rfind('_'))), options.reduction());
+    }
     options.validate();
     const char* transport = core::read_parameter("DT_PS_DATA_TRANSPORT");
     return std::make_unique<DistKVStore>(type, ps::job_config_from_env(layout), options,
@@ -148,7 +150,7 @@ std::unique_ptr<KVStore> create_kvstore(const std::string& name, const ps::PsOpt
                                           "use 'dist_sync' (parameter server)");
 #endif
   }
-  if (type == "local") return std::make_unique<LocalKVStore>(LocalKVStore::Reduce::kOnCpu);
+  if (type == "local") return std::make_unique<LocalKVStore>(LocalKVStore::Reduce::kOnCpu, options.reduction());
   if (type == "device") return std::make_unique<LocalKVStore>(LocalKVStore::Reduce::kOnGpu);
   return std::make_unique<LocalKVStore>(LocalKVStore::Reduce::kNccl);  // "nccl"
 }

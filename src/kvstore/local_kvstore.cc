@@ -12,9 +12,10 @@ using core::Error;
 using core::ErrorCode;
 using core::NDArray;
 
-LocalKVStore::LocalKVStore(Reduce reduce) : reduce_(reduce) {
+LocalKVStore::LocalKVStore(Reduce reduce, const ops::cpu::ReductionSettings& reduction) : reduce_(reduce) {
   if (reduce == Reduce::kOnCpu) {
-    reducer_ = std::make_unique<KeyReducer>(core::make_cpu_context());
+    cpu_sums_ = std::make_unique<ops::cpu::ReductionPool>(reduction);
+    reducer_ = std::make_unique<KeyReducer>(core::make_cpu_context(), cpu_sums_.get());
     return;
   }
   if (reduce == Reduce::kNccl && !DT_WITH_NCCL) {

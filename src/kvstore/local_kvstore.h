@@ -19,6 +19,7 @@
 #include "kvstore/key_reducer.h"
 #include "kvstore/kvstore.h"
 #include "kvstore/merge_gpu_placement.h"
+#include "ops/cpu/reduction_pool.h"
 #include "optim/optimizer.h"
 
 namespace dt::kvstore {
@@ -29,7 +30,9 @@ class LocalKVStore final : public KVStore {
   // kOnGpu and kNccl without a visible GPU are Error(kNoDevice) (or
   // kNotSupported in a build without CUDA): "device" never silently reduces
   // on the CPU. kNccl in a build without NCCL is Error(kNotSupported).
-  explicit LocalKVStore(Reduce reduce);
+  // reduction: the threads that sum a "local" store's large keys on the
+  // CPU (MXNET_KVSTORE_REDUCTION_NTHREADS; ops/cpu/reduction_pool.h).
+  explicit LocalKVStore(Reduce reduce, const ops::cpu::ReductionSettings& reduction = {});
 
   std::string type() const override;
   void init(const std::vector<Key>& keys, const std::vector<core::NDArray>& values) override;
@@ -74,6 +77,8 @@ class LocalKVStore final : public KVStore {
   KeyReducer& reducer_on_gpu(int device);
 
   const Reduce reduce_;
+  // kOnCpu: reducer_'s summing threads; before it, which sums on them.
+  std::unique_ptr<ops::cpu::ReductionPool> cpu_sums_;
   // On the CPU (kOnCpu) or gpu(0): where keys live until placed; used
   // under mutex_.
   std::unique_ptr<KeyReducer> reducer_;

@@ -4,16 +4,28 @@ namespace dt::kvstore {
 
 using core::NDArray;
 
-std::unique_ptr<WorkerMerge> WorkerMerge::on_host() {
-  return std::unique_ptr<WorkerMerge>(new WorkerMerge(false, core::make_cpu_context()));
+namespace {
+
+std::unique_ptr<ops::cpu::ReductionPool> pool_for(const core::Context& merge,
+                                                  const ops::cpu::ReductionSettings& reduction) {
+  if (!merge.is_cpu()) return nullptr;
+  return std::make_unique<ops::cpu::ReductionPool>(reduction);
 }
 
-std::unique_ptr<WorkerMerge> WorkerMerge::on_device(std::shared_ptr<core::Context> merge) {
-  return std::unique_ptr<WorkerMerge>(new WorkerMerge(true, std::move(merge)));
+}  // namespace
+
+std::unique_ptr<WorkerMerge> WorkerMerge::on_host(const ops::cpu::ReductionSettings& reduction) {
+  return std::unique_ptr<WorkerMerge>(new WorkerMerge(false, core::make_cpu_context(), reduction));
 }
 
-WorkerMerge::WorkerMerge(bool on_device, std::shared_ptr<core::Context> merge)
-    : on_device_(on_device), reducer_(std::move(merge)) {}
+std::unique_ptr<WorkerMerge> WorkerMerge::on_device(std::shared_ptr<core::Context> merge,
+                                                    const ops::cpu::ReductionSettings& reduction) {
+  return std::unique_ptr<WorkerMerge>(new WorkerMerge(true, std::move(merge), reduction));
+}
+
+WorkerMerge::WorkerMerge(bool on_device, std::shared_ptr<core::Context> merge,
+                         const ops::cpu::ReductionSettings& reduction)
+    : on_device_(on_device), cpu_sums_(pool_for(*merge, reduction)), reducer_(std::move(merge), cpu_sums_.get()) {}
 
 const NDArray& WorkerMerge::merged(Buffers& buffers) const {
   if (!buffers.merged.defined()) {

@@ -25,6 +25,7 @@
 #include "core/context.h"
 #include "core/ndarray.h"
 #include "kvstore/key_reducer.h"
+#include "ops/cpu/reduction_pool.h"
 
 namespace dt::kvstore {
 
@@ -37,10 +38,16 @@ class WorkerMerge {
     core::NDArray scratch;  // KeyReducer's, allocated on first need
   };
 
-  static std::unique_ptr<WorkerMerge> on_host();
+  // reduction: the threads of a sum on the CPU (the host merge, or a CPU
+  // merge context), MXNET_KVSTORE_REDUCTION_NTHREADS.
+  static std::unique_ptr<WorkerMerge> on_host(const ops::cpu::ReductionSettings& reduction = {});
   // merge: the merge GPU. Any context works (a CPU one runs the same steps
   // on the CPU, as tests without a GPU do).
-  static std::unique_ptr<WorkerMerge> on_device(std::shared_ptr<core::Context> merge);
+  static std::unique_ptr<WorkerMerge> on_device(std::shared_ptr<core::Context> merge,
+                                                const ops::cpu::ReductionSettings& reduction = {});
+
+  // The CPU sum's threads; null with a GPU merge context (for tests).
+  const ops::cpu::ReductionPool* reduction_pool() const { return cpu_sums_.get(); }
 
   // Whether this is the merge on a device (the "_device" kvstore types).
   bool merges_on_device() const { return on_device_; }
@@ -56,11 +63,12 @@ class WorkerMerge {
   void spread(Buffers& buffers, const std::vector<core::NDArray>& outs);
 
  private:
-  WorkerMerge(bool on_device, std::shared_ptr<core::Context> merge);
+  WorkerMerge(bool on_device, std::shared_ptr<core::Context> merge, const ops::cpu::ReductionSettings& reduction);
   const core::NDArray& merged(Buffers& buffers) const;
 
   const bool on_device_;
   std::mutex mutex_;  // the reducer drives the merge context's stream and shared communicators
+  std::unique_ptr<ops::cpu::ReductionPool> cpu_sums_;  // before reducer_, which sums on it
   KeyReducer reducer_;
 };
 

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "ops/cpu/reduction_pool.h"
 #include "ops/cpu/tensor_math.h"
 #if DT_WITH_CUDA
 #include "ops/cuda/tensor_math.h"
@@ -144,6 +145,17 @@ void add(const NDArray& out, const NDArray& a, const NDArray& b) {
 #if DT_WITH_CUDA
   cuda::add(*out.context(), out.dtype(), out.data(), a.data(), b.data(), out.size());
 #endif
+}
+
+void add(const NDArray& out, const NDArray& a, const NDArray& b, cpu::ReductionPool& pool) {
+  if (!out.context()->is_cpu()) {
+    add(out, a, b);
+    return;
+  }
+  require_same_kind(out, a, "add");
+  require_same_kind(out, b, "add");
+  require_floating(out, "add");
+  pool.add(out.dtype(), out.data(), a.data(), b.data(), out.size());
 }
 
 void scale(const NDArray& arr, double alpha) {

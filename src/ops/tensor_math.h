@@ -7,11 +7,18 @@
 
 namespace dt::ops {
 
+namespace cpu {
+class ReductionPool;
+}
+
 // Every element = value converted to the array's dtype (integers round to
 // nearest; out-of-range or NaN for an integer dtype is Error(kInvalidArgument)).
 void fill(const core::NDArray& arr, double value);
 // out = a + b; floating dtypes; all three of one dtype, shape and context.
 void add(const core::NDArray& out, const core::NDArray& a, const core::NDArray& b);
+// The same, a CPU sum on pool's threads (in ranges: the same bits); GPU
+// arrays as above.
+void add(const core::NDArray& out, const core::NDArray& a, const core::NDArray& b, cpu::ReductionPool& pool);
 // arr *= alpha
 void scale(const core::NDArray& arr, double alpha);
 // y += alpha * x

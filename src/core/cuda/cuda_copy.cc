@@ -7,6 +7,7 @@
 #include "core/cuda/cuda_check.h"
 #include "core/cuda/device_guard.h"
 #include "core/cuda/gpu_context.h"
+#include "core/gpu_copy_path.h"
 
 namespace dt::core::cuda {
 
@@ -47,9 +48,16 @@ void copy_between(const Context& dst_ctx, void* dst, const Context& src_ctx, con
     DeviceGuard guard(src_ctx.device_id());
     DT_CUDA_CHECK(cudaStreamSynchronize(stream_of(src_ctx)));
   }
+  const auto& into = static_cast<const GpuContext&>(dst_ctx);
+  const GpuCopyPath path = choose_gpu_copy_path(src_ctx.device_id(), dst_ctx.device_id(), into.peer_copies());
+  into.copies_in().count(path);
+  if (path == GpuCopyPath::kThroughHost) {
+    into.host_staging().copy(dst_ctx, dst, src_ctx, src, bytes);
+    return;
+  }
   const cudaStream_t stream = stream_of(dst_ctx);
   DeviceGuard guard(dst_ctx.device_id());
-  if (src_ctx.device_id() == dst_ctx.device_id()) {
+  if (path == GpuCopyPath::kSameDevice) {
     DT_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream));
   } else {
     DT_CUDA_CHECK(cudaMemcpyPeerAsync(dst, dst_ctx.device_id(), src, src_ctx.device_id(), bytes, stream));

@@ -9,7 +9,8 @@
 
 namespace dt::core::cuda {
 
-GpuContext::GpuContext(int device_id) : Context(DeviceType::kGpu, device_id), allocator_(device_id) {
+GpuContext::GpuContext(int device_id)
+    : Context(DeviceType::kGpu, device_id), peer_copies_(gpu_peer_copies_from_environment()), allocator_(device_id) {
   // Creating the stream is the last step that can fail, so the destructor
   // never sees a half-built context.
   DeviceGuard guard(device_id);

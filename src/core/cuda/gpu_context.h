@@ -10,6 +10,8 @@
 
 #include "core/context.h"
 #include "core/cuda/caching_allocator.h"
+#include "core/cuda/host_staged_copy.h"
+#include "core/gpu_copy_path.h"
 
 namespace dt::core::cuda {
 
@@ -44,7 +46,20 @@ class GpuContext final : public core::Context {
   CudnnHandle& cudnn();
 #endif
 
+  // Copies from another GPU into this context (core/gpu_copy_path.h):
+  // whether they may be peer copies (MXNET_ENABLE_GPU_P2P, read when the
+  // context is made), the buffer of those that go through host memory, and
+  // how many went each way (library-internal; GPU tests read them). Used by
+  // core/cuda/cuda_copy.cc, whose copies take the contexts as const.
+  bool peer_copies() const { return peer_copies_; }
+  HostStagedCopy& host_staging() const { return host_staging_; }
+  GpuCopyCounts& copies_in() const { return copies_in_; }
+
  private:
+  const bool peer_copies_;
+  // Scratch and statistics of copies, not the context's state.
+  mutable HostStagedCopy host_staging_;
+  mutable GpuCopyCounts copies_in_;
   CachingAllocator allocator_;
   cudaStream_t stream_ = nullptr;
   std::mutex handles_mutex_;
@@ -54,7 +69,8 @@ class GpuContext final : public core::Context {
 #endif
 };
 
-// A context on GPU device_id. Throws Error(kInvalidArgument) for a negative id,
+// A context on GPU device_id. Throws Error(kInvalidArgument) for a negative id
+// or a malformed MXNET_ENABLE_GPU_P2P,
 // Error(kNoDevice) naming the id and the visible count when the device is not
 // there (no driver counts as none visible), Error(kCuda) for other failures.
 std::shared_ptr<Context> make_gpu_context(int device_id);

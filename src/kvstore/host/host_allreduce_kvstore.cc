@@ -60,7 +60,8 @@ HostAllreduceKVStore::HostAllreduceKVStore(const ps::JobConfig& job, const ps::P
       allreduce_(checked(allreduce)),
       cpu_(core::make_cpu_context()),
       member_(std::make_unique<ps::ClusterMember>(worker_job(job), options)),
-      caller_reducer_(cpu_),
+      cpu_sums_(options.reduction()),
+      caller_reducer_(cpu_, &cpu_sums_),
       comm_reducer_(cpu_) {
   group_ = std::make_shared<SurvivorGroup>(*member_, options, communicator_options(job, options));
   fused_ = std::make_unique<FusedAllReduce>(*group_, *member_, allreduce_.bucket_bytes);

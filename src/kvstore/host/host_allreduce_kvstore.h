@@ -206,7 +206,8 @@ class HostAllreduceKVStore final : public ReducingKVStore, private Elastic {
   // collective from the heartbeat thread (a weak reference: the callbacks
   // may outlive it).
   std::shared_ptr<SurvivorGroup> group_;
-  KeyReducer caller_reducer_;  // sums pushes on the caller's thread
+  ops::cpu::ReductionPool cpu_sums_;  // caller_reducer_'s summing threads
+  KeyReducer caller_reducer_;         // sums pushes on the caller's thread
   KeyReducer comm_reducer_;    // delivers sums on the communication thread
   // Sums the buckets, compressed after set_gradient_compression; used by
   // whichever thread runs the collectives (see mutex_).

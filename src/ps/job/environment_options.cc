@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/parameter_table.h"
+#include "ops/cpu/reduction_pool.h"
 
 namespace dt::ps {
 
@@ -67,6 +68,14 @@ PsOptions ps_options_from_environment(const EnvLookup& env, PsOptions o) {
     o.bigarray_bound_bytes = *elements * sizeof(float);
   }
   if (auto bytes = read_count(env, "DT_BIGARRAY_BOUND_BYTES", "bytes")) o.bigarray_bound_bytes = *bytes;
+  if (auto threads = read_count(env, "MXNET_KVSTORE_REDUCTION_NTHREADS", "threads")) {
+    if (*threads > static_cast<uint64_t>(ops::cpu::ReductionPool::kMaxThreads)) {
+      throw Error(ErrorCode::kInvalidArgument, "MXNET_KVSTORE_REDUCTION_NTHREADS=\"" + std::to_string(*threads) +
+                                                   "\" is more than " +
+                                                   std::to_string(ops::cpu::ReductionPool::kMaxThreads) + " threads");
+    }
+    o.reduction_threads = static_cast<int>(*threads);
+  }
   // ps-lite: PS_RESEND=1 turns resending on, PS_RESEND_TIMEOUT in ms
   // (default 1000) is how long a request waits for its reply before.
   if (auto resend = non_empty(env, "PS_RESEND"); resend && *resend != "0") {
@@ -98,18 +107,11 @@ PsOptions ps_options_from_environment(const EnvLookup& env, PsOptions o) {
 PsOptions ps_options_from_environment() { return ps_options_from_environment(getenv_lookup); }
 
 std::vector<std::string> mxnet_knob_notes(const EnvLookup& env) {
-  static const struct {
-    const char* name;
-    const char* why;
-  } kIgnored[] = {
-      {"MXNET_KVSTORE_REDUCTION_NTHREADS", "accepted; the local reduce of a key's values runs on the "
-                                           "calling thread, in the order listed (results do not depend on timing)"},
-      {"MXNET_ENABLE_GPU_P2P", "accepted; GPU-to-GPU copies always go through cudaMemcpyPeer, which uses "
-                               "peer access where the GPUs have it, and NCCL reduces keys spread over GPUs"},
-  };
   std::vector<std::string> notes;
-  for (const auto& knob : kIgnored) {
-    if (auto v = env(knob.name)) notes.push_back(std::string(knob.name) + "=" + *v + ": " + knob.why);
+  for (size_t i = 0; i < core::parameter_count(); ++i) {
+    const core::Parameter& p = core::parameters()[i];
+    if (p.support != core::Support::kRefused) continue;
+    if (auto v = env(p.name)) notes.push_back(std::string(p.name) + "=" + *v + ": refused, not honoured here: " + p.doc);
   }
   return notes;
 }
@@ -146,7 +148,7 @@ void verbose_log(int level, const std::string& line) {
 void log_mxnet_knob_notes_once() {
   static std::atomic<bool> logged{false};
   if (logged.exchange(true)) return;
-  for (const std::string& note : mxnet_knob_notes(getenv_lookup)) core::log(core::LogLevel::kInfo, "", note);
+  for (const std::string& note : mxnet_knob_notes(getenv_lookup)) core::log(core::LogLevel::kWarning, "", note);
 }
 
 }  // namespace dt::ps

@@ -20,8 +20,11 @@
 //                                                    continue: worker_loss
 //   DT_SERVER_REPLICATION                            0 (default) or 1:
 //                                                    server_replicas
-// MXNet and ps-lite knobs that mean nothing here are accepted, each with a
-// note saying why (mxnet_knob_notes), never silently.
+//   MXNET_KVSTORE_REDUCTION_NTHREADS                 1 to 256 (default 4):
+//                                                    reduction_threads
+// MXNet variables that mean nothing here are refused (the parameter
+// table's Support::kRefused): set, each is named in a warning saying why
+// (mxnet_knob_notes), never silently accepted.
 #pragma once
 
 #include <string>
@@ -32,16 +35,17 @@
 namespace dt::ps {
 
 // defaults with the variables above applied. Error(kInvalidArgument) naming
-// the variable and its text for a value that is not a positive number, or a
-// PS_VERBOSE that is not a level (refused with the options, before any node
+// the variable and its text for a value that is not a positive number (or
+// more than 256 reduction threads), or a PS_VERBOSE that is not a level (refused with the options, before any node
 // starts).
 PsOptions ps_options_from_environment(const EnvLookup& env, PsOptions defaults = {});
 PsOptions ps_options_from_environment();
 
-// One line per MXNet/ps-lite variable that is set but not honoured here, and
-// why (e.g. "MXNET_ENABLE_GPU_P2P=1: accepted; ..."). Empty when none is set.
+// One line per refused variable that is set, and why (e.g.
+// "MXNET_UPDATE_ON_KVSTORE=0: refused, not honoured here: ..."). Empty when
+// none is set.
 std::vector<std::string> mxnet_knob_notes(const EnvLookup& env);
-// Logs mxnet_knob_notes() of this process (core::log, info), once per process.
+// Logs mxnet_knob_notes() of this process (core::log, warning), once per process.
 void log_mxnet_knob_notes_once();
 
 // PS_VERBOSE: 0 when unset or empty, else an integer >= 0 (levels above 2

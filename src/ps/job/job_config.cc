@@ -18,6 +18,7 @@
 #include "core/log.h"
 #include "core/parameter_table.h"
 #include "net/tls_config.h"
+#include "ops/cpu/reduction_pool.h"
 #include "ps/job/environment_options.h"
 #include "ps/job/launcher_environment.h"
 #include "ps/job/security_environment.h"
@@ -57,6 +58,11 @@ void PsOptions::validate() const {
                                                  seconds_text(heartbeat_interval_s) + ")");
   }
   if (bigarray_bound_bytes == 0) throw Error(ErrorCode::kInvalidArgument, "bigarray_bound_bytes must be positive");
+  if (reduction_threads < 1 || reduction_threads > ops::cpu::ReductionPool::kMaxThreads) {
+    throw Error(ErrorCode::kInvalidArgument, "reduction_threads must be 1 to " +
+                                                 std::to_string(ops::cpu::ReductionPool::kMaxThreads) + ", got " +
+                                                 std::to_string(reduction_threads));
+  }
   if (max_message_bytes < 4096) throw Error(ErrorCode::kInvalidArgument, "max_message_bytes must be at least 4096");
 }
 

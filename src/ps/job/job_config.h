@@ -12,6 +12,7 @@
 #include <string>
 
 #include "net/transport_security.h"
+#include "ops/cpu/reduction_pool.h"
 #include "ps/transport/request_client.h"
 
 namespace dt::ps {
@@ -49,13 +50,23 @@ struct PsOptions {
   // scheduler's value decides whether a lost server departs or fails the
   // job; the workers' whether they push to replicas.
   int server_replicas = 0;
+  // MXNET_KVSTORE_REDUCTION_NTHREADS (environment only, as MXNet): the
+  // threads that sum an array of at least bigarray_bound_bytes, on a
+  // server's rounds and in a worker's merge of a key's values
+  // (ops/cpu/reduction_pool.h); 1 to 256.
+  int reduction_threads = 4;
+  // reduction_threads from the bigarray bound on, as a ReductionPool takes them.
+  ops::cpu::ReductionSettings reduction() const {
+    return {reduction_threads, static_cast<size_t>(bigarray_bound_bytes)};
+  }
   // NNG_OPT_RECVMAXSZ on every socket: nng drops a larger message and its
   // connection without notice to the receiver (the requester fails with
   // kNetwork or kTimedOut), so the data plane must chunk tensors below it.
   size_t max_message_bytes = kDefaultMaxMessageBytes;
 
   // Error(kInvalidArgument) naming the field for non-positive or non-finite
-  // times, a heartbeat timeout not above the interval, or a zero bound.
+  // times, a heartbeat timeout not above the interval, a zero bound, or
+  // reduction threads outside 1..256.
   void validate() const;
 };
 

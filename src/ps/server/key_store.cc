@@ -17,17 +17,18 @@ using core::ErrorCode;
 // for new copies. The lock guards all three.
 struct ServerKeyStore::Entry {
   Entry(const PartInfo& info, uint64_t optimizer_key, int num_workers, RoundRules& rules, const WorkerRoster& roster,
-        std::shared_ptr<core::Context> cpu)
-      : attendance(roster), rounds(info, optimizer_key, num_workers, rules, attendance, std::move(cpu)) {}
+        std::shared_ptr<core::Context> cpu, ops::cpu::ReductionPool& reduction)
+      : attendance(roster), rounds(info, optimizer_key, num_workers, rules, attendance, std::move(cpu), reduction) {}
   std::mutex mutex;
   PartAttendance attendance;
   PartRounds rounds;
   NewCopy copy;
 };
 
-ServerKeyStore::ServerKeyStore(int num_workers, uint64_t memory_limit_bytes)
+ServerKeyStore::ServerKeyStore(int num_workers, uint64_t memory_limit_bytes, const ops::cpu::ReductionSettings& reduction)
     : num_workers_(num_workers),
       cpu_(core::make_cpu_context()),
+      reduction_(reduction),
       roster_(num_workers),
       memory_limit_(memory_limit_bytes),
       automatic_limit_(memory_limit_bytes == 0) {
@@ -95,7 +96,7 @@ ServerKeyStore::Entry& ServerKeyStore::find_or_create(const PartInfo& info, cons
     it = entries_.emplace(std::make_pair(p.key, p.begin), nullptr).first;
   }
   auto& slot = it->second;
-  if (!slot) slot = std::make_unique<Entry>(info, next_optimizer_key_++, num_workers_, rules_, roster_, cpu_);
+  if (!slot) slot = std::make_unique<Entry>(info, next_optimizer_key_++, num_workers_, rules_, roster_, cpu_, reduction_);
   return *slot;
 }
 

@@ -80,6 +80,7 @@
 #include "core/context.h"
 #include "core/error.h"
 #include "core/safetensors.h"
+#include "ops/cpu/reduction_pool.h"
 #include "optim/optimizer.h"
 #include "optim/state_name.h"
 #include "ps/compression/gradient_codec.h"
@@ -131,8 +132,11 @@ class ServerKeyStore {
   // memory_limit_bytes: the most the parts' values may take (the stored
   // value and the round's sum, 2 x the part's bytes each; with compressed
   // pulls also a part's residual and encoding, counted from its first
-  // encoded round); 0: automatic.
-  explicit ServerKeyStore(int num_workers, uint64_t memory_limit_bytes = 0);
+  // encoded round); 0: automatic. reduction: the threads that sum a
+  // large part's rounds (MXNET_KVSTORE_REDUCTION_NTHREADS, from the bigarray
+  // bound on); Error(kInvalidArgument) for settings ReductionPool refuses.
+  explicit ServerKeyStore(int num_workers, uint64_t memory_limit_bytes = 0,
+                          const ops::cpu::ReductionSettings& reduction = {});
   ServerKeyStore(Mode mode, int num_workers);
   ~ServerKeyStore();
   ServerKeyStore(const ServerKeyStore&) = delete;
@@ -144,6 +148,8 @@ class ServerKeyStore {
   void set_mode(Mode mode) { rules_.set_mode(mode); }
   Mode mode() const { return rules_.mode(); }
   int num_workers() const { return num_workers_; }
+  // The threads that sum the parts' rounds (for tests and diagnostics).
+  const ops::cpu::ReductionPool& reduction_pool() const { return reduction_; }
 
   // data: the part's bytes (rank 0) — other ranks' values are checked for
   // size only. Throws on a mismatch or a repeated init from one worker;
@@ -331,6 +337,8 @@ class ServerKeyStore {
 
   const int num_workers_;
   const std::shared_ptr<core::Context> cpu_;
+  // Before entries_: the parts' rounds sum on it until they are gone.
+  ops::cpu::ReductionPool reduction_;
   RoundRules rules_;
   WorkerRoster roster_;
 

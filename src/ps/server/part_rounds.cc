@@ -5,7 +5,6 @@
 #include <string>
 #include <utility>
 
-#include "ops/cpu/tensor_math.h"
 
 namespace dt::ps {
 
@@ -20,7 +19,8 @@ std::string part_name(const PartKey& p) {
 }
 
 PartRounds::PartRounds(const PartInfo& info, uint64_t optimizer_key, int num_workers, RoundRules& rules,
-                       const RoundAttendance& attendance, std::shared_ptr<core::Context> cpu)
+                       const RoundAttendance& attendance, std::shared_ptr<core::Context> cpu,
+                       ops::cpu::ReductionPool& reduction)
     : info_(info),
       optimizer_key_(optimizer_key),
       bytes_(static_cast<size_t>(info.part.end - info.part.begin) * core::dtype_size(info.dtype)),
@@ -28,6 +28,7 @@ PartRounds::PartRounds(const PartInfo& info, uint64_t optimizer_key, int num_wor
       rules_(rules),
       attendance_(attendance),
       cpu_(std::move(cpu)),
+      reduction_(reduction),
       inited_by_(static_cast<size_t>(num_workers), false),
       staged_(static_cast<size_t>(num_workers)),
       pushed_round_(static_cast<size_t>(num_workers), 0) {}
@@ -171,7 +172,7 @@ void PartRounds::add_term(const void* data) {
   if (terms_ == 0) {
     std::memcpy(merged_.data(), data, bytes_);
   } else {
-    ops::cpu::add(info_.dtype, merged_.data(), merged_.data(), data, merged_.size());
+    reduction_.add(info_.dtype, merged_.data(), merged_.data(), data, merged_.size());
   }
   ++terms_;
 }

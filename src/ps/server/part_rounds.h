@@ -23,6 +23,7 @@
 #include "core/context.h"
 #include "core/error.h"
 #include "core/ndarray.h"
+#include "ops/cpu/reduction_pool.h"
 #include "optim/update_numbers.h"
 #include "ps/server/round_rules.h"
 #include "ps/transport/tensor_part.h"
@@ -73,8 +74,11 @@ class PartRounds {
   };
 
   // optimizer_key: unique per part (the optimizer keeps state per key).
+  // reduction: the server's summing threads (a large round's sum is cut
+  // into ranges, the same bits as one thread's).
   PartRounds(const PartInfo& info, uint64_t optimizer_key, int num_workers, RoundRules& rules,
-             const RoundAttendance& attendance, std::shared_ptr<core::Context> cpu);
+             const RoundAttendance& attendance, std::shared_ptr<core::Context> cpu,
+             ops::cpu::ReductionPool& reduction);
 
   const PartInfo& info() const { return info_; }
   int num_workers() const { return num_workers_; }
@@ -172,6 +176,7 @@ class PartRounds {
   RoundRules& rules_;
   const RoundAttendance& attendance_;
   const std::shared_ptr<core::Context> cpu_;
+  ops::cpu::ReductionPool& reduction_;
 
   std::vector<bool> inited_by_;
   bool ready_ = false;

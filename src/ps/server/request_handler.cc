@@ -61,8 +61,9 @@ std::vector<DecodedSlice> decode_all(const Frame& frame, const wire::DataRequest
 
 }  // namespace
 
-ServerRequestHandler::ServerRequestHandler(int num_workers, uint64_t memory_limit_bytes)
-    : store_(num_workers, memory_limit_bytes) {}
+ServerRequestHandler::ServerRequestHandler(int num_workers, uint64_t memory_limit_bytes,
+                                           const ops::cpu::ReductionSettings& reduction)
+    : store_(num_workers, memory_limit_bytes, reduction) {}
 
 void ServerRequestHandler::fail(const Error& error) {
   agreement_.fail(error);

@@ -63,8 +63,9 @@ namespace dt::ps {
 
 class ServerRequestHandler {
  public:
-  // memory_limit_bytes: see ServerKeyStore (0: automatic).
-  explicit ServerRequestHandler(int num_workers, uint64_t memory_limit_bytes = 0);
+  // memory_limit_bytes, reduction: see ServerKeyStore (0: automatic).
+  explicit ServerRequestHandler(int num_workers, uint64_t memory_limit_bytes = 0,
+                                const ops::cpu::ReductionSettings& reduction = {});
   ServerRequestHandler(const ServerRequestHandler&) = delete;
   ServerRequestHandler& operator=(const ServerRequestHandler&) = delete;
 

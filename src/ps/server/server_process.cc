@@ -106,7 +106,7 @@ uint64_t memory_limit_from_env() {
 
 void run_server(const JobConfig& job, const PsOptions& options) {
   options.validate();
-  ServerRequestHandler server(job.num_workers, memory_limit_from_env());
+  ServerRequestHandler server(job.num_workers, memory_limit_from_env(), options.reduction());
   const std::string ipc = ipc_path(job, &server);
   if (!ipc.empty()) remove_stale_ipc_files();
   IpcFileRemover remove_ipc_file(ipc);

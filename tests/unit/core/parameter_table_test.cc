@@ -32,15 +32,34 @@ TEST(CoreParameterTable, EachVariableIsDeclaredOnceWithADocLine) {
   EXPECT_EQ(find_parameter("DT_NO_SUCH_VARIABLE"), nullptr);
 }
 
-TEST(CoreParameterTable, MxnetKnobsThatMeanNothingHereSaySo) {
-  for (const char* name : {"MXNET_KVSTORE_REDUCTION_NTHREADS", "MXNET_ENABLE_GPU_P2P"}) {
+TEST(CoreParameterTable, MxnetKnobsWeActOnAreHonouredAndTheOthersRefusedByName) {
+  for (const char* name : {"MXNET_KVSTORE_REDUCTION_NTHREADS", "MXNET_ENABLE_GPU_P2P", "MXNET_KVSTORE_BIGARRAY_BOUND"}) {
     const Parameter* p = find_parameter(name);
     ASSERT_NE(p, nullptr) << name;
-    EXPECT_EQ(p->support, Support::kAcceptedNotHonoured) << name;
+    EXPECT_EQ(p->support, Support::kHonoured) << name;
   }
-  EXPECT_EQ(find_parameter("MXNET_KVSTORE_BIGARRAY_BOUND")->support, Support::kHonoured);
-  EXPECT_NE(parameters_as_markdown().find("**Not honoured.**"), std::string::npos);
-  EXPECT_NE(parameters_as_text().find("not honoured"), std::string::npos);
+  EXPECT_STREQ(find_parameter("MXNET_KVSTORE_REDUCTION_NTHREADS")->default_value, "4");
+  EXPECT_STREQ(find_parameter("MXNET_ENABLE_GPU_P2P")->default_value, "1");
+  // Every variable that is not honoured is a refused one, and the table's
+  // pages name it so, on its own row.
+  const std::string markdown = parameters_as_markdown();
+  const std::string text = parameters_as_text();
+  size_t refused = 0;
+  for (size_t i = 0; i < parameter_count(); ++i) {
+    const Parameter& p = parameters()[i];
+    if (p.support != Support::kRefused) continue;
+    ++refused;
+    EXPECT_NE(markdown.find("| `" + std::string(p.name) + "` | " + parameter_type_name(p.type) +
+                            " |  | **Refused: not honoured.** "),
+              std::string::npos)
+        << p.name;
+    EXPECT_NE(text.find("  " + std::string(p.name) + " (" + parameter_type_name(p.type) + ", refused: not honoured)"),
+              std::string::npos)
+        << p.name;
+  }
+  EXPECT_GE(refused, 2u);
+  EXPECT_EQ(find_parameter("MXNET_UPDATE_ON_KVSTORE")->support, Support::kRefused);
+  EXPECT_EQ(markdown.find("accepted"), std::string::npos) << "nothing is accepted without effect";
 }
 
 TEST(CoreParameterTable, ReadingAnUndeclaredVariableIsABug) {

@@ -60,10 +60,25 @@ TEST(PsEnvironmentOptions, MalformedValuesAreErrorsNamingTheVariable) {
   EXPECT_NE(error_of({{"DT_BIGARRAY_BOUND_BYTES", "12abc"}}).find("positive count of bytes"), std::string::npos);
 }
 
-TEST(PsEnvironmentOptions, MxnetKnobsThatMeanNothingHereAreNamedNotIgnored) {
-  const auto notes = mxnet_knob_notes(env_of({{"PS_RESEND", "1"}, {"MXNET_ENABLE_GPU_P2P", "0"}}));
-  ASSERT_EQ(notes.size(), 1u);  // PS_RESEND is honoured
-  EXPECT_EQ(notes[0].rfind("MXNET_ENABLE_GPU_P2P=0: accepted", 0), 0u) << notes[0];
+TEST(PsEnvironmentOptions, RefusedMxnetVariablesAreNamedNotIgnored) {
+  const auto notes = mxnet_knob_notes(env_of({{"PS_RESEND", "1"},
+                                              {"MXNET_ENABLE_GPU_P2P", "0"},
+                                              {"MXNET_KVSTORE_REDUCTION_NTHREADS", "2"},
+                                              {"MXNET_UPDATE_ON_KVSTORE", "0"}}));
+  ASSERT_EQ(notes.size(), 1u);  // the others are honoured
+  EXPECT_EQ(notes[0].rfind("MXNET_UPDATE_ON_KVSTORE=0: refused, not honoured here: ", 0), 0u) << notes[0];
+  EXPECT_NE(notes[0].find("update_on_kvstore"), std::string::npos) << notes[0];
+}
+
+TEST(PsEnvironmentOptions, ReductionThreadsComeFromMxnetsVariable) {
+  EXPECT_EQ(ps_options_from_environment(env_of({})).reduction_threads, 4);
+  const PsOptions o = ps_options_from_environment(
+      env_of({{"MXNET_KVSTORE_REDUCTION_NTHREADS", "2"}, {"MXNET_KVSTORE_BIGARRAY_BOUND", "1000"}}));
+  EXPECT_EQ(o.reduction().threads, 2);
+  EXPECT_EQ(o.reduction().parallel_bytes, 4000u) << "from MXNet's bound on, as MXNet";
+  EXPECT_NE(error_of({{"MXNET_KVSTORE_REDUCTION_NTHREADS", "0"}}).find("positive count of threads"),
+            std::string::npos);
+  EXPECT_NE(error_of({{"MXNET_KVSTORE_REDUCTION_NTHREADS", "300"}}).find("more than 256 threads"), std::string::npos);
 }
 
 TEST(PsEnvironmentOptions, PsResendTurnsResendingOnWithItsTimeoutInMilliseconds) {

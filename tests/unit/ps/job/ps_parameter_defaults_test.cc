@@ -35,6 +35,10 @@ TEST(PsParameterDefaults, DeadlinesAndBoundsMatchPsOptions) {
   EXPECT_EQ(default_of("MXNET_KVSTORE_BIGARRAY_BOUND"), std::to_string(d.bigarray_bound_bytes / sizeof(float)));
   EXPECT_EQ(default_of("DT_WORKER_LOSS"), "fail");
   EXPECT_EQ(default_of("DT_SERVER_REPLICATION"), std::to_string(d.server_replicas));
+  EXPECT_EQ(default_of("MXNET_KVSTORE_REDUCTION_NTHREADS"), std::to_string(d.reduction_threads));
+  // A pool made without settings (a test's store) sums as a job's would.
+  EXPECT_EQ(d.reduction().threads, ops::cpu::ReductionSettings{}.threads);
+  EXPECT_EQ(d.reduction().parallel_bytes, ops::cpu::ReductionSettings{}.parallel_bytes);
 }
 
 TEST(PsParameterDefaults, VerboseLogForwardsToTheLogChannel) {

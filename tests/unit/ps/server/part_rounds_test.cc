@@ -26,11 +26,12 @@ struct ScriptedAttendance : RoundAttendance {
 
 struct Part {
   explicit Part(int workers) : rounds(PartInfo{PartKey{5, 0, 3}, DType::kFloat32, Shape({3})}, 0, workers, rules,
-                                      attendance, core::make_cpu_context()) {
+                                      attendance, core::make_cpu_context(), reduction) {
     rules.set_mode(StoreMode::kSync);
   }
   RoundRules rules;
   ScriptedAttendance attendance;
+  ops::cpu::ReductionPool reduction{ops::cpu::ReductionSettings{1, 4000000}};
   PartRounds rounds;
 };
 
