@@ -12,7 +12,10 @@
 //   - a delivered batch the consumer still holds when its slot comes round
 //     again is never overwritten: the slot gets new arrays and the old ones
 //     stay the consumer's (a Batch is the consumer's for as long as it
-//     likes, as the loader's are);
+//     likes, as the loader's are). A float32 net keeps its last input until
+//     its next forward, so under Trainer::fit a slot's device arrays are
+//     new each time (from the context's caching allocator, on the consumer's
+//     thread); the page-locked host slots and the events are what alternate;
 //   - on a CPU target there is no copy stream: the thread copies the
 //     loader's batch into the slot's (aligned host) arrays, which are what
 //     the consumer gets; ordering and slot reuse are the same code.
