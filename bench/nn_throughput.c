@@ -2,11 +2,12 @@
  * nn_throughput: images/s of a full training step (forward, backward, SGD
  * momentum update) through the C API, one JSON line per model:
  *   {"model":"lenet","device":"cpu","precision":"fp32","batch":64,"threads":2,
- *    "images_per_s":...}
+ *    "input":"synthetic","images_per_s":...}
  *
  *   nn_throughput [--device cpu|gpu] [--precision fp32|fp16|bf16]
  *                 [--threads N] [--steps N] [--warmup N] [--batch N]
  *                 [--model lenet|resnet18|all] [--json FILE] [--kvstore TYPE]
+ *                 [--cifar DIR]
  *
  * Batches: LeNet 64; ResNet-18 32 on the CPU and 128 (the issue's figure) on
  * the GPU; --batch N sets both. The GPU runs more steps by default (500
@@ -27,6 +28,15 @@
  * backward or not (DT_KVSTORE_OVERLAP=1 or 0):
  *   dtrun -n 2 -s 0 -- nn_throughput --model resnet18 --kvstore allreduce --threads 1
  * Each worker prints its line, with "kvstore", "workers" and "overlap".
+ *
+ * --cifar DIR (with --model resnet18) feeds the steps from the CIFAR loader
+ * instead (DIR's training files, as tests/examples/write_synthetic_cifar.py
+ * DIR RECORDS writes them; random crop with padding 4 and flips, on the
+ * loader's threads) through dt_trainer_fit, which stages each batch onto
+ * the device while the step before computes: one warm-up epoch, then whole
+ * epochs covering at least --steps steps. Its line says "input":"cifar-loader"
+ * (else "synthetic"); the ratio of the two lines is how much of the step
+ * rate the input pipeline keeps.
  *
  * Compare with bench/peers/torch_nn_throughput.py run in the same session:
  * these machines drift +-25% between runs, ratios are what count.
@@ -76,12 +86,44 @@ static void wait_for_net(const dt_net *net) {
   dt_ndarray_free(param);
 }
 
-static double run(dt_device_type device, dt_dtype compute, const char *model, const char *options, int64_t batch,
-                  const int64_t *sample, int threads, int warmup, int steps, dt_kvstore *kv) {
-  dt_context *ctx;
-  dt_net *net;
-  dt_optimizer *opt;
-  dt_trainer *trainer;
+/* Trains from the CIFAR loader in DIR: one warm-up epoch, then whole epochs
+ * of at least `steps` steps; images per second of those. */
+static double run_from_loader(dt_trainer *trainer, const dt_net *net, const char *dir, int64_t batch, int steps) {
+  dt_data_loader *loader;
+  dt_data_loader_options lo;
+  dt_fit_options fo;
+  size_t batches;
+  int epochs;
+  double start;
+  CHECK(dt_data_loader_options_init(&lo, sizeof lo));
+  lo.batch_size = batch;
+  lo.last_batch = DT_LAST_BATCH_DISCARD;
+  lo.random_crop_padding = 4;
+  lo.random_flip = 1;
+  CHECK(dt_data_loader_create_cifar(&loader, dir, "train", 10, &lo));
+  CHECK(dt_data_loader_num_batches(&batches, loader));
+  if (batches == 0) {
+    fprintf(stderr, "nn_throughput: %s holds less than one batch of %d\n", dir, (int)batch);
+    exit(1);
+  }
+  epochs = (int)(((size_t)steps + batches - 1) / batches);
+  CHECK(dt_fit_options_init(&fo, sizeof fo));
+  fo.progress = 2;
+  fo.epochs = 1;
+  CHECK(dt_trainer_fit(trainer, loader, NULL, &fo));
+  wait_for_net(net);
+  start = now_seconds();
+  fo.epochs = 1 + epochs;
+  CHECK(dt_trainer_fit(trainer, loader, NULL, &fo));
+  wait_for_net(net);
+  start = now_seconds() - start;
+  dt_data_loader_free(loader);
+  return (double)((int64_t)batches * epochs * batch) / start;
+}
+
+/* Steps on one synthetic batch already on the device; images per second. */
+static double run_synthetic(dt_trainer *trainer, const dt_net *net, dt_context *ctx, int64_t batch,
+                            const int64_t *sample, int warmup, int steps) {
   dt_ndarray *data, *labels;
   int64_t dims[4] = {batch, sample[0], sample[1], sample[2]};
   size_t n = (size_t)(batch * sample[0] * sample[1] * sample[2]);
@@ -91,16 +133,6 @@ static double run(dt_device_type device, dt_dtype compute, const char *model, co
   int64_t i;
   fill_random(host, n, 7);
   for (i = 0; i < batch; ++i) host_labels[i] = (int32_t)(i % 10);
-
-  CHECK(dt_context_create(&ctx, device, 0));
-  CHECK(dt_context_set_num_threads(ctx, threads));
-  CHECK(dt_net_create(&net, ctx, model, options));
-  CHECK(dt_net_set_compute_dtype(net, compute));
-  CHECK(dt_net_initialize(net, 1));
-  CHECK(dt_optimizer_create(&opt, "sgd"));
-  CHECK(dt_optimizer_set_double(opt, "learning_rate", 0.01));
-  CHECK(dt_optimizer_set_double(opt, "momentum", 0.9));
-  CHECK(dt_trainer_create(&trainer, net, opt, kv, NULL));
   CHECK(dt_ndarray_create(&data, ctx, DT_FLOAT32, dims, 4));
   CHECK(dt_ndarray_create(&labels, ctx, DT_INT32, &batch, 1));
   CHECK(dt_ndarray_copy_from_host(data, host, n * sizeof(float)));
@@ -115,13 +147,34 @@ static double run(dt_device_type device, dt_dtype compute, const char *model, co
 
   dt_ndarray_free(labels);
   dt_ndarray_free(data);
+  free(host_labels);
+  free(host);
+  return (double)(batch * steps) / seconds;
+}
+
+static double run(dt_device_type device, dt_dtype compute, const char *model, const char *options, int64_t batch,
+                  const int64_t *sample, int threads, int warmup, int steps, dt_kvstore *kv, const char *cifar) {
+  dt_context *ctx;
+  dt_net *net;
+  dt_optimizer *opt;
+  dt_trainer *trainer;
+  double ips;
+  CHECK(dt_context_create(&ctx, device, 0));
+  CHECK(dt_context_set_num_threads(ctx, threads));
+  CHECK(dt_net_create(&net, ctx, model, options));
+  CHECK(dt_net_set_compute_dtype(net, compute));
+  CHECK(dt_net_initialize(net, 1));
+  CHECK(dt_optimizer_create(&opt, "sgd"));
+  CHECK(dt_optimizer_set_double(opt, "learning_rate", 0.01));
+  CHECK(dt_optimizer_set_double(opt, "momentum", 0.9));
+  CHECK(dt_trainer_create(&trainer, net, opt, kv, NULL));
+  ips = cifar != NULL ? run_from_loader(trainer, net, cifar, batch, steps)
+                      : run_synthetic(trainer, net, ctx, batch, sample, warmup, steps);
   dt_trainer_free(trainer);
   dt_optimizer_free(opt);
   dt_net_free(net);
   dt_context_free(ctx);
-  free(host_labels);
-  free(host);
-  return (double)(batch * steps) / seconds;
+  return ips;
 }
 
 /* Whether the device can be used, saying why not on stderr. */
@@ -139,7 +192,7 @@ static int device_usable(dt_device_type device) {
 }
 
 static void report(FILE *json, const char *model, const char *device, const char *precision, int64_t batch,
-                   int threads, double ips, dt_kvstore *kv) {
+                   int threads, double ips, dt_kvstore *kv, const char *input) {
   char line[512], store[192] = "";
   if (kv != NULL) {
     const char *type = "";
@@ -153,8 +206,8 @@ static void report(FILE *json, const char *model, const char *device, const char
   }
   snprintf(line, sizeof line,
            "{\"model\":\"%s\",\"device\":\"%s\",\"precision\":\"%s\",\"batch\":%d,\"threads\":%d,"
-           "\"images_per_s\":%.1f%s}\n",
-           model, device, precision, (int)batch, threads, ips, store);
+           "\"input\":\"%s\",\"images_per_s\":%.1f%s}\n",
+           model, device, precision, (int)batch, threads, input, ips, store);
   fputs(line, stdout);
   if (json) fputs(line, json);
 }
@@ -169,6 +222,7 @@ int main(int argc, char **argv) {
   dt_dtype compute = DT_FLOAT32;
   const char *json_path = NULL;
   const char *kvstore = NULL;
+  const char *cifar_dir = NULL;
   dt_kvstore *kv = NULL;
   FILE *json = NULL;
   static const int64_t mnist[3] = {1, 28, 28};
@@ -183,6 +237,7 @@ int main(int argc, char **argv) {
     else if (strcmp(argv[i], "--precision") == 0) precision = argv[i + 1];
     else if (strcmp(argv[i], "--batch") == 0) batch = atoll(argv[i + 1]);
     else if (strcmp(argv[i], "--kvstore") == 0) kvstore = argv[i + 1];
+    else if (strcmp(argv[i], "--cifar") == 0) cifar_dir = argv[i + 1];
     else {
       fprintf(stderr, "unknown option %s\n", argv[i]);
       return 2;
@@ -219,6 +274,10 @@ int main(int argc, char **argv) {
     fprintf(stderr, "--kvstore needs one --model (lenet or resnet18)\n");
     return 2;
   }
+  if (cifar_dir != NULL && strcmp(which, "resnet18") != 0) {
+    fprintf(stderr, "--cifar feeds ResNet-18's 3x32x32 input: add --model resnet18\n");
+    return 2;
+  }
   if (!device_usable(device)) return 1;
   if (kvstore != NULL) CHECK(dt_kvstore_create_ex(&kv, kvstore, NULL));
   if (json_path != NULL && (json = fopen(json_path, "a")) == NULL) {
@@ -229,14 +288,14 @@ int main(int argc, char **argv) {
   if (strcmp(which, "all") == 0 || strcmp(which, "lenet") == 0) {
     int64_t b = batch > 0 ? batch : 64;
     double ips = run(device, compute, "lenet", NULL, b, mnist, threads, warmup >= 0 ? warmup : (on_gpu ? 10 : 3),
-                     steps > 0 ? steps : (on_gpu ? 500 : 100), kv);
-    report(json, "lenet", device_name, precision, b, threads, ips, kv);
+                     steps > 0 ? steps : (on_gpu ? 500 : 100), kv, NULL);
+    report(json, "lenet", device_name, precision, b, threads, ips, kv, "synthetic");
   }
   if (strcmp(which, "all") == 0 || strcmp(which, "resnet18") == 0) {
     int64_t b = batch > 0 ? batch : (on_gpu ? 128 : 32);
     double ips = run(device, compute, "resnet18", "{\"input_shape\":[3,32,32],\"classes\":10}", b, cifar,
-                     threads, warmup >= 0 ? warmup : (on_gpu ? 10 : 2), steps > 0 ? steps : (on_gpu ? 100 : 10), kv);
-    report(json, "resnet18", device_name, precision, b, threads, ips, kv);
+                     threads, warmup >= 0 ? warmup : (on_gpu ? 10 : 2), steps > 0 ? steps : (on_gpu ? 100 : 10), kv, cifar_dir);
+    report(json, "resnet18", device_name, precision, b, threads, ips, kv, cifar_dir ? "cifar-loader" : "synthetic");
   }
   if (json) fclose(json);
   dt_kvstore_free(kv);

@@ -121,6 +121,27 @@ if [ "${DT_GPU_BENCH:-1}" != "0" ]; then
     timeout "$bt" python3 "$repo/bench/peers/torch_nn_throughput.py" --device gpu --precision "$precision" \
       2>>"$out/bench.log" | tee -a "$out/torch_nn_throughput.jsonl"
   done
+  # Input that keeps the GPU busy: ResNet-18 (batch 128, bf16) fed by the
+  # CIFAR loader with crop + flip, staged onto the device while the step
+  # before computes, against the synthetic-batch bf16 line above; the goal
+  # is a ratio of at least 0.9. 5 x 1024 training images: 40 batches an epoch.
+  cifar="$build/cifar-synthetic"
+  [ -e "$cifar/data_batch_5.bin" ] || { mkdir -p "$cifar" && python3 "$repo/tests/examples/write_synthetic_cifar.py" "$cifar" 1024; }
+  timeout "$bt" "$build/bench/nn_throughput" --device gpu --precision bf16 --model resnet18 --cifar "$cifar" \
+    --json "$out/nn_throughput.jsonl" 2>>"$out/bench.log" | tee -a "$out/bench.log"
+  python3 - "$out/nn_throughput.jsonl" <<'RATIO' | tee -a "$out/summary.txt"
+import json, sys
+rate = {}
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    if r.get("model") == "resnet18" and r.get("precision") == "bf16":
+        rate[r.get("input", "synthetic")] = r["images_per_s"]
+if len(rate) == 2:
+    print("gpu-check: resnet18 bf16 b128 cifar-loader/synthetic = %.3f (%.0f vs %.0f images/s; goal >= 0.9)"
+          % (rate["cifar-loader"] / rate["synthetic"], rate["cifar-loader"], rate["synthetic"]))
+else:
+    print("gpu-check: resnet18 bf16 loader ratio not measured (lines: %s)" % sorted(rate))
+RATIO
   [ -x "$build/bench/allreduce_bench" ] && timeout "$bt" "$build/bench/allreduce_bench" --max-bytes 268435456 \
     2>>"$out/bench.log" | tee "$out/allreduce_bench.jsonl"
 fi

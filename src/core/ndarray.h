@@ -30,6 +30,9 @@ class NDArray {
   size_t nbytes() const { return size() * dtype_size(dtype_); }
 
   void* data() const { return static_cast<char*>(storage_->data()) + offset_; }
+  // How many arrays (this one, its copies and views) share its storage: an
+  // owner that hands out views learns whether one is still held.
+  long storage_use_count() const { return storage_.use_count(); }
   template <typename T>
   T* data_as() const {
     return static_cast<T*>(data());

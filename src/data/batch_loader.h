@@ -62,6 +62,8 @@ struct LoaderOptions {
 // One batch of B samples. The arrays are allocated for this batch alone and
 // the loader keeps no reference to them: the consumer owns them and may hold
 // them for as long as it likes, also while later batches are prepared.
+// (A BatchStager, data/batch_stager.h, delivers them on its target context
+// instead, under the same promise.)
 struct Batch {
   core::NDArray images;  // (B, C, H, W) float32 on the CPU
   core::NDArray labels;  // (B) int32 on the CPU
@@ -105,6 +107,11 @@ class BatchLoader {
   // start_epoch, or, before the first, in the first epoch. Under kRollover
   // this includes the leftovers carried into that epoch.
   int64_t batches_per_epoch() const;
+
+  // The shape of one sample (a batch's dims after the first) and the most
+  // rows a batch has: what a consumer sizes its buffers by.
+  const core::Shape& sample_shape() const { return sample_shape_; }
+  int64_t batch_size() const { return options_.batch_size; }
 
  private:
   int64_t count_batches(int64_t samples) const;

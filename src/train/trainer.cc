@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/safetensors.h"
+#include "data/batch_stager.h"
 #include "kvstore/kvstore_factory.h"
 #include "train/batch_split.h"
 #include "train/checkpoint_directory.h"
@@ -368,8 +369,10 @@ EpochRecord Trainer::fit(data::BatchLoader& train, data::BatchLoader* test, cons
       }
     }
   }
+  // Batch k+1 goes to the net's device while step k computes.
+  data::BatchStager stager(train, net_->context());
   while (epoch_ < options.epochs) {
-    train.start_epoch(epoch_);
+    stager.start_epoch(epoch_);
     EpochMetrics metrics;
     const auto start = std::chrono::steady_clock::now();
     const double compute_before = compute_seconds_;
@@ -377,8 +380,8 @@ EpochRecord Trainer::fit(data::BatchLoader& train, data::BatchLoader* test, cons
     data::Batch batch;
     int64_t done = 0;
     // The batches of this epoch the job trained before this worker joined.
-    for (; batches_to_skip > 0 && train.next(batch); --batches_to_skip) ++done;
-    while (train.next(batch)) {
+    for (; batches_to_skip > 0 && stager.next(batch); --batches_to_skip) ++done;
+    while (stager.next(batch)) {
       if (let_workers_in) admit_joining_workers();
       let_workers_in = true;
       const BatchResult r = train_batch(batch.images, batch.labels);

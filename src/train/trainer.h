@@ -11,6 +11,8 @@
 //  - A net on a GPU trains there: batches (host memory from the loader) are
 //    copied to its device, the optimizer updates run as CUDA kernels on the
 //    device's stream, and only the loss and accuracy come back to the host.
+//    fit stages them (data/batch_stager.h): batch k+1 is copied while step
+//    k computes; on the CPU the staged batches are the loader's, bit for bit.
 //  - The kvstore is initialised lazily at the first step (as Gluon does), so
 //    a checkpoint can be loaded into a fresh trainer before training; the
 //    states and the calls each refuses are in train/training_phase.h.

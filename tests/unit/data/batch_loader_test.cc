@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "data/mnist_dataset.h"
+#include "counting_dataset.h"
 #include "data_test_util.h"
 
 namespace dt::data {
@@ -21,35 +22,10 @@ namespace {
 
 using core::DType;
 using core::ErrorCode;
+using testing::CountingDataset;
 using testing::thrown_by;
 using Indices = std::vector<int64_t>;
 using namespace std::chrono_literals;
-
-// Sample i has label i and every pixel equal to i % 256, so a batch tells
-// which samples it holds. Optionally slow, or failing at one index. Counts
-// the reads it has begun, so a test can wait for the loader's worker to
-// reach a point.
-class CountingDataset final : public Dataset {
- public:
-  explicit CountingDataset(int64_t size, std::chrono::microseconds delay = 0us, int64_t fail_at = -1)
-      : size_(size), delay_(delay), fail_at_(fail_at) {}
-  int64_t size() const override { return size_; }
-  core::Shape sample_shape() const override { return {1, 2, 2}; }
-  int64_t reads_begun() const { return reads_begun_; }
-  int32_t read_sample(int64_t index, uint8_t* pixels) const override {
-    ++reads_begun_;
-    if (delay_.count() > 0) std::this_thread::sleep_for(delay_);
-    if (index == fail_at_) throw core::Error(ErrorCode::kIo, "sample " + std::to_string(index) + " is corrupt");
-    std::memset(pixels, static_cast<int>(index % 256), 4);
-    return static_cast<int32_t>(index);
-  }
-
- private:
-  int64_t size_;
-  std::chrono::microseconds delay_;
-  int64_t fail_at_;
-  mutable std::atomic<int64_t> reads_begun_{0};
-};
 
 LoaderOptions options_with(int64_t batch_size, LastBatch last_batch, float mean = 0.0f, float std = 1.0f) {
   LoaderOptions options;

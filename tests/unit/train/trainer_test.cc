@@ -118,6 +118,31 @@ TEST_F(TrainerTest, ResumedRunIsBitIdenticalToAnUninterruptedOne) {
   expect_same_weights(*straight, *resumed);
 }
 
+// fit stages its batches (data/batch_stager.h): on the CPU that must train
+// exactly as a loop that feeds the loader's own batches to train_batch.
+TEST_F(TrainerTest, FitThroughTheStagerEqualsAHandFedLoopBitForBit) {
+  auto staged = lenet(6);
+  {
+    Trainer trainer(staged, sgd_momentum(), nullptr);
+    auto loader = small_loader();
+    trainer.fit(*loader, nullptr, quiet(2));
+  }
+  auto hand_fed = lenet(6);
+  {
+    Trainer trainer(hand_fed, sgd_momentum(), nullptr);
+    auto loader = small_loader();
+    data::Batch batch;
+    for (int epoch = 0; epoch < 2; ++epoch) {
+      loader->start_epoch(epoch);
+      while (loader->next(batch)) trainer.train_batch(batch.images, batch.labels);
+    }
+    EXPECT_EQ(trainer.steps(), 2 * loader->batches_per_epoch());
+  }
+  expect_same_weights(*staged, *hand_fed);
+  // And the weights moved: equal because both trained, not because neither did.
+  EXPECT_NE(all_weights(*staged), all_weights(*lenet(6)));
+}
+
 // Issue 19, item 4: with a checkpoint directory the same fit call restarts
 // a stopped job from the manifest's epoch, bit for bit; an epoch whose
 // files were being written when the job died (no manifest yet) is ignored.
