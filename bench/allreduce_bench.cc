@@ -27,7 +27,9 @@
 //
 // allreduce_bench [--device cpu|gpu] [--ranks N] [--transport ipc|tcp]
 //                 [--min-bytes N] [--max-bytes N] [--factor 2|4] [--gpus N]
-//                 [--netns NS,... --hosts ADDR,...]
+//                 [--chunk-bytes N] [--netns NS,... --hosts ADDR,...]
+// --chunk-bytes: the ring's pipelining unit (HostCommunicatorOptions), to
+// measure what another would give.
 #include <fcntl.h>
 #include <sched.h>
 #include <sys/wait.h>
@@ -68,6 +70,7 @@ struct Options {
   size_t max_bytes = 256 << 20;
   size_t factor = 4;
   int gpus = 0;  // 0: all visible
+  size_t chunk_bytes = 0;  // 0: HostCommunicatorOptions' default
   std::vector<std::string> netns;  // rank r runs in netns[r % size], listening on hosts[r % size]
   std::vector<std::string> hosts;
 };
@@ -83,7 +86,7 @@ std::vector<std::string> split_commas(const std::string& text) {
 [[noreturn]] void usage(const char* why) {
   std::fprintf(stderr,
                "allreduce_bench: %s\nusage: allreduce_bench [--device cpu|gpu] [--ranks N] [--transport ipc|tcp] "
-               "[--min-bytes N] [--max-bytes N] [--factor 2|4] [--gpus N] [--netns NS,... --hosts ADDR,...]\n",
+               "[--min-bytes N] [--max-bytes N] [--factor 2|4] [--gpus N] [--chunk-bytes N] [--netns NS,... --hosts ADDR,...]\n",
                why);
   std::exit(64);
 }
@@ -111,6 +114,8 @@ Options parse(int argc, char** argv) {
       o.factor = value;
     } else if (arg == "--gpus") {
       o.gpus = static_cast<int>(value);
+    } else if (arg == "--chunk-bytes") {
+      o.chunk_bytes = value;
     } else if (arg == "--netns") {
       o.netns = split_commas(text);
     } else if (arg == "--hosts") {
@@ -203,6 +208,7 @@ void run_cpu_rank(const Options& o, int rank, int up, int down) {
   };
   host::HostCommunicatorOptions options;
   options.use_ipc = !o.tcp;
+  if (o.chunk_bytes > 0) options.chunk_bytes = o.chunk_bytes;
   if (!o.netns.empty()) {
     const size_t at = static_cast<size_t>(rank) % o.netns.size();
     enter_netns(o.netns[at]);
