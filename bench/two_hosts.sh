@@ -90,7 +90,10 @@ trap 'exit 143' TERM
 
 netns_create "dth$(($$ % 100000))" "$HOSTS" || exit 1
 if [ -n "$RATE" ]; then
-  netns_shape "$RATE" "$DELAY" || { echo "two_hosts: tc could not shape to $RATE $DELAY" >&2; exit 1; }
+  netns_shape "$RATE" "$DELAY" || {
+    echo "two_hosts: tc could not shape to $RATE${DELAY:+ with $DELAY delay}${DELAY:+ (a delay needs the netem qdisc, sch_netem, in the kernel)}" >&2
+    exit 1
+  }
 fi
 
 PORT=$((20000 + ($$ % 20000)))
@@ -202,12 +205,14 @@ done
 # The targets of issue 41, from this run's lines: per path, rank count and
 # size, the median over the rounds of each side, then the ratio.
 jq -c -s '
-  def median: sort | if length % 2 == 1 then .[length / 2 | floor] else (.[length / 2 - 1] + .[length / 2]) / 2 end;
+  def median: map(select(. != null)) | sort
+    | if length == 0 then null elif length % 2 == 1 then .[length / 2 | floor]
+      else (.[length / 2 - 1] + .[length / 2]) / 2 end;
   def summary: group_by([.path, .ranks, .bytes])
     | map({path: .[0].path, ranks: .[0].ranks, bytes: .[0].bytes, rounds: length,
            busbw: (map(.busbw_gbps) | median), time: (map(.time_us) | median),
            latency: (map(.latency_us) | median), gbps: (map(.gbps) | median), rtt: (map(.rtt_us) | median)});
-  def r3: . * 1000 | round / 1000;
+  def r3: if . == null then null else . * 1000 | round / 1000 end;
   (map(select(.op == "allreduce" and (has("peer") | not))) | summary) as $ours
   | (map(select(.op == "allreduce" and has("peer"))) | summary) as $gloo
   | (map(select(.op == "pushpull" and (has("set") | not))) | summary) as $ps
@@ -215,18 +220,18 @@ jq -c -s '
   | ($ours[] as $o | $gloo[] | select(.path == $o.path and .ranks == $o.ranks and .bytes == $o.bytes) as $g
      | if $o.bytes == 4096 then
          {target: "allreduce_4k_time", path: $o.path, ranks: $o.ranks, bytes: 4096, rounds: $o.rounds,
-          ours_us: $o.time, gloo_us: $g.time, ratio: ($o.time / $g.time | r3), goal: "<=0.5",
+          ours_us: ($o.time | r3), gloo_us: ($g.time | r3), ratio: ($o.time / $g.time | r3), goal: "<=0.5",
           met: ($o.time <= 0.5 * $g.time)}
        elif $o.bytes >= 65536 then
          {target: "allreduce_busbw", path: $o.path, ranks: $o.ranks, bytes: $o.bytes, rounds: $o.rounds,
-          ours_gbps: $o.busbw, gloo_gbps: $g.busbw, ratio: ($o.busbw / $g.busbw | r3), goal: ">=1.3",
+          ours_gbps: ($o.busbw | r3), gloo_gbps: ($g.busbw | r3), ratio: ($o.busbw / $g.busbw | r3), goal: ">=1.3",
           met: ($o.busbw >= 1.3 * $g.busbw)}
        else empty end),
     ($ps[] as $p | $raw[] | select(.path == $p.path and .bytes == $p.bytes) as $r
      | if $p.bytes == 4096 then
-         {target: "ps_4k_pushpull", path: $p.path, rounds: $p.rounds, ours_us: $p.latency, raw_tcp_rtt_us: $r.rtt,
+         {target: "ps_4k_pushpull", path: $p.path, rounds: $p.rounds, ours_us: ($p.latency | r3), raw_tcp_rtt_us: ($r.rtt | r3),
           ratio: ($p.latency / $r.rtt | r3), goal: "<=2", met: ($p.latency <= 2 * $r.rtt)}
        elif $p.bytes == 67108864 then
-         {target: "ps_64m_pushpull", path: $p.path, rounds: $p.rounds, ours_gbps: $p.gbps, raw_tcp_gbps: $r.gbps,
+         {target: "ps_64m_pushpull", path: $p.path, rounds: $p.rounds, ours_gbps: ($p.gbps | r3), raw_tcp_gbps: ($r.gbps | r3),
           ratio: ($p.gbps / $r.gbps | r3), goal: ">=0.9", met: ($p.gbps >= 0.9 * $r.gbps)}
        else empty end)' "$RESULTS"
