@@ -13,26 +13,40 @@
 #                            what each namespace sends, so one way between
 #                            two namespaces takes DELAY more.
 #   netns_unshape            back to no shaping.
+#   netns_begin NAME         a scratch folder for the caller (NETNS_TMP,
+#                            named after NAME) and the traps that, on any
+#                            exit, run netns_cleanup and remove the folder.
 #   netns_cleanup            kills whatever runs in the namespaces, removes
-#                            them and the bridge; safe to call twice (the
-#                            callers' EXIT trap).
+#                            them and the bridge; safe to call twice.
 
 NETNS_NAMES=()
 NETNS_ADDRS=()
 NETNS_DEVS=()
 NETNS_PORTS=()
 NETNS_BRIDGE=""
+NETNS_TMP=""
+
+netns_begin() {
+  NETNS_TMP=$(mktemp -d "${TMPDIR:-/tmp}/$1.XXXXXX") || return 1
+  trap 'set +e; netns_cleanup; rm -rf "$NETNS_TMP"' EXIT
+  trap 'exit 130' INT
+  trap 'exit 143' TERM
+}
 
 netns_cleanup() {
-  local ns pid
+  local ns pid port
   for ns in "${NETNS_NAMES[@]}"; do
     if ip netns list | grep -qw "$ns"; then
       for pid in $(ip netns pids "$ns" 2>/dev/null); do kill -KILL "$pid" 2>/dev/null; done
       ip netns del "$ns" 2>/dev/null
     fi
   done
+  # A namespace outlives `ip netns del` while the kernel still tears down its
+  # sockets, and its veth pair with it: remove the pairs from this side.
+  for port in "${NETNS_PORTS[@]}"; do ip link del "$port" 2>/dev/null; done
   [ -n "$NETNS_BRIDGE" ] && ip link del "$NETNS_BRIDGE" 2>/dev/null
   NETNS_NAMES=()
+  NETNS_PORTS=()
   NETNS_BRIDGE=""
   return 0
 }

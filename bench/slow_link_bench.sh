@@ -49,16 +49,8 @@ command -v tc >/dev/null || { echo "slow_link_bench: tc (iproute2) is not instal
 
 # shellcheck source=bench/netns_lib.sh
 . "$(dirname "$0")/netns_lib.sh"
-T=$(mktemp -d "${TMPDIR:-/tmp}/slow_link_bench.XXXXXX")
-
-cleanup() {
-  set +e
-  netns_cleanup
-  rm -rf "$T"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+netns_begin slow_link_bench || exit 1
+T=$NETNS_TMP
 
 netns_create "dsl$(($$ % 100000))" 3 || exit 1
 NAMESPACES=("${NETNS_NAMES[@]}")

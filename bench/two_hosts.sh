@@ -78,15 +78,8 @@ fi
 
 # shellcheck source=bench/netns_lib.sh
 . "$HERE/netns_lib.sh"
-T=$(mktemp -d "${TMPDIR:-/tmp}/two_hosts.XXXXXX")
-cleanup() {
-  set +e
-  netns_cleanup
-  rm -rf "$T"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+netns_begin two_hosts || exit 1
+T=$NETNS_TMP
 
 netns_create "dth$(($$ % 100000))" "$HOSTS" || exit 1
 if [ -n "$RATE" ]; then
@@ -97,7 +90,15 @@ if [ -n "$RATE" ]; then
 fi
 
 PORT=$((20000 + ($$ % 20000)))
-next_port() { PORT=$((PORT + 1)); }
+# One part, with a port of its own, in the background: bash runs the INT and
+# TERM traps (and so the cleanup) only between commands, and `wait` is one it
+# can leave at once, where a foreground pipeline would hold it until the part
+# ends.
+part() {
+  PORT=$((PORT + 1))
+  "$@" &
+  wait $!
+}
 LIMIT=900  # seconds, any one process
 RESULTS="$T/results.jsonl"
 : >"$RESULTS"
@@ -133,7 +134,6 @@ on_host() {
 }
 
 run_raw() {
-  next_port
   on_host 1 "$BUILD/bench/tcp_echo" --serve "${H_ADDR[1]}" "$PORT" &
   local server=$!
   on_host 0 "$BUILD/bench/tcp_echo" --connect "${H_ADDR[1]}" "$PORT" --sizes 4096,67108864 | tag "$1"
@@ -151,7 +151,6 @@ run_ours() {
 
 run_gloo() {
   local path=$1 ranks=$2 r h pids=()
-  next_port
   for ((r = ranks - 1; r >= 0; r--)); do
     h=$((r % HOSTS))
     on_host "$h" /usr/bin/python3 "$HERE/peers/torch_allreduce_bench.py" --ranks "$ranks" --rank "$r" \
@@ -166,7 +165,6 @@ run_gloo() {
 
 run_ps() {
   local path=$1
-  next_port
   local common=(DMLC_PS_ROOT_URI="${H_ADDR[0]}" DMLC_PS_ROOT_PORT=$PORT DMLC_NUM_SERVER=1 DMLC_NUM_WORKER=1
     DT_PS_DATA_TRANSPORT=tcp DT_BENCH_TRANSPORT=tcp DT_BENCH_MAX_BYTES=$((64 << 20))
     DT_REQUEST_TIMEOUT_S=120 DT_STARTUP_TIMEOUT_S=30)
@@ -186,19 +184,19 @@ IFS=, read -r -a rank_list <<<"$RANKS"
 for ((ROUND = 1; ROUND <= ROUNDS; ROUND++)); do
   for path in "${path_list[@]}"; do
     place_hosts "$path"
-    [[ ",$PARTS," == *,raw,* ]] && run_raw "$path"
+    [[ ",$PARTS," == *,raw,* ]] && part run_raw "$path"
     for ranks in "${rank_list[@]}"; do
       # Alternate which side goes first, so neither always runs on the
       # warmer (or the busier) minute.
       if ((ROUND % 2 == 1)); then
-        [[ ",$PARTS," == *,ours,* ]] && run_ours "$path" "$ranks"
-        [[ ",$PARTS," == *,gloo,* ]] && run_gloo "$path" "$ranks"
+        [[ ",$PARTS," == *,ours,* ]] && part run_ours "$path" "$ranks"
+        [[ ",$PARTS," == *,gloo,* ]] && part run_gloo "$path" "$ranks"
       else
-        [[ ",$PARTS," == *,gloo,* ]] && run_gloo "$path" "$ranks"
-        [[ ",$PARTS," == *,ours,* ]] && run_ours "$path" "$ranks"
+        [[ ",$PARTS," == *,gloo,* ]] && part run_gloo "$path" "$ranks"
+        [[ ",$PARTS," == *,ours,* ]] && part run_ours "$path" "$ranks"
       fi
     done
-    [[ ",$PARTS," == *,ps,* ]] && run_ps "$path"
+    [[ ",$PARTS," == *,ps,* ]] && part run_ps "$path"
   done
 done
 
