@@ -14,7 +14,11 @@
 // --device cpu (the default without NCCL): collective::host::HostCommunicator
 // across --ranks forked processes of this program (forked before any thread
 // or nng use; the parent is their rendezvous, over pipes), linked by ipc://
-// or, with --transport tcp, tcp:// loopback. Iterations are scaled so that
+// or, with --transport tcp, tcp:// loopback. With --netns NS0,NS1,... (root;
+// bench/two_hosts.sh) rank r enters network namespace NS[r % k] right after
+// the fork, before any socket, and listens on --hosts' address r % k there:
+// every byte between namespaces crosses a veth pair and both ends' TCP
+// stacks, as between hosts. Iterations are scaled so that
 // each size runs for about half a second. The in-place all-reduce is timed on
 // zeros, so repeated sums stay finite.
 // --device gpu (the default with NCCL): NCCL over every visible GPU of this
@@ -23,16 +27,23 @@
 //
 // allreduce_bench [--device cpu|gpu] [--ranks N] [--transport ipc|tcp]
 //                 [--min-bytes N] [--max-bytes N] [--factor 2|4] [--gpus N]
+//                 [--chunk-bytes N] [--netns NS,... --hosts ADDR,...]
+// --chunk-bytes: the ring's pipelining unit (HostCommunicatorOptions), to
+// measure what another would give.
+#include <fcntl.h>
+#include <sched.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -59,12 +70,23 @@ struct Options {
   size_t max_bytes = 256 << 20;
   size_t factor = 4;
   int gpus = 0;  // 0: all visible
+  size_t chunk_bytes = 0;  // 0: HostCommunicatorOptions' default
+  std::vector<std::string> netns;  // rank r runs in netns[r % size], listening on hosts[r % size]
+  std::vector<std::string> hosts;
 };
+
+std::vector<std::string> split_commas(const std::string& text) {
+  std::vector<std::string> items;
+  std::stringstream list(text);
+  std::string item;
+  while (std::getline(list, item, ',')) items.push_back(item);
+  return items;
+}
 
 [[noreturn]] void usage(const char* why) {
   std::fprintf(stderr,
                "allreduce_bench: %s\nusage: allreduce_bench [--device cpu|gpu] [--ranks N] [--transport ipc|tcp] "
-               "[--min-bytes N] [--max-bytes N] [--factor 2|4] [--gpus N]\n",
+               "[--min-bytes N] [--max-bytes N] [--factor 2|4] [--gpus N] [--chunk-bytes N] [--netns NS,... --hosts ADDR,...]\n",
                why);
   std::exit(64);
 }
@@ -92,6 +114,12 @@ Options parse(int argc, char** argv) {
       o.factor = value;
     } else if (arg == "--gpus") {
       o.gpus = static_cast<int>(value);
+    } else if (arg == "--chunk-bytes") {
+      o.chunk_bytes = value;
+    } else if (arg == "--netns") {
+      o.netns = split_commas(text);
+    } else if (arg == "--hosts") {
+      o.hosts = split_commas(text);
     } else {
       usage(("unknown option " + arg).c_str());
     }
@@ -99,6 +127,8 @@ Options parse(int argc, char** argv) {
   if (o.factor != 2 && o.factor != 4) usage("--factor must be 2 or 4");
   if (o.min_bytes < sizeof(float) || o.min_bytes > o.max_bytes) usage("need 4 <= --min-bytes <= --max-bytes");
   if (o.ranks < 1 || o.ranks > 256) usage("--ranks must be 1 .. 256");
+  if (o.netns.size() != o.hosts.size()) usage("--netns and --hosts name one address per namespace");
+  if (!o.netns.empty() && !o.tcp) usage("--netns needs --transport tcp");
 #if !DT_WITH_NCCL
   if (o.gpu) usage("--device gpu needs a build with NCCL");
 #endif
@@ -152,6 +182,18 @@ bool read_blob(int fd, std::vector<uint8_t>& blob) {
   return read_all(fd, blob.data(), len);
 }
 
+// This process (one rank, single-threaded still) into the named network
+// namespace, as `ip netns exec` does.
+void enter_netns(const std::string& name) {
+  const std::string path = "/var/run/netns/" + name;
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0 || setns(fd, CLONE_NEWNET) != 0) {
+    throw dt::core::Error(dt::core::ErrorCode::kIo, "bench: cannot enter network namespace " + path + ": " +
+                                                        std::strerror(errno));
+  }
+  close(fd);
+}
+
 // One rank: the parent is the exchange (this rank's blob up `up`, everyone's
 // down `down`).
 void run_cpu_rank(const Options& o, int rank, int up, int down) {
@@ -166,6 +208,12 @@ void run_cpu_rank(const Options& o, int rank, int up, int down) {
   };
   host::HostCommunicatorOptions options;
   options.use_ipc = !o.tcp;
+  if (o.chunk_bytes > 0) options.chunk_bytes = o.chunk_bytes;
+  if (!o.netns.empty()) {
+    const size_t at = static_cast<size_t>(rank) % o.netns.size();
+    enter_netns(o.netns[at]);
+    options.host = o.hosts[at];
+  }
   options.timeout_s = 60;
   auto comm = host::HostCommunicator::create(rank, o.ranks, exchange, options);
   for (size_t bytes = o.min_bytes; bytes <= o.max_bytes; bytes *= o.factor) {

@@ -47,63 +47,18 @@ WORKER="$BUILD/bench/slow_link_worker"
 [ "$(id -u)" = 0 ] || { echo "slow_link_bench: needs root (ip netns, tc)" >&2; exit 2; }
 command -v tc >/dev/null || { echo "slow_link_bench: tc (iproute2) is not installed" >&2; exit 2; }
 
-TAG="dsl$(($$ % 100000))"
-BRIDGE="${TAG}br"
-NAMESPACES=("${TAG}s" "${TAG}w0" "${TAG}w1")
-T=$(mktemp -d "${TMPDIR:-/tmp}/slow_link_bench.XXXXXX")
+# shellcheck source=bench/netns_lib.sh
+. "$(dirname "$0")/netns_lib.sh"
+netns_begin slow_link_bench || exit 1
+T=$NETNS_TMP
 
-cleanup() {
-  set +e
-  for ns in "${NAMESPACES[@]}"; do
-    if ip netns list | grep -qw "$ns"; then
-      for pid in $(ip netns pids "$ns" 2>/dev/null); do kill -KILL "$pid" 2>/dev/null; done
-      ip netns del "$ns"
-    fi
-  done
-  ip link del "$BRIDGE" 2>/dev/null
-  rm -rf "$T"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-N=""
-for i in $(seq 0 60); do
-  candidate=$(((($$ + i) % 200) + 20))
-  if ! ip -4 addr show | grep -q "inet 10\.232\.$candidate\."; then
-    N=$candidate
-    break
-  fi
-done
-[ -n "$N" ] || { echo "slow_link_bench: no free 10.232.x.0/24 subnet" >&2; exit 1; }
-
-ip link add "$BRIDGE" type bridge && ip link set "$BRIDGE" up || exit 1
-ADDRS=()
-for idx in 0 1 2; do
-  ns=${NAMESPACES[$idx]}
-  addr="10.232.$N.$((idx + 2))"
-  ADDRS+=("$addr")
-  ip netns add "$ns" || exit 1
-  ip link add "${TAG}h$idx" type veth peer name "${TAG}n$idx" || exit 1
-  ip link set "${TAG}n$idx" netns "$ns"
-  ip link set "${TAG}h$idx" master "$BRIDGE" up
-  ip -n "$ns" link set lo up
-  ip -n "$ns" addr add "$addr/24" dev "${TAG}n$idx"
-  ip -n "$ns" link set "${TAG}n$idx" up
-done
+netns_create "dsl$(($$ % 100000))" 3 || exit 1
+NAMESPACES=("${NETNS_NAMES[@]}")
+ADDRS=("${NETNS_ADDRS[@]}")
 
 # Every port at `rate` in both directions: the namespace's end shapes what
-# the node sends, the bridge's end what it receives. The bucket holds 1 MB
-# (a 1 Gbit/s token bucket needs more than rate/HZ, and veth hands tbf
-# 64 KB GSO packets).
-shape() {
-  local rate=$1
-  for idx in 0 1 2; do
-    ns=${NAMESPACES[$idx]}
-    ip netns exec "$ns" tc qdisc replace dev "${TAG}n$idx" root tbf rate "$rate" burst 1mb latency 200ms || return 1
-    tc qdisc replace dev "${TAG}h$idx" root tbf rate "$rate" burst 1mb latency 200ms || return 1
-  done
-}
+# the node sends, the bridge's end what it receives.
+shape() { netns_shape "$1"; }
 
 PORT=$((20000 + ($$ % 20000)))
 # One job: scheduler and server in the first namespace, a worker in each of

@@ -9,6 +9,10 @@ and the same JSON fields, plus "peer".
     /usr/bin/python3 bench/peers/torch_allreduce_bench.py [--ranks N]
         [--min-bytes N] [--max-bytes N] [--factor 2|4]
 
+One rank per invocation instead, for ranks in separate network namespaces
+(bench/two_hosts.sh): --rank R --master ADDR:PORT [--ifname DEV], every rank
+with the same --ranks; rank 0 listens on the master address and prints.
+
 Debian's python3-torch (scripts/install-deps.sh --bench) provides torch; run
 it with the system python3 that has it.
 """
@@ -30,10 +34,10 @@ def free_port():
         return s.getsockname()[1]
 
 
-def rank_main(rank, args, port):
-    os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
+def rank_main(rank, args, master):
+    os.environ.setdefault("GLOO_SOCKET_IFNAME", args.ifname)
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=args.ranks)
+    dist.init_process_group("gloo", init_method=f"tcp://{master}", rank=rank, world_size=args.ranks)
     n = args.ranks
     nbytes = args.min_bytes
     while nbytes <= args.max_bytes:
@@ -77,8 +81,16 @@ def main():
     parser.add_argument("--min-bytes", type=int, default=4 << 10)
     parser.add_argument("--max-bytes", type=int, default=256 << 20)
     parser.add_argument("--factor", type=int, default=4, choices=(2, 4))
+    parser.add_argument("--rank", type=int, default=None)
+    parser.add_argument("--master", default=None, help="ADDR:PORT of rank 0 (with --rank)")
+    parser.add_argument("--ifname", default="lo", help="the interface gloo's links use")
     args = parser.parse_args()
-    mp.spawn(rank_main, args=(args, free_port()), nprocs=args.ranks, join=True)
+    if args.rank is not None:
+        if args.master is None or not 0 <= args.rank < args.ranks:
+            parser.error("--rank needs --master and 0 <= rank < --ranks")
+        rank_main(args.rank, args, args.master)
+        return 0
+    mp.spawn(rank_main, args=(args, f"127.0.0.1:{free_port()}"), nprocs=args.ranks, join=True)
 
 
 if __name__ == "__main__":
