@@ -12,7 +12,7 @@
 # "seconds", PyTorch's timer around its loop, synchronised). wall_seconds is
 # each process from start to exit: loading, building and evaluations too.
 #
-# Prints one JSON line per run, then a table.
+# Prints one JSON line per run, then a table; exits 1 when a run failed.
 #
 #   bench/time_to_accuracy.sh EXAMPLE [OUT_JSONL]
 #     EXAMPLE   build/examples/train_fashion_mnist
@@ -108,15 +108,18 @@ d['device_kind']='$device'; print(json.dumps(d))")
   done
 done
 
+# The table; exits 1 when a run failed.
 "$python" - "$work/all.jsonl" <<'EOF'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
-print("%-9s %-10s %6s %7s %18s %14s %13s %12s" % ("model", "impl", "epochs", "target", "seconds_to_target",
-                                                   "final_accuracy", "train_seconds", "wall_seconds"))
+form = "%-9s %-10s %6s %7s %18s %14s %13s %12s %5s"
+print(form % ("model", "impl", "epochs", "target", "seconds_to_target", "final_accuracy", "train_seconds",
+              "wall_seconds", "exit"))
 def show(v):
     return "-" if v is None else str(v)
 for r in rows:
-    print("%-9s %-10s %6s %7s %18s %14s %13s %12s" % (r.get("model"), r.get("impl"), show(r.get("epochs")),
-          show(r.get("target")), show(r.get("seconds_to_target")), show(r.get("final_test_accuracy")),
-          show(r.get("train_seconds")), show(r.get("wall_seconds"))))
+    print(form % (r.get("model"), r.get("impl"), show(r.get("epochs")), show(r.get("target")),
+                  show(r.get("seconds_to_target")), show(r.get("final_test_accuracy")), show(r.get("train_seconds")),
+                  show(r.get("wall_seconds")), r.get("exit", 0)))
+sys.exit(1 if any(r.get("exit", 0) != 0 for r in rows) else 0)
 EOF
