@@ -109,8 +109,7 @@ typedef struct args {
 static void usage(FILE *to) {
   fprintf(to,
           "usage: train_fashion_mnist [options]\n"
-          "  --model lenet|mlp|resnet18  network (default lenet; resnet18 with a\n"
-          "                        one-channel 28x28 stem)\n"
+          "  --model NAME          lenet (default), mlp, or resnet18 (one-channel stem)\n"
           "  --epochs N            epochs to train (default 5)\n"
           "  --batch-size N        samples per batch (default 64)\n"
           "  --lr X                SGD learning rate (default 0.02)\n"
