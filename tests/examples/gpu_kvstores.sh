@@ -49,6 +49,7 @@ worker_gpus=0
 [ "$gpus" -ge 2 ] && worker_gpus=local
 replica_gpus=0,0
 [ "$gpus" -ge 2 ] && replica_gpus=0,1
+echo "$gpus GPU(s): dtrun workers take --gpus $worker_gpus, one-process replicas --gpus $replica_gpus"
 # Several processes share the cores: OpenMP threads must not spin.
 export OMP_WAIT_POLICY=passive
 
