@@ -100,6 +100,7 @@ if [ "${#targets[@]}" -gt 0 ]; then
   cmake --build "$build" -j"$jobs" --target allreduce_bench >>"$out/build.log" 2>&1 || log "allreduce_bench not built (NCCL?)"
 fi
 log "built in $(( $(date +%s) - start )) s"
+"$repo/scripts/gpu-check-examples.sh" "$build" "$out" "$jobs"  # dtrun for example_gpu_kvstores; time to accuracy
 
 # --- the GPU tests ----------------------------------------------------------
 # -V keeps every test's own output: a test that skips a case inside a binary

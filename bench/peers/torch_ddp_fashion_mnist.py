@@ -18,44 +18,17 @@ usage: torch_ddp_fashion_mnist.py [--workers N] [--epochs N] [--batch-size N]
                                   [--lr X] [--momentum X] [--threads N] [--data DIR]
 Needs Debian's python3-torch (scripts/install-deps.sh --bench)."""
 import argparse
-import gzip
 import json
 import os
 import socket
-import struct
 import time
 
-import numpy as np
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 import torch.nn as nn
 
-MEAN, STD = 0.2860, 0.3530  # disttrain's loader defaults
-
-
-def read_idx(path):
-    with gzip.open(path, "rb") as f:
-        data = f.read()
-    magic, = struct.unpack(">I", data[:4])
-    ndim = magic & 0xFF
-    dims = struct.unpack(">" + "I" * ndim, data[4:4 + 4 * ndim])
-    return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * ndim).reshape(dims)
-
-
-def load(data_dir, split):
-    prefix = "train" if split == "train" else "t10k"
-    images = read_idx(os.path.join(data_dir, prefix + "-images-idx3-ubyte.gz")).astype(np.float32)
-    labels = read_idx(os.path.join(data_dir, prefix + "-labels-idx1-ubyte.gz")).astype(np.int64)
-    images = (images / 255.0 - MEAN) / STD
-    return torch.from_numpy(images).unsqueeze(1), torch.from_numpy(labels)
-
-
-def lenet():
-    return nn.Sequential(
-        nn.Conv2d(1, 20, 5), nn.ReLU(), nn.MaxPool2d(2, 2),
-        nn.Conv2d(20, 50, 5), nn.ReLU(), nn.MaxPool2d(2, 2),
-        nn.Flatten(), nn.Linear(800, 500), nn.ReLU(), nn.Linear(500, 10))
+from fashion_mnist_torch import lenet, load
 
 
 def worker(rank, args, port):
