@@ -2,7 +2,7 @@
  * nn_throughput: images/s of a full training step (forward, backward, SGD
  * momentum update) through the C API, one JSON line per model:
  *   {"model":"lenet","device":"cpu","precision":"fp32","batch":64,"threads":2,
- *    "images_per_s":...}
+ *    "images_per_s":...,"peak_bytes":...,"cached_bytes":...}
  *
  *   nn_throughput [--device cpu|gpu] [--precision fp32|fp16|bf16]
  *                 [--threads N] [--steps N] [--warmup N] [--batch N]
@@ -27,6 +27,12 @@
  * backward or not (DT_KVSTORE_OVERLAP=1 or 0):
  *   dtrun -n 2 -s 0 -- nn_throughput --model resnet18 --kvstore allreduce --threads 1
  * Each worker prints its line, with "kvstore", "workers" and "overlap".
+ *
+ * peak_bytes is the most the context's allocator held at once over the run
+ * (parameters, optimizer state, the batch, a step's activations and
+ * scratch), from dt_context_memory_stats: the figure torch.cuda.
+ * max_memory_allocated gives for the peer's run. cached_bytes is what the
+ * allocator kept for reuse at the end (0 on the CPU).
  *
  * Compare with bench/peers/torch_nn_throughput.py run in the same session:
  * these machines drift +-25% between runs, ratios are what count.
@@ -76,7 +82,13 @@ static void wait_for_net(const dt_net *net) {
   dt_ndarray_free(param);
 }
 
-static double run(dt_device_type device, dt_dtype compute, const char *model, const char *options, int64_t batch,
+/* One model's run: its speed and its allocator's memory at the end. */
+typedef struct run_result {
+  double images_per_s;
+  dt_memory_stats memory;
+} run_result;
+
+static run_result run(dt_device_type device, dt_dtype compute, const char *model, const char *options, int64_t batch,
                   const int64_t *sample, int threads, int warmup, int steps, dt_kvstore *kv) {
   dt_context *ctx;
   dt_net *net;
@@ -89,6 +101,7 @@ static double run(dt_device_type device, dt_dtype compute, const char *model, co
   int32_t *host_labels = malloc((size_t)batch * sizeof(int32_t));
   double start, seconds;
   int64_t i;
+  run_result result;
   fill_random(host, n, 7);
   for (i = 0; i < batch; ++i) host_labels[i] = (int32_t)(i % 10);
 
@@ -112,6 +125,8 @@ static double run(dt_device_type device, dt_dtype compute, const char *model, co
   for (i = 0; i < steps; ++i) CHECK(dt_trainer_train_batch(NULL, NULL, trainer, data, labels));
   wait_for_net(net);
   seconds = now_seconds() - start;
+  CHECK(dt_memory_stats_init(&result.memory, sizeof result.memory));
+  CHECK(dt_context_memory_stats(&result.memory, ctx));
 
   dt_ndarray_free(labels);
   dt_ndarray_free(data);
@@ -121,7 +136,8 @@ static double run(dt_device_type device, dt_dtype compute, const char *model, co
   dt_context_free(ctx);
   free(host_labels);
   free(host);
-  return (double)(batch * steps) / seconds;
+  result.images_per_s = (double)(batch * steps) / seconds;
+  return result;
 }
 
 /* Whether the device can be used, saying why not on stderr. */
@@ -139,7 +155,7 @@ static int device_usable(dt_device_type device) {
 }
 
 static void report(FILE *json, const char *model, const char *device, const char *precision, int64_t batch,
-                   int threads, double ips, dt_kvstore *kv) {
+                   int threads, run_result result, dt_kvstore *kv) {
   char line[512], store[192] = "";
   if (kv != NULL) {
     const char *type = "";
@@ -153,8 +169,9 @@ static void report(FILE *json, const char *model, const char *device, const char
   }
   snprintf(line, sizeof line,
            "{\"model\":\"%s\",\"device\":\"%s\",\"precision\":\"%s\",\"batch\":%d,\"threads\":%d,"
-           "\"images_per_s\":%.1f%s}\n",
-           model, device, precision, (int)batch, threads, ips, store);
+           "\"images_per_s\":%.1f,\"peak_bytes\":%llu,\"cached_bytes\":%llu%s}\n",
+           model, device, precision, (int)batch, threads, result.images_per_s,
+           (unsigned long long)result.memory.peak_bytes, (unsigned long long)result.memory.cached_bytes, store);
   fputs(line, stdout);
   if (json) fputs(line, json);
 }
@@ -228,15 +245,15 @@ int main(int argc, char **argv) {
   on_gpu = device == DT_DEVICE_GPU;
   if (strcmp(which, "all") == 0 || strcmp(which, "lenet") == 0) {
     int64_t b = batch > 0 ? batch : 64;
-    double ips = run(device, compute, "lenet", NULL, b, mnist, threads, warmup >= 0 ? warmup : (on_gpu ? 10 : 3),
+    run_result r = run(device, compute, "lenet", NULL, b, mnist, threads, warmup >= 0 ? warmup : (on_gpu ? 10 : 3),
                      steps > 0 ? steps : (on_gpu ? 500 : 100), kv);
-    report(json, "lenet", device_name, precision, b, threads, ips, kv);
+    report(json, "lenet", device_name, precision, b, threads, r, kv);
   }
   if (strcmp(which, "all") == 0 || strcmp(which, "resnet18") == 0) {
     int64_t b = batch > 0 ? batch : (on_gpu ? 128 : 32);
-    double ips = run(device, compute, "resnet18", "{\"input_shape\":[3,32,32],\"classes\":10}", b, cifar,
+    run_result r = run(device, compute, "resnet18", "{\"input_shape\":[3,32,32],\"classes\":10}", b, cifar,
                      threads, warmup >= 0 ? warmup : (on_gpu ? 10 : 2), steps > 0 ? steps : (on_gpu ? 100 : 10), kv);
-    report(json, "resnet18", device_name, precision, b, threads, ips, kv);
+    report(json, "resnet18", device_name, precision, b, threads, r, kv);
   }
   if (json) fclose(json);
   dt_kvstore_free(kv);
