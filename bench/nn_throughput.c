@@ -2,7 +2,7 @@
  * nn_throughput: images/s of a full training step (forward, backward, SGD
  * momentum update) through the C API, one JSON line per model:
  *   {"model":"lenet","device":"cpu","precision":"fp32","batch":64,"threads":2,
- *    "input":"synthetic","images_per_s":...}
+ *    "input":"synthetic","images_per_s":...,"peak_bytes":...,"cached_bytes":...}
  *
  *   nn_throughput [--device cpu|gpu] [--precision fp32|fp16|bf16]
  *                 [--threads N] [--steps N] [--warmup N] [--batch N]
@@ -37,6 +37,12 @@
  * epochs covering at least --steps steps. Its line says "input":"cifar-loader"
  * (else "synthetic"); the ratio of the two lines is how much of the step
  * rate the input pipeline keeps.
+ *
+ * peak_bytes is the most the context's allocator held at once over the run
+ * (parameters, optimizer state, the batch, a step's activations and
+ * scratch), from dt_context_memory_stats: the figure torch.cuda.
+ * max_memory_allocated gives for the peer's run. cached_bytes is what the
+ * allocator kept for reuse at the end (0 on the CPU).
  *
  * Compare with bench/peers/torch_nn_throughput.py run in the same session:
  * these machines drift +-25% between runs, ratios are what count.
@@ -152,13 +158,19 @@ static double run_synthetic(dt_trainer *trainer, const dt_net *net, dt_context *
   return (double)(batch * steps) / seconds;
 }
 
-static double run(dt_device_type device, dt_dtype compute, const char *model, const char *options, int64_t batch,
-                  const int64_t *sample, int threads, int warmup, int steps, dt_kvstore *kv, const char *cifar) {
+/* One model's run: its speed and its allocator's memory at the end. */
+typedef struct run_result {
+  double images_per_s;
+  dt_memory_stats memory;
+} run_result;
+
+static run_result run(dt_device_type device, dt_dtype compute, const char *model, const char *options, int64_t batch,
+                      const int64_t *sample, int threads, int warmup, int steps, dt_kvstore *kv, const char *cifar) {
   dt_context *ctx;
   dt_net *net;
   dt_optimizer *opt;
   dt_trainer *trainer;
-  double ips;
+  run_result result;
   CHECK(dt_context_create(&ctx, device, 0));
   CHECK(dt_context_set_num_threads(ctx, threads));
   CHECK(dt_net_create(&net, ctx, model, options));
@@ -168,13 +180,15 @@ static double run(dt_device_type device, dt_dtype compute, const char *model, co
   CHECK(dt_optimizer_set_double(opt, "learning_rate", 0.01));
   CHECK(dt_optimizer_set_double(opt, "momentum", 0.9));
   CHECK(dt_trainer_create(&trainer, net, opt, kv, NULL));
-  ips = cifar != NULL ? run_from_loader(trainer, net, cifar, batch, steps)
-                      : run_synthetic(trainer, net, ctx, batch, sample, warmup, steps);
+  result.images_per_s = cifar != NULL ? run_from_loader(trainer, net, cifar, batch, steps)
+                                       : run_synthetic(trainer, net, ctx, batch, sample, warmup, steps);
+  CHECK(dt_memory_stats_init(&result.memory, sizeof result.memory));
+  CHECK(dt_context_memory_stats(&result.memory, ctx));
   dt_trainer_free(trainer);
   dt_optimizer_free(opt);
   dt_net_free(net);
   dt_context_free(ctx);
-  return ips;
+  return result;
 }
 
 /* Whether the device can be used, saying why not on stderr. */
@@ -192,7 +206,7 @@ static int device_usable(dt_device_type device) {
 }
 
 static void report(FILE *json, const char *model, const char *device, const char *precision, int64_t batch,
-                   int threads, double ips, dt_kvstore *kv, const char *input) {
+                   int threads, run_result result, dt_kvstore *kv, const char *input) {
   char line[512], store[192] = "";
   if (kv != NULL) {
     const char *type = "";
@@ -206,8 +220,9 @@ static void report(FILE *json, const char *model, const char *device, const char
   }
   snprintf(line, sizeof line,
            "{\"model\":\"%s\",\"device\":\"%s\",\"precision\":\"%s\",\"batch\":%d,\"threads\":%d,"
-           "\"input\":\"%s\",\"images_per_s\":%.1f%s}\n",
-           model, device, precision, (int)batch, threads, input, ips, store);
+           "\"input\":\"%s\",\"images_per_s\":%.1f,\"peak_bytes\":%llu,\"cached_bytes\":%llu%s}\n",
+           model, device, precision, (int)batch, threads, input, result.images_per_s,
+           (unsigned long long)result.memory.peak_bytes, (unsigned long long)result.memory.cached_bytes, store);
   fputs(line, stdout);
   if (json) fputs(line, json);
 }
@@ -287,15 +302,15 @@ int main(int argc, char **argv) {
   on_gpu = device == DT_DEVICE_GPU;
   if (strcmp(which, "all") == 0 || strcmp(which, "lenet") == 0) {
     int64_t b = batch > 0 ? batch : 64;
-    double ips = run(device, compute, "lenet", NULL, b, mnist, threads, warmup >= 0 ? warmup : (on_gpu ? 10 : 3),
+    run_result r = run(device, compute, "lenet", NULL, b, mnist, threads, warmup >= 0 ? warmup : (on_gpu ? 10 : 3),
                      steps > 0 ? steps : (on_gpu ? 500 : 100), kv, NULL);
-    report(json, "lenet", device_name, precision, b, threads, ips, kv, "synthetic");
+    report(json, "lenet", device_name, precision, b, threads, r, kv, "synthetic");
   }
   if (strcmp(which, "all") == 0 || strcmp(which, "resnet18") == 0) {
     int64_t b = batch > 0 ? batch : (on_gpu ? 128 : 32);
-    double ips = run(device, compute, "resnet18", "{\"input_shape\":[3,32,32],\"classes\":10}", b, cifar,
+    run_result r = run(device, compute, "resnet18", "{\"input_shape\":[3,32,32],\"classes\":10}", b, cifar,
                      threads, warmup >= 0 ? warmup : (on_gpu ? 10 : 2), steps > 0 ? steps : (on_gpu ? 100 : 10), kv, cifar_dir);
-    report(json, "resnet18", device_name, precision, b, threads, ips, kv, cifar_dir ? "cifar-loader" : "synthetic");
+    report(json, "resnet18", device_name, precision, b, threads, r, kv, cifar_dir ? "cifar-loader" : "synthetic");
   }
   if (json) fclose(json);
   dt_kvstore_free(kv);

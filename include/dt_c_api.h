@@ -229,6 +229,36 @@ DT_API dt_status dt_context_device_type(dt_device_type *out,
                                         const dt_context *ctx);
 DT_API dt_status dt_context_device_id(int32_t *out, const dt_context *ctx);
 
+/* The memory a context's allocator holds, from the allocator's own counts
+ * (what torch.cuda.memory_allocated, max_memory_allocated and
+ * memory_reserved report in PyTorch). Sizes are what the allocator reserved
+ * for each request: rounded up (64 bytes on the CPU; on a GPU 512 bytes
+ * below 1 MiB, else 2 MiB). Each context has its own allocator: two
+ * contexts of one GPU count apart, and memory that libraries take for
+ * themselves (cuDNN and cuBLAS handles, NCCL buffers) is not counted. An
+ * info struct (see "Option and info structs"). */
+typedef struct dt_memory_stats {
+  size_t struct_size;   /* see "Option and info structs"                    */
+  size_t in_use_bytes;  /* in arrays and scratch space now                  */
+  size_t peak_bytes;    /* the most in_use_bytes has been since the context
+                           was made or dt_context_reset_peak_memory         */
+  size_t cached_bytes;  /* freed blocks kept for reuse (GPU); 0 on the CPU,
+                           whose freed memory goes straight back            */
+  size_t allocations;   /* allocations served since the context was made   */
+} dt_memory_stats;
+
+/* Sets struct_size; every other field zero. */
+DT_API dt_status dt_memory_stats_init(dt_memory_stats *stats,
+                                      size_t struct_size);
+/* Fills the fields that fit in out->struct_size. The figures are the
+ * device object's, shared by every handle to it (dt_ndarray_context gives
+ * another handle to the same one). */
+DT_API dt_status dt_context_memory_stats(dt_memory_stats *out,
+                                         const dt_context *ctx);
+/* Lowers peak_bytes to what is in use now, so that the next reading is the
+ * peak of the work done in between (torch.cuda.reset_peak_memory_stats). */
+DT_API dt_status dt_context_reset_peak_memory(dt_context *ctx);
+
 /* ------------------------------------------------------------------------ */
 /* NDArray: an n-dimensional, dense, row-major tensor                       */
 /* ------------------------------------------------------------------------ */

@@ -141,3 +141,45 @@ func (c *Context) NumThreads() (int, error) {
 	}
 	return int(n), nil
 }
+
+// MemoryStats is what a context's allocator holds (dt_memory_stats): sizes
+// as the allocator reserved them, rounded up; CachedBytes is 0 on the CPU.
+type MemoryStats struct {
+	InUseBytes  uint64 // in arrays and scratch space now
+	PeakBytes   uint64 // the most InUseBytes has been since creation or ResetPeakMemory
+	CachedBytes uint64 // freed blocks kept for reuse (GPU)
+	Allocations uint64 // allocations served since the context was made
+}
+
+// MemoryStats reads the allocator's counts for this context's device object
+// (shared by every Context that refers to it, such as NDArray.Context's).
+func (c *Context) MemoryStats() (MemoryStats, error) {
+	p, err := c.handle().acquire("Context.MemoryStats", "Context")
+	if err != nil {
+		return MemoryStats{}, err
+	}
+	defer c.h.release()
+	s := capi.NewDt_memory_stats()
+	defer capi.DeleteDt_memory_stats(s)
+	if err := check(capi.Dt_memory_stats_init(s)); err != nil {
+		return MemoryStats{}, err
+	}
+	if err := check(capi.Dt_context_memory_stats(s, p)); err != nil {
+		return MemoryStats{}, err
+	}
+	return MemoryStats{
+		InUseBytes: uint64(s.GetIn_use_bytes()), PeakBytes: uint64(s.GetPeak_bytes()),
+		CachedBytes: uint64(s.GetCached_bytes()), Allocations: uint64(s.GetAllocations()),
+	}, nil
+}
+
+// ResetPeakMemory lowers PeakBytes to what is in use now, so that the next
+// reading is the peak of the work in between.
+func (c *Context) ResetPeakMemory() error {
+	p, err := c.handle().acquire("Context.ResetPeakMemory", "Context")
+	if err != nil {
+		return err
+	}
+	defer c.h.release()
+	return check(capi.Dt_context_reset_peak_memory(p))
+}

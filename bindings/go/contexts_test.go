@@ -25,6 +25,37 @@ func TestGPUCountBoundsGPUContexts(t *testing.T) {
 	}
 }
 
+// The allocator's counts follow arrays in and out; the peak stays until it
+// is reset.
+func TestMemoryStatsFollowArrays(t *testing.T) {
+	ctx := get(CPU())(t)
+	defer ctx.Close()
+	empty := get(ctx.MemoryStats())(t)
+	if empty.InUseBytes != 0 || empty.Allocations != 0 {
+		t.Fatalf("fresh context: %+v", empty)
+	}
+	a := get(NewNDArray(ctx, Float32, []int64{1024}))(t)
+	b := get(NewNDArray(ctx, Float32, []int64{2048}))(t)
+	both := get(ctx.MemoryStats())(t)
+	if both.InUseBytes != 4096+8192 || both.PeakBytes != 4096+8192 || both.CachedBytes != 0 || both.Allocations != 2 {
+		t.Fatalf("two arrays of 4096 and 8192 bytes: %+v", both)
+	}
+	a.Close()
+	b.Close()
+	after := get(ctx.MemoryStats())(t)
+	if after.InUseBytes != 0 || after.PeakBytes != 4096+8192 {
+		t.Fatalf("arrays closed: %+v", after)
+	}
+	noErr(t, ctx.ResetPeakMemory())
+	if peak := get(ctx.MemoryStats())(t).PeakBytes; peak != 0 {
+		t.Fatalf("peak after reset = %d", peak)
+	}
+	ctx.Close()
+	if _, err := ctx.MemoryStats(); err == nil {
+		t.Fatal("MemoryStats of a closed context succeeded")
+	}
+}
+
 // trainMLP trains an MLP from seed 5 on the first steps batches of 64 with
 // the net on the first context and the others as extra contexts, and
 // returns the first weight afterwards.

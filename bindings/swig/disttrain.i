@@ -42,6 +42,9 @@
 %rename("%s") dt_context_free;
 %rename("%s") dt_context_device_type;
 %rename("%s") dt_context_device_id;
+%rename("%s") dt_memory_stats_init;
+%rename("%s") dt_context_memory_stats;
+%rename("%s") dt_context_reset_peak_memory;
 %rename("%s") dt_dtype_size;
 %rename("%s") dt_dtype_name;
 %rename("%s") dt_ndarray_create;
@@ -172,6 +175,7 @@
 
 /* ---- allowlist: option and info structs (plain data) ---- */
 %rename("%s") dt_build_info;
+%rename("%s") dt_memory_stats;
 %rename("%s") dt_data_loader_options;
 %rename("%s") dt_trainer_options;
 %rename("%s") dt_fit_options;

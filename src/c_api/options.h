@@ -23,6 +23,7 @@ inline constexpr size_t kKnownEnd = 0;
   template <>                    \
   inline constexpr size_t kKnownEnd<type> = offsetof(type, last) + sizeof(type::last)
 DT_KNOWN_END(dt_build_info, gpu_count);
+DT_KNOWN_END(dt_memory_stats, allocations);
 DT_KNOWN_END(dt_loss_scaling_options, growth_interval);
 DT_KNOWN_END(dt_data_loader_options, num_workers);
 DT_KNOWN_END(dt_trainer_options, sparse_no_accumulation);

@@ -31,20 +31,43 @@ class CpuContext final : public Context {
 
   void* allocate(size_t bytes) override {
     if (bytes == 0) return nullptr;
-    // aligned_alloc wants a size that is a multiple of the alignment.
-    const size_t rounded = (bytes + kCpuAlignment - 1) / kCpuAlignment * kCpuAlignment;
+    const size_t rounded = rounded_size(bytes);
     if (rounded < bytes) throw Error(ErrorCode::kOutOfMemory, "allocation of " + std::to_string(bytes) + " bytes overflows");
     void* ptr = std::aligned_alloc(kCpuAlignment, rounded);
     if (ptr == nullptr) {
       throw Error(ErrorCode::kOutOfMemory, "cannot allocate " + std::to_string(bytes) + " bytes of host memory");
     }
+    counters_.count_allocation(rounded);
     return ptr;
   }
-  void deallocate(void* ptr, size_t) noexcept override { std::free(ptr); }
+  void deallocate(void* ptr, size_t bytes) noexcept override {
+    if (ptr == nullptr) return;
+    std::free(ptr);
+    counters_.count_release(rounded_size(bytes));
+  }
   void fill_zero(void* ptr, size_t bytes) override {
     if (bytes > 0) std::memset(ptr, 0, bytes);
   }
   void synchronize() override {}
+
+  MemoryStats memory_stats() const override {
+    MemoryStats stats;
+    stats.in_use_bytes = counters_.in_use_bytes();
+    stats.peak_bytes = counters_.peak_bytes();
+    stats.allocations = counters_.allocations();
+    return stats;  // cached_bytes stays 0: freed host memory goes straight back
+  }
+  void reset_peak_memory() noexcept override { counters_.reset_peak(); }
+
+ private:
+  // aligned_alloc wants a size that is a multiple of the alignment; the
+  // counters count that size, which is what the heap reserves. Wraps to a
+  // value below bytes when the rounding overflows.
+  static size_t rounded_size(size_t bytes) noexcept {
+    return (bytes + kCpuAlignment - 1) / kCpuAlignment * kCpuAlignment;
+  }
+
+  MemoryCounters counters_;
 };
 
 }  // namespace

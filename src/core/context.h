@@ -7,6 +7,8 @@
 #include <memory>
 #include <string>
 
+#include "core/memory_counters.h"
+
 namespace dt::core {
 
 // Same values as dt_device_type in dt_c_api.h.
@@ -38,6 +40,12 @@ class Context {
   virtual void fill_zero(void* ptr, size_t bytes) = 0;
   // Waits until all work queued on this context has finished.
   virtual void synchronize() = 0;
+
+  // What this context's allocator holds now and has held at most. Each
+  // context has its own allocator, so two contexts of one GPU count apart.
+  virtual MemoryStats memory_stats() const = 0;
+  // Starts a new peak from what is in use now.
+  virtual void reset_peak_memory() noexcept = 0;
 
  protected:
   Context(DeviceType type, int device_id) : type_(type), device_id_(device_id) {}

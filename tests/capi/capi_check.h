@@ -226,4 +226,24 @@ static inline int capi_gpu_skip_code(void) {
                       #got " == " #expected)
 #define CHECK_LAST_ERROR() capi_check_last_error_impl(__FILE__, __LINE__)
 
+/* ctx's allocator statistics; every byte 0xEE first, so that a field the
+ * call forgot to write shows. */
+static inline dt_memory_stats capi_memory_stats_of(const dt_context *ctx) {
+  dt_memory_stats s;
+  memset(&s, 0xEE, sizeof s);
+  CHECK_OK(dt_memory_stats_init(&s, sizeof s));
+  CHECK_OK(dt_context_memory_stats(&s, ctx));
+  return s;
+}
+
+/* Checks all four counts of ctx's allocator statistics at once. */
+#define CHECK_MEMORY_STATS(ctx, in_use, peak, cached, allocs)   \
+  do {                                                          \
+    const dt_memory_stats capi_s_ = capi_memory_stats_of(ctx);  \
+    CHECK_EQ_U64(capi_s_.in_use_bytes, (in_use));               \
+    CHECK_EQ_U64(capi_s_.peak_bytes, (peak));                   \
+    CHECK_EQ_U64(capi_s_.cached_bytes, (cached));               \
+    CHECK_EQ_U64(capi_s_.allocations, (allocs));                \
+  } while (0)
+
 #endif /* CAPI_CHECK_H */

@@ -1,7 +1,9 @@
 /*
  * Contexts: creation, queries, bad devices, GPU availability by build,
- * double free, and a context kept alive by its arrays.
+ * double free, a context kept alive by its arrays, and the allocator's
+ * memory statistics on the CPU (capi_memory_stats_gpu_test has the GPU's).
  */
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -249,6 +251,77 @@ static void test_many_contexts(void) {
   for (i = 0; i < 32; i++) dt_context_free(ctx[i]);
 }
 
+static void test_memory_stats(void) {
+  dt_context *ctx = NULL;
+  dt_context *other = NULL;
+  dt_context *again = NULL;
+  dt_ndarray *a = NULL;
+  dt_ndarray *b = NULL;
+  dt_ndarray *c = NULL;
+  dt_memory_stats s;
+  /* Multiples of the CPU's 64-byte rounding, so the counts are exact. */
+  const int64_t dims_a[1] = {1024}; /* 4096 bytes of float32 */
+  const int64_t dims_b[1] = {2048}; /* 8192 bytes */
+  const int64_t dims_c[1] = {10};   /* 40 bytes, reserved as 64 */
+
+  CHECK_OK(dt_context_create(&ctx, DT_DEVICE_CPU, 0));
+  CHECK_OK(dt_context_create(&other, DT_DEVICE_CPU, 0));
+  CHECK_EQ_U64(capi_memory_stats_of(ctx).struct_size, sizeof s);
+  CHECK_MEMORY_STATS(ctx, 0, 0, 0, 0);
+
+  CHECK_OK(dt_ndarray_create(&a, ctx, DT_FLOAT32, dims_a, 1));
+  CHECK_OK(dt_ndarray_create(&b, ctx, DT_FLOAT32, dims_b, 1));
+  CHECK_MEMORY_STATS(ctx, 4096 + 8192, 4096 + 8192, 0, 2);
+  /* Another context of the CPU has its own allocator and counts apart. */
+  CHECK_MEMORY_STATS(other, 0, 0, 0, 0);
+  /* Another handle to the same device object reads the same counts. */
+  CHECK_OK(dt_ndarray_context(&again, a));
+  CHECK_MEMORY_STATS(again, 4096 + 8192, 4096 + 8192, 0, 2);
+
+  /* Freeing gives the bytes back; the peak stays until it is reset. */
+  dt_ndarray_free(a);
+  CHECK_MEMORY_STATS(ctx, 8192, 4096 + 8192, 0, 2);
+  CHECK_OK(dt_context_reset_peak_memory(ctx));
+  CHECK_MEMORY_STATS(ctx, 8192, 8192, 0, 2);
+  /* The next peak is that of the work after the reset; sizes are rounded. */
+  CHECK_OK(dt_ndarray_create(&c, ctx, DT_FLOAT32, dims_c, 1));
+  CHECK_MEMORY_STATS(ctx, 8192 + 64, 8192 + 64, 0, 3);
+  dt_ndarray_free(c);
+  dt_ndarray_free(b);
+  CHECK_MEMORY_STATS(ctx, 0, 8192 + 64, 0, 3);
+  CHECK_OK(dt_context_reset_peak_memory(ctx));
+  CHECK_MEMORY_STATS(ctx, 0, 0, 0, 3);
+
+  /* A shorter struct (an older header's) is written only up to its size. */
+  {
+    dt_memory_stats shorter;
+    memset(&shorter, 0xAB, sizeof shorter);
+    shorter.struct_size = offsetof(dt_memory_stats, peak_bytes);
+    CHECK_OK(dt_context_memory_stats(&shorter, ctx));
+    CHECK_EQ_U64(shorter.in_use_bytes, 0);
+    CHECK(shorter.peak_bytes == (size_t)0xABABABABABABABABull);
+  }
+
+  /* Bad arguments: clear statuses, nothing written. */
+  CHECK_STATUS(dt_context_memory_stats(NULL, ctx), DT_ERR_INVALID_ARGUMENT);
+  CHECK_OK(dt_memory_stats_init(&s, sizeof s));
+  s.in_use_bytes = 77;
+  CHECK_STATUS(dt_context_memory_stats(&s, NULL), DT_ERR_INVALID_ARGUMENT);
+  CHECK_EQ_U64(s.in_use_bytes, 77);
+  CHECK_STATUS(dt_context_reset_peak_memory(NULL), DT_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(dt_memory_stats_init(NULL, sizeof s), DT_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(dt_memory_stats_init(&s, 0), DT_ERR_INVALID_ARGUMENT);
+  s.struct_size = 0;
+  CHECK_STATUS(dt_context_memory_stats(&s, ctx), DT_ERR_INVALID_ARGUMENT);
+
+  dt_context_free(again);
+  dt_context_free(other);
+  dt_context_free(ctx);
+  CHECK_OK(dt_memory_stats_init(&s, sizeof s));
+  CHECK_STATUS(dt_context_memory_stats(&s, ctx), DT_ERR_INVALID_HANDLE);
+  CHECK_STATUS(dt_context_reset_peak_memory(ctx), DT_ERR_INVALID_HANDLE);
+}
+
 int main(void) {
   test_cpu();
   test_bad_create();
@@ -257,5 +330,6 @@ int main(void) {
   test_wrong_kind();
   test_arrays_keep_context_alive();
   test_many_contexts();
+  test_memory_stats();
   return capi_finish();
 }

@@ -155,6 +155,35 @@ TEST(CachingAllocator, ReusesAFreedBlockWithoutAnotherCudaMalloc) {
   EXPECT_EQ(alloc.stats().cached_bytes, 0u);
 }
 
+// The context's memory statistics are the allocator's: a cached block counts
+// as an allocation when reused, and a peak reset starts from what is in use.
+TEST(CachingAllocator, MemoryStatsCountReusedBlocksAndResetThePeak) {
+  auto ctx = gpu(0);
+  auto& alloc = static_cast<GpuContext&>(*ctx).allocator();
+  void* a = alloc.allocate(1000);
+  void* b = alloc.allocate(3u << 20);
+  core::MemoryStats s = ctx->memory_stats();
+  EXPECT_EQ(s.in_use_bytes, 1024u + (4u << 20));
+  EXPECT_EQ(s.peak_bytes, 1024u + (4u << 20));
+  EXPECT_EQ(s.allocations, 2u);
+  alloc.deallocate(b);
+  ctx->reset_peak_memory();
+  s = ctx->memory_stats();
+  EXPECT_EQ(s.in_use_bytes, 1024u);
+  EXPECT_EQ(s.peak_bytes, 1024u);
+  EXPECT_EQ(s.cached_bytes, 4u << 20);
+  void* again = alloc.allocate(3u << 20);
+  EXPECT_EQ(again, b);
+  s = ctx->memory_stats();
+  EXPECT_EQ(s.allocations, 3u);
+  EXPECT_EQ(s.cached_bytes, 0u);
+  EXPECT_EQ(s.peak_bytes, 1024u + (4u << 20));
+  EXPECT_EQ(alloc.stats().device_malloc_calls, 2u);
+  alloc.deallocate(again);
+  alloc.deallocate(a);
+  EXPECT_EQ(ctx->memory_stats().in_use_bytes, 0u);
+}
+
 TEST(CachingAllocator, RoundsLargeRequestsAndKeepsBigBlocksForBigRequests) {
   EXPECT_EQ(CachingAllocator::rounded_size(1), 512u);
   EXPECT_EQ(CachingAllocator::rounded_size(3u << 20), 4u << 20);

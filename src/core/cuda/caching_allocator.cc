@@ -57,8 +57,8 @@ void* CachingAllocator::allocate(size_t bytes) {
     const auto [block, ptr] = *fit;
     in_use_.emplace(ptr, block);  // before erase: if this throws, the block stays cached
     free_.erase(fit);
-    stats_.cached_bytes -= block;
-    count_allocation(block);
+    cached_bytes_ -= block;
+    counters_.count_allocation(block);
     return ptr;
   }
 
@@ -68,7 +68,7 @@ void* CachingAllocator::allocate(size_t bytes) {
   size_t released = 0;
   if (status == cudaErrorMemoryAllocation && !free_.empty()) {
     static_cast<void>(cudaGetLastError());  // the retry's outcome is what counts
-    released = stats_.cached_bytes;
+    released = cached_bytes_;
     release_cached_locked();
     status = cudaMalloc(&ptr, size);
   }
@@ -76,7 +76,7 @@ void* CachingAllocator::allocate(size_t bytes) {
     static_cast<void>(cudaGetLastError());
     throw Error(ErrorCode::kOutOfMemory,
                 device_name() + " is out of memory: asked for " + std::to_string(bytes) + " bytes (" +
-                    std::to_string(size) + " reserved); " + std::to_string(stats_.allocated_bytes) +
+                    std::to_string(size) + " reserved); " + std::to_string(counters_.in_use_bytes()) +
                     " bytes in use, " + std::to_string(released) + " cached bytes released before retrying");
   }
   if (status != cudaSuccess) throw_cuda_error(status, __FILE__, __LINE__, "cudaMalloc");
@@ -86,8 +86,8 @@ void* CachingAllocator::allocate(size_t bytes) {
     static_cast<void>(cudaFree(ptr));
     throw;
   }
-  ++stats_.device_malloc_calls;
-  count_allocation(size);
+  ++device_malloc_calls_;
+  counters_.count_allocation(size);
   return ptr;
 }
 
@@ -105,8 +105,8 @@ void CachingAllocator::deallocate(void* ptr) noexcept {
     return;
   }
   in_use_.erase(it);
-  stats_.allocated_bytes -= size;
-  stats_.cached_bytes += size;
+  counters_.count_release(size);
+  cached_bytes_ += size;
 }
 
 void CachingAllocator::release_cached() {
@@ -127,21 +127,39 @@ void CachingAllocator::release_cached_locked() {
     if (freed == cudaSuccess) freed = status;
   }
   free_.clear();
-  stats_.cached_bytes = 0;
+  cached_bytes_ = 0;
   if (synced != cudaSuccess) throw_cuda_error(synced, __FILE__, __LINE__, "cudaDeviceSynchronize");
   if (freed != cudaSuccess) throw_cuda_error(freed, __FILE__, __LINE__, "cudaFree");
-}
-
-void CachingAllocator::count_allocation(size_t block) {
-  stats_.allocated_bytes += block;
-  if (stats_.allocated_bytes > stats_.peak_allocated_bytes) stats_.peak_allocated_bytes = stats_.allocated_bytes;
 }
 
 std::string CachingAllocator::device_name() const { return "gpu(" + std::to_string(device_id_) + ")"; }
 
 CachingAllocator::Stats CachingAllocator::stats() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return stats_;
+  Stats stats;
+  stats.allocated_bytes = counters_.in_use_bytes();
+  stats.peak_allocated_bytes = counters_.peak_bytes();
+  stats.cached_bytes = cached_bytes_;
+  stats.device_malloc_calls = device_malloc_calls_;
+  stats.allocations = counters_.allocations();
+  return stats;
+}
+
+MemoryStats CachingAllocator::memory_stats() const {
+  const Stats stats = this->stats();
+  MemoryStats out;
+  out.in_use_bytes = stats.allocated_bytes;
+  out.peak_bytes = stats.peak_allocated_bytes;
+  out.cached_bytes = stats.cached_bytes;
+  out.allocations = stats.allocations;
+  return out;
+}
+
+void CachingAllocator::reset_peak() noexcept {
+  // Under the lock, so that the peak restarts from a figure no allocation is
+  // halfway through changing.
+  std::lock_guard<std::mutex> lock(mutex_);
+  counters_.reset_peak();
 }
 
 }  // namespace dt::core::cuda

@@ -17,6 +17,8 @@
 #include <string>
 #include <unordered_map>
 
+#include "core/memory_counters.h"
+
 namespace dt::core::cuda {
 
 class CachingAllocator {
@@ -32,6 +34,7 @@ class CachingAllocator {
     size_t peak_allocated_bytes = 0;  // the most allocated_bytes has been
     size_t cached_bytes = 0;          // in free blocks kept for reuse
     size_t device_malloc_calls = 0;   // successful cudaMalloc calls so far
+    size_t allocations = 0;           // blocks handed out so far, cached or new
   };
 
   explicit CachingAllocator(int device_id);
@@ -51,20 +54,26 @@ class CachingAllocator {
   // libraries that allocate outside this cache.
   void release_cached();
   Stats stats() const;
+  // The same figures in the form every context reports (core/memory_counters.h).
+  MemoryStats memory_stats() const;
+  // Lowers the peak to what is in use now.
+  void reset_peak() noexcept;
 
   // The size allocate() reserves for `bytes`; 0 when rounding would overflow.
   static size_t rounded_size(size_t bytes) noexcept;
 
  private:
   void release_cached_locked();
-  void count_allocation(size_t block);
   std::string device_name() const;
 
   const int device_id_;
   mutable std::mutex mutex_;
   std::unordered_map<void*, size_t> in_use_;  // block -> rounded size
   std::multimap<size_t, void*> free_;         // rounded size -> block, for best fit
-  Stats stats_;
+  // In use, peak and allocations; the rest of Stats below, under mutex_.
+  MemoryCounters counters_;
+  size_t cached_bytes_ = 0;
+  size_t device_malloc_calls_ = 0;
 };
 
 }  // namespace dt::core::cuda

@@ -30,6 +30,8 @@ class GpuContext final : public core::Context {
   void deallocate(void* ptr, size_t bytes) noexcept override;
   void fill_zero(void* ptr, size_t bytes) override;
   void synchronize() override;
+  MemoryStats memory_stats() const override { return allocator_.memory_stats(); }
+  void reset_peak_memory() noexcept override { allocator_.reset_peak(); }
 
   // Non-blocking with respect to the legacy default stream, so that work on
   // other libraries' default stream does not serialise with ours.

@@ -62,6 +62,32 @@ public final class Context extends NativeHandle {
     return out[0];
   }
 
+  /**
+   * What this context's allocator holds, from {@code dt_context_memory_stats}: the device
+   * object's counts, shared by every handle to it.
+   */
+  public MemoryStats memoryStats() {
+    dt_memory_stats stats = new dt_memory_stats();
+    try {
+      disttrain.dt_memory_stats_init(stats);
+      disttrain.dt_context_memory_stats(stats, handle());
+      return new MemoryStats(stats);
+    } finally {
+      stats.delete();
+      fence();
+    }
+  }
+
+  /** Lowers the peak to what is in use now (torch.cuda.reset_peak_memory_stats). */
+  public Context resetPeakMemory() {
+    try {
+      disttrain.dt_context_reset_peak_memory(handle());
+    } finally {
+      fence();
+    }
+    return this;
+  }
+
   @Override
   public String toString() {
     if (isClosed()) return "Context(closed)";

@@ -24,6 +24,31 @@ class ContextsTest {
     }
   }
 
+  /** The allocator's counts follow arrays in and out; the peak stays until it is reset. */
+  @Test
+  void memoryStatsFollowArrays() {
+    try (Context ctx = Context.cpu()) {
+      MemoryStats empty = ctx.memoryStats();
+      assertEquals(0, empty.inUseBytes);
+      assertEquals(0, empty.allocations);
+      try (NDArray a = NDArray.create(ctx, DType.FLOAT32, 1024);
+          NDArray b = NDArray.create(ctx, DType.FLOAT32, 2048)) {
+        MemoryStats both = ctx.memoryStats();
+        assertEquals(a.nbytes() + b.nbytes(), both.inUseBytes);
+        assertEquals(4096 + 8192, both.peakBytes);
+        assertEquals(0, both.cachedBytes);
+        assertEquals(2, both.allocations);
+      }
+      MemoryStats after = ctx.memoryStats();
+      assertEquals(0, after.inUseBytes);
+      assertEquals(4096 + 8192, after.peakBytes);
+      assertEquals(0, ctx.resetPeakMemory().memoryStats().peakBytes);
+    }
+    Context closed = Context.cpu();
+    closed.close();
+    assertThrows(RuntimeException.class, closed::memoryStats);
+  }
+
   /** An MLP from seed 5 after `steps` batches of 64, its net on contexts[0]; the first weight. */
   static float[] train(Context[] contexts, int steps) {
     Context[] extra = java.util.Arrays.copyOfRange(contexts, 1, contexts.length);
