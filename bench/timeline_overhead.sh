@@ -4,7 +4,7 @@
 # ROUNDS times with the timeline off and on, alternated in the same session
 # (these machines drift between runs), on the first SAMPLES training images.
 # Prints one JSON line per run and a summary: worker 0's mean step time
-# (its epoch's seconds / its steps) per setting.
+# (batch / its epoch's images per second) per setting.
 #
 #   bench/timeline_overhead.sh [--build-dir DIR] [--rounds N] [--samples N] [--batch N]
 set -euo pipefail
@@ -31,9 +31,9 @@ run() {  # MODE: prints worker 0's ms per step
   "$build/dtrun" -n 2 -s 2 "${args[@]}" --timeout 600 -- "$build/examples/train_fashion_mnist" \
     --kvstore dist_sync --epochs 1 --batch-size "$batch" --threads 1 --data "$work/data" > "$work/log" 2>&1 ||
     { cat "$work/log" >&2; exit 1; }
-  local seconds
-  seconds=$(sed -n 's/^\[worker 0\] epoch 1\/1: .* img\/s \([0-9.]*\) s .*/\1/p' "$work/log")
-  awk -v s="$seconds" -v n="$steps" 'BEGIN { printf "%.3f", 1000 * s / n }'
+  local rate
+  rate=$(sed -n 's/^\[worker 0\] epoch 1\/1: .* \([0-9.]*\) img\/s .*/\1/p' "$work/log")
+  awk -v r="$rate" -v b="$batch" 'BEGIN { printf "%.3f", 1000 * b / r }'
 }
 
 off=() on=()

@@ -40,7 +40,7 @@ constexpr Parameter kParameters[] = {
      "1: a timeline also has a span for each layer's forward and backward (on a GPU: the time to queue its kernels).",
      kYes},
     {"DT_TIMELINE_EVENTS", kLogging, T::kInteger, "200000",
-     "Events a timeline keeps (1-268435456, about 130 bytes each); past it the oldest are dropped and counted.",
+     "Events a timeline keeps (1-268435456, 144 bytes each); past it the oldest are dropped and counted.",
      kYes},
 
     {"DMLC_ROLE", kLayout, T::kChoice, "worker",

@@ -50,6 +50,9 @@ TEST(TimelineRing, WrapAroundDropsTheOldestAndCountsThem) {
   EXPECT_EQ(ring.dropped(), 0u);
 }
 
+// docs/profiling.md and DT_TIMELINE_EVENTS's line state the size of an event.
+TEST(TimelineRing, AnEventIs144Bytes) { EXPECT_EQ(sizeof(TraceEvent), 144u); }
+
 TEST(TimelineRing, RefusesNoRoom) { EXPECT_EQ(test_support::code_of([] { EventRing ring(0); }), ErrorCode::kInvalidArgument); }
 
 TEST(TimelineEvent, LongNamesAreCutOnACharacterBoundary) {
