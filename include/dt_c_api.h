@@ -204,6 +204,32 @@ DT_API dt_status dt_log_set_handler(dt_log_level max_level,
                                     dt_log_handler handler, void *user);
 
 /* ------------------------------------------------------------------------ */
+/* Profiler: the process's timeline                                         */
+/* ------------------------------------------------------------------------ */
+
+/* The process records spans of what its threads do (a trainer's data wait,
+ * forward, backward, optimizer and wait; each key part's push and pull; a
+ * server's rounds; the scheduler's barriers) into a ring of
+ * DT_TIMELINE_EVENTS events, the oldest dropped (and counted) when full.
+ * MXNet's profiler.set_state('run'), set_state('stop') and dump(). The
+ * timeline is process-wide, as the log handler is; DT_TIMELINE=FILE starts
+ * it at the first span and writes it at the end (docs/profiling.md). Any
+ * thread may call these. */
+
+/* Starts recording (again; what was recorded stays). DT_ERR_OUT_OF_MEMORY
+ * when the ring cannot be allocated (its first start). */
+DT_API dt_status dt_profiler_start(void);
+
+/* Stops recording; what was recorded stays until the process ends. */
+DT_API dt_status dt_profiler_stop(void);
+
+/* Writes what was recorded so far to path as Chrome trace-event JSON
+ * (Perfetto and chrome://tracing open it), replacing the file at once when
+ * complete. path stays the caller's. DT_ERR_INVALID_ARGUMENT for a NULL or
+ * empty path, DT_ERR_IO when the file cannot be written. */
+DT_API dt_status dt_profiler_dump(const char *path);
+
+/* ------------------------------------------------------------------------ */
 /* Context: a device                                                        */
 /* ------------------------------------------------------------------------ */
 

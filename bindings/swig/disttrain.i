@@ -161,6 +161,9 @@
 %rename("%s") dt_node_role;
 %rename("%s") dt_node_local_rank;
 %rename("%s") dt_node_run;
+%rename("%s") dt_profiler_start;
+%rename("%s") dt_profiler_stop;
+%rename("%s") dt_profiler_dump;
 
 /* dt_log_set_handler is not listed: a C function pointer has no value in
  * Java or Go. Each reaches it through its own glue, which installs a C

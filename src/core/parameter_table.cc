@@ -12,7 +12,7 @@ using T = ParameterType;
 constexpr Support kYes = Support::kHonoured;
 constexpr Support kRefused = Support::kRefused;
 
-constexpr const char* kLogging = "Logging";
+constexpr const char* kLogging = "Logging and the timeline";
 constexpr const char* kLayout = "Job layout: DMLC_* and the variables of other launchers";
 constexpr const char* kDeadlines = "Deadlines, bounds and fault tolerance";
 constexpr const char* kSecurity = "Security";
@@ -30,6 +30,17 @@ constexpr Parameter kParameters[] = {
      kYes},
     {"PS_VERBOSE", kLogging, T::kInteger, "0",
      "ps-lite's log level: 1 raises DT_LOG_LEVEL to debug (connections, node tables), 2 to trace (every message).",
+     kYes},
+    {"DT_TIMELINE", kLogging, T::kPath, "",
+     "Record this process's timeline (Chrome trace-event JSON, docs/profiling.md): a job's member writes "
+     "FILE.<role>.<rank>.json (the scheduler FILE.scheduler.json), another process FILE; dtrun --timeline FILE "
+     "sets it and merges the files into FILE.",
+     kYes},
+    {"DT_TIMELINE_LAYERS", kLogging, T::kInteger, "0",
+     "1: a timeline also has a span for each layer's forward and backward (on a GPU: the time to queue its kernels).",
+     kYes},
+    {"DT_TIMELINE_EVENTS", kLogging, T::kInteger, "200000",
+     "Events a timeline keeps (1-268435456, 144 bytes each); past it the oldest are dropped and counted.",
      kYes},
 
     {"DMLC_ROLE", kLayout, T::kChoice, "worker",

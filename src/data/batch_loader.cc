@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "core/timeline/timeline.h"
 
 namespace dt::data {
 
@@ -159,6 +160,7 @@ void BatchLoader::start_epoch(int64_t epoch) {
 }
 
 bool BatchLoader::next(Batch& out) {
+  const core::timeline::Span wait("train", "data wait");
   std::unique_lock<std::mutex> lock(mutex_);
   core::require(epoch_started_, ErrorCode::kBadState, "BatchLoader::next called before start_epoch");
   if (consumed_ == total_batches_) {

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "kvstore/lane_message.h"
+#include "kvstore/lane_timeline.h"
 #include "kvstore/worker_client_link.h"
 #include "ps/transport/limits.h"
 
@@ -232,6 +233,7 @@ void RequestScheduler::send_batch(size_t lane, std::vector<LaneUnit> units) {
   try {
     std::shared_lock<std::shared_mutex> memory(memory_mutex_);
     if (memory_released_) throw Error(ErrorCode::kClosed, "the request was abandoned before it was sent");
+    const core::timeline::Span encode("kvstore", codec ? "compress" : "encode", {"server", server});
     encoded.emplace(encode_lane_message(units, worker_rank_, sync_, may_resend, codec.get(), feedback.get()));
   } catch (const Error& e) {
     error = e;
@@ -245,7 +247,8 @@ void RequestScheduler::send_batch(size_t lane, std::vector<LaneUnit> units) {
   }
   link_->send(
       server, std::move(encoded->message),
-      [this, lane, shared](std::optional<Error> e, const ps::Frame* reply) {
+      [this, lane, shared, server, sent_us = lane_send_time()](std::optional<Error> e, const ps::Frame* reply) {
+        if (!e) record_lane_reply(*shared, server, sent_us);
         on_reply(lane, *shared, std::move(e), reply);
       },
       may_resend);

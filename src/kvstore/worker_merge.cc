@@ -1,5 +1,7 @@
 #include "kvstore/worker_merge.h"
 
+#include "core/timeline/timeline.h"
+
 namespace dt::kvstore {
 
 using core::NDArray;
@@ -42,6 +44,7 @@ const uint8_t* WorkerMerge::push_source(Buffers& buffers, const std::vector<NDAr
     buffers.host.copy_from(first);
     return static_cast<const uint8_t*>(buffers.host.data());
   }
+  const core::timeline::Span span("kvstore", "merge", {"replicas", static_cast<int64_t>(positions.size())});
   std::lock_guard<std::mutex> lock(mutex_);
   if (on_device_) {
     reducer_.sum(values, positions, merged(buffers), buffers.scratch);
@@ -65,6 +68,7 @@ void WorkerMerge::spread(Buffers& buffers, const std::vector<NDArray>& outs) {
     for (size_t k = 1; k < outs.size(); ++k) outs[k].copy_from(first);
     return;
   }
+  const core::timeline::Span span("kvstore", "spread", {"replicas", static_cast<int64_t>(outs.size())});
   std::vector<size_t> positions;
   for (size_t k = landed_in_first ? 1 : 0; k < outs.size(); ++k) positions.push_back(k);
   std::lock_guard<std::mutex> lock(mutex_);

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "core/timeline/timeline.h"
 #include "nn/compute_parameters.h"
 #include "nn/layers/softmax_cross_entropy_loss.h"
 #include "nn/net_internals.h"
@@ -48,6 +49,7 @@ std::string batched_text(const core::Shape& sample) {
 }  // namespace
 
 void Net::forward(const std::vector<core::NDArray>& inputs, bool train) {
+  const core::timeline::Span span("train", "forward");
   const auto& specs = description_.inputs;
   if (inputs.size() != specs.size()) {
     throw Error(ErrorCode::kInvalidArgument, "net takes " + std::to_string(specs.size()) + " input(s), got " +
@@ -107,7 +109,10 @@ void Net::forward(const std::vector<core::NDArray>& inputs, bool train) {
     args.output = &plan.values[num_inputs + k];
     args.train = train;
     args.runtime = &runtime_;
-    in_layer(*node.layer, [&] { node.layer->forward(args); });
+    in_layer(*node.layer, [&] {
+      const auto layer_span = core::timeline::layer_span("train", node.layer->name());
+      node.layer->forward(args);
+    });
   }
   if (mixed_precision()) ops::cast(plan.logits32, plan.values[output_value_]);
   last_forward_ = &plan;
@@ -146,6 +151,7 @@ double Net::loss(const core::NDArray& labels) {
 }
 
 double Net::backward(const core::NDArray& labels, const GradientReady& on_gradient_ready) {
+  const core::timeline::Span span("train", "backward");
   const core::NDArray device_labels = labels_for_last_forward(labels, "backward");
   Plan& plan = *last_forward_;
   if (!plan.have_grads) allocate_gradients(plan);
@@ -187,7 +193,10 @@ double Net::backward(const core::NDArray& labels, const GradientReady& on_gradie
     }
     args.params = layer_params(node);
     args.runtime = &runtime_;
-    in_layer(*node.layer, [&] { node.layer->backward(args); });
+    in_layer(*node.layer, [&] {
+      const auto layer_span = core::timeline::layer_span("train", node.layer->name());
+      node.layer->backward(args);
+    });
     if (mixed_precision()) {
       for (const Parameter* p : node.params) {
         compute_params_->finish_gradient(static_cast<size_t>(p - params_.data()), unscale);

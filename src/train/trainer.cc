@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/safetensors.h"
+#include "core/timeline/timeline.h"
 #include "data/batch_stager.h"
 #include "kvstore/kvstore_factory.h"
 #include "train/batch_split.h"
@@ -223,6 +224,7 @@ void Trainer::step(int64_t batch_size) {
 }
 
 void Trainer::update_replicas(double rescale) {
+  const core::timeline::Span span("train", "optimizer");
   for (size_t r = 0; r < replicas_.size(); ++r) {
     local_optimizers_[r]->set_rescale_grad(rescale);
     for (size_t index : learnable_) {
@@ -253,7 +255,9 @@ void Trainer::finish_overlapped_step(int64_t batch_size) {
   for (size_t index : learnable_) {
     if (!issued_[index]) issue_exchange(index);
   }
+  core::timeline::Span wait("train", "wait", {"step", steps_});
   kv_->wait_all();
+  wait.end();
   const double rescale = 1.0 / static_cast<double>(batch_size);
   if (!update_on_kvstore_ && gradients_usable()) update_replicas(rescale);
   rescale_grad_ = rescale;
@@ -273,6 +277,7 @@ BatchResult Trainer::train_batch(const NDArray& data, const NDArray& labels) {
                                                  std::to_string(replicas_.size()) + " devices");
   }
   prepare_precision();
+  const core::timeline::Span step_span("train", "step", {"step", steps_});
   staged_data_.resize(replicas_.size());
   staged_labels_.resize(replicas_.size());
   // The first step initialises the store and runs synchronously.

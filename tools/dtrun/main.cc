@@ -21,6 +21,7 @@
 #include "ssh_launcher.h"
 #include "supervisor.h"
 #include "temp_dir.h"
+#include "timeline_merge.h"
 
 namespace {
 
@@ -103,6 +104,23 @@ std::string clean_end(const RunReport& run) {
   return text;
 }
 
+// --timeline: the processes' files into one; a failure is reported, never
+// the job's outcome.
+void merge_timelines(const dt::dtrun::Options& options) {
+  try {
+    const dt::dtrun::TimelineMerge m = dt::dtrun::merge_timeline(options.timeline, options.num_servers,
+                                                                 options.num_workers);
+    std::string text = "timeline of " + std::to_string(m.merged.size()) + " processes (" + std::to_string(m.events) +
+                       " events) in " + options.timeline;
+    if (m.dropped > 0) text += "; the processes' rings dropped " + std::to_string(m.dropped) + " older events (DT_TIMELINE_EVENTS)";
+    say(text);
+    if (!m.missing.empty()) say("timeline: no file from " + listed(m.missing));
+    for (const std::string& why : m.unreadable) say("timeline: left out " + why);
+  } catch (const std::exception& e) {
+    say(std::string("timeline: ") + e.what());
+  }
+}
+
 int run(const dt::dtrun::Options& options) {
   using namespace dt::dtrun;
   // Installed before any child exists, so no SIGCHLD or Ctrl-C is missed.
@@ -149,6 +167,7 @@ int run(const dt::dtrun::Options& options) {
     run = run_once(job, signals, settings);
     restarts += run.restarts;
   }
+  if (!options.timeline.empty()) merge_timelines(options);
   const std::string after = restarts == 0 ? "" : " (after " + counted_restarts(restarts) + ")";
   if (run.outcome.exit_code != 0) {
     say("job failed" + after + ": " + run.outcome.message);

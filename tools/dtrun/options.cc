@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 
 #include "environment.h"
 
@@ -13,7 +14,8 @@ const char* usage_text() {
   return "usage: dtrun -n WORKERS [-s SERVERS] [--launcher local|ssh|mpi|slurm]\n"
          "             [-H HOSTFILE] [--sync-dst-dir DIR] [--env K=V]...\n"
          "             [--env-server K=V]... [--env-worker K=V]... [--interface IF]\n"
-         "             [--log-dir DIR] [--timeout S] [--tls] [--worker-loss fail|continue]\n"
+         "             [--log-dir DIR] [--timeline FILE] [--timeout S] [--tls]\n"
+         "             [--worker-loss fail|continue]\n"
          "             [--server-replication N] [--max-restarts N]\n"
          "             [--] command [args...]\n"
          "\n"
@@ -44,6 +46,9 @@ const char* usage_text() {
          "  --env-worker K=V      for the workers\n"
          "  --interface IF        DMLC_INTERFACE: the network interface nodes use\n"
          "  --log-dir DIR         also write each process's output to DIR/<role>-<rank>.log\n"
+         "  --timeline FILE       record every process's timeline (DT_TIMELINE) and merge\n"
+         "                        them into FILE at the end: Chrome trace-event JSON for\n"
+         "                        Perfetto or chrome://tracing (docs/profiling.md)\n"
          "  --timeout S           stop the job after S seconds (exit code 124)\n"
          "  --tls                 tcp connections over mutual TLS: a throw-away CA and\n"
          "                        certificate for this job (openssl, EC P-256, valid 2\n"
@@ -202,6 +207,12 @@ Options parse_options(const std::vector<std::string>& args) {
     } else if (is(a, "--log-dir")) {
       o.log_dir = value_of(a, "--log-dir");
       if (o.log_dir.empty()) throw UsageError("--log-dir needs a directory");
+    } else if (is(a, "--timeline")) {
+      const std::string file = value_of(a, "--timeline");
+      if (file.empty()) throw UsageError("--timeline needs a file");
+      // Absolute: every process writes its part beside it, wherever it runs from.
+      o.timeline = std::filesystem::absolute(file).lexically_normal().string();
+      o.env.push_back(EnvSetting{"DT_TIMELINE", o.timeline, false});
     } else if (is(a, "-H") || is(a, "--hostfile")) {
       o.hostfile = value_of(a, a.rfind("--", 0) == 0 ? "--hostfile" : "-H");
       if (o.hostfile.empty()) throw UsageError("-H needs a hostfile");

@@ -29,6 +29,7 @@ struct Options {
   std::vector<EnvSetting> env_worker;  // workers
   std::string interface;               // DMLC_INTERFACE for every process
   std::string log_dir;                 // one <role>-<rank>.log per process
+  std::string timeline;                // --timeline: the merged timeline's file (absolute)
   double timeout_s = 0;                // 0: no limit
   bool tls = false;                    // --tls: a throw-away CA and certificate for the job (job_tls.h)
   // --worker-loss: "fail" or "continue" (DT_WORKER_LOSS for every process);

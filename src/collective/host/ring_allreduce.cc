@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "collective/host/reduce_kernels.h"
+#include "core/timeline/timeline.h"
 
 namespace dt::collective::host {
 
@@ -31,6 +32,7 @@ void all_reduce_ring(const Links& links, int rank, const CallHeader& header, voi
   uint8_t* buffers[2] = {static_cast<uint8_t*>(scratch), static_cast<uint8_t*>(scratch) + chunk_elems * es};
 
   for (int s = 0; s < n - 1; ++s) {
+    const core::timeline::Span span("collective", "ring reduce-scatter", {"step", s});
     const int send_seg = mod(rank - s);
     const int recv_seg = mod(rank - s - 1);
     if (s == 0) {
@@ -54,6 +56,7 @@ void all_reduce_ring(const Links& links, int rank, const CallHeader& header, voi
   }
 
   for (int s = 0; s < n - 1; ++s) {
+    const core::timeline::Span span("collective", "ring all-gather", {"step", s});
     const int send_seg = mod(rank + 1 - s);
     const int recv_seg = mod(rank - s);
     next.start_send(nullptr, 0, seg_ptr(send_seg), seg_bytes(send_seg));

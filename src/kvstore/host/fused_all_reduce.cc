@@ -6,6 +6,7 @@
 #include "collective/host/all_gather.h"
 #include "core/error.h"
 #include "core/fnv1a.h"
+#include "core/timeline/timeline.h"
 
 namespace dt::kvstore {
 
@@ -73,6 +74,8 @@ void FusedAllReduce::run(const std::vector<Item>& items) {
 }
 
 void FusedAllReduce::run_fused(const std::vector<Item>& run, size_t bytes) {
+  const core::timeline::Span span("kvstore", "bucket", {"keys", static_cast<int64_t>(run.size())},
+                                  {"bytes", static_cast<int64_t>(bytes)});
   std::vector<std::pair<Key, size_t>> keys;
   for (const Item& item : run) keys.emplace_back(item.first, item.second.nbytes());
   const uint64_t tag = tag_of(keys);

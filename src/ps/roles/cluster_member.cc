@@ -10,6 +10,8 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "core/timeline/timeline.h"
+#include "ps/roles/member_timeline.h"
 #include "ps/transport/frame.h"
 #include "ps/transport/request_client.h"
 
@@ -95,10 +97,13 @@ void ClusterMember::State::heartbeat_loop() {
     }
     try {
       flatbuffers::FlatBufferBuilder fbb(64);
+      const int64_t sent_us = core::timeline::now_us();
       Message reply = client->call(make_message(fbb, wire::CreateHeartbeat(fbb, to_wire(job.role), rank, copies_restored)),
                                    to_ms(options.heartbeat_timeout_s));
+      const int64_t received_us = core::timeline::now_us();
       const Frame frame = Frame::parse(std::move(reply));
       const wire::HeartbeatReply& r = frame.expect<wire::HeartbeatReply>();
+      refine_timeline_clock(sent_us, r.scheduler_clock_us(), received_us);
       last_ok = Clock::now();
       news.take_reply(r, job.role, rank);
     } catch (const Error& e) {
@@ -158,8 +163,10 @@ ClusterMember::ClusterMember(const JobConfig& job, const PsOptions& options, std
                                           seconds_text(options.startup_timeout_s) + " (not every node registered)");
   }
   try {
+    const int64_t received_us = core::timeline::now_us();
     const Frame frame = Frame::parse(std::move(reply));
     st.table = read_node_table(frame.expect<wire::NodeTable>());
+    label_timeline(job.role, st.table, received_us);
   } catch (const Error& e) {
     if (e.code() != ErrorCode::kClosed || job.role != Role::kWorker) throw;
     // A worker started again to join a job that is ending (every other
@@ -226,6 +233,7 @@ ClusterMember::~ClusterMember() {
     st.client->close();
   }
   st.stop_heartbeats();
+  core::timeline::write_process_file();
 }
 
 Role ClusterMember::role() const { return state_->job.role; }

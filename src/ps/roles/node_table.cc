@@ -52,9 +52,13 @@ flatbuffers::Offset<wire::NodeTable> write_node_table(flatbuffers::FlatBufferBui
   std::vector<flatbuffers::Offset<wire::NodeInfo>> servers, workers;
   for (const NodeInfo& n : table.servers) servers.push_back(write_node_info(fbb, n));
   for (const NodeInfo& n : table.workers) workers.push_back(write_node_info(fbb, n));
-  return wire::CreateNodeTable(fbb, table.num_servers, table.num_workers, fbb.CreateVector(servers),
-                               fbb.CreateVector(workers), table.your_rank, table.scheduler_pid,
-                               table.joined_running_job, table.first_barrier);
+  auto server_list = fbb.CreateVector(servers);
+  auto worker_list = fbb.CreateVector(workers);
+  flatbuffers::Offset<flatbuffers::String> boot_id;
+  if (!table.scheduler_boot_id.empty()) boot_id = fbb.CreateString(table.scheduler_boot_id);
+  return wire::CreateNodeTable(fbb, table.num_servers, table.num_workers, server_list, worker_list, table.your_rank,
+                               table.scheduler_pid, table.joined_running_job, table.first_barrier,
+                               table.scheduler_clock_us, boot_id);
 }
 
 flatbuffers::Offset<wire::LostNode> write_lost_node(flatbuffers::FlatBufferBuilder& fbb, const LostNode& lost) {
@@ -109,6 +113,8 @@ NodeTable read_node_table(const wire::NodeTable& table) {
   out.scheduler_pid = table.scheduler_pid();
   out.joined_running_job = table.joined_running_job();
   out.first_barrier = table.first_barrier();
+  out.scheduler_clock_us = table.scheduler_clock_us();
+  if (table.scheduler_boot_id() != nullptr) out.scheduler_boot_id = table.scheduler_boot_id()->str();
   const auto read_list = [](const flatbuffers::Vector<flatbuffers::Offset<wire::NodeInfo>>* list, Role role,
                             int count, std::vector<NodeInfo>& into) {
     const int size = list == nullptr ? 0 : static_cast<int>(list->size());

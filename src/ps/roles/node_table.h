@@ -37,6 +37,10 @@ struct NodeTable {
   // rounds (DataOp Join) instead of starting them.
   bool joined_running_job = false;
   uint64_t first_barrier = 0;  // the id of the first barrier it takes part in
+  // The scheduler's clock as it sent the table (0: an older scheduler) and
+  // its host's boot id ("": unknown), for the node's timeline.
+  int64_t scheduler_clock_us = 0;
+  std::string scheduler_boot_id;
 };
 
 struct LostNode {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/timeline/timeline.h"
 #include "ps/transport/frame.h"
 
 namespace dt::ps {
@@ -16,6 +17,16 @@ double seconds_since(SchedulerClock::time_point t) {
 
 }  // namespace
 
+// From the first worker's entry to the last one's: a straggler shows as the
+// others' wait.
+void BarrierBook::record_completed(uint64_t id, const Barrier& barrier) {
+  if (!core::timeline::recording()) return;
+  const char* kind = is_admission(id) ? "admission" : is_regroup(id) ? "regroup" : "barrier";
+  core::timeline::record("scheduler", kind, barrier.started_us, core::timeline::now_us(),
+                         {"id", static_cast<int64_t>(id & ~(kRegroupBit | kAdmissionBit))},
+                         {"workers", static_cast<int64_t>(barrier.waiters.size())});
+}
+
 std::string barrier_name(uint64_t id) {
   if (is_admission(id)) return "admission at generation " + std::to_string(id & ~(kRegroupBit | kAdmissionBit));
   return is_regroup(id) ? "regroup " + std::to_string(id & ~kRegroupBit) : "barrier " + std::to_string(id);
@@ -23,7 +34,10 @@ std::string barrier_name(uint64_t id) {
 
 void BarrierBook::enter(uint64_t id, Waiter waiter) {
   Barrier& barrier = barriers_[id];
-  if (barrier.waiters.empty()) barrier.started = SchedulerClock::now();
+  if (barrier.waiters.empty()) {
+    barrier.started = SchedulerClock::now();
+    barrier.started_us = core::timeline::now_us();
+  }
   barrier.waiters.push_back(std::move(waiter));
   complete_ready();
 }
@@ -51,6 +65,7 @@ void BarrierBook::complete_ready() {
       continue;
     }
     complete_(it->first, it->second.waiters);
+    record_completed(it->first, it->second);
     it = barriers_.erase(it);
   }
 }

@@ -73,8 +73,10 @@ class BarrierBook {
  private:
   struct Barrier {
     SchedulerClock::time_point started;
+    int64_t started_us = 0;  // the same moment, for the timeline
     std::vector<Waiter> waiters;
   };
+  static void record_completed(uint64_t id, const Barrier& barrier);
   const Ready ready_;
   const Complete complete_;
   std::map<uint64_t, Barrier> barriers_;

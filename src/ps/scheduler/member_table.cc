@@ -6,6 +6,8 @@
 #include <string>
 
 #include "core/log.h"
+#include "core/timeline/clock_offset.h"
+#include "core/timeline/timeline.h"
 #include "ps/transport/frame.h"
 
 namespace dt::ps {
@@ -103,6 +105,7 @@ bool MemberTable::add(const wire::Register& r, uint32_t pipe, const RequestServe
   g.requested_rank = role == Role::kWorker ? r.requested_rank() : -1;
   g.pipe = pipe;
   g.reply = reply;
+  g.registered_us = core::timeline::now_us();
   core::log(core::LogLevel::kDebug, "scheduler",
             std::string(role_name(role)) + " (pid " + std::to_string(g.info.pid) + " on host " + g.info.host +
                 ") registered on connection " + std::to_string(pipe) + ", " +
@@ -131,11 +134,18 @@ void MemberTable::publish() {
   for (Registration* g : workers) table.workers.push_back(g->info);
   core::log(core::LogLevel::kDebug, "scheduler", "node table published");
   for (const std::string& line : node_table_lines(table)) core::log(core::LogLevel::kDebug, "scheduler", "  " + line);
+  // The job's start-up: from the first node's registration to the table.
+  if (!registrations_.empty()) {
+    core::timeline::record("scheduler", "registration", registrations_.front().registered_us,
+                           core::timeline::now_us(), {"nodes", static_cast<int64_t>(registrations_.size())});
+  }
+  table.scheduler_boot_id = core::timeline::boot_id();
   const SchedulerClock::time_point now = SchedulerClock::now();
   for (Registration& g : registrations_) {
     members_.insert_or_assign({static_cast<int>(g.info.role), g.info.rank},
                               Member(g.info, g.pipe, MemberState::kActive, now));
     table.your_rank = g.info.rank;
+    table.scheduler_clock_us = core::timeline::now_us();
     flatbuffers::FlatBufferBuilder fbb(1024);
     g.reply(make_message(fbb, write_node_table(fbb, table)));
   }

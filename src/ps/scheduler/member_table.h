@@ -99,6 +99,7 @@ struct Registration {
   uint32_t pipe = 0;
   RequestServer::Reply reply;
   SchedulerClock::time_point since;  // server joins: when it registered
+  int64_t registered_us = 0;  // the timeline's clock as it arrived
 };
 
 // The node a Register message describes (no rank yet).

@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "core/timeline/timeline.h"
 #include "ps/roles/node_table.h"
 #include "ps/scheduler/barrier_book.h"
 #include "ps/scheduler/member_table.h"
@@ -174,7 +175,8 @@ Message Scheduler::State::heartbeat_reply() {
   std::vector<flatbuffers::Offset<wire::RejoinedServer>> back;
   for (const RejoinedServer& r : recovery.rejoined()) back.push_back(write_rejoined_server(fbb, r));
   return make_message(fbb, wire::CreateHeartbeatReply(fbb, fbb.CreateVector(list), stopping, fbb.CreateVector(gone),
-                                                      fbb.CreateVector(back), roster.awaiting_admission()));
+                                                      fbb.CreateVector(back), roster.awaiting_admission(),
+                                                      core::timeline::now_us()));
 }
 
 void Scheduler::State::on_heartbeat(const wire::Heartbeat& h, uint32_t pipe, RequestServer::Reply& reply) {
@@ -275,6 +277,7 @@ void Scheduler::State::mark_lost(Member& m, const std::string& reason) {
   m.lose();
   LostNode l{m.info.role, m.info.rank, m.info.host, m.info.pid, reason};
   core::log(LogLevel::kInfo, "scheduler", l.message());
+  core::timeline::record("scheduler", "lost " + m.info.describe(), core::timeline::now_us(), core::timeline::now_us());
   if (lost.empty()) first_loss = Clock::now();
   lost.push_back(l);
   barriers.fail([](uint64_t) { return true; }, ErrorCode::kPeerLost,
@@ -284,6 +287,7 @@ void Scheduler::State::mark_lost(Member& m, const std::string& reason) {
 
 void Scheduler::State::depart(Member& m, const std::string& reason) {
   m.lose();
+  core::timeline::record("scheduler", "departed " + m.info.describe(), core::timeline::now_us(), core::timeline::now_us());
   LostNode l{m.info.role, m.info.rank, m.info.host, m.info.pid, reason};
   departed.push_back(l);
   if (m.info.role == Role::kServer) {
@@ -327,6 +331,8 @@ Scheduler::Scheduler(const JobConfig& job, const PsOptions& options)
     : state_(std::make_unique<State>(job, options)) {
   options.validate();
   State& st = *state_;
+  // The clock every member's timeline is placed on (member_timeline.h).
+  core::timeline::set_process(core::timeline::ProcessLabel{"scheduler", -1, 0, true});
   // A node keeps at most one deferred reply (registration or barrier), a
   // heartbeat and a shutdown in flight: more on one connection is refused,
   // so no node (or impostor) can hold what the others' heartbeats need.
@@ -359,6 +365,7 @@ Scheduler::Scheduler(const JobConfig& job, const PsOptions& options)
 Scheduler::~Scheduler() {
   // Stop the transport first: its handler threads use the state.
   state_->server.reset();
+  core::timeline::write_process_file();
 }
 
 std::string Scheduler::url() const { return state_->url; }

@@ -5,8 +5,21 @@
 #include <string>
 #include <utility>
 
+#include "core/timeline/timeline.h"
 
 namespace dt::ps {
+namespace {
+
+// A span of one part's round on the timeline; a worker's pull of the part
+// carries the same key, begin and round (kvstore/lane_timeline.h).
+core::timeline::Span round_span(const char* name, const PartKey& part, int64_t round, int worker = -1) {
+  using core::timeline::TraceArg;
+  return core::timeline::Span("server", name, TraceArg{"key", static_cast<int64_t>(part.key)},
+                              TraceArg{"begin", part.begin}, TraceArg{"round", round},
+                              worker < 0 ? TraceArg{} : TraceArg{"worker", worker});
+}
+
+}  // namespace
 
 using core::DType;
 using core::Error;
@@ -112,7 +125,10 @@ void PartRounds::push(int worker, int64_t round, const void* data, PushDone& don
   pushed_round_[static_cast<size_t>(worker)] = round;
   // This push is of the round being summed (later ones are held).
   if (worker == 0) round_numbers_ = numbers;
-  accumulate(worker, data);
+  {
+    const auto sum = round_span("sum", info_.part, round, worker);
+    accumulate(worker, data);
+  }
   done(nullptr);
   advance();
 }
@@ -185,6 +201,7 @@ void PartRounds::advance() {
     const size_t rank = static_cast<size_t>(summed_);
     auto& staged = staged_[rank];
     if (!staged.empty()) {
+      const auto sum = round_span("sum", info_.part, round, static_cast<int>(rank));
       add_term(staged.data());
       staged.clear();  // keeps the capacity for the next round
     } else if (!attendance_.absent(static_cast<int>(rank), round)) {
@@ -208,12 +225,18 @@ void PartRounds::advance() {
 }
 
 void PartRounds::complete_round() {
-  apply(nullptr);
+  {
+    const auto update = round_span("update", info_.part, applied_round_ + 1);
+    apply(nullptr);
+  }
   summed_ = 0;
   terms_ = 0;
   ++applied_round_;
   encode();
-  answer_pulls();
+  {
+    const auto reply = round_span("reply", info_.part, applied_round_);
+    answer_pulls();
+  }
   release_held();
 }
 
@@ -255,6 +278,7 @@ void PartRounds::encode() {
   const uint64_t key = info_.part.key;
   const int64_t begin = info_.part.begin;
   const bool feedback = codec->config().error_feedback;
+  const auto compress = round_span("compress", info_.part, applied_round_);
   count_compression(*codec);
   // merged is free until the next round's first push (release_held comes
   // after this): the compensated sum goes there.

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "core/log.h"
+#include "core/timeline/timeline.h"
 #include "optim/optimizer.h"
 #include "optim/optimizer_config.h"
 #include "ps/server/reply_assembly.h"
@@ -161,6 +162,9 @@ void ServerRequestHandler::handle(Message request, const RequestServer::Reply& r
 
 void ServerRequestHandler::worker_request(const Frame& frame, const wire::DataRequest& data, int worker,
                                           const RequestServer::Reply& reply) {
+  // A request's whole handling; its parts' sums, updates and replies nest inside.
+  const core::timeline::Span receive("server", "receive", {"worker", worker},
+                                     {"slices", data.slices() ? static_cast<int64_t>(data.slices()->size()) : 0});
   if (data.slices() == nullptr || data.slices()->size() == 0) {
     core::log(core::LogLevel::kTrace, "server",
               std::string(wire::EnumNameDataOp(data.op())) + " from worker " + std::to_string(worker));

@@ -56,6 +56,8 @@ TEST(PsFrame, NodeTableRoundTrip) {
   t.workers.push_back(NodeInfo{Role::kWorker, 0, "h1", 11, {}});
   t.workers.push_back(NodeInfo{Role::kWorker, 1, "h2", 12, {}});
   t.your_rank = 1;
+  t.scheduler_clock_us = 123456789;
+  t.scheduler_boot_id = "4b1c5d7e-0000-4000-8000-000000000001";
   flatbuffers::FlatBufferBuilder fbb;
   const Frame f = Frame::parse(make_message(fbb, write_node_table(fbb, t)));
   const NodeTable back = read_node_table(f.expect<wire::NodeTable>());
@@ -63,6 +65,9 @@ TEST(PsFrame, NodeTableRoundTrip) {
   ASSERT_EQ(back.workers.size(), 2u);
   EXPECT_EQ(back.workers[1].pid, 12);
   EXPECT_EQ(back.servers[0].data_urls, std::vector<std::string>{"tcp://h0:1"});
+  // The timeline's clock fields (absent from older schedulers: 0 and "").
+  EXPECT_EQ(back.scheduler_clock_us, 123456789);
+  EXPECT_EQ(back.scheduler_boot_id, t.scheduler_boot_id);
 }
 
 TEST(PsFrame, NodeTableThatContradictsItselfIsAProtocolError) {
