@@ -243,9 +243,11 @@ void RequestScheduler::send_batch(size_t lane, std::vector<LaneUnit> units) {
     on_reply(lane, *shared, error, nullptr);
     return;
   }
+  const uint64_t waiting_id = waiting_.sent(server, *shared);  // the stall inspector's
   link_->send(
       server, std::move(encoded->message),
-      [this, lane, shared](std::optional<Error> e, const ps::Frame* reply) {
+      [this, lane, shared, waiting_id](std::optional<Error> e, const ps::Frame* reply) {
+        waiting_.answered(waiting_id);
         on_reply(lane, *shared, std::move(e), reply);
       },
       may_resend);
