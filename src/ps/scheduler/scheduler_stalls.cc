@@ -10,7 +10,15 @@ namespace dt::ps {
 void SchedulerStalls::heard(const Member& m, const wire::Heartbeat& h) {
   if (m.info.role != Role::kServer) return;
   std::vector<int> workers;
-  if (h.stalled_on() != nullptr) workers.assign(h.stalled_on()->begin(), h.stalled_on()->end());
+  if (h.stalled_on() != nullptr) {
+    // Only the job's workers, once each: what a server says is passed on to
+    // every node, so nothing else is.
+    for (const int rank : *h.stalled_on()) {
+      const bool worker = members_.all().count({static_cast<int>(Role::kWorker), rank}) > 0;
+      if (worker && std::find(workers.begin(), workers.end(), rank) == workers.end()) workers.push_back(rank);
+    }
+    std::sort(workers.begin(), workers.end());
+  }
   if (workers.empty()) {
     servers_.erase(m.info.rank);
   } else {

@@ -57,7 +57,7 @@ TEST_F(StallWatchTest, LogsOncePerStallNamesWorkersAndResumes) {
   waits = {{"k3 r6", "round 6 of key 3 [0, 10) waits for workers {0}", {0}}};
   EXPECT_EQ(watch.check(at(6)), 0u);
   ASSERT_EQ(lines.size(), 2u);
-  EXPECT_NE(lines[1].find("stall inspector: resumed after waiting 4.0 s"), std::string::npos) << lines[1];
+  EXPECT_NE(lines[1].find("stall inspector: resumed after waiting 6.0 s"), std::string::npos) << lines[1];
   ASSERT_EQ(named.size(), 2u);
   EXPECT_EQ(named[0], std::vector<int>{1});
   EXPECT_TRUE(named[1].empty());
