@@ -51,13 +51,15 @@ inline ps::PsOptions ps_options_from(const dt_kvstore_options& options) {
   out.heartbeat_timeout_s = options.heartbeat_timeout_s;
   out.shutdown_timeout_s = options.shutdown_timeout_s;
   out.bigarray_bound_bytes = options.bigarray_bound_bytes;
-  // ps-lite's knob, the worker-loss policy and MXNet's reduction threads,
-  // from the environment only (no field: MXNet has none either).
+  // ps-lite's knob, the worker-loss policy, MXNet's reduction threads and
+  // the stall inspector's threshold, from the environment only (no field:
+  // MXNet has none either).
   const ps::PsOptions from_environment = ps::ps_options_from_environment();
   out.resend_timeout_s = from_environment.resend_timeout_s;
   out.worker_loss = from_environment.worker_loss;
   out.server_replicas = from_environment.server_replicas;
   out.reduction_threads = from_environment.reduction_threads;
+  out.stall_warning_s = from_environment.stall_warning_s;
   out.validate();
   return out;
 }

@@ -102,6 +102,10 @@ constexpr Parameter kParameters[] = {
     {"DT_HEARTBEAT_INTERVAL_S", kDeadlines, T::kSeconds, "1", "Seconds between a node's heartbeats.", kYes},
     {"DT_HEARTBEAT_TIMEOUT_S", kDeadlines, T::kSeconds, "5",
      "Silence after which the scheduler takes a node for lost.", kYes},
+    {"DT_STALL_WARNING_S", kDeadlines, T::kSeconds, "60",
+     "A dist_sync round, a request or a barrier waiting this long is logged once, naming the workers it waits for "
+     "(the stall inspector); 0: off.",
+     kYes},
     {"DT_SHUTDOWN_TIMEOUT_S", kDeadlines, T::kSeconds, "10", "How long a clean shutdown may take.", kYes},
     {"DT_BIGARRAY_BOUND_BYTES", kDeadlines, T::kBytes, "4000000",
      "Arrays at least this big are split over the servers, and summed on MXNET_KVSTORE_REDUCTION_NTHREADS threads; "
@@ -151,6 +155,11 @@ constexpr Parameter kParameters[] = {
 
     {"OMP_NUM_THREADS", kProcess, T::kInteger, "",
      "Threads of the CPU kernels (the outer level of a list); unset: the CPUs this process may use.", kYes},
+    {"DT_STATUS_FILE", kProcess, T::kPath, "",
+     "A trainer rewrites this file with its steps, images, bytes and seconds so far (dtrun --status-every sets it "
+     "per worker).",
+     kYes},
+    {"DT_STATUS_EVERY_S", kProcess, T::kSeconds, "1", "How often a trainer rewrites DT_STATUS_FILE.", kYes},
     {"TMPDIR", kProcess, T::kPath, "/tmp", "Where the host communicator puts its ipc sockets.", kYes},
 
     {"MXNET_UPDATE_ON_KVSTORE", kRefusedMxnet, T::kChoice, "",

@@ -82,6 +82,11 @@ DistKVStore::DistKVStore(const std::string& type, const ps::JobConfig& job, cons
                                                   ps::to_ms(2 * options.heartbeat_timeout_s));
   news_ = std::make_unique<ClusterNews>(*member_, *client_, *scheduler_);
   servers_ = std::make_unique<ServerExchange>(*client_, *scheduler_, ps::to_ms(2 * options.heartbeat_timeout_s));
+  stall_watch_ = std::make_unique<core::StallWatch>("worker " + std::to_string(member_->rank()),
+                                                    options.stall_warning_s, [this] {
+                                                      return scheduler_->waiting().open(member_->stalled_workers());
+                                                    });
+  stall_watch_->start();
   if (!member_->table().joined_running_job) return;
   try {
     rounds_before_joining_ = join_running_job(*servers_, member_->rank(), sync_);
@@ -94,6 +99,7 @@ DistKVStore::DistKVStore(const std::string& type, const ps::JobConfig& job, cons
 }
 
 DistKVStore::~DistKVStore() {
+  stall_watch_.reset();  // its probe reads the scheduler and the member
   news_->closing();  // servers closing their connections now are the job ending
   scheduler_->close();
   // The member skips its goodbye to the scheduler once any peer is known

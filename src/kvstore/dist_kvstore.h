@@ -46,6 +46,7 @@
 #include "kvstore/worker_merge.h"
 #include "ps/job/job_config.h"
 #include "ps/key_placement.h"
+#include "core/stall_watch.h"
 #include "ps/roles/cluster_member.h"
 #include "ps/roles/worker_client.h"
 
@@ -181,6 +182,9 @@ class DistKVStore final : public KVStore, private Elastic {
   optim::UpdateNumbers numbers_;
   bool pushed_ = false;  // compression is fixed from the first push on
   std::string compression_ = "none";  // canonical text
+  // The stall inspector over the scheduler's messages in flight, naming the
+  // workers the servers' rounds wait for (ClusterMember::stalled_workers).
+  std::unique_ptr<core::StallWatch> stall_watch_;
 };
 
 }  // namespace dt::kvstore

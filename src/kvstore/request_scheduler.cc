@@ -245,9 +245,12 @@ void RequestScheduler::send_batch(size_t lane, std::vector<LaneUnit> units) {
     on_reply(lane, *shared, error, nullptr);
     return;
   }
+  const uint64_t waiting_id = waiting_.sent(server, *shared);  // the stall inspector's
   link_->send(
       server, std::move(encoded->message),
-      [this, lane, shared, server, sent_us = lane_send_time()](std::optional<Error> e, const ps::Frame* reply) {
+      [this, lane, shared, server, sent_us = lane_send_time(), waiting_id](std::optional<Error> e,
+                                                                           const ps::Frame* reply) {
+        waiting_.answered(waiting_id);
         if (!e) record_lane_reply(*shared, server, sent_us);
         on_reply(lane, *shared, std::move(e), reply);
       },

@@ -43,6 +43,7 @@
 #include "kvstore/kvstore.h"
 #include "kvstore/replica_router.h"
 #include "kvstore/request_lanes.h"
+#include "kvstore/waiting_messages.h"
 #include "ps/compression/error_feedback.h"
 #include "ps/compression/gradient_codec.h"
 #include "ps/key_placement.h"
@@ -169,6 +170,8 @@ class RequestScheduler {
   // so a request queued behind a long backlog does not time out while
   // others move.
   std::chrono::steady_clock::time_point last_progress() const;
+  // The messages sent and not yet answered (the stall inspector reads them).
+  const WaitingMessages& waiting() const { return waiting_; }
   // The requests submitted since the last call (some that finished may be
   // left out).
   std::vector<std::shared_ptr<Completion>> take_outstanding();
@@ -212,6 +215,7 @@ class RequestScheduler {
   // requires.
   std::shared_ptr<const ps::compression::GradientCodec> codec_;
   std::shared_ptr<ps::compression::ErrorFeedback> feedback_;
+  WaitingMessages waiting_;
   std::thread thread_;
 };
 

@@ -34,7 +34,8 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 
 Trainer::Trainer(std::shared_ptr<nn::Net> net, optim::OptimizerConfig optimizer,
                  std::shared_ptr<kvstore::KVStore> kv, TrainerOptions options)
-    : net_(std::move(net)), config_(std::move(optimizer)), kv_(std::move(kv)) {
+    : net_(std::move(net)), config_(std::move(optimizer)), kv_(std::move(kv)),
+      status_(StatusFile::from_environment()) {
   if (!net_) throw Error(ErrorCode::kInvalidArgument, "trainer needs a net");
   config_.validate();
   if (options.update_on_kvstore < -1 || options.update_on_kvstore > 1) {
@@ -319,11 +320,15 @@ BatchResult Trainer::train_batch(const NDArray& data, const NDArray& labels) {
     }
     throw;
   }
-  compute_seconds_ += seconds_since(start);
+  const double compute = seconds_since(start);
+  compute_seconds_ += compute;
   if (overlap) {
     finish_overlapped_step(rows);
   } else {
     step(rows);
+  }
+  if (status_) {
+    status_->batch_done(rows, compute, seconds_since(start) - compute, kv_ ? kv_->traffic() : core::Traffic{});
   }
   result.loss = loss_sum / static_cast<double>(rows);
   return result;

@@ -50,6 +50,10 @@ const char* usage_text() {
          "                        them into FILE at the end: Chrome trace-event JSON for\n"
          "                        Perfetto or chrome://tracing (docs/profiling.md)\n"
          "  --timeout S           stop the job after S seconds (exit code 124)\n"
+         "  --status-every S      every S seconds a line on stdout: each worker's step and\n"
+         "                        images/s, the slowest, bytes/s, restarts and losses;\n"
+         "                        a table per worker at the end (0: off; default 10 when\n"
+         "                        stdout is a terminal, else off); --launcher local only\n"
          "  --tls                 tcp connections over mutual TLS: a throw-away CA and\n"
          "                        certificate for this job (openssl, EC P-256, valid 2\n"
          "                        days) in a private directory removed at the end, and\n"
@@ -232,6 +236,9 @@ Options parse_options(const std::vector<std::string>& args) {
       o.ssh_options.push_back(opt);
     } else if (is(a, "--timeout")) {
       o.timeout_s = parse_seconds("--timeout", value_of(a, "--timeout"));
+    } else if (is(a, "--status-every")) {
+      const std::string text = value_of(a, "--status-every");
+      o.status_every_s = text == "0" ? 0 : parse_seconds("--status-every", text);
     } else if (a == "--tls") {
       o.tls = true;
     } else if (is(a, "--worker-loss")) {
@@ -273,6 +280,10 @@ Options parse_options(const std::vector<std::string>& args) {
     // One mpirun or srun holds every rank, and it ends them all when one fails.
     o.notes.push_back("--worker-loss " + o.worker_loss + ": the servers and scheduler follow it, but mpirun and srun "
                       "stop every rank when one fails");
+  }
+  if (o.status_every_s > 0 && o.launcher != Launcher::kLocal) {
+    // The workers' status files are on their hosts, out of dtrun's reach.
+    o.notes.push_back("--status-every: ignored, the live summary needs --launcher local");
   }
   if (o.server_replication == "1" && o.num_servers < 2) {
     // The replica of a key part lives on the next server; one server has none.

@@ -31,6 +31,9 @@ struct Options {
   std::string log_dir;                 // one <role>-<rank>.log per process
   std::string timeline;                // --timeline: the merged timeline's file (absolute)
   double timeout_s = 0;                // 0: no limit
+  // --status-every S: the live job summary's interval (job_status.h); 0 off,
+  // -1 not given (on when stdout is a terminal).
+  double status_every_s = -1;
   bool tls = false;                    // --tls: a throw-away CA and certificate for the job (job_tls.h)
   // --worker-loss: "fail" or "continue" (DT_WORKER_LOSS for every process);
   // empty when not given.

@@ -42,6 +42,16 @@ void read_seconds(const EnvLookup& env, const char* name, double& out) {
   out = v;
 }
 
+// DT_STALL_WARNING_S: seconds as read_seconds, or 0 for off.
+void read_stall_seconds(const EnvLookup& env, double& out) {
+  const auto text = non_empty(env, "DT_STALL_WARNING_S");
+  if (text && *text == "0") {
+    out = 0;
+    return;
+  }
+  read_seconds(env, "DT_STALL_WARNING_S", out);
+}
+
 std::optional<uint64_t> read_count(const EnvLookup& env, const char* name, const char* unit) {
   const auto text = non_empty(env, name);
   if (!text) return std::nullopt;
@@ -63,6 +73,7 @@ PsOptions ps_options_from_environment(const EnvLookup& env, PsOptions o) {
   read_seconds(env, "DT_HEARTBEAT_INTERVAL_S", o.heartbeat_interval_s);
   read_seconds(env, "DT_HEARTBEAT_TIMEOUT_S", o.heartbeat_timeout_s);
   read_seconds(env, "DT_SHUTDOWN_TIMEOUT_S", o.shutdown_timeout_s);
+  read_stall_seconds(env, o.stall_warning_s);
   ps_verbose_level(env);  // refused here, with the other knobs, when malformed
   if (auto elements = read_count(env, "MXNET_KVSTORE_BIGARRAY_BOUND", "elements")) {
     o.bigarray_bound_bytes = *elements * sizeof(float);

@@ -55,6 +55,10 @@ struct PsOptions {
   // server's rounds and in a worker's merge of a key's values
   // (ops/cpu/reduction_pool.h); 1 to 256.
   int reduction_threads = 4;
+  // DT_STALL_WARNING_S (environment only): a dist_sync round, a request or a
+  // barrier waiting this long is logged once by the stall inspector
+  // (core/stall_watch.h), naming whom it waits for; 0 turns it off.
+  double stall_warning_s = 60;
   // reduction_threads from the bigarray bound on, as a ReductionPool takes them.
   ops::cpu::ReductionSettings reduction() const {
     return {reduction_threads, static_cast<size_t>(bigarray_bound_bytes)};

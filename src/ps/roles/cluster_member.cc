@@ -42,6 +42,7 @@ struct ClusterMember::State {
   bool awaiting_admission_self = false;
   bool beat_now = false;                // ask_for_news()
   uint32_t copies_restored = 0;         // report_copies_restored()
+  std::vector<int> stalled_on;          // report_stalled_on()
   Clock::time_point quick_beats_until;  // ask_for_news(): every 50 ms until then
   std::thread heartbeat_thread;
 
@@ -91,15 +92,18 @@ void ClusterMember::State::heartbeat_loop() {
       }
     }
     uint32_t copies_restored = 0;
+    std::vector<int> stalled_on;
     {
       std::lock_guard<std::mutex> lock(mutex);
       copies_restored = this->copies_restored;
+      stalled_on = this->stalled_on;
     }
     try {
       flatbuffers::FlatBufferBuilder fbb(64);
+      const auto heartbeat =
+          wire::CreateHeartbeat(fbb, to_wire(job.role), rank, copies_restored, fbb.CreateVector(stalled_on));
       const int64_t sent_us = core::timeline::now_us();
-      Message reply = client->call(make_message(fbb, wire::CreateHeartbeat(fbb, to_wire(job.role), rank, copies_restored)),
-                                   to_ms(options.heartbeat_timeout_s));
+      Message reply = client->call(make_message(fbb, heartbeat), to_ms(options.heartbeat_timeout_s));
       const int64_t received_us = core::timeline::now_us();
       const Frame frame = Frame::parse(std::move(reply));
       const wire::HeartbeatReply& r = frame.expect<wire::HeartbeatReply>();
@@ -342,6 +346,18 @@ void ClusterMember::report_copies_restored(uint32_t losses) {
   }
   state_->cv.notify_all();
 }
+
+void ClusterMember::report_stalled_on(const std::vector<int>& workers) {
+  {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    if (workers == state_->stalled_on) return;
+    state_->stalled_on = workers;
+    state_->beat_now = true;
+  }
+  state_->cv.notify_all();
+}
+
+std::vector<int> ClusterMember::stalled_workers() const { return state_->news.stalled_on(); }
 
 void ClusterMember::wait_for_stop() { state_->news.wait_for_end(); }
 

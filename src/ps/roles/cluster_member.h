@@ -124,6 +124,13 @@ class ClusterMember {
   // heartbeats, the next one at once; a lower count than before is
   // ignored). Any thread.
   void report_copies_restored(uint32_t losses);
+  // The stall inspector: a server's rounds have waited past
+  // DT_STALL_WARNING_S for these workers (empty: none), sent with its
+  // heartbeats, the next one at once. Any thread.
+  void report_stalled_on(const std::vector<int>& workers);
+  // The workers the servers' rounds wait for, as the latest heartbeat reply
+  // said (a worker's stall warning names them).
+  std::vector<int> stalled_workers() const;
 
   // Servers: blocks until the scheduler says the job ended (returns) or a node
   // is lost (throws Error(kPeerLost)); a silent scheduler is such a loss, so

@@ -83,6 +83,8 @@ void NodeNews::take_reply(const wire::HeartbeatReply& r, Role self_role, int sel
   {
     std::lock_guard<std::mutex> lock(mutex_);
     awaiting_admission_ = r.awaiting_admission();
+    stalled_on_.clear();
+    if (r.stalled_on() != nullptr) stalled_on_.assign(r.stalled_on()->begin(), r.stalled_on()->end());
     if (r.shutdown()) job_ended_ = true;
   }
   if (r.shutdown()) cv_.notify_all();
@@ -156,6 +158,11 @@ void NodeNews::check() const {
 bool NodeNews::job_ended() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return job_ended_;
+}
+
+std::vector<int> NodeNews::stalled_on() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return stalled_on_;
 }
 
 uint32_t NodeNews::awaiting_admission() const {

@@ -53,6 +53,9 @@ class NodeNews {
   void check() const;
   bool job_ended() const;  // the scheduler said so
   uint32_t awaiting_admission() const;
+  // HeartbeatReply.stalled_on, latest: the workers the servers' rounds have
+  // waited for past DT_STALL_WARNING_S.
+  std::vector<int> stalled_on() const;
 
   // Returns once a node is lost, or after timeout_s.
   void wait_for_loss(double timeout_s) const;
@@ -81,6 +84,7 @@ class NodeNews {
   size_t rejoins_seen_ = 0;  // entries of HeartbeatReply.rejoined taken
   std::vector<ServerCallback> server_callbacks_;
   uint32_t awaiting_admission_ = 0;  // HeartbeatReply.awaiting_admission, latest
+  std::vector<int> stalled_on_;      // HeartbeatReply.stalled_on, latest
   bool job_ended_ = false;
 };
 

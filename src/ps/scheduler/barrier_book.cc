@@ -105,6 +105,16 @@ std::vector<int> BarrierBook::ranks_at(const std::function<bool(uint64_t id)>& w
   return ranks;
 }
 
+std::vector<std::pair<uint64_t, std::vector<int>>> BarrierBook::open() const {
+  std::vector<std::pair<uint64_t, std::vector<int>>> list;
+  for (const auto& [id, barrier] : barriers_) {
+    std::vector<int> ranks;
+    for (const Waiter& w : barrier.waiters) ranks.push_back(w.rank);
+    list.emplace_back(id, std::move(ranks));
+  }
+  return list;
+}
+
 bool answer_without_gather(uint64_t id, std::vector<Waiter>& waiters) {
   const size_t with_data = static_cast<size_t>(
       std::count_if(waiters.begin(), waiters.end(), [](const Waiter& w) { return w.data.has_value(); }));

@@ -10,6 +10,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <flatbuffers/flatbuffers.h>
@@ -69,6 +70,8 @@ class BarrierBook {
   void expire(double timeout_s, int live_workers);
   // Each waiting worker's rank, at the barriers `which` selects.
   std::vector<int> ranks_at(const std::function<bool(uint64_t id)>& which) const;
+  // Every open barrier's id and the ranks waiting in it (the stall inspector).
+  std::vector<std::pair<uint64_t, std::vector<int>>> open() const;
 
  private:
   struct Barrier {

@@ -12,6 +12,7 @@
 #include "core/timeline/timeline.h"
 #include "ps/roles/node_table.h"
 #include "ps/scheduler/barrier_book.h"
+#include "ps/scheduler/scheduler_stalls.h"
 #include "ps/scheduler/member_table.h"
 #include "ps/scheduler/server_recovery.h"
 #include "ps/scheduler/worker_roster.h"
@@ -61,6 +62,9 @@ struct Scheduler::State {
   std::vector<LostNode> departed;
   WorkerRoster roster{job, options, members, barriers, departed};
   ServerRecovery recovery{job, options, members, departed};
+  SchedulerStalls stalls{members, barriers, options.stall_warning_s};
+  // The stall inspector's watch over stalls (started once serving).
+  std::unique_ptr<core::StallWatch> stall_watch;
   Clock::time_point first_loss;
   bool stopping = false;  // every worker sent Shutdown
   Clock::time_point stop_time;
@@ -176,12 +180,14 @@ Message Scheduler::State::heartbeat_reply() {
   for (const RejoinedServer& r : recovery.rejoined()) back.push_back(write_rejoined_server(fbb, r));
   return make_message(fbb, wire::CreateHeartbeatReply(fbb, fbb.CreateVector(list), stopping, fbb.CreateVector(gone),
                                                       fbb.CreateVector(back), roster.awaiting_admission(),
-                                                      core::timeline::now_us()));
+                                                      core::timeline::now_us(),
+                                                      fbb.CreateVector(stalls.stalled_on())));
 }
 
 void Scheduler::State::on_heartbeat(const wire::Heartbeat& h, uint32_t pipe, RequestServer::Reply& reply) {
   Member& m = members.speaker(from_wire(h.role()), h.rank(), pipe, "heartbeat");
   recovery.heard(m, h);
+  stalls.heard(m, h);
   m.last_heartbeat = Clock::now();
   if (!lost.empty() || (stopping && m.info.role == Role::kServer)) m.told = true;
   if (stopping && m.info.role == Role::kServer) m.leave();
@@ -347,6 +353,11 @@ Scheduler::Scheduler(const JobConfig& job, const PsOptions& options)
       [&st](Message request, RequestServer::Reply reply) { st.handle(std::move(request), std::move(reply)); },
       options.max_message_bytes, [&st](uint32_t pipe) { st.on_pipe_closed(pipe); }, policy, job.security);
   st.url = st.server->bound_urls().front();
+  st.stall_watch = std::make_unique<core::StallWatch>("scheduler", options.stall_warning_s, [&st] {
+    std::lock_guard<std::mutex> lock(st.mutex);
+    return st.stalls.open_waits();
+  });
+  st.stall_watch->start();
   if (!job.port_file.empty()) {
     // Written to a temporary name and renamed, so a launcher polling the file
     // never reads a partial number.
@@ -363,7 +374,8 @@ Scheduler::Scheduler(const JobConfig& job, const PsOptions& options)
 }
 
 Scheduler::~Scheduler() {
-  // Stop the transport first: its handler threads use the state.
+  // Stop the watch and the transport first: their threads use the state.
+  state_->stall_watch.reset();
   state_->server.reset();
   core::timeline::write_process_file();
 }

@@ -1,4 +1,5 @@
 #include "ps/server/key_store.h"
+#include "ps/server/key_store_entry.h"
 
 #include <unistd.h>
 
@@ -12,18 +13,6 @@ namespace dt::ps {
 using core::DType;
 using core::Error;
 using core::ErrorCode;
-
-// One part: its rounds, and their companions for departures and joins and
-// for new copies. The lock guards all three.
-struct ServerKeyStore::Entry {
-  Entry(const PartInfo& info, uint64_t optimizer_key, int num_workers, RoundRules& rules, const WorkerRoster& roster,
-        std::shared_ptr<core::Context> cpu, ops::cpu::ReductionPool& reduction)
-      : attendance(roster), rounds(info, optimizer_key, num_workers, rules, attendance, std::move(cpu), reduction) {}
-  std::mutex mutex;
-  PartAttendance attendance;
-  PartRounds rounds;
-  NewCopy copy;
-};
 
 ServerKeyStore::ServerKeyStore(int num_workers, uint64_t memory_limit_bytes, const ops::cpu::ReductionSettings& reduction)
     : num_workers_(num_workers),

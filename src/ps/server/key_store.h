@@ -80,6 +80,7 @@
 #include "core/context.h"
 #include "core/error.h"
 #include "core/safetensors.h"
+#include "core/stall_watch.h"
 #include "ops/cpu/reduction_pool.h"
 #include "optim/optimizer.h"
 #include "optim/state_name.h"
@@ -310,6 +311,11 @@ class ServerKeyStore {
   // Whether the part is a new copy still waiting for its state: a push to it
   // was kept, not applied (DataReply.held).
   bool filling(const PartInfo& info) const;
+
+  // The stall inspector (server_stalls.h): every dist_sync round some
+  // workers pushed and others not yet, with those others; ids stay the same
+  // while the round does not move.
+  std::vector<core::OpenWait> open_rounds() const;
 
  private:
   struct Entry;

@@ -18,6 +18,7 @@
 #include "core/log.h"
 #include "core/parameter_table.h"
 #include "net/tls_config.h"
+#include "core/stall_watch.h"
 #include "ps/roles/cluster_member.h"
 #include "ps/server/part_filler.h"
 #include "ps/server/request_handler.h"
@@ -158,6 +159,13 @@ void run_server(const JobConfig& job, const PsOptions& options) {
       filler.server_lost(news.lost.rank);
     }
   });
+  // The stall inspector: rounds waiting past DT_STALL_WARNING_S are logged
+  // here and named to the scheduler, which tells the waiting workers.
+  core::StallWatch stall_watch(
+      "server " + std::to_string(member.rank()), options.stall_warning_s,
+      [&server] { return server.store().open_rounds(); },
+      [&member](const std::vector<int>& workers) { member.report_stalled_on(workers); });
+  stall_watch.start();
   member.wait_for_stop();
   member.shutdown();
 }

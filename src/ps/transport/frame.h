@@ -51,7 +51,10 @@ namespace dt::ps {
 // a body type it does not know. 10: 2bit's default form carries the mean
 // magnitude of what it sends before its codes (ps/compression/
 // gradient_codec.h), which a version-9 peer would take for a wrong length.
-constexpr uint32_t kProtocolVersion = 10;
+// 11: Heartbeat.stalled_on and HeartbeatReply.stalled_on (the stall
+// inspector's workers a server's rounds wait for), which a version-10 peer
+// would drop, its workers' stall warnings naming nobody.
+constexpr uint32_t kProtocolVersion = 11;
 constexpr size_t kPayloadAlignment = 16;
 constexpr size_t kFrameHeaderBytes = 4;
 

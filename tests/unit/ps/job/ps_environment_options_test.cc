@@ -51,6 +51,13 @@ TEST(PsEnvironmentOptions, DeadlinesAndTheBigArrayBoundComeFromTheEnvironment) {
             123u);
 }
 
+TEST(PsEnvironmentOptions, StallWarningSecondsOrZeroForOff) {
+  EXPECT_EQ(ps_options_from_environment(env_of({})).stall_warning_s, 60);
+  EXPECT_EQ(ps_options_from_environment(env_of({{"DT_STALL_WARNING_S", "2.5"}})).stall_warning_s, 2.5);
+  EXPECT_EQ(ps_options_from_environment(env_of({{"DT_STALL_WARNING_S", "0"}})).stall_warning_s, 0);
+  EXPECT_NE(error_of({{"DT_STALL_WARNING_S", "-1"}}).find("DT_STALL_WARNING_S"), std::string::npos);
+}
+
 TEST(PsEnvironmentOptions, MalformedValuesAreErrorsNamingTheVariable) {
   EXPECT_NE(error_of({{"DT_REQUEST_TIMEOUT_S", "soon"}}).find("DT_REQUEST_TIMEOUT_S=\"soon\""), std::string::npos);
   EXPECT_NE(error_of({{"DT_HEARTBEAT_TIMEOUT_S", "-1"}}).find("DT_HEARTBEAT_TIMEOUT_S"), std::string::npos);

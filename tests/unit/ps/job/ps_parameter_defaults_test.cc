@@ -31,6 +31,7 @@ TEST(PsParameterDefaults, DeadlinesAndBoundsMatchPsOptions) {
   EXPECT_EQ(default_of("DT_HEARTBEAT_INTERVAL_S"), text_of(d.heartbeat_interval_s));
   EXPECT_EQ(default_of("DT_HEARTBEAT_TIMEOUT_S"), text_of(d.heartbeat_timeout_s));
   EXPECT_EQ(default_of("DT_SHUTDOWN_TIMEOUT_S"), text_of(d.shutdown_timeout_s));
+  EXPECT_EQ(default_of("DT_STALL_WARNING_S"), text_of(d.stall_warning_s));
   EXPECT_EQ(default_of("DT_BIGARRAY_BOUND_BYTES"), std::to_string(d.bigarray_bound_bytes));
   EXPECT_EQ(default_of("MXNET_KVSTORE_BIGARRAY_BOUND"), std::to_string(d.bigarray_bound_bytes / sizeof(float)));
   EXPECT_EQ(default_of("DT_WORKER_LOSS"), "fail");

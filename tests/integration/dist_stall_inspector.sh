@@ -1,0 +1,82 @@
+#!/bin/bash
+# Issue 40, items 2 and 3: the stall inspector and dtrun's live job summary,
+# on one dist_sync job (1 server, 2 workers, the example's MLP) that dtrun
+# runs with --status-every 1, DT_STALL_WARNING_S=2 and a heartbeat timeout
+# of 60 s.
+#
+# Once worker 1 has taken steps (dtrun's status line says so), it is
+# stopped with SIGSTOP. Within 20 s the server's log must name it
+# ("stall inspector: waiting ... for workers {1}"), the scheduler's too (the
+# server tells it with its heartbeats) and worker 0's, which learns it from
+# the scheduler's heartbeat replies. Then SIGCONT: the server and worker 0
+# must log "resumed", and the job must finish cleanly. dtrun must have
+# printed status lines naming both workers, and the table per process.
+#
+#   dist_stall_inspector.sh DTRUN EXAMPLE
+set -euo pipefail
+source "$(dirname "$0")/lib/job_processes.sh"
+dtrun="$1" example="$2"
+work=$(mktemp -d "${TMPDIR:-/tmp}/dt-stall.XXXXXX")
+tag="dt-stall-$$-$RANDOM"
+job_pid=""
+victim=""
+cleanup() {
+  [ -n "$victim" ] && kill -CONT "$victim" 2>/dev/null || true
+  [ -n "$job_pid" ] && kill "$job_pid" 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+export OMP_WAIT_POLICY=passive
+out="$work/dtrun.log"
+logs="$work/logs"
+
+fail() {
+  echo "FAIL: $1"
+  for f in "$logs"/*.log; do echo "== $(basename "$f")"; grep -v "^epoch\|^\s*$" "$f" | tail -15; done
+  echo "== dtrun"; tail -15 "$out"
+  exit 1
+}
+# wait_for FILE PATTERN SECONDS: whether an extended regex shows up in time.
+wait_for() {
+  local i
+  for i in $(seq $(( $3 * 10 ))); do
+    grep -Eqs -- "$2" "$1" && return 0
+    sleep 0.1
+  done
+  return 1
+}
+
+"$dtrun" -n 2 -s 1 --log-dir "$logs" --status-every 1 --timeout 110 \
+  --env DT_JOB_TAG="$tag" --env DT_STALL_WARNING_S=2 --env DT_HEARTBEAT_INTERVAL_S=0.5 \
+  --env DT_HEARTBEAT_TIMEOUT_S=60 \
+  "$example" --model mlp --kvstore dist_sync --batch-size 32 --threads 1 --epochs 1 > "$out" 2>&1 &
+job_pid=$!
+
+wait_for "$out" "worker 1 step [0-9]+" 40 || fail "no status line with a step of worker 1"
+victim=$(job_process "$tag" worker 1 0)
+[ -n "$victim" ] || fail "worker 1 is not running"
+kill -STOP "$victim"
+stopped=$(date +%s)
+named='stall inspector: waiting since .* for workers \{1\}'
+wait_for "$logs/server-0.log" "$named" 20 || fail "the server did not name worker 1"
+wait_for "$logs/scheduler.log" "$named" 20 || fail "the scheduler did not name worker 1"
+wait_for "$logs/worker-0.log" "$named" 20 || fail "worker 0 did not name worker 1"
+echo "named within $(( $(date +%s) - stopped )) s:"
+grep -h "stall inspector" "$logs/server-0.log" "$logs/scheduler.log" "$logs/worker-0.log"
+kill -CONT "$victim"
+victim=""
+wait_for "$logs/server-0.log" "stall inspector: resumed" 20 || fail "the server did not log that it resumed"
+wait_for "$logs/worker-0.log" "stall inspector: resumed" 20 || fail "worker 0 did not log that it resumed"
+grep -h "stall inspector: resumed" "$logs/server-0.log" "$logs/worker-0.log"
+
+status=0
+wait "$job_pid" || status=$?
+job_pid=""
+[ "$status" -eq 0 ] || fail "the job failed (dtrun exit $status)"
+grep -Eq "^dtrun status at .*worker 0 step .*worker 1 step .*slowest worker" "$out" ||
+  fail "no status line naming both workers"
+grep -q "^dtrun summary per process" "$out" || fail "no table per process at the end"
+grep -Eq "^worker 0 +[0-9]+" "$out" && grep -Eq "^worker 1 +[0-9]+" "$out" || fail "the table lacks a worker"
+grep -E "^dtrun status at" "$out" | tail -2
+sed -n '/^dtrun summary per process/,/^worker 1 /p' "$out"
+echo "OK: the stopped worker was named by the server, the scheduler and worker 0; the job finished"
