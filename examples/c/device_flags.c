@@ -135,8 +135,14 @@ int device_contexts_create(device_contexts *out, const device_flags *flags, int 
       }
     }
   } else {
-    count = flags->cpus != NULL ? (size_t)parse_count(flags->cpus, strlen(flags->cpus), DEVICE_FLAGS_MAX_CONTEXTS)
-                                : 1;
+    const long replicas =
+        flags->cpus != NULL ? parse_count(flags->cpus, strlen(flags->cpus), DEVICE_FLAGS_MAX_CONTEXTS) : 1;
+    if (replicas < 1) { /* device_flags_check refused it already; never a wrapped count */
+      fprintf(stderr, "error: --cpus '%s': give a number of CPU replicas from 1 to %d\n", flags->cpus,
+              DEVICE_FLAGS_MAX_CONTEXTS);
+      return 2;
+    }
+    count = (size_t)replicas;
     for (i = 0; i < count; ++i) ids[i] = 0; /* one CPU, as MXNet's cpu(i) all are */
   }
   for (i = 0; i < count; ++i) {

@@ -1,6 +1,7 @@
 // Classification metrics accumulated over an epoch.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 
 #include "core/ndarray.h"
@@ -8,6 +9,11 @@
 #include "train/metrics_log.h"
 
 namespace dt::train {
+
+// Seconds from start until now on the steady clock: a step's or an epoch's time.
+inline double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
 
 // Rows of logits (N, classes) whose arg-max equals the int32/int64 label.
 // Either array may be on a GPU: it is copied to the host first.
