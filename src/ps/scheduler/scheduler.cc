@@ -283,7 +283,8 @@ void Scheduler::State::mark_lost(Member& m, const std::string& reason) {
   m.lose();
   LostNode l{m.info.role, m.info.rank, m.info.host, m.info.pid, reason};
   core::log(LogLevel::kInfo, "scheduler", l.message());
-  core::timeline::record("scheduler", "lost " + m.info.describe(), core::timeline::now_us(), core::timeline::now_us());
+  const int64_t at = core::timeline::now_us();  // one read: an instant, never a negative span
+  core::timeline::record("scheduler", "lost " + m.info.describe(), at, at);
   if (lost.empty()) first_loss = Clock::now();
   lost.push_back(l);
   barriers.fail([](uint64_t) { return true; }, ErrorCode::kPeerLost,
@@ -293,7 +294,8 @@ void Scheduler::State::mark_lost(Member& m, const std::string& reason) {
 
 void Scheduler::State::depart(Member& m, const std::string& reason) {
   m.lose();
-  core::timeline::record("scheduler", "departed " + m.info.describe(), core::timeline::now_us(), core::timeline::now_us());
+  const int64_t at = core::timeline::now_us();  // one read: an instant, never a negative span
+  core::timeline::record("scheduler", "departed " + m.info.describe(), at, at);
   LostNode l{m.info.role, m.info.rank, m.info.host, m.info.pid, reason};
   departed.push_back(l);
   if (m.info.role == Role::kServer) {
