@@ -5,7 +5,7 @@
 #    the same with --precision fp16 (dynamic loss scaling).
 #  - the MLP --gpus 0,0 (two replicas on one GPU, the batch split, Gluon's
 #    default kvstore "device" reducing and broadcasting) within 0.5 points
-#    of --gpus 0 (the rate 0.01 as in train_fashion_mnist_cpus.sh); with two
+#    of --gpus 0 (the rate 0.01 as in example_train_fashion_mnist_cpus, tests/CMakeLists.txt); with two
 #    GPUs or more, --gpus 0,1 too.
 #  - train_image_classifier ResNet-18 --gpus 0 --precision bf16 on the
 #    synthetic CIFAR-10 directory the CPU example test writes: one epoch,
