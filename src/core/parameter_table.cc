@@ -17,6 +17,7 @@ constexpr const char* kLayout = "Job layout: DMLC_* and the variables of other l
 constexpr const char* kDeadlines = "Deadlines, bounds and fault tolerance";
 constexpr const char* kSecurity = "Security";
 constexpr const char* kStores = "KVStores, all-reduce and the trainer";
+constexpr const char* kGpuKernels = "GPU kernels";
 constexpr const char* kProcess = "Threads and files";
 constexpr const char* kRefusedMxnet = "MXNet variables refused: not honoured here";
 
@@ -152,6 +153,12 @@ constexpr Parameter kParameters[] = {
      kYes},
     {"MXNET_ENABLE_GPU_P2P", kStores, T::kChoice, "1",
      "0: a copy between two GPUs goes through pinned host memory; 1: a peer copy (cudaMemcpyPeer).", kYes},
+
+    {"MXNET_CUDNN_AUTOTUNE_DEFAULT", kGpuKernels, T::kChoice, "1",
+     "How cuDNN convolution algorithms are chosen, as in MXNet: 0 cuDNN's heuristics; 1 each one timed once per "
+     "shape and GPU context, the fastest within 1 GiB of workspace; 2 the fastest whatever its workspace "
+     "(PyTorch's cudnn.benchmark). float32 never uses TF32.",
+     kYes},
 
     {"OMP_NUM_THREADS", kProcess, T::kInteger, "",
      "Threads of the CPU kernels (the outer level of a list); unset: the CPUs this process may use.", kYes},

@@ -33,13 +33,16 @@ TEST(CoreParameterTable, EachVariableIsDeclaredOnceWithADocLine) {
 }
 
 TEST(CoreParameterTable, MxnetKnobsWeActOnAreHonouredAndTheOthersRefusedByName) {
-  for (const char* name : {"MXNET_KVSTORE_REDUCTION_NTHREADS", "MXNET_ENABLE_GPU_P2P", "MXNET_KVSTORE_BIGARRAY_BOUND"}) {
+  for (const char* name : {"MXNET_KVSTORE_REDUCTION_NTHREADS", "MXNET_ENABLE_GPU_P2P", "MXNET_KVSTORE_BIGARRAY_BOUND",
+                           "MXNET_CUDNN_AUTOTUNE_DEFAULT"}) {
     const Parameter* p = find_parameter(name);
     ASSERT_NE(p, nullptr) << name;
     EXPECT_EQ(p->support, Support::kHonoured) << name;
   }
   EXPECT_STREQ(find_parameter("MXNET_KVSTORE_REDUCTION_NTHREADS")->default_value, "4");
   EXPECT_STREQ(find_parameter("MXNET_ENABLE_GPU_P2P")->default_value, "1");
+  // MXNet's default: time the algorithms, limited workspace.
+  EXPECT_STREQ(find_parameter("MXNET_CUDNN_AUTOTUNE_DEFAULT")->default_value, "1");
   // Every variable that is not honoured is a refused one, and the table's
   // pages name it so, on its own row.
   const std::string markdown = parameters_as_markdown();
