@@ -59,44 +59,14 @@ using core::DType;
 using core::NDArray;
 using core::Shape;
 
+using gpu_test::array_of;
+using gpu_test::expect_close_in_max_norm;
 using gpu_test::host_floats;
 using gpu_test::kFashionMnist;
 using gpu_test::random_values;
 
 double layer_tolerance(DType dtype) { return dtype == DType::kFloat16 ? 1e-2 : 3e-2; }
 double net_tolerance(DType dtype) { return dtype == DType::kFloat16 ? 5e-2 : 1.5e-1; }
-
-
-// An array of `dtype` on ctx holding `values` (rounded to dtype).
-NDArray array_of(const std::shared_ptr<core::Context>& ctx, DType dtype, const Shape& shape,
-                 const std::vector<float>& values) {
-  NDArray f32 = NDArray::empty(ctx, DType::kFloat32, shape);
-  f32.copy_from_host(values.data(), values.size() * sizeof(float));
-  if (dtype == DType::kFloat32) return f32;
-  NDArray out = NDArray::empty(ctx, dtype, shape);
-  ops::cast(out, f32);
-  return out;
-}
-
-
-// max |got - want| <= rel * max |want|, and both finite.
-void expect_close_in_max_norm(const std::vector<float>& want, const std::vector<float>& got, double rel,
-                              const std::string& what) {
-  ASSERT_EQ(want.size(), got.size()) << what;
-  double max_want = 0.0, max_diff = 0.0;
-  size_t worst = 0;
-  for (size_t i = 0; i < want.size(); ++i) {
-    ASSERT_TRUE(std::isfinite(got[i])) << what << "[" << i << "] = " << got[i];
-    max_want = std::max(max_want, std::fabs(static_cast<double>(want[i])));
-    const double diff = std::fabs(static_cast<double>(got[i]) - want[i]);
-    if (diff > max_diff) {
-      max_diff = diff;
-      worst = i;
-    }
-  }
-  EXPECT_LE(max_diff, rel * max_want) << what << ": worst at [" << worst << "]: float32 " << want[worst]
-                                      << ", low precision " << got[worst] << " (max |float32| " << max_want << ")";
-}
 
 // ||got - want|| / ||want|| (Euclidean norms over the whole array), every
 // element of got finite. Gradients are compared this way rather than element

@@ -1,9 +1,11 @@
-// What the GPU tests share: seeded random inputs, reading any float array
-// back as float32, and comparing two nets' weights.
+// What the GPU tests share: seeded random inputs, arrays of any float dtype
+// from them and read back as float32, and comparisons (per element, in the
+// max norm, two nets' weights).
 #pragma once
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -12,8 +14,10 @@
 #include <string>
 #include <vector>
 
+#include "core/context.h"
 #include "core/dtype.h"
 #include "core/ndarray.h"
+#include "core/shape.h"
 #include "data/batch_loader.h"
 #include "data/mnist_dataset.h"
 #include "data/split_sampler.h"
@@ -65,6 +69,36 @@ inline void expect_close(const std::vector<float>& want, const std::vector<float
     }
   }
   EXPECT_EQ(bad, 0u) << what << ": " << bad << " of " << want.size() << " elements differ";
+}
+
+// An array of `dtype` on ctx holding `values` (rounded to dtype).
+inline core::NDArray array_of(const std::shared_ptr<core::Context>& ctx, core::DType dtype, const core::Shape& shape,
+                              const std::vector<float>& values) {
+  core::NDArray f32 = core::NDArray::empty(ctx, core::DType::kFloat32, shape);
+  f32.copy_from_host(values.data(), values.size() * sizeof(float));
+  if (dtype == core::DType::kFloat32) return f32;
+  core::NDArray out = core::NDArray::empty(ctx, dtype, shape);
+  ops::cast(out, f32);
+  return out;
+}
+
+// max |got - want| <= rel * max |want|, and both finite.
+inline void expect_close_in_max_norm(const std::vector<float>& want, const std::vector<float>& got, double rel,
+                                     const std::string& what) {
+  ASSERT_EQ(want.size(), got.size()) << what;
+  double max_want = 0.0, max_diff = 0.0;
+  size_t worst = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    ASSERT_TRUE(std::isfinite(got[i])) << what << "[" << i << "] = " << got[i];
+    max_want = std::max(max_want, std::fabs(static_cast<double>(want[i])));
+    const double diff = std::fabs(static_cast<double>(got[i]) - want[i]);
+    if (diff > max_diff) {
+      max_diff = diff;
+      worst = i;
+    }
+  }
+  EXPECT_LE(max_diff, rel * max_want) << what << ": worst at [" << worst << "]: float32 " << want[worst]
+                                      << ", low precision " << got[worst] << " (max |float32| " << max_want << ")";
 }
 
 // Every parameter of got against the same one of want, by expect_close.

@@ -22,6 +22,7 @@ GpuContext::~GpuContext() {
   try {
     DeviceGuard guard(device_id());
     static_cast<void>(cudaStreamSynchronize(stream_));
+    attachments_.clear();
     // The handles are bound to the stream: they go before it does.
     cublas_.reset();
 #if DT_WITH_CUDNN

@@ -7,10 +7,14 @@
 
 #include <memory>
 #include <mutex>
+#include <typeindex>
+#include <typeinfo>
+#include <unordered_map>
 
 #include "core/context.h"
 #include "core/cuda/caching_allocator.h"
 #include "core/cuda/host_staged_copy.h"
+#include "core/cuda/shared_workspace.h"
 #include "core/gpu_copy_path.h"
 
 namespace dt::core::cuda {
@@ -37,6 +41,24 @@ class GpuContext final : public core::Context {
   // other libraries' default stream does not serialise with ours.
   cudaStream_t stream() const { return stream_; }
   CachingAllocator& allocator() { return allocator_; }
+  // The scratch block the context's kernels share for their library
+  // workspaces (core/cuda/shared_workspace.h).
+  SharedWorkspace& workspace() { return workspace_; }
+
+  // Per-context state of the layers above core, which core cannot name (the
+  // convolution algorithms chosen per shape, ops/conv_algorithm_cache.h):
+  // one T per context, made by make() (returning std::unique_ptr<T>) on
+  // first use and destroyed with the context, after its stream has drained.
+  // T must not keep the context alive: a shared_ptr to it would be a cycle.
+  // Thread-safe; make() runs under the lock, so it must not ask for an
+  // attachment itself.
+  template <typename T, typename Make>
+  T& attachment(Make&& make) {
+    std::lock_guard<std::mutex> lock(attachments_mutex_);
+    std::shared_ptr<void>& slot = attachments_[std::type_index(typeid(T))];
+    if (!slot) slot = std::shared_ptr<T>(make());
+    return *static_cast<T*>(slot.get());
+  }
 
   // Library handles, created on first use: a handle costs device memory and
   // (cuDNN) noticeable start-up time that a context which only stores arrays
@@ -63,12 +85,16 @@ class GpuContext final : public core::Context {
   mutable HostStagedCopy host_staging_;
   mutable GpuCopyCounts copies_in_;
   CachingAllocator allocator_;
+  // After allocator_, so destroyed before it: the block goes back first.
+  SharedWorkspace workspace_{allocator_};
   cudaStream_t stream_ = nullptr;
   std::mutex handles_mutex_;
   std::unique_ptr<CublasHandle> cublas_;
 #if DT_WITH_CUDNN
   std::unique_ptr<CudnnHandle> cudnn_;
 #endif
+  std::mutex attachments_mutex_;
+  std::unordered_map<std::type_index, std::shared_ptr<void>> attachments_;
 };
 
 // A context on GPU device_id. Throws Error(kInvalidArgument) for a negative id

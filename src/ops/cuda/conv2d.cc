@@ -1,5 +1,6 @@
 #include "ops/cuda/conv2d.h"
 
+#include <algorithm>
 #include <climits>
 #include <stdexcept>
 #include <string>
@@ -9,7 +10,7 @@
 #include "core/cuda/library_handles.h"
 #include "core/error.h"
 #include "ops/cuda/cudnn_descriptors.h"
-#include "ops/cuda/device_buffer.h"
+#include "ops/cuda/conv_algorithm_search.h"
 #include "ops/cuda/layer_kernels.h"
 
 namespace dt::ops::cuda {
@@ -34,26 +35,6 @@ void validate(const Conv2DParams& p) {
 }
 
 int as_int(int64_t v) { return static_cast<int>(v); }
-
-// The heuristics' best algorithm that cuDNN can run here. cudnnGet*_v7
-// ranks by expected speed without running anything, so choosing costs no
-// device memory or time; cudnnFind* would time each candidate with its own
-// cudaMalloc'd buffers, beside the caching allocator's. In float32,
-// tensor-core entries are skipped: there they mean TF32, whose 10-bit
-// mantissa would make the GPU results differ from the CPU's. In 16-bit
-// dtypes tensor cores are the point of mixed precision and take them as is.
-template <typename Perf>
-Perf pick(const Perf* results, int count, bool allow_tensor_ops, const char* what) {
-  for (int i = 0; i < count; ++i) {
-    const Perf& r = results[i];
-    if (r.status != CUDNN_STATUS_SUCCESS) continue;
-    const bool tensor_op = r.mathType == CUDNN_TENSOR_OP_MATH || r.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
-    if (tensor_op && !allow_tensor_ops) continue;
-    return r;
-  }
-  throw core::Error(core::ErrorCode::kNotSupported,
-                    std::string("Conv2D: cuDNN offers no ") + what + " algorithm for this shape and dtype");
-}
 
 cudnnDataType_t cudnn_type(core::DType dtype) {
   switch (dtype) {
@@ -91,7 +72,6 @@ struct Conv2D::Impl {
     const cudnnDataType_t data = cudnn_type(dtype);
     const bool low_precision = dtype != core::DType::kFloat32;
     core::cuda::DeviceGuard guard(gpu.device_id());
-    cudnnHandle_t handle = gpu.cudnn().get();
     DT_CUDNN_CHECK(cudnnSetTensor4dDescriptor(x_desc.get(), CUDNN_TENSOR_NCHW, data, as_int(p.N), as_int(p.C),
                                               as_int(p.H), as_int(p.W)));
     DT_CUDNN_CHECK(cudnnSetTensor4dDescriptor(y_desc.get(), CUDNN_TENSOR_NCHW, data, as_int(p.N), as_int(p.K),
@@ -109,6 +89,8 @@ struct Conv2D::Impl {
     DT_CUDNN_CHECK(cudnnSetConvolutionGroupCount(conv_desc.get(), as_int(p.groups)));
     // CUDNN_DEFAULT_MATH would let Ampere and later run float32 convolutions
     // in TF32; FMA math keeps them in float32. 16-bit data may use tensor cores.
+    // The calls run with this descriptor whatever math type cuDNN listed with
+    // the chosen algorithm, so no choice can bring TF32 into float32.
     DT_CUDNN_CHECK(
         cudnnSetConvolutionMathType(conv_desc.get(), low_precision ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH));
 
@@ -118,31 +100,27 @@ struct Conv2D::Impl {
       throw core::Error(core::ErrorCode::kInternal, "Conv2D: cuDNN's output shape differs from the CPU kernel's");
     }
 
-    int returned = 0;
-    cudnnConvolutionFwdAlgoPerf_t fwd[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-    DT_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(handle, x_desc.get(), w_desc.get(), conv_desc.get(),
-                                                          y_desc.get(), CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
-                                                          &returned, fwd));
-    fwd_algo = pick(fwd, returned, low_precision, "forward").algo;
-    DT_CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(handle, x_desc.get(), w_desc.get(), conv_desc.get(),
-                                                           y_desc.get(), fwd_algo, &fwd_workspace));
-
-    cudnnConvolutionBwdDataAlgoPerf_t bwd_data[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-    DT_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(handle, w_desc.get(), y_desc.get(), conv_desc.get(),
-                                                               x_desc.get(), CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
-                                                               &returned, bwd_data));
-    bwd_data_algo = pick(bwd_data, returned, low_precision, "backward-data").algo;
-    DT_CUDNN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(handle, w_desc.get(), y_desc.get(), conv_desc.get(),
-                                                                x_desc.get(), bwd_data_algo, &bwd_data_workspace));
-
-    cudnnConvolutionBwdFilterAlgoPerf_t bwd_filter[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
-    DT_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
-        handle, x_desc.get(), y_desc.get(), conv_desc.get(), w_desc.get(), CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT,
-        &returned, bwd_filter));
-    bwd_filter_algo = pick(bwd_filter, returned, low_precision, "backward-filter").algo;
-    DT_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(handle, x_desc.get(), y_desc.get(),
-                                                                  conv_desc.get(), w_desc.get(), bwd_filter_algo,
-                                                                  &bwd_filter_workspace));
+    // Chosen once per distinct problem on this context (a search or the
+    // heuristics, by MXNET_CUDNN_AUTOTUNE_DEFAULT: ops/cuda/conv_algorithm_search.h).
+    ConvProblem problem;
+    problem.x = x_desc.get(), problem.y = y_desc.get(), problem.w = w_desc.get(), problem.conv = conv_desc.get();
+    const size_t element = core::dtype_size(dtype);
+    problem.x_bytes = static_cast<size_t>(p.N * p.C * p.H * p.W) * element;
+    problem.w_bytes = static_cast<size_t>(p.K * (p.C / p.groups) * p.R * p.S) * element;
+    problem.y_bytes = static_cast<size_t>(p.N * p.K * p.out_h() * p.out_w()) * element;
+    problem.float32 = !low_precision;
+    const ConvAlgorithms chosen = conv_algorithms(
+        ctx, ConvAlgorithmKey::of(p, dtype, low_precision ? ConvMath::kTensorOp : ConvMath::kFma, gpu.device_id()),
+        problem);
+    fwd_algo = static_cast<cudnnConvolutionFwdAlgo_t>(chosen.forward.algorithm);
+    bwd_data_algo = static_cast<cudnnConvolutionBwdDataAlgo_t>(chosen.backward_data.algorithm);
+    bwd_filter_algo = static_cast<cudnnConvolutionBwdFilterAlgo_t>(chosen.backward_filter.algorithm);
+    fwd_workspace = chosen.forward.workspace_bytes;
+    bwd_data_workspace = chosen.backward_data.workspace_bytes;
+    bwd_filter_workspace = chosen.backward_filter.workspace_bytes;
+    // The context's shared workspace grows now, so that the calls allocate
+    // nothing (core/cuda/shared_workspace.h).
+    gpu.workspace().reserve(std::max({fwd_workspace, bwd_data_workspace, bwd_filter_workspace}));
   }
 };
 
@@ -164,10 +142,9 @@ void Conv2D::forward(const void* x, const void* w, const float* b, void* y) {
   core::cuda::DeviceGuard guard(m.gpu.device_id());
   // float scaling factors for every data type (cuDNN's rule for HALF, BFLOAT16, FLOAT).
   const float one = 1.0f, zero = 0.0f;
-  const DeviceBuffer workspace(m.ctx, m.fwd_workspace);
   DT_CUDNN_CHECK(cudnnConvolutionForward(m.gpu.cudnn().get(), &one, m.x_desc.get(), x, m.w_desc.get(), w,
-                                         m.conv_desc.get(), m.fwd_algo, workspace.get(), m.fwd_workspace, &zero,
-                                         m.y_desc.get(), y));
+                                         m.conv_desc.get(), m.fwd_algo, m.gpu.workspace().get(m.fwd_workspace),
+                                         m.fwd_workspace, &zero, m.y_desc.get(), y));
   if (m.p.has_bias) {
     kernels::add_channel_bias(m.gpu.stream(), m.dtype, y, b, m.p.N, m.p.K, m.p.out_h() * m.p.out_w());
   }
@@ -180,10 +157,10 @@ void Conv2D::backward_data(const void* dy, const void* w, void* dx) {
   require_ptr(dx, "dx");
   core::cuda::DeviceGuard guard(m.gpu.device_id());
   const float one = 1.0f, zero = 0.0f;
-  const DeviceBuffer workspace(m.ctx, m.bwd_data_workspace);
   DT_CUDNN_CHECK(cudnnConvolutionBackwardData(m.gpu.cudnn().get(), &one, m.w_desc.get(), w, m.y_desc.get(), dy,
-                                              m.conv_desc.get(), m.bwd_data_algo, workspace.get(),
-                                              m.bwd_data_workspace, &zero, m.x_desc.get(), dx));
+                                              m.conv_desc.get(), m.bwd_data_algo,
+                                              m.gpu.workspace().get(m.bwd_data_workspace), m.bwd_data_workspace,
+                                              &zero, m.x_desc.get(), dx));
 }
 
 void Conv2D::backward_weights(const void* x, const void* dy, void* dw, float* db) {
@@ -194,9 +171,9 @@ void Conv2D::backward_weights(const void* x, const void* dy, void* dw, float* db
   if (m.p.has_bias) require_ptr(db, "db");
   core::cuda::DeviceGuard guard(m.gpu.device_id());
   const float one = 1.0f, zero = 0.0f;
-  const DeviceBuffer workspace(m.ctx, m.bwd_filter_workspace);
   DT_CUDNN_CHECK(cudnnConvolutionBackwardFilter(m.gpu.cudnn().get(), &one, m.x_desc.get(), x, m.y_desc.get(), dy,
-                                                m.conv_desc.get(), m.bwd_filter_algo, workspace.get(),
+                                                m.conv_desc.get(), m.bwd_filter_algo,
+                                                m.gpu.workspace().get(m.bwd_filter_workspace),
                                                 m.bwd_filter_workspace, &zero, m.w_desc.get(), dw));
   if (m.p.has_bias) kernels::sum_per_channel(m.gpu.stream(), m.dtype, dy, db, m.p.N, m.p.K, m.p.out_h() * m.p.out_w());
 }

@@ -1,8 +1,11 @@
 // The GPU counterpart of ops::cpu::Conv2D, on cuDNN: the same parameters and
 // calls, with device pointers of the context's GPU. Algorithms are chosen
-// once, when the object for a shape is built (layers keep one object per
-// input shape), and each call takes its workspace from the context's caching
-// allocator. Calls queue their work on the context's stream and return.
+// when the object for a shape is built (layers keep one object per input
+// shape), once per distinct problem on the context: timed by a search or
+// ranked by cuDNN's heuristics, as MXNET_CUDNN_AUTOTUNE_DEFAULT says
+// (ops/cuda/conv_algorithm_search.h). Building also grows the context's
+// shared workspace to what the algorithms need, so the calls allocate
+// nothing. Calls queue their work on the context's stream and return.
 // In float32 the results are float32 throughout (no TF32), comparable with
 // the CPU kernel. In float16 or bfloat16 (mixed precision) x, w, y and their
 // gradients are of that dtype, cuDNN accumulates in float32 and may use
