@@ -159,6 +159,9 @@ torch_run() { timeout "${torch_timeout:-$bt}" python3 "$peer" --device gpu "$@" 
 if wants speed; then
   jsonl="$out/speed.jsonl"
   start=$(date +%s)
+  # Ours searches cuDNN's convolution algorithms per shape unless this is 0
+  # (docs/gpu.md); tuned PyTorch runs with cudnn.benchmark = True.
+  log "speed: MXNET_CUDNN_AUTOTUNE_DEFAULT=${MXNET_CUDNN_AUTOTUNE_DEFAULT:-1 (unset: the default)}"
   for batch in 128 256; do
     for precision in fp32 fp16 bf16; do
       for rep in $(seq "$reps"); do
