@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/cuda/device_guard.h"
 #include "core/cuda/library_handles.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -216,6 +217,7 @@ ConvAlgorithms conv_algorithms(const std::shared_ptr<core::Context>& ctx, const 
   core::cuda::GpuContext& gpu = core::cuda::gpu_context_of(*ctx);
   ConvAlgorithmCache& cache = conv_algorithm_cache(gpu);
   if (std::optional<ConvAlgorithms> hit = cache.find(key)) return *hit;
+  core::cuda::DeviceGuard guard(gpu.device_id());
   cudnnHandle_t handle = gpu.cudnn().get();
   if (cache.mode() == ConvAutotune::kOff) return cache.insert(key, heuristics(handle, problem));
   ConvAlgorithms algorithms;
