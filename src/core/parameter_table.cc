@@ -163,10 +163,11 @@ constexpr Parameter kParameters[] = {
     {"OMP_NUM_THREADS", kProcess, T::kInteger, "",
      "Threads of the CPU kernels (the outer level of a list); unset: the CPUs this process may use.", kYes},
     {"DT_STATUS_FILE", kProcess, T::kPath, "",
-     "A trainer rewrites this file with its steps, images, bytes and seconds so far (dtrun --status-every sets it "
-     "per worker).",
+     "A trainer rewrites this file with its steps, images, bytes and seconds so far, a server with its requests, "
+     "bytes and seconds computing, communicating and waiting (dtrun --status-every sets it per worker and server).",
      kYes},
-    {"DT_STATUS_EVERY_S", kProcess, T::kSeconds, "1", "How often a trainer rewrites DT_STATUS_FILE.", kYes},
+    {"DT_STATUS_EVERY_S", kProcess, T::kSeconds, "1", "How often a trainer or a server rewrites DT_STATUS_FILE.",
+     kYes},
     {"TMPDIR", kProcess, T::kPath, "/tmp", "Where the host communicator puts its ipc sockets.", kYes},
 
     {"MXNET_UPDATE_ON_KVSTORE", kRefusedMxnet, T::kChoice, "",

@@ -73,7 +73,7 @@
 #include "train/metrics_log.h"
 #include "train/partial_update.h"
 #include "train/progress.h"
-#include "train/status_file.h"
+#include "train/trainer_status.h"
 #include "train/sync_mode.h"
 #include "train/trainer_checkpoint.h"
 #include "train/training_phase.h"
@@ -249,7 +249,7 @@ class Trainer {
   std::vector<core::NDArray> staged_labels_;
   core::NDArray eval_staging_;
   core::NDArray eval_label_staging_;
-  std::unique_ptr<StatusFile> status_;  // DT_STATUS_FILE (dtrun's live summary), else null
+  std::unique_ptr<TrainerStatus> status_;  // DT_STATUS_FILE (dtrun's live summary), else null
 };
 
 }  // namespace dt::train

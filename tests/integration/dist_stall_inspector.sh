@@ -10,7 +10,10 @@
 # server tells it with its heartbeats) and worker 0's, which learns it from
 # the scheduler's heartbeat replies. Then SIGCONT: the server and worker 0
 # must log "resumed", and the job must finish cleanly. dtrun must have
-# printed status lines naming both workers, and the table per process.
+# printed status lines naming both workers and the server, and the table
+# per process: a row per worker and one for the server, whose compute,
+# communication and waiting are non-negative and add up to its wall time,
+# itself no longer than the job.
 #
 #   dist_stall_inspector.sh DTRUN EXAMPLE
 set -euo pipefail
@@ -46,6 +49,7 @@ wait_for() {
   return 1
 }
 
+started=$(date +%s.%N)
 "$dtrun" -n 2 -s 1 --log-dir "$logs" --status-every 1 --timeout 110 \
   --env DT_JOB_TAG="$tag" --env DT_STALL_WARNING_S=2 --env DT_HEARTBEAT_INTERVAL_S=0.5 \
   --env DT_HEARTBEAT_TIMEOUT_S=60 \
@@ -73,10 +77,21 @@ status=0
 wait "$job_pid" || status=$?
 job_pid=""
 [ "$status" -eq 0 ] || fail "the job failed (dtrun exit $status)"
+lasted=$(awk -v a="$started" -v b="$(date +%s.%N)" 'BEGIN { print b - a }')
 grep -Eq "^dtrun status at .*worker 0 step .*worker 1 step .*slowest worker" "$out" ||
   fail "no status line naming both workers"
 grep -q "^dtrun summary per process" "$out" || fail "no table per process at the end"
 grep -Eq "^worker 0 +[0-9]+" "$out" && grep -Eq "^worker 1 +[0-9]+" "$out" || fail "the table lacks a worker"
+grep -Eq "^dtrun status at .*; server 0 [0-9.]+ req/s [0-9]+% busy" "$out" || fail "no status line naming the server"
+# server 0  REQUESTS - COMPUTE COMMUNICATE WAITING WALL SENT_MB RECEIVED_MB
+row=$(grep -E "^server 0 +[0-9]+ +- " "$out") || fail "the table has no row for the server"
+echo "$row" | awk -v lasted="$lasted" '{
+  requests = $3; compute = $5; communicate = $6; waiting = $7; wall = $8; sent = $9; received = $10
+  if (requests <= 0 || compute < 0 || communicate < 0 || waiting < 0 || sent <= 0 || received <= 0) exit 1
+  # each is rounded to 1 ms
+  if (compute + communicate + waiting > wall + 0.005 || compute + communicate + waiting < wall - 0.005) exit 1
+  if (compute + communicate <= 0 || wall > lasted) exit 1
+}' || fail "implausible server row (the job lasted $lasted s): $row"
 grep -E "^dtrun status at" "$out" | tail -2
-sed -n '/^dtrun summary per process/,/^worker 1 /p' "$out"
+sed -n '/^dtrun summary per process/,/^server 0 /p' "$out"
 echo "OK: the stopped worker was named by the server, the scheduler and worker 0; the job finished"

@@ -195,6 +195,10 @@ class ServerKeyStore {
   // parts without an optimizer answer pulls of a round with its encoded sum
   // (see the top of this file). Mode none: pulls stay in full.
   void set_compression(const compression::CompressionConfig& config) { rules_.set_compression(config); }
+  // Where the server's time goes (dtrun's live job summary; null: off):
+  // the parts' sums, updates and encodings count as computing. Before any
+  // request.
+  void set_work_clock(WorkClock* clock) { rules_.set_work_clock(clock); }
   // Whether a pull may now be answered encoded (a sync store with a lossy
   // compression and no optimizer): lets a caller skip sizing a reply from
   // the parts before the answers come.

@@ -118,7 +118,10 @@ void PartRounds::push(int worker, int64_t round, const void* data, PushDone& don
     data = aligned.data();
   }
   if (rules_.mode() == StoreMode::kAsync) {
-    apply(data);
+    {
+      const auto computing = rules_.computing();
+      apply(data);
+    }
     done(nullptr);
     return;
   }
@@ -127,6 +130,7 @@ void PartRounds::push(int worker, int64_t round, const void* data, PushDone& don
   if (worker == 0) round_numbers_ = numbers;
   {
     const auto sum = round_span("sum", info_.part, round, worker);
+    const auto computing = rules_.computing();
     accumulate(worker, data);
   }
   done(nullptr);
@@ -202,6 +206,7 @@ void PartRounds::advance() {
     auto& staged = staged_[rank];
     if (!staged.empty()) {
       const auto sum = round_span("sum", info_.part, round, static_cast<int>(rank));
+      const auto computing = rules_.computing();
       add_term(staged.data());
       staged.clear();  // keeps the capacity for the next round
     } else if (!attendance_.absent(static_cast<int>(rank), round)) {
@@ -227,6 +232,7 @@ void PartRounds::advance() {
 void PartRounds::complete_round() {
   {
     const auto update = round_span("update", info_.part, applied_round_ + 1);
+    const auto computing = rules_.computing();
     apply(nullptr);
   }
   summed_ = 0;
@@ -279,6 +285,7 @@ void PartRounds::encode() {
   const int64_t begin = info_.part.begin;
   const bool feedback = codec->config().error_feedback;
   const auto compress = round_span("compress", info_.part, applied_round_);
+  const auto computing = rules_.computing();
   count_compression(*codec);
   // merged is free until the next round's first push (release_held comes
   // after this): the compensated sum goes there.

@@ -16,6 +16,7 @@
 #include "optim/optimizer.h"
 #include "ps/compression/error_feedback.h"
 #include "ps/compression/gradient_codec.h"
+#include "ps/server/work_clock.h"
 
 namespace dt::ps {
 
@@ -50,6 +51,12 @@ class RoundRules {
   std::atomic<uint64_t>& compression_bytes() { return compression_bytes_; }
   uint64_t compression_bytes() const { return compression_bytes_.load(); }
 
+  // Where the server's time goes (dtrun's live job summary): null, the
+  // default, for off. Set before any request is handled (run_server).
+  void set_work_clock(WorkClock* clock) { work_clock_ = clock; }
+  // A round's sum, update or encoding: counted as computing when on.
+  WorkClock::Section computing() const { return WorkClock::Section(work_clock_, WorkClock::Activity::kComputing); }
+
  private:
   // -1 until declared, then a StoreMode. Atomic: read on every call, set once.
   std::atomic<int> mode_{-1};
@@ -58,6 +65,7 @@ class RoundRules {
   std::shared_ptr<const compression::GradientCodec> codec_;
   compression::ErrorFeedback pull_feedback_;
   std::atomic<uint64_t> compression_bytes_{0};
+  WorkClock* work_clock_ = nullptr;
 };
 
 }  // namespace dt::ps

@@ -11,17 +11,22 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/error.h"
 #include "core/log.h"
 #include "core/parameter_table.h"
+#include "core/status_file.h"
 #include "net/tls_config.h"
 #include "core/stall_watch.h"
 #include "ps/roles/cluster_member.h"
 #include "ps/server/part_filler.h"
 #include "ps/server/request_handler.h"
+#include "ps/server/server_status_file.h"
+#include "ps/server/work_clock.h"
 #include "ps/transport/request_server.h"
 
 namespace dt::ps {
@@ -107,7 +112,14 @@ uint64_t memory_limit_from_env() {
 
 void run_server(const JobConfig& job, const PsOptions& options) {
   options.validate();
+  // dtrun's live job summary (DT_STATUS_FILE): where this server's time
+  // goes, counted by a clock the handler and the parts' rounds see only
+  // when the file is wanted (null: off). Before the server, whose store
+  // keeps the clock.
+  std::unique_ptr<core::StatusFile> status_file = core::StatusFile::from_environment("server");
+  std::unique_ptr<WorkClock> work_clock = status_file ? std::make_unique<WorkClock>() : nullptr;
   ServerRequestHandler server(job.num_workers, memory_limit_from_env(), options.reduction());
+  server.store().set_work_clock(work_clock.get());
   const std::string ipc = ipc_path(job, &server);
   if (!ipc.empty()) remove_stale_ipc_files();
   IpcFileRemover remove_ipc_file(ipc);
@@ -118,9 +130,16 @@ void run_server(const JobConfig& job, const PsOptions& options) {
   policy.reply_deadline_s = options.request_timeout_s + options.heartbeat_timeout_s;
   RequestServer transport(
       listen_urls(job, &server, ipc), server_receivers(job.num_workers),
-      [&server](Message request, RequestServer::Reply reply) { server.handle(std::move(request), reply); },
+      [&server, clock = work_clock.get()](Message request, RequestServer::Reply reply) {
+        const WorkClock::Section handling(clock, WorkClock::Activity::kHandling);
+        server.handle(std::move(request), reply);
+      },
       options.max_message_bytes, [&server](uint32_t pipe) { server.connection_closed(pipe); }, policy,
       job.security);
+  // After the transport: its last write, whichever way the server ends,
+  // still reads the transport's bytes.
+  std::optional<ServerStatusFile> status;
+  if (status_file) status.emplace(std::move(status_file), *work_clock, [&transport] { return transport.traffic(); });
   // New copies of parts after a server loss (DT_SERVER_REPLICATION=1) are
   // filled from the servers that hold them. Declared before the member,
   // whose heartbeat thread tells it of lost servers until the member ends.

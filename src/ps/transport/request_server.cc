@@ -123,6 +123,7 @@ struct RequestServer::State {
   std::deque<std::pair<Message, State::Slot*>> queue;
   std::vector<std::thread> threads;
   std::weak_ptr<State> weak_self;
+  core::TrafficCounter traffic;
 
   static void on_aio(void* arg);
   static void on_pipe_event(nng_pipe pipe, nng_pipe_ev event, void* arg);
@@ -211,6 +212,7 @@ void RequestServer::State::on_aio(void* arg) {
     return;
   }
   nng_aio_set_msg(slot->aio.get(), nullptr);
+  self->traffic.received(nng_msg_len(msg));
   {
     std::lock_guard<std::mutex> lock(self->pool_mutex);
     slot->receiving = false;
@@ -269,6 +271,7 @@ void RequestServer::State::send_reply(const std::shared_ptr<ReplyToken>& token, 
   if (s.closing) return;
   // nng sends messages, never "nothing": an empty reply is an empty body.
   if (message.get() == nullptr) message = Message::with_capacity(0);
+  state->traffic.sent(message.size());
   nng_aio_set_msg(s.aio.get(), message.release());
   nng_ctx_send(s.ctx.get(), s.aio.get());
 }
@@ -440,6 +443,8 @@ RequestServer::~RequestServer() {
 }
 
 std::vector<std::string> RequestServer::bound_urls() const { return state_->bound; }
+
+core::Traffic RequestServer::traffic() const { return state_->traffic.read(); }
 
 size_t RequestServer::contexts() const {
   std::lock_guard<std::mutex> lock(state_->pool_mutex);

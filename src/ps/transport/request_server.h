@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "core/traffic.h"
 #include "net/transport_security.h"
 #include "ps/transport/message.h"
 
@@ -80,6 +81,10 @@ class RequestServer {
   // The URLs as bound: tcp port 0 replaced by the real port, and a
   // tcp://0.0.0.0 host left as is (peers need this node's address instead).
   std::vector<std::string> bound_urls() const;
+
+  // Bytes of the requests it received and the replies it sent, whole
+  // messages as a RequestClient counts them.
+  core::Traffic traffic() const;
 
   // nng contexts this server has opened so far (receiving, holding a
   // request, or idle): bounded by receivers plus the held requests.

@@ -1,0 +1,33 @@
+#include "train/trainer_status.h"
+
+namespace dt::train {
+
+std::unique_ptr<TrainerStatus> TrainerStatus::from_environment() {
+  std::unique_ptr<core::StatusFile> file = core::StatusFile::from_environment("trainer");
+  if (!file) return nullptr;
+  return std::make_unique<TrainerStatus>(std::move(file));
+}
+
+TrainerStatus::TrainerStatus(std::unique_ptr<core::StatusFile> file) : file_(std::move(file)) {}
+
+TrainerStatus::~TrainerStatus() {
+  if (numbers_.steps > 0) file_->write(core::format_status(numbers_));
+}
+
+void TrainerStatus::batch_done(int64_t images, double compute_s, double exchange_s, const core::Traffic& traffic) {
+  const auto now = std::chrono::steady_clock::now();
+  if (numbers_.steps == 0) {
+    // The first batch began compute_s + exchange_s ago.
+    started_ = now - std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                         std::chrono::duration<double>(compute_s + exchange_s));
+  }
+  ++numbers_.steps;
+  numbers_.images += images;
+  numbers_.compute_s += compute_s;
+  numbers_.exchange_s += exchange_s;
+  numbers_.traffic = traffic;
+  numbers_.wall_s = std::chrono::duration<double>(now - started_).count();
+  if (file_->due(now)) file_->write(core::format_status(numbers_), now);
+}
+
+}  // namespace dt::train
