@@ -37,9 +37,12 @@ class Scratch {
 class HostCommunicatorImpl final : public HostCommunicator {
  public:
   HostCommunicatorImpl(int rank, int size, const Exchange& exchange, const HostCommunicatorOptions& options)
-      : rank_(rank), size_(size), options_(options) {
-    streams_ = connect_mesh(rank, size, exchange, options);
-    for (auto& s : streams_) links_.push_back(s.get());
+      : rank_(rank), size_(size), options_(options), watch_(options.receive_watch.get()) {
+    streams_ = connect_mesh(rank, size, noted(exchange), options);
+    for (auto& s : streams_) {
+      links_.push_back(s.get());
+      if (s) s->set_receive_watch(watch_);
+    }
   }
 
   int rank() const override { return rank_; }
@@ -66,6 +69,7 @@ class HostCommunicatorImpl final : public HostCommunicator {
     header.seq = seq;
     header.count = count;
     header.tag = tag;
+    if (watch_ != nullptr) watch_->call_started(header);
     guarded([&] {
       void* work = data;
       if (widen) {
@@ -97,6 +101,7 @@ class HostCommunicatorImpl final : public HostCommunicator {
     header.root = root;
     header.seq = seq;
     header.count = bytes;
+    if (watch_ != nullptr) watch_->call_started(header);
     guarded([&] { binomial_broadcast(header, data, bytes, root); });
   }
 
@@ -107,6 +112,7 @@ class HostCommunicatorImpl final : public HostCommunicator {
     CallHeader header;
     header.kind = CallKind::kBarrier;
     header.seq = seq;
+    if (watch_ != nullptr) watch_->call_started(header);
     guarded([&] { dissemination_barrier(header); });
   }
 
@@ -138,6 +144,16 @@ class HostCommunicatorImpl final : public HostCommunicator {
       throw Error(ErrorCode::kBadState, std::string("host communicator: ") + op + " on rank " +
                                             std::to_string(rank_) + " after a failed collective (" + failure_ + ")");
     }
+  }
+
+  // The exchange, noted as the rendezvous while it waits for the other ranks.
+  Exchange noted(const Exchange& exchange) const {
+    if (watch_ == nullptr || !exchange) return exchange;
+    ReceiveWatch* watch = watch_;
+    return [watch, exchange](const std::vector<uint8_t>& mine) {
+      const ReceiveWatch::Scope noted(watch, -1, "rendezvous (meeting the other ranks)");
+      return exchange(mine);
+    };
   }
 
   // Runs a collective; on any failure the links close (peers then fail at
@@ -206,6 +222,7 @@ class HostCommunicatorImpl final : public HostCommunicator {
   const int rank_;
   const int size_;
   const HostCommunicatorOptions options_;
+  ReceiveWatch* const watch_;  // options_'s; null: nothing noted
   std::vector<std::unique_ptr<PeerStream>> streams_;
   Links links_;
   uint64_t seq_ = 0;

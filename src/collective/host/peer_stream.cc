@@ -124,6 +124,7 @@ void PeerStream::start_recv(void* data, size_t bytes) {
 }
 
 void PeerStream::wait_recv(const char* what) {
+  const ReceiveWatch::Scope noted(recv_posted_ ? receive_watch_ : nullptr, peer_, what);
   while (recv_posted_) {
     nng_aio_wait(recv_aio_);
     const int rv = nng_aio_result(recv_aio_);

@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "collective/host/receive_watch.h"
 #include "core/traffic.h"
 
 namespace dt::collective::host {
@@ -59,6 +60,11 @@ class PeerStream {
     start_recv(data, bytes);
     wait_recv(what);
   }
+
+  // The stall inspector's note of what this link's receives wait for
+  // (receive_watch.h); null, the default, notes nothing. Set before any
+  // receive; watch must outlive the stream.
+  void set_receive_watch(ReceiveWatch* watch) { receive_watch_ = watch; }
 
   // Fails the transfers in flight and every later one with NNG_ECLOSED; the
   // peer sees the link close. Any thread; idempotent.
@@ -101,6 +107,7 @@ class PeerStream {
   core::TrafficCounter traffic_;
   bool recv_posted_ = false;
   Clock::time_point recv_deadline_;
+  ReceiveWatch* receive_watch_ = nullptr;
 };
 
 // Links of one rank, indexed by peer rank; nullptr at the rank itself.

@@ -1,0 +1,39 @@
+// The allreduce store's stall inspector (core/stall_watch.h), a companion
+// of its plain path: the communicators note the receive they block on
+// (collective/host/receive_watch.h), and this watch names the worker whose
+// bytes have not come, the call and bucket it belongs to, and since when,
+// once a wait is older than DT_STALL_WARNING_S; then that it resumed.
+//
+// A ring or recursive-doubling step waits on one peer at a time, so a
+// worker names the peer it receives from: in a ring of more than two the
+// stopped worker's successor names it, the one after names the successor
+// (which waits too). Waits in the rendezvous or a regroup (meeting the
+// other workers through the scheduler) name nobody here: the scheduler's
+// own watch names the workers missing there.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "collective/host/receive_watch.h"
+#include "core/stall_watch.h"
+
+namespace dt::kvstore {
+
+// The waits open now: the noted receive, its peer (a communicator rank)
+// named by its rank in the job through workers (the group's job ranks,
+// indexed by communicator rank).
+std::vector<core::OpenWait> allreduce_open_waits(const std::optional<collective::host::ReceiveWatch::Waiting>& waiting,
+                                                 const std::vector<int>& workers);
+
+// Worker `rank`'s watch over receives; workers() reads the group now (any
+// thread). Started; off (no thread) when threshold_s is 0. Destroy it
+// before whatever workers() reads.
+std::unique_ptr<core::StallWatch> start_allreduce_stall_watch(int rank, double threshold_s,
+                                                              std::shared_ptr<collective::host::ReceiveWatch> receives,
+                                                              std::function<std::vector<int>()> workers,
+                                                              core::StallWatch::Named named = {});
+
+}  // namespace dt::kvstore
