@@ -1,5 +1,6 @@
 #include "kvstore/host/allreduce_stall_watch.h"
 
+#include <algorithm>
 #include <string>
 #include <utility>
 
@@ -8,9 +9,10 @@ namespace dt::kvstore {
 using collective::host::ReceiveWatch;
 
 std::vector<core::OpenWait> allreduce_open_waits(const std::optional<ReceiveWatch::Waiting>& waiting,
-                                                 const std::vector<int>& workers) {
+                                                 const std::vector<int>& workers, const std::vector<int>& stalled) {
   if (!waiting) return {};
   core::OpenWait wait;
+  wait.waits_for = stalled;
   wait.id = "receive " + std::to_string(waiting->id);
   const std::string call = collective::host::call_text(waiting->call);
   if (waiting->peer < 0) {
@@ -22,23 +24,30 @@ std::vector<core::OpenWait> allreduce_open_waits(const std::optional<ReceiveWatc
   // A peer the group no longer lists (it regrouped since) is named by its
   // rank in the communicator, as its own errors do.
   const bool known = peer < workers.size();
-  if (known) wait.waits_for.push_back(workers[peer]);
+  if (known && std::find(stalled.begin(), stalled.end(), workers[peer]) == stalled.end()) {
+    wait.waits_for.push_back(workers[peer]);
+    std::sort(wait.waits_for.begin(), wait.waits_for.end());
+  }
   wait.what = "receive from " + (known ? "worker " + std::to_string(workers[peer]) : "rank " + std::to_string(peer)) +
               " in " + call + " [" + waiting->what + "]";
   return {wait};
 }
 
-std::unique_ptr<core::StallWatch> start_allreduce_stall_watch(int rank, double threshold_s,
+std::unique_ptr<core::StallWatch> start_allreduce_stall_watch(ps::ClusterMember& member, double threshold_s,
                                                               std::shared_ptr<ReceiveWatch> receives,
-                                                              std::function<std::vector<int>()> workers,
-                                                              core::StallWatch::Named named) {
+                                                              std::function<std::vector<int>()> workers) {
   auto watch = std::make_unique<core::StallWatch>(
-      "worker " + std::to_string(rank), threshold_s,
-      [receives = std::move(receives), workers = std::move(workers)] {
+      "worker " + std::to_string(member.rank()), threshold_s,
+      [&member, receives = std::move(receives), workers = std::move(workers)] {
         const std::optional<ReceiveWatch::Waiting> waiting = receives->now();
-        return allreduce_open_waits(waiting, waiting && waiting->peer >= 0 ? workers() : std::vector<int>{});
+        if (!waiting) return std::vector<core::OpenWait>{};
+        // This worker, waiting, is not the one stalled (the news may name it
+        // in a cycle of waits).
+        std::vector<int> stalled = member.stalled_workers();
+        stalled.erase(std::remove(stalled.begin(), stalled.end(), member.rank()), stalled.end());
+        return allreduce_open_waits(waiting, waiting->peer >= 0 ? workers() : std::vector<int>{}, stalled);
       },
-      std::move(named));
+      [&member](const std::vector<int>& named) { member.report_stalled_on(named); });
   watch->start();
   return watch;
 }

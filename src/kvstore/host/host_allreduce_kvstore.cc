@@ -69,7 +69,7 @@ HostAllreduceKVStore::HostAllreduceKVStore(const ps::JobConfig& job, const ps::P
   // Watching from the rendezvous on: a worker that does not come is a stall
   // too. The probe reads group_ only for a receive from a peer, which the
   // communication thread notes, started once group_ is set.
-  stall_watch_ = start_allreduce_stall_watch(member_->rank(), options.stall_warning_s, receives_,
+  stall_watch_ = start_allreduce_stall_watch(*member_, options.stall_warning_s, receives_,
                                              [this] { return group_ ? group_->workers() : std::vector<int>{}; });
   group_ = std::make_shared<SurvivorGroup>(*member_, options, communicator_options(job, options, receives_));
   fused_ = std::make_unique<FusedAllReduce>(*group_, *member_, allreduce_.bucket_bytes);
