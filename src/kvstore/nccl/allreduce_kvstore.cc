@@ -79,6 +79,12 @@ AllreduceKVStore::AllreduceKVStore(const ps::JobConfig& job, const ps::PsOptions
       member_(std::make_unique<ps::ClusterMember>(worker_job(job), options)) {
   if (!gpu_) gpu_ = gpu_for_kvstore(kType, member_->rank() % core::gpu_count(), kInstead);
   ps::ClusterMember& member = *member_;
+  stall_watch_ = std::make_unique<core::StallWatch>("worker " + std::to_string(member.rank()), options.stall_warning_s,
+                                                    [this] { return waits_.open(member_->stalled_workers()); });
+  stall_watch_->start();
+  const core::WaitNote::Scope joining(waits_, "joining the NCCL communicator on GPU " +
+                                                  std::to_string(gpu_->device_id()) +
+                                                  " (the rendezvous through the scheduler, then NCCL's bootstrap)");
   comm_ = collective::nccl::join_job_communicator(
       member.rank(), member.table().num_workers,
       [&member](const std::vector<uint8_t>& mine) { return member.allgather(mine); }, gpu_->device_id(),
@@ -87,6 +93,7 @@ AllreduceKVStore::AllreduceKVStore(const ps::JobConfig& job, const ps::PsOptions
 }
 
 AllreduceKVStore::~AllreduceKVStore() {
+  stall_watch_.reset();  // its probe reads member_
   // The communicator first: its destruction is bounded and never waits
   // for the scheduler, which may end the job once every worker said goodbye.
   comm_.reset();
@@ -115,6 +122,8 @@ void AllreduceKVStore::check_arrays(const std::vector<Key>& keys, const std::vec
 
 void AllreduceKVStore::collective(const std::function<void(Communicator&, cudaStream_t)>& enqueue) {
   const cudaStream_t stream = core::cuda::stream_of(*gpu_);
+  const core::WaitNote::Scope noted(waits_, "NCCL collective call " + std::to_string(++collectives_) + " on GPU " +
+                                                std::to_string(gpu_->device_id()));
   collective::nccl::run_group({comm_.get()}, [&] { enqueue(*comm_, stream); });
   // A lost worker never joins the collective: NCCL may report it, the
   // deadline ends the wait otherwise.
@@ -187,6 +196,9 @@ void AllreduceKVStore::all_reduce_encoded(Key key, Entry& e) {
   // No rank's encoding of n values is longer: a longer one is another key.
   const size_t limit = compressed_->codec().max_encoded_size(n);
   compressed_->run(host_.data(), n, key, [&](const uint8_t* data, size_t size) {
+    const core::WaitNote::Scope noted(waits_, "NCCL all-gather " + std::to_string(++collectives_) + " of key " +
+                                                  std::to_string(key) + "'s encoding on GPU " +
+                                                  std::to_string(gpu_->device_id()));
     return collective::nccl::all_gather_bytes(*comm_, gpu_, data, size, key, limit, options_.request_timeout_s);
   });
   e.stored.copy_from_host(host_.data(), e.stored.nbytes());

@@ -53,6 +53,8 @@
 #include "collective/nccl/communicator.h"
 #include "core/context.h"
 #include "core/dtype.h"
+#include "core/stall_watch.h"
+#include "core/wait_note.h"
 #include "kvstore/compressed_all_reduce.h"
 #include "kvstore/key_reducer.h"
 #include "kvstore/kvstore.h"
@@ -138,6 +140,14 @@ class AllreduceKVStore final : public ReducingKVStore {
   std::unique_ptr<KeyReducer> reducer_;  // on gpu_
   mutable std::mutex mutex_;  // one call at a time: collectives must leave in the same order everywhere
   std::map<Key, Entry> entries_;
+  uint64_t collectives_ = 0;  // guarded by mutex_: numbers the waits noted in waits_
+  // The stall inspector: the host-side waits (joining the communicator, each
+  // collective's synchronize) noted in waits_, named late by stall_watch_
+  // with the workers the scheduler's news says are stalled (NCCL does not
+  // say which peer a kernel waits for). The watch reads member_, so it goes
+  // first.
+  core::WaitNote waits_;
+  std::unique_ptr<core::StallWatch> stall_watch_;
 };
 
 }  // namespace dt::kvstore
