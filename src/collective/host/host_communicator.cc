@@ -37,11 +37,11 @@ class Scratch {
 class HostCommunicatorImpl final : public HostCommunicator {
  public:
   HostCommunicatorImpl(int rank, int size, const Exchange& exchange, const HostCommunicatorOptions& options)
-      : rank_(rank), size_(size), options_(options), watch_(options.receive_watch.get()) {
+      : rank_(rank), size_(size), options_(options), watch_(options.link_watch.get()) {
     streams_ = connect_mesh(rank, size, noted(exchange), options);
     for (auto& s : streams_) {
       links_.push_back(s.get());
-      if (s) s->set_receive_watch(watch_);
+      if (s) s->set_link_watch(watch_);
     }
   }
 
@@ -149,9 +149,9 @@ class HostCommunicatorImpl final : public HostCommunicator {
   // The exchange, noted as the rendezvous while it waits for the other ranks.
   Exchange noted(const Exchange& exchange) const {
     if (watch_ == nullptr || !exchange) return exchange;
-    ReceiveWatch* watch = watch_;
+    LinkWatch* watch = watch_;
     return [watch, exchange](const std::vector<uint8_t>& mine) {
-      const ReceiveWatch::Scope noted(watch, -1, "rendezvous (meeting the other ranks)");
+      const LinkWatch::Scope noted(watch, -1, "rendezvous (meeting the other ranks)");
       return exchange(mine);
     };
   }
@@ -222,7 +222,7 @@ class HostCommunicatorImpl final : public HostCommunicator {
   const int rank_;
   const int size_;
   const HostCommunicatorOptions options_;
-  ReceiveWatch* const watch_;  // options_'s; null: nothing noted
+  LinkWatch* const watch_;  // options_'s; null: nothing noted
   std::vector<std::unique_ptr<PeerStream>> streams_;
   Links links_;
   uint64_t seq_ = 0;

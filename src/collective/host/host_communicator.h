@@ -38,7 +38,7 @@
 #include <vector>
 
 #include "collective/exchange.h"
-#include "collective/host/receive_watch.h"
+#include "collective/host/link_watch.h"
 #include "core/dtype.h"
 #include "core/traffic.h"
 #include "net/transport_security.h"
@@ -65,10 +65,10 @@ struct HostCommunicatorOptions {
   // The job's secret: each new stream proves both ends hold it before any
   // data (mesh_rendezvous.h).
   net::TransportSecurity security;
-  // The stall inspector's note (receive_watch.h): every communicator made
+  // The stall inspector's note (link_watch.h): every communicator made
   // with these options writes the call it runs and the receive it waits on
   // there, and the rendezvous while it meets its peers. Null: none.
-  std::shared_ptr<ReceiveWatch> receive_watch;
+  std::shared_ptr<LinkWatch> link_watch;
 };
 
 class HostCommunicator {

@@ -102,6 +102,7 @@ void PeerStream::on_send(void* arg) {
 
 void PeerStream::wait_send(const char* what) {
   std::unique_lock<std::mutex> lock(send_mu_);
+  const LinkWatch::Scope noted(send_busy_ ? link_watch_ : nullptr, peer_, what, LinkWatch::Direction::kSend);
   // nng expires the aio at the deadline; the margin only guards against a
   // transport that does not.
   if (!send_cv_.wait_until(lock, send_deadline_ + std::chrono::seconds(1), [&] { return !send_busy_; })) {
@@ -124,7 +125,7 @@ void PeerStream::start_recv(void* data, size_t bytes) {
 }
 
 void PeerStream::wait_recv(const char* what) {
-  const ReceiveWatch::Scope noted(recv_posted_ ? receive_watch_ : nullptr, peer_, what);
+  const LinkWatch::Scope noted(recv_posted_ ? link_watch_ : nullptr, peer_, what, LinkWatch::Direction::kReceive);
   while (recv_posted_) {
     nng_aio_wait(recv_aio_);
     const int rv = nng_aio_result(recv_aio_);

@@ -29,7 +29,7 @@
 #include <string>
 #include <vector>
 
-#include "collective/host/receive_watch.h"
+#include "collective/host/link_watch.h"
 #include "core/traffic.h"
 
 namespace dt::collective::host {
@@ -61,10 +61,10 @@ class PeerStream {
     wait_recv(what);
   }
 
-  // The stall inspector's note of what this link's receives wait for
-  // (receive_watch.h); null, the default, notes nothing. Set before any
-  // receive; watch must outlive the stream.
-  void set_receive_watch(ReceiveWatch* watch) { receive_watch_ = watch; }
+  // The stall inspector's note of what this link's sends and receives wait
+  // for (link_watch.h); null, the default, notes nothing. Set before any
+  // transfer; watch must outlive the stream.
+  void set_link_watch(LinkWatch* watch) { link_watch_ = watch; }
 
   // Fails the transfers in flight and every later one with NNG_ECLOSED; the
   // peer sees the link close. Any thread; idempotent.
@@ -107,7 +107,7 @@ class PeerStream {
   core::TrafficCounter traffic_;
   bool recv_posted_ = false;
   Clock::time_point recv_deadline_;
-  ReceiveWatch* receive_watch_ = nullptr;
+  LinkWatch* link_watch_ = nullptr;
 };
 
 // Links of one rank, indexed by peer rank; nullptr at the rank itself.

@@ -6,9 +6,9 @@
 
 namespace dt::kvstore {
 
-using collective::host::ReceiveWatch;
+using collective::host::LinkWatch;
 
-std::vector<core::OpenWait> allreduce_open_waits(const std::optional<ReceiveWatch::Waiting>& waiting,
+std::vector<core::OpenWait> allreduce_open_waits(const std::optional<LinkWatch::Waiting>& waiting,
                                                  const std::vector<int>& workers, const std::vector<int>& stalled) {
   if (!waiting) return {};
   core::OpenWait wait;
@@ -24,22 +24,23 @@ std::vector<core::OpenWait> allreduce_open_waits(const std::optional<ReceiveWatc
   // A peer the group no longer lists (it regrouped since) is named by its
   // rank in the communicator, as its own errors do.
   const bool known = peer < workers.size();
-  if (known && std::find(stalled.begin(), stalled.end(), workers[peer]) == stalled.end()) {
-    wait.waits_for.push_back(workers[peer]);
-    std::sort(wait.waits_for.begin(), wait.waits_for.end());
-  }
-  wait.what = "receive from " + (known ? "worker " + std::to_string(workers[peer]) : "rank " + std::to_string(peer)) +
-              " in " + call + " [" + waiting->what + "]";
+  // The stalled workers the scheduler names, where it names some: the peer
+  // may only wait on them (the text still says whom this receive is from).
+  if (known && stalled.empty()) wait.waits_for.push_back(workers[peer]);
+  const bool receive = waiting->direction == LinkWatch::Direction::kReceive;
+  wait.what = (receive ? "receive from " : "send to ") +
+              (known ? "worker " + std::to_string(workers[peer]) : "rank " + std::to_string(peer)) + " in " + call +
+              " [" + waiting->what + "]";
   return {wait};
 }
 
 std::unique_ptr<core::StallWatch> start_allreduce_stall_watch(ps::ClusterMember& member, double threshold_s,
-                                                              std::shared_ptr<ReceiveWatch> receives,
+                                                              std::shared_ptr<LinkWatch> link_waits,
                                                               std::function<std::vector<int>()> workers) {
   auto watch = std::make_unique<core::StallWatch>(
       "worker " + std::to_string(member.rank()), threshold_s,
-      [&member, receives = std::move(receives), workers = std::move(workers)] {
-        const std::optional<ReceiveWatch::Waiting> waiting = receives->now();
+      [&member, link_waits = std::move(link_waits), workers = std::move(workers)] {
+        const std::optional<LinkWatch::Waiting> waiting = link_waits->now();
         if (!waiting) return std::vector<core::OpenWait>{};
         // This worker, waiting, is not the one stalled (the news may name it
         // in a cycle of waits).

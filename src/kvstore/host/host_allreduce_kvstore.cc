@@ -33,9 +33,9 @@ HostAllreduceOptions checked(HostAllreduceOptions o) {
 }
 
 collective::host::HostCommunicatorOptions communicator_options(
-    const ps::JobConfig& job, const ps::PsOptions& options, std::shared_ptr<collective::host::ReceiveWatch> receives) {
+    const ps::JobConfig& job, const ps::PsOptions& options, std::shared_ptr<collective::host::LinkWatch> receives) {
   collective::host::HostCommunicatorOptions o;
-  o.receive_watch = std::move(receives);
+  o.link_watch = std::move(receives);
   // Connecting and every collective wait as long as a request to a server.
   o.timeout_s = options.request_timeout_s;
   o.host = job.node_host.empty() ? "127.0.0.1" : job.node_host;
@@ -62,16 +62,16 @@ HostAllreduceKVStore::HostAllreduceKVStore(const ps::JobConfig& job, const ps::P
       allreduce_(checked(allreduce)),
       cpu_(core::make_cpu_context()),
       member_(std::make_unique<ps::ClusterMember>(worker_job(job), options)),
-      receives_(std::make_shared<collective::host::ReceiveWatch>()),
+      link_waits_(std::make_shared<collective::host::LinkWatch>()),
       cpu_sums_(options.reduction()),
       caller_reducer_(cpu_, &cpu_sums_),
       comm_reducer_(cpu_) {
   // Watching from the rendezvous on: a worker that does not come is a stall
   // too. The probe reads group_ only for a receive from a peer, which the
   // communication thread notes, started once group_ is set.
-  stall_watch_ = start_allreduce_stall_watch(*member_, options.stall_warning_s, receives_,
+  stall_watch_ = start_allreduce_stall_watch(*member_, options.stall_warning_s, link_waits_,
                                              [this] { return group_ ? group_->workers() : std::vector<int>{}; });
-  group_ = std::make_shared<SurvivorGroup>(*member_, options, communicator_options(job, options, receives_));
+  group_ = std::make_shared<SurvivorGroup>(*member_, options, communicator_options(job, options, link_waits_));
   fused_ = std::make_unique<FusedAllReduce>(*group_, *member_, allreduce_.bucket_bytes);
   // A worker lost to the scheduler's heartbeats (a stalled process, a dead
   // host) ends the collective in progress at once, naming it.

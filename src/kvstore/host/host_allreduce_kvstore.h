@@ -62,7 +62,7 @@
 #include <vector>
 
 #include "collective/host/host_communicator.h"
-#include "collective/host/receive_watch.h"
+#include "collective/host/link_watch.h"
 #include "core/context.h"
 #include "core/stall_watch.h"
 #include "core/error.h"
@@ -203,8 +203,8 @@ class HostAllreduceKVStore final : public ReducingKVStore, private Elastic {
   const HostAllreduceOptions allreduce_;
   const std::shared_ptr<core::Context> cpu_;
   std::unique_ptr<ps::ClusterMember> member_;
-  // What the communicators wait to receive now, for stall_watch_.
-  const std::shared_ptr<collective::host::ReceiveWatch> receives_;
+  // What the communicators' links block on now, for stall_watch_.
+  const std::shared_ptr<collective::host::LinkWatch> link_waits_;
   // The workers still in the job and the communicator over them. Shared
   // with the member's lost- and departed-node callbacks, which abort its
   // collective from the heartbeat thread (a weak reference: the callbacks
@@ -232,7 +232,7 @@ class HostAllreduceKVStore final : public ReducingKVStore, private Elastic {
   bool regroup_wanted_ = false;  // a worker departed: regroup when idle
   std::optional<core::Error> failure_;
   std::thread communicator_thread_;
-  // The stall inspector over receives_ (allreduce_stall_watch.h); it reads
+  // The stall inspector over link_waits_ (allreduce_stall_watch.h); it reads
   // group_, so it goes first.
   std::unique_ptr<core::StallWatch> stall_watch_;
 };

@@ -1,9 +1,9 @@
-// The stall inspector's note of what a host communicator waits to receive
-// (collective/host/receive_watch.h): its own bookkeeping, and two real ranks
+// The stall inspector's note of what a host communicator blocks on
+// (collective/host/link_watch.h): its own bookkeeping, and two real ranks
 // (threads of this process over ipc://) where rank 0's note names rank 1
-// while rank 1 stays away, first in the rendezvous, then in a ring
-// all-reduce, and is clear once rank 1 came.
-#include "collective/host/receive_watch.h"
+// while rank 1 stays away, first in the rendezvous, then receiving in a
+// ring all-reduce, then sending a broadcast, and is clear once rank 1 came.
+#include "collective/host/link_watch.h"
 
 #include <gtest/gtest.h>
 
@@ -24,8 +24,8 @@ namespace {
 
 using namespace std::chrono_literals;
 
-TEST(ReceiveWatchTest, NotesTheCallAndEachWaitUnderItsOwnId) {
-  ReceiveWatch watch;
+TEST(LinkWatchTest, NotesTheCallAndEachWaitUnderItsOwnId) {
+  LinkWatch watch;
   EXPECT_FALSE(watch.now().has_value());
   CallHeader call;
   call.kind = CallKind::kAllReduceRing;
@@ -33,9 +33,9 @@ TEST(ReceiveWatchTest, NotesTheCallAndEachWaitUnderItsOwnId) {
   call.count = 100;
   call.tag = (uint64_t{3} << 32) | 77;
   watch.call_started(call);
-  std::optional<ReceiveWatch::Waiting> first;
+  std::optional<LinkWatch::Waiting> first;
   {
-    const ReceiveWatch::Scope noted(&watch, 1, "all_reduce (ring reduce-scatter)");
+    const LinkWatch::Scope noted(&watch, 1, "all_reduce (ring reduce-scatter)");
     first = watch.now();
   }
   ASSERT_TRUE(first.has_value());
@@ -51,10 +51,10 @@ TEST(ReceiveWatchTest, NotesTheCallAndEachWaitUnderItsOwnId) {
   watch.done();
   EXPECT_FALSE(watch.now().has_value());
   // No watch: nothing to note, nothing to fail.
-  const ReceiveWatch::Scope none(nullptr, 1, "barrier");
+  const LinkWatch::Scope none(nullptr, 1, "barrier");
 }
 
-TEST(ReceiveWatchTest, CallTextSaysWhichCall) {
+TEST(LinkWatchTest, CallTextSaysWhichCall) {
   CallHeader call;
   EXPECT_EQ(call_text(call), "before its first call");
   call.seq = 2;
@@ -70,7 +70,7 @@ TEST(ReceiveWatchTest, CallTextSaysWhichCall) {
 }
 
 // Polls watch (up to 10 s) until it notes a wait on peer; returns it.
-std::optional<ReceiveWatch::Waiting> wait_noted(const ReceiveWatch& watch, int peer) {
+std::optional<LinkWatch::Waiting> wait_noted(const LinkWatch& watch, int peer) {
   const auto deadline = std::chrono::steady_clock::now() + 10s;
   while (std::chrono::steady_clock::now() < deadline) {
     const auto now = watch.now();
@@ -80,7 +80,7 @@ std::optional<ReceiveWatch::Waiting> wait_noted(const ReceiveWatch& watch, int p
   return std::nullopt;
 }
 
-TEST(ReceiveWatchTest, ARankWaitingForAnAbsentPeerNotesItThenClears) {
+TEST(LinkWatchTest, ARankWaitingForAnAbsentPeerNotesItThenClears) {
   const char* tmp = std::getenv("TMPDIR");
   std::string dir = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/dt-rw-test-XXXXXX";
   ASSERT_NE(mkdtemp(dir.data()), nullptr);
@@ -88,8 +88,8 @@ TEST(ReceiveWatchTest, ARankWaitingForAnAbsentPeerNotesItThenClears) {
   plain.timeout_s = 20;
   plain.ipc_dir = dir;
   HostCommunicatorOptions watched = plain;
-  watched.receive_watch = std::make_shared<ReceiveWatch>();
-  const ReceiveWatch& watch = *watched.receive_watch;
+  watched.link_watch = std::make_shared<LinkWatch>();
+  const LinkWatch& watch = *watched.link_watch;
 
   // The rendezvous: rank 0 publishes, rank 1 comes later.
   std::mutex mu;
@@ -132,11 +132,26 @@ TEST(ReceiveWatchTest, ARankWaitingForAnAbsentPeerNotesItThenClears) {
   std::this_thread::sleep_for(50ms);
   ASSERT_TRUE(watch.now().has_value());
   EXPECT_EQ(watch.now()->id, ring->id);
+  EXPECT_EQ(ring->direction, LinkWatch::Direction::kReceive);
   rank1->all_reduce_sum(b.data(), count, core::DType::kFloat32, tag);
   summed0.get();
   EXPECT_FALSE(watch.now().has_value());
   EXPECT_EQ(a[0], 3.0f);
   EXPECT_EQ(a[count - 1], 3.0f);
+
+  // A broadcast from rank 0 that rank 1 does not take yet: far more than the
+  // socket's buffers hold, so rank 0's send waits on rank 1.
+  std::vector<uint8_t> big(64 << 20, 7), into(big.size(), 0);
+  auto sent0 = std::async(std::launch::async, [&] { comm0->broadcast(big.data(), big.size(), 0); });
+  const auto send = wait_noted(watch, 1);
+  ASSERT_TRUE(send.has_value());
+  EXPECT_EQ(send->direction, LinkWatch::Direction::kSend);
+  EXPECT_EQ(send->call.kind, CallKind::kBroadcast);
+  EXPECT_EQ(send->call.seq, 2u);
+  rank1->broadcast(into.data(), into.size(), 0);
+  sent0.get();
+  EXPECT_FALSE(watch.now().has_value());
+  EXPECT_EQ(into.back(), 7);
   comm0.reset();
   rank1.reset();
   rmdir(dir.c_str());

@@ -1,29 +1,30 @@
-#include "collective/host/receive_watch.h"
+#include "collective/host/link_watch.h"
 
 namespace dt::collective::host {
 
-void ReceiveWatch::call_started(const CallHeader& call) {
+void LinkWatch::call_started(const CallHeader& call) {
   std::lock_guard<std::mutex> lock(mutex_);
   call_ = call;
 }
 
-void ReceiveWatch::waiting(int peer, const char* what) {
+void LinkWatch::waiting(int peer, const char* what, Direction direction) {
   std::lock_guard<std::mutex> lock(mutex_);
   ++waits_;
   waiting_ = true;
   peer_ = peer;
   what_ = what;
+  direction_ = direction;
 }
 
-void ReceiveWatch::done() {
+void LinkWatch::done() {
   std::lock_guard<std::mutex> lock(mutex_);
   waiting_ = false;
 }
 
-std::optional<ReceiveWatch::Waiting> ReceiveWatch::now() const {
+std::optional<LinkWatch::Waiting> LinkWatch::now() const {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!waiting_) return std::nullopt;
-  return Waiting{waits_, peer_, what_, call_};
+  return Waiting{waits_, peer_, what_, call_, direction_};
 }
 
 std::string call_text(const CallHeader& call) {
