@@ -17,50 +17,11 @@
 #
 #   dist_stall_inspector.sh DTRUN EXAMPLE
 set -euo pipefail
-source "$(dirname "$0")/lib/job_processes.sh"
 dtrun="$1" example="$2"
-work=$(mktemp -d "${TMPDIR:-/tmp}/dt-stall.XXXXXX")
-tag="dt-stall-$$-$RANDOM"
-job_pid=""
-victim=""
-cleanup() {
-  [ -n "$victim" ] && kill -CONT "$victim" 2>/dev/null || true
-  [ -n "$job_pid" ] && kill "$job_pid" 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-export OMP_WAIT_POLICY=passive
-out="$work/dtrun.log"
-logs="$work/logs"
-
-fail() {
-  echo "FAIL: $1"
-  for f in "$logs"/*.log; do echo "== $(basename "$f")"; grep -v "^epoch\|^\s*$" "$f" | tail -15; done
-  echo "== dtrun"; tail -15 "$out"
-  exit 1
-}
-# wait_for FILE PATTERN SECONDS: whether an extended regex shows up in time.
-wait_for() {
-  local i
-  for i in $(seq $(( $3 * 10 ))); do
-    grep -Eqs -- "$2" "$1" && return 0
-    sleep 0.1
-  done
-  return 1
-}
+source "$(dirname "$0")/lib/stalled_job.sh" dt-stall
 
 started=$(date +%s.%N)
-"$dtrun" -n 2 -s 1 --log-dir "$logs" --status-every 1 --timeout 110 \
-  --env DT_JOB_TAG="$tag" --env DT_STALL_WARNING_S=2 --env DT_HEARTBEAT_INTERVAL_S=0.5 \
-  --env DT_HEARTBEAT_TIMEOUT_S=60 \
-  "$example" --model mlp --kvstore dist_sync --batch-size 32 --threads 1 --epochs 1 > "$out" 2>&1 &
-job_pid=$!
-
-wait_for "$out" "worker 1 step [0-9]+" 40 || fail "no status line with a step of worker 1"
-victim=$(job_process "$tag" worker 1 0)
-[ -n "$victim" ] || fail "worker 1 is not running"
-kill -STOP "$victim"
-stopped=$(date +%s)
+stop_worker_1 "$dtrun" "$example" 2 1 dist_sync
 named='stall inspector: waiting since .* for workers \{1\}'
 wait_for "$logs/server-0.log" "$named" 20 || fail "the server did not name worker 1"
 wait_for "$logs/scheduler.log" "$named" 20 || fail "the scheduler did not name worker 1"
