@@ -104,7 +104,8 @@ constexpr Parameter kParameters[] = {
     {"DT_HEARTBEAT_TIMEOUT_S", kDeadlines, T::kSeconds, "5",
      "Silence after which the scheduler takes a node for lost.", kYes},
     {"DT_STALL_WARNING_S", kDeadlines, T::kSeconds, "60",
-     "A dist_sync round, a request or a barrier waiting this long is logged once, naming the workers it waits for "
+     "A dist_sync round, a request, a barrier or an all-reduce (its receive from or send to a peer, its "
+     "rendezvous; dist_nccl: its host-side wait) waiting this long is logged once, naming the workers it waits for "
      "(the stall inspector); 0: off.",
      kYes},
     {"DT_SHUTDOWN_TIMEOUT_S", kDeadlines, T::kSeconds, "10", "How long a clean shutdown may take.", kYes},
