@@ -21,6 +21,7 @@
 #include "core/stall_watch.h"
 #include "ps/roles/cluster_member.h"
 #include "ps/server/part_filler.h"
+#include "ps/server/quick_requests.h"
 #include "ps/server/request_handler.h"
 #include "ps/transport/request_server.h"
 
@@ -120,7 +121,7 @@ void run_server(const JobConfig& job, const PsOptions& options) {
       listen_urls(job, &server, ipc), server_receivers(job.num_workers),
       [&server](Message request, RequestServer::Reply reply) { server.handle(std::move(request), reply); },
       options.max_message_bytes, [&server](uint32_t pipe) { server.connection_closed(pipe); }, policy,
-      job.security);
+      job.security, is_quick_request);
   // New copies of parts after a server loss (DT_SERVER_REPLICATION=1) are
   // filled from the servers that hold them. Declared before the member,
   // whose heartbeat thread tells it of lost servers until the member ends.
@@ -168,6 +169,11 @@ void run_server(const JobConfig& job, const PsOptions& options) {
   stall_watch.start();
   member.wait_for_stop();
   member.shutdown();
+  // How many requests took the latency path (quick_requests.h).
+  const RequestServer::Handled handled = transport.handled();
+  core::logf(core::LogLevel::kDebug, "server " + std::to_string(member.rank()),
+             "requests handled where they were received: %llu, by the handler pool: %llu",
+             static_cast<unsigned long long>(handled.on_receipt), static_cast<unsigned long long>(handled.by_pool));
 }
 
 }  // namespace dt::ps
