@@ -33,6 +33,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "echo_bench.h"
+
 enum { kTimeoutMs = 60000, kServerContexts = 4 };
 
 static double now_s(void) {
@@ -151,13 +153,8 @@ static int round_trip_waiting(nng_ctx ctx, nng_aio* aio, nng_msg* msg, nng_msg**
   return 0;
 }
 
-static int compare(const void* a, const void* b) {
-  const double x = *(const double*)a, y = *(const double*)b;
-  return (x > y) - (x < y);
-}
-
 static int measure(nng_socket sock, const char* path, size_t bytes, int chained) {
-  const int reps = bytes <= (64u << 10) ? 2000 : bytes <= (1u << 20) ? 200 : 8;
+  const int reps = echo_rounds_for(bytes);
   double* rtt = malloc(sizeof(double) * (size_t)reps);
   if (rtt == NULL) return 1;
   struct Chain c;
@@ -183,13 +180,11 @@ static int measure(nng_socket sock, const char* path, size_t bytes, int chained)
     }
     nng_msg_free(reply);
   }
-  double total = 0;
-  for (int r = 0; r < reps; ++r) total += rtt[r];
-  qsort(rtt, (size_t)reps, sizeof(double), compare);
-  const double median = reps % 2 ? rtt[reps / 2] : 0.5 * (rtt[reps / 2 - 1] + rtt[reps / 2]);
+  double mean;
+  const double median = echo_median(rtt, reps, &mean);
   printf("{\"op\":\"nng_reqrep\",\"client\":\"%s\",\"path\":\"%s\",\"bytes\":%zu,\"reps\":%d,\"rtt_us\":%.1f,"
          "\"mean_us\":%.1f,\"gbps\":%.3f}\n",
-         chained ? "callback" : "wait", path, bytes, reps, median * 1e6, total / reps * 1e6,
+         chained ? "callback" : "wait", path, bytes, reps, median * 1e6, mean * 1e6,
          2.0 * (double)bytes / median / 1e9);
   fflush(stdout);
   nng_aio_free(c.aio);
@@ -232,20 +227,4 @@ static int client(const char* host, const char* port, const char* path, const ch
   return 0;
 }
 
-int main(int argc, char** argv) {
-  if (argc == 4 && strcmp(argv[1], "--serve") == 0) return serve(argv[2], argv[3]);
-  if (argc >= 4 && strcmp(argv[1], "--connect") == 0) {
-    const char* path = "tcp";
-    const char* sizes = "4096";
-    for (int i = 4; i + 1 < argc; i += 2) {
-      if (strcmp(argv[i], "--path") == 0) path = argv[i + 1];
-      else if (strcmp(argv[i], "--sizes") == 0) sizes = argv[i + 1];
-      else argc = 0;
-    }
-    if (argc != 0 && argc % 2 == 0) return client(argv[2], argv[3], path, sizes);
-  }
-  fprintf(stderr,
-          "usage: nng_reqrep_bench --serve ADDR PORT\n"
-          "       nng_reqrep_bench --connect ADDR PORT [--path NAME] [--sizes N,...]\n");
-  return 2;
-}
+int main(int argc, char** argv) { return echo_main(argc, argv, "nng_reqrep_bench", "4096", serve, client); }
