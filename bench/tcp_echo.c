@@ -28,6 +28,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "echo_bench.h"
+
 enum { kEcho = 1, kStream = 2 };
 
 // What the client asks for: mode, bytes per message, rounds (the untimed
@@ -115,15 +117,8 @@ static int serve(const char* host, const char* port) {
   }
 }
 
-static int compare(const void* a, const void* b) {
-  const double x = *(const double*)a, y = *(const double*)b;
-  return (x > y) - (x < y);
-}
-
-static int rounds_for(uint64_t bytes) { return bytes <= (64u << 10) ? 2000 : bytes <= (1u << 20) ? 200 : 8; }
-
 static int measure(int fd, const char* path, uint64_t bytes) {
-  const int reps = rounds_for(bytes);
+  const int reps = echo_rounds_for(bytes);
   char* buf = malloc(bytes);
   double* rtt = malloc(sizeof(double) * (size_t)reps);
   if (buf == NULL || rtt == NULL) return -1;
@@ -135,13 +130,11 @@ static int measure(int fd, const char* path, uint64_t bytes) {
     if (io_all(fd, buf, bytes, 1) != 0 || io_all(fd, buf, bytes, 0) != 0) return -1;
     if (r >= 0) rtt[r] = now_s() - start;
   }
-  double total = 0;
-  for (int r = 0; r < reps; ++r) total += rtt[r];
-  qsort(rtt, (size_t)reps, sizeof(double), compare);
-  const double median = reps % 2 ? rtt[reps / 2] : 0.5 * (rtt[reps / 2 - 1] + rtt[reps / 2]);
+  double mean;
+  const double median = echo_median(rtt, reps, &mean);
   printf("{\"op\":\"raw_tcp\",\"path\":\"%s\",\"bytes\":%llu,\"reps\":%d,\"rtt_us\":%.1f,\"mean_us\":%.1f,"
          "\"gbps\":%.3f}\n",
-         path, (unsigned long long)bytes, reps, median * 1e6, total / reps * 1e6, 2.0 * (double)bytes / median / 1e9);
+         path, (unsigned long long)bytes, reps, median * 1e6, mean * 1e6, 2.0 * (double)bytes / median / 1e9);
   // One way: the stream's rate, what a ring step's link carries.
   h.mode = kStream;
   h.rounds = (uint64_t)reps;
@@ -196,20 +189,4 @@ static int client(const char* host, const char* port, const char* path, const ch
   return 0;
 }
 
-int main(int argc, char** argv) {
-  if (argc == 4 && strcmp(argv[1], "--serve") == 0) return serve(argv[2], argv[3]);
-  if (argc >= 4 && strcmp(argv[1], "--connect") == 0) {
-    const char* path = "tcp";
-    const char* sizes = "4096,67108864";
-    for (int i = 4; i + 1 < argc; i += 2) {
-      if (strcmp(argv[i], "--path") == 0) path = argv[i + 1];
-      else if (strcmp(argv[i], "--sizes") == 0) sizes = argv[i + 1];
-      else argc = 0;
-    }
-    if (argc != 0 && argc % 2 == 0) return client(argv[2], argv[3], path, sizes);
-  }
-  fprintf(stderr,
-          "usage: tcp_echo --serve ADDR PORT\n"
-          "       tcp_echo --connect ADDR PORT [--path NAME] [--sizes N,...]\n");
-  return 2;
-}
+int main(int argc, char** argv) { return echo_main(argc, argv, "tcp_echo", "4096,67108864", serve, client); }

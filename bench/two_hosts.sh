@@ -7,11 +7,15 @@
 #
 #   bench/two_hosts.sh BUILD_DIR [--hosts 2|4] [--ranks 2,4] [--max-bytes N]
 #       [--paths veth,loopback] [--rate 1gbit|10gbit] [--delay 0.2ms]
-#       [--parts raw,ours,gloo,ps] [--rounds N]
+#       [--parts raw,nng,ours,gloo,ps] [--rounds N]
 #
 # Per path (veth, loopback), one JSON line per measurement, each with "path":
 #   raw    bench/tcp_echo between host 0 and host 1: 4 KiB and 64 MiB echo
 #          (rtt_us, gbps both ways) and a one-way stream (gbps)
+#   nng    bench/nng_reqrep_bench between the same hosts: nng's own req0/rep0
+#          4 KiB round trip with the request transport's socket options,
+#          nothing of ours in it: the floor under the parameter server's
+#          small messages (client "wait" and "callback", rtt_us)
 #   ours   bench/allreduce_bench --transport tcp, rank r on host r % hosts,
 #          for each rank count, 4 KiB .. --max-bytes in powers of 4
 #   gloo   bench/peers/torch_allreduce_bench.py, one process per rank, placed
@@ -26,7 +30,8 @@
 #   {"target":"allreduce_busbw","path":"veth","ranks":2,"bytes":65536,
 #    "ours":..,"gloo":..,"ratio":..,"goal":">=1.3","met":true}
 #   allreduce_4k_time (ours / gloo time, goal <= 0.5),
-#   ps_4k_pushpull (pushpull latency / raw round trip, goal <= 2),
+#   ps_4k_pushpull (pushpull latency / raw round trip, goal <= 2; with the
+#   nng part also nng's floor and ours against it),
 #   ps_64m_pushpull (pushpull / raw echo bandwidth, goal >= 0.9).
 # --rate and --delay shape the veth path (tc, netns_lib.sh's netns_shape).
 #
@@ -36,7 +41,7 @@
 # the CPU (summing, copying) as much as the network: say so beside them.
 set -u
 
-BUILD=${1:?usage: two_hosts.sh BUILD_DIR [--hosts 2|4] [--ranks 2,4] [--max-bytes N] [--paths veth,loopback] [--rate R] [--delay D] [--parts raw,ours,gloo,ps] [--rounds N]}
+BUILD=${1:?usage: two_hosts.sh BUILD_DIR [--hosts 2|4] [--ranks 2,4] [--max-bytes N] [--paths veth,loopback] [--rate R] [--delay D] [--parts raw,nng,ours,gloo,ps] [--rounds N]}
 shift
 HOSTS=2
 RANKS="2,4"
@@ -44,7 +49,7 @@ MAX_BYTES=$((256 << 20))
 PATHS="veth,loopback"
 RATE=""
 DELAY=""
-PARTS="raw,ours,gloo,ps"
+PARTS="raw,nng,ours,gloo,ps"
 ROUNDS=1
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -69,6 +74,10 @@ NODE="$BUILD/dt-node"
 for program in "$NODE" "$BUILD/bench/allreduce_bench" "$BUILD/bench/kvstore_bench" "$BUILD/bench/tcp_echo"; do
   [ -x "$program" ] || { echo "two_hosts: build $program first" >&2; exit 2; }
 done
+if [[ ",$PARTS," == *,nng,* ]] && [ ! -x "$BUILD/bench/nng_reqrep_bench" ]; then
+  echo "two_hosts: build $BUILD/bench/nng_reqrep_bench first" >&2
+  exit 2
+fi
 [ "$(id -u)" = 0 ] || { echo "two_hosts: needs root (ip netns, tc)" >&2; exit 2; }
 command -v jq >/dev/null || { echo "two_hosts: needs jq" >&2; exit 2; }
 if [[ ",$PARTS," == *,gloo,* ]] && ! /usr/bin/python3 -c 'import torch' 2>/dev/null; then
@@ -141,6 +150,14 @@ run_raw() {
   wait "$server" 2>/dev/null
 }
 
+run_nng() {
+  on_host 1 "$BUILD/bench/nng_reqrep_bench" --serve "${H_ADDR[1]}" "$PORT" &
+  local server=$!
+  on_host 0 "$BUILD/bench/nng_reqrep_bench" --connect "${H_ADDR[1]}" "$PORT" --sizes 4096 | tag "$1"
+  kill "$server" 2>/dev/null
+  wait "$server" 2>/dev/null
+}
+
 run_ours() {
   local path=$1 ranks=$2 netns hosts
   netns=$(IFS=,; echo "${H_NS[*]}")
@@ -185,6 +202,7 @@ for ((ROUND = 1; ROUND <= ROUNDS; ROUND++)); do
   for path in "${path_list[@]}"; do
     place_hosts "$path"
     [[ ",$PARTS," == *,raw,* ]] && part run_raw "$path"
+    [[ ",$PARTS," == *,nng,* ]] && part run_nng "$path"
     for ranks in "${rank_list[@]}"; do
       # Alternate which side goes first, so neither always runs on the
       # warmer (or the busier) minute.
@@ -215,6 +233,7 @@ jq -c -s '
   | (map(select(.op == "allreduce" and has("peer"))) | summary) as $gloo
   | (map(select(.op == "pushpull" and (has("set") | not))) | summary) as $ps
   | (map(select(.op == "raw_tcp")) | summary) as $raw
+  | (map(select(.op == "nng_reqrep" and .client == "callback")) | summary) as $nng
   | ($ours[] as $o | $gloo[] | select(.path == $o.path and .ranks == $o.ranks and .bytes == $o.bytes) as $g
      | if $o.bytes == 4096 then
          {target: "allreduce_4k_time", path: $o.path, ranks: $o.ranks, bytes: 4096, rounds: $o.rounds,
@@ -227,8 +246,12 @@ jq -c -s '
        else empty end),
     ($ps[] as $p | $raw[] | select(.path == $p.path and .bytes == $p.bytes) as $r
      | if $p.bytes == 4096 then
-         {target: "ps_4k_pushpull", path: $p.path, rounds: $p.rounds, ours_us: ($p.latency | r3), raw_tcp_rtt_us: ($r.rtt | r3),
-          ratio: ($p.latency / $r.rtt | r3), goal: "<=2", met: ($p.latency <= 2 * $r.rtt)}
+         ([$nng[] | select(.path == $p.path and .bytes == 4096)] | first) as $n
+         | {target: "ps_4k_pushpull", path: $p.path, rounds: $p.rounds, ours_us: ($p.latency | r3), raw_tcp_rtt_us: ($r.rtt | r3),
+            ratio: ($p.latency / $r.rtt | r3), goal: "<=2", met: ($p.latency <= 2 * $r.rtt)}
+           + (if $n == null then {} else
+                {nng_floor_us: ($n.rtt | r3), nng_floor_ratio: ($n.rtt / $r.rtt | r3), ours_over_nng: ($p.latency / $n.rtt | r3)}
+              end)
        elif $p.bytes == 67108864 then
          {target: "ps_64m_pushpull", path: $p.path, rounds: $p.rounds, ours_gbps: ($p.gbps | r3), raw_tcp_gbps: ($r.gbps | r3),
           ratio: ($p.gbps / $r.gbps | r3), goal: ">=0.9", met: ($p.gbps >= 0.9 * $r.gbps)}

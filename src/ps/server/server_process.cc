@@ -24,6 +24,7 @@
 #include "core/stall_watch.h"
 #include "ps/roles/cluster_member.h"
 #include "ps/server/part_filler.h"
+#include "ps/server/quick_requests.h"
 #include "ps/server/request_handler.h"
 #include "ps/server/server_status_file.h"
 #include "ps/server/work_clock.h"
@@ -135,7 +136,7 @@ void run_server(const JobConfig& job, const PsOptions& options) {
         server.handle(std::move(request), reply);
       },
       options.max_message_bytes, [&server](uint32_t pipe) { server.connection_closed(pipe); }, policy,
-      job.security);
+      job.security, is_quick_request);
   // After the transport: its last write, whichever way the server ends,
   // still reads the transport's bytes.
   std::optional<ServerStatusFile> status;
@@ -187,6 +188,11 @@ void run_server(const JobConfig& job, const PsOptions& options) {
   stall_watch.start();
   member.wait_for_stop();
   member.shutdown();
+  // How many requests took the latency path (quick_requests.h).
+  const RequestServer::Handled handled = transport.handled();
+  core::logf(core::LogLevel::kDebug, "server " + std::to_string(member.rank()),
+             "requests handled where they were received: %llu, by the handler pool: %llu",
+             static_cast<unsigned long long>(handled.on_receipt), static_cast<unsigned long long>(handled.by_pool));
 }
 
 }  // namespace dt::ps

@@ -82,6 +82,12 @@ ConnectionAuthenticator::Outcome ConnectionAuthenticator::screen(const Message& 
   }
 }
 
+bool ConnectionAuthenticator::proven(uint32_t pipe) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto it = connections_.find(pipe);
+  return it != connections_.end() && it->second.proven && !it->second.failed;
+}
+
 void ConnectionAuthenticator::forget(uint32_t pipe) {
   std::lock_guard<std::mutex> lock(mutex_);
   connections_.erase(pipe);

@@ -35,6 +35,9 @@ class ConnectionAuthenticator {
   // request.pipe_id() names the connection; 0 (a message made in-process)
   // always passes.
   Outcome screen(const Message& request);
+  // Whether the connection has proven itself (its next request that is no
+  // handshake step passes screen()): a lookup, no handshake work.
+  bool proven(uint32_t pipe);
   // The connection closed: its state goes.
   void forget(uint32_t pipe);
 

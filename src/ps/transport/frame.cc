@@ -68,6 +68,14 @@ Message make_ack() {
 }
 
 Frame Frame::parse(Message msg) {
+  Frame frame = check(msg);
+  frame.msg_ = std::move(msg);
+  return frame;
+}
+
+Frame Frame::borrow(const Message& msg) { return check(msg); }
+
+Frame Frame::check(const Message& msg) {
   Frame frame;
   const uint8_t* body = msg.data();
   const size_t size = msg.size();
@@ -113,7 +121,6 @@ Frame Frame::parse(Message msg) {
   if (frame.envelope_->body_type() == wire::Body::NONE || frame.envelope_->body() == nullptr) {
     malformed("envelope without a body");
   }
-  frame.msg_ = std::move(msg);
   return frame;
 }
 

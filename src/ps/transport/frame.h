@@ -91,6 +91,9 @@ class Frame {
   // Throws core::Error(kProtocol) for anything malformed (the text says what)
   // and for a protocol version other than kProtocolVersion (naming both).
   static Frame parse(Message msg);
+  // The same checks over a message the caller keeps (a look before deciding
+  // who handles it): valid while msg lives unchanged; message() is empty.
+  static Frame borrow(const Message& msg);
 
   const wire::Envelope& envelope() const { return *envelope_; }
   wire::Body type() const { return envelope_->body_type(); }
@@ -119,6 +122,8 @@ class Frame {
 
  private:
   Frame() = default;
+  // parse() and borrow(): everything but taking the message.
+  static Frame check(const Message& msg);
   [[noreturn]] void throw_unexpected(wire::Body expected) const;
 
   Message msg_;

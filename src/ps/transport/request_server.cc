@@ -99,6 +99,9 @@ struct RequestServer::State {
 
   net::Socket socket;
   Handler handler;
+  Quick quick;  // null: the pool handles every request
+  std::atomic<uint64_t> on_receipt{0};
+  std::atomic<uint64_t> by_pool{0};
   // With a job secret: which connections have proven they hold it.
   std::unique_ptr<ConnectionAuthenticator> authenticator;
   PipeClosed on_pipe_closed;
@@ -132,9 +135,14 @@ struct RequestServer::State {
   // A context whose reply went out (or failed): receive again or go idle.
   void release(Slot& slot);
   void run_handlers();
+  // Whether request is handled on the nng thread that received it.
+  bool handled_here(const Message& request);
   void dispatch(Message request, Slot* slot);
   static void send_reply(const std::shared_ptr<ReplyToken>& token, Message message);
   void expire_deadlines();
+  Clock::duration reply_deadline() const {
+    return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(policy.reply_deadline_s));
+  }
 };
 
 void RequestServer::State::replenish() {
@@ -221,11 +229,29 @@ void RequestServer::State::on_aio(void* arg) {
   // This context now holds the request until its reply: another takes its
   // place before the request is even handled.
   self->replenish();
+  Message request(msg);
+  if (self->handled_here(request)) {
+    self->on_receipt.fetch_add(1, std::memory_order_relaxed);
+    self->dispatch(std::move(request), slot);
+    return;
+  }
   {
     std::lock_guard<std::mutex> lock(self->queue_mutex);
-    self->queue.emplace_back(Message(msg), slot);
+    self->queue.emplace_back(std::move(request), slot);
   }
   self->queue_cv.notify_one();
+}
+
+bool RequestServer::State::handled_here(const Message& request) {
+  if (!quick) return false;
+  // Handshakes and refusals (logging, closing a connection) stay with the
+  // pool: only a proven connection's requests are looked at here.
+  if (authenticator && !authenticator->proven(request.pipe_id())) return false;
+  try {
+    return quick(request);
+  } catch (...) {
+    return false;
+  }
 }
 
 void RequestServer::State::on_pipe_event(nng_pipe pipe, nng_pipe_ev, void* arg) {
@@ -247,6 +273,7 @@ void RequestServer::State::run_handlers() {
       item = std::move(queue.front());
       queue.pop_front();
     }
+    by_pool.fetch_add(1, std::memory_order_relaxed);
     dispatch(std::move(item.first), item.second);
   }
 }
@@ -292,12 +319,9 @@ void RequestServer::State::dispatch(Message request, Slot* slot) {
       ++count;
       token->counted = true;
       if (policy.reply_deadline_s > 0) {
-        const auto due = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                            std::chrono::duration<double>(policy.reply_deadline_s));
-        const bool earliest = deadlines.empty() || due < deadlines.begin()->first;
-        token->deadline = deadlines.emplace(due, token);
+        // Never earlier than expire_deadlines() looks next: no need to wake it.
+        token->deadline = deadlines.emplace(Clock::now() + reply_deadline(), token);
         token->has_deadline = true;
-        if (earliest) deadline_cv.notify_one();
       }
     } else if (count == 0) {
       in_flight.erase(token->pipe);
@@ -341,15 +365,16 @@ void RequestServer::State::dispatch(Message request, Slot* slot) {
 }
 
 void RequestServer::State::expire_deadlines() {
+  // Every deadline is reply_deadline() after its request came, so one added
+  // while this thread sleeps is never due before it looks again (at most
+  // that long after it last did): adding one never wakes it, which would
+  // cost a thread wake-up per request.
   std::unique_lock<std::mutex> lock(pool_mutex);
   while (!stopping.load()) {
-    if (deadlines.empty()) {
-      deadline_cv.wait(lock);
-      continue;
-    }
-    const Clock::time_point due = deadlines.begin()->first;
-    if (Clock::now() < due) {
-      deadline_cv.wait_until(lock, due);
+    const Clock::time_point now = Clock::now();
+    if (deadlines.empty() || now < deadlines.begin()->first) {
+      const Clock::time_point next = now + reply_deadline();
+      deadline_cv.wait_until(lock, deadlines.empty() ? next : std::min(next, deadlines.begin()->first));
       continue;
     }
     std::shared_ptr<ReplyToken> token = deadlines.begin()->second.lock();
@@ -367,7 +392,7 @@ void RequestServer::State::expire_deadlines() {
 
 RequestServer::RequestServer(const std::vector<std::string>& urls, int receivers, Handler handler,
                              size_t max_message_bytes, PipeClosed on_pipe_closed, ConnectionPolicy policy,
-                             const net::TransportSecurity& security)
+                             const net::TransportSecurity& security, Quick quick)
     : state_(std::make_shared<State>()) {
   if (receivers < 1) throw Error(ErrorCode::kInvalidArgument, "RequestServer: receivers must be at least 1");
   if (policy.per_connection < 1) {
@@ -378,6 +403,7 @@ RequestServer::RequestServer(const std::vector<std::string>& urls, int receivers
   State& st = *state_;
   st.weak_self = state_;
   st.handler = std::move(handler);
+  st.quick = std::move(quick);
   st.on_pipe_closed = std::move(on_pipe_closed);
   st.policy = policy;
   st.receivers = receivers;
@@ -445,6 +471,13 @@ RequestServer::~RequestServer() {
 std::vector<std::string> RequestServer::bound_urls() const { return state_->bound; }
 
 core::Traffic RequestServer::traffic() const { return state_->traffic.read(); }
+
+RequestServer::Handled RequestServer::handled() const {
+  Handled counts;
+  counts.on_receipt = state_->on_receipt.load(std::memory_order_relaxed);
+  counts.by_pool = state_->by_pool.load(std::memory_order_relaxed);
+  return counts;
+}
 
 size_t RequestServer::contexts() const {
   std::lock_guard<std::mutex> lock(state_->pool_mutex);

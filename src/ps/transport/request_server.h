@@ -1,7 +1,11 @@
 // The server side of the request/reply transport: an nng rep0 socket listening
 // on one or more URLs, `concurrency` nng contexts receiving at once, and a
-// small pool of threads that run the handler (never nng's own threads, so a
-// slow handler cannot stall nng's I/O).
+// small pool of threads that run the handler (not nng's own threads, so a
+// slow handler cannot stall nng's I/O). The one exception is the latency
+// path: a request the optional Quick check calls cheap (a small push or
+// pull) is handled on the nng thread that completed its receive, which
+// saves the hand-off to the pool, a thread wake-up that costs more than
+// such a request's whole handling.
 //
 // The handler owns each request and answers it by calling its Reply exactly
 // once, from any thread, possibly later: a deferred reply keeps its context
@@ -51,7 +55,13 @@ class RequestServer {
   // server) when a connection closes: the id is Message::pipe_id() of the
   // requests that came on it. How the scheduler sees a killed process at once.
   using PipeClosed = std::function<void(uint32_t pipe_id)>;
-
+  // Called on an nng thread for each request (with a job secret: only those
+  // of connections that have proven it; handshake steps never): true when the handler may run right there because it will be
+  // quick and never block for long (a few microseconds of copying and
+  // summing); false hands the request to the pool, as without a Quick. It
+  // reads the untrusted request, so it must check what it reads; it must
+  // not throw (a throw counts as false).
+  using Quick = std::function<bool(const Message& request)>;
 
   // Listens on every URL (e.g. "tcp://127.0.0.1:0", "ipc:///tmp/dt-<pid>-<n>.ipc",
   // "inproc://name"); port 0 picks a free port (see bound_urls()).
@@ -69,9 +79,11 @@ class RequestServer {
   // says), where only peers with a certificate from the job's CA get a
   // connection (net/tls_config.h); files that cannot be used are
   // kInvalidArgument naming them.
+  // quick: which requests are handled where they were received (see Quick);
+  // null: every one by the pool.
   RequestServer(const std::vector<std::string>& urls, int receivers, Handler handler, size_t max_message_bytes,
                 PipeClosed on_pipe_closed = nullptr, ConnectionPolicy policy = ConnectionPolicy(),
-                const net::TransportSecurity& security = net::TransportSecurity());
+                const net::TransportSecurity& security = net::TransportSecurity(), Quick quick = nullptr);
   // Stops receiving, drops replies still pending (their requesters see a
   // closed connection), joins the handler threads.
   ~RequestServer();
@@ -89,6 +101,14 @@ class RequestServer {
   // nng contexts this server has opened so far (receiving, holding a
   // request, or idle): bounded by receivers plus the held requests.
   size_t contexts() const;
+
+  // Requests handed to the handler so far, on the thread that received them
+  // (Quick said so) and by the pool.
+  struct Handled {
+    uint64_t on_receipt = 0;
+    uint64_t by_pool = 0;
+  };
+  Handled handled() const;
 
  private:
   struct State;

@@ -23,6 +23,7 @@
 #include "ps/job/security_environment.h"
 #include "ps/transport/request_client.h"
 #include "ps/transport/request_server.h"
+#include "unit/ps/ps_test_util.h"
 
 namespace dt::ps {
 namespace {
@@ -32,13 +33,8 @@ using core::ErrorCode;
 using namespace net;
 using namespace std::chrono_literals;
 
-Message text_message(const std::string& text) {
-  Message m;
-  std::memcpy(m.grow(text.size()), text.data(), text.size());
-  return m;
-}
-
-std::string text_of(const Message& m) { return std::string(reinterpret_cast<const char*>(m.data()), m.size()); }
+using test::text_message;
+using test::text_of;
 
 TransportSecurity with_secret(uint8_t fill) {
   TransportSecurity s;

@@ -27,13 +27,8 @@ using core::Error;
 using core::ErrorCode;
 using namespace std::chrono_literals;
 
-Message text_message(const std::string& text) {
-  Message m;
-  std::memcpy(m.grow(text.size()), text.data(), text.size());
-  return m;
-}
-
-std::string text_of(const Message& m) { return std::string(reinterpret_cast<const char*>(m.data()), m.size()); }
+using test::text_message;
+using test::text_of;
 
 RequestServer::Handler echo() {
   return [](Message request, RequestServer::Reply reply) {
