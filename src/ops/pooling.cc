@@ -12,6 +12,7 @@ int64_t Pool2DParams::out_w() const { return (W + 2 * pad_w - kernel_w) / stride
 
 std::unique_ptr<MaxPool2D> make_max_pool2d(const Target& target, const Pool2DParams& params) {
   if (!target.on_gpu()) return std::make_unique<cpu::MaxPool2D>(detail::cpu_engine(target), params);
+  detail::require_gpu_layout_nchw(params.layout == TensorLayout::kNHWC, "MaxPool2D");
 #if DT_WITH_CUDA
   return std::make_unique<cuda::MaxPool2D>(target.context, params, target.dtype);
 #else
@@ -24,6 +25,7 @@ std::unique_ptr<AvgPool2D> make_avg_pool2d(const Target& target, const Pool2DPar
   if (!target.on_gpu()) {
     return std::make_unique<cpu::AvgPool2D>(detail::cpu_engine(target), params, count_include_pad);
   }
+  detail::require_gpu_layout_nchw(params.layout == TensorLayout::kNHWC, "AvgPool2D");
 #if DT_WITH_CUDA
   return std::make_unique<cuda::AvgPool2D>(target.context, params, count_include_pad, target.dtype);
 #else
@@ -32,8 +34,11 @@ std::unique_ptr<AvgPool2D> make_avg_pool2d(const Target& target, const Pool2DPar
 }
 
 std::unique_ptr<GlobalAvgPool2D> make_global_avg_pool2d(const Target& target, int64_t N, int64_t C, int64_t H,
-                                                        int64_t W) {
-  if (!target.on_gpu()) return std::make_unique<cpu::GlobalAvgPool2D>(detail::cpu_engine(target), N, C, H, W);
+                                                        int64_t W, TensorLayout layout) {
+  if (!target.on_gpu()) {
+    return std::make_unique<cpu::GlobalAvgPool2D>(detail::cpu_engine(target), N, C, H, W, layout);
+  }
+  detail::require_gpu_layout_nchw(layout == TensorLayout::kNHWC, "GlobalAvgPool2D");
 #if DT_WITH_CUDA
   return std::make_unique<cuda::GlobalAvgPool2D>(target.context, N, C, H, W, target.dtype);
 #else
