@@ -9,7 +9,6 @@ namespace dt::ops {
 
 std::unique_ptr<BatchNorm> make_batch_norm(const Target& target, const BatchNormParams& params) {
   if (!target.on_gpu()) return std::make_unique<cpu::BatchNorm>(detail::cpu_engine(target), params);
-  detail::require_gpu_layout_nchw(params.layout == TensorLayout::kNHWC, "BatchNorm");
 #if DT_WITH_CUDA
   return std::make_unique<cuda::BatchNorm>(target.context, params, target.dtype);
 #else

@@ -47,7 +47,6 @@ bool gpu_conv2d_available() { return DT_WITH_CUDNN; }
 
 std::unique_ptr<Conv2D> make_conv2d(const Target& target, const Conv2DParams& params) {
   if (!target.on_gpu()) return std::make_unique<cpu::Conv2D>(detail::cpu_engine(target), params);
-  detail::require_gpu_layout_nchw(params.layout == TensorLayout::kNHWC, "Conv2D");
 #if DT_WITH_CUDNN
   return std::make_unique<cuda::Conv2D>(target.context, params, target.dtype);
 #else

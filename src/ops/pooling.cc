@@ -12,7 +12,6 @@ int64_t Pool2DParams::out_w() const { return (W + 2 * pad_w - kernel_w) / stride
 
 std::unique_ptr<MaxPool2D> make_max_pool2d(const Target& target, const Pool2DParams& params) {
   if (!target.on_gpu()) return std::make_unique<cpu::MaxPool2D>(detail::cpu_engine(target), params);
-  detail::require_gpu_layout_nchw(params.layout == TensorLayout::kNHWC, "MaxPool2D");
 #if DT_WITH_CUDA
   return std::make_unique<cuda::MaxPool2D>(target.context, params, target.dtype);
 #else
@@ -25,7 +24,6 @@ std::unique_ptr<AvgPool2D> make_avg_pool2d(const Target& target, const Pool2DPar
   if (!target.on_gpu()) {
     return std::make_unique<cpu::AvgPool2D>(detail::cpu_engine(target), params, count_include_pad);
   }
-  detail::require_gpu_layout_nchw(params.layout == TensorLayout::kNHWC, "AvgPool2D");
 #if DT_WITH_CUDA
   return std::make_unique<cuda::AvgPool2D>(target.context, params, count_include_pad, target.dtype);
 #else
@@ -38,9 +36,8 @@ std::unique_ptr<GlobalAvgPool2D> make_global_avg_pool2d(const Target& target, in
   if (!target.on_gpu()) {
     return std::make_unique<cpu::GlobalAvgPool2D>(detail::cpu_engine(target), N, C, H, W, layout);
   }
-  detail::require_gpu_layout_nchw(layout == TensorLayout::kNHWC, "GlobalAvgPool2D");
 #if DT_WITH_CUDA
-  return std::make_unique<cuda::GlobalAvgPool2D>(target.context, N, C, H, W, target.dtype);
+  return std::make_unique<cuda::GlobalAvgPool2D>(target.context, N, C, H, W, target.dtype, layout);
 #else
   detail::throw_no_cuda("GlobalAvgPool2D");
 #endif

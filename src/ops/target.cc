@@ -21,10 +21,6 @@ void throw_no_cuda(const char* op) {
   throw core::Error(core::ErrorCode::kInternal, std::string(op) + ": a GPU context in a build without CUDA");
 }
 
-void require_gpu_layout_nchw(bool nhwc, const char* op) {
-  if (nhwc) throw core::Error(core::ErrorCode::kNotSupported, std::string(op) + ": no NHWC kernel on a GPU yet");
-}
-
 }  // namespace detail
 
 }  // namespace dt::ops

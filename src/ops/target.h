@@ -36,8 +36,6 @@ const cpu::CpuEngine& cpu_engine(const Target& target);
 // Error(kInternal): a GPU target reached a build without CUDA, where no GPU
 // context can exist.
 [[noreturn]] void throw_no_cuda(const char* op);
-// Error(kNotSupported) for an NHWC kernel the GPU does not have yet.
-void require_gpu_layout_nchw(bool nhwc, const char* op);
 
 }  // namespace detail
 

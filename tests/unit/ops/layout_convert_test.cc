@@ -1,4 +1,4 @@
-// NCHW <-> NHWC: the shared index functions (ops/tensor_layout.h, which the
+// NCHW <-> NHWC: the shared index functions (ops/layout_index.h, which the
 // CUDA kernels call too) against the definition of each layout, and the
 // conversion op on the CPU against a hand-computed example, round trips of
 // odd sizes in every dtype a net's activations use, and bad arguments.
@@ -47,6 +47,12 @@ TEST(TensorLayoutTest, IndexFunctionsAgreeOnEveryElement) {
             const int64_t at = layout_offset(layout, n, c, h, w, C, H, W);
             seen.insert(at);
             ASSERT_EQ(layout_channel(layout, at, C, plane), c) << layout_name(layout);
+            ASSERT_EQ(layout_channel<uint32_t>(layout, static_cast<uint32_t>(at), C, plane), c);
+            const LayoutCoords back = layout_coords(layout, at, C, H, W);
+            ASSERT_EQ(back.n, n);
+            ASSERT_EQ(back.c, c);
+            ASSERT_EQ(back.h, h);
+            ASSERT_EQ(back.w, w);
             ASSERT_EQ(layout_plane_base(layout, n, c, C, plane) + (h * W + w) * layout_plane_step(layout, C), at)
                 << layout_name(layout);
             const TensorLayout other = layout == kNCHW ? kNHWC : kNCHW;
