@@ -46,12 +46,9 @@ class NhwcOpsTest : public ::testing::Test {
 
 void check_conv(const CpuEngine& engine, Conv2DParams p, uint32_t seed) {
   const LogicalDims xd{p.N, p.C, p.H, p.W}, yd{p.N, p.K, p.out_h(), p.out_w()};
-  const size_t nx = static_cast<size_t>(p.N * p.C * p.H * p.W);
-  const size_t nw = static_cast<size_t>(p.K * (p.C / p.groups) * p.R * p.S);
-  const size_t ny = static_cast<size_t>(p.N * p.K * p.out_h() * p.out_w());
-  const size_t nb = static_cast<size_t>(p.K);
-  const std::vector<float> x = random_vector(nx, seed), w = random_vector(nw, seed + 1, -0.5f, 0.5f),
-                           b = random_vector(nb, seed + 2), dy = random_vector(ny, seed + 3);
+  const testing::ConvInputs in = testing::conv_inputs(p, seed);
+  const size_t nx = in.nx, nw = in.nw, ny = in.ny, nb = in.nb;
+  const std::vector<float>&x = in.x, &w = in.w, &b = in.b, &dy = in.dy;
   p.layout = kNCHW;
   Conv2D nchw(engine, p);
   std::vector<float> y(ny), dx(nx), dw(nw), db(nb);
