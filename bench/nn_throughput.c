@@ -208,6 +208,9 @@ static int device_usable(dt_device_type device) {
 static void report(FILE *json, const char *model, const char *device, const char *precision, int64_t batch,
                    int threads, run_result result, dt_kvstore *kv, const char *input) {
   char line[512], store[192] = "";
+  /* The activation layout the library's nets ran in (DT_CONV_LAYOUT). */
+  const char *layout_env = getenv("DT_CONV_LAYOUT");
+  const char *layout = layout_env != NULL && strcmp(layout_env, "NHWC") == 0 ? "NHWC" : "NCHW";
   if (kv != NULL) {
     const char *type = "";
     int32_t rank = 0, workers = 1;
@@ -220,8 +223,8 @@ static void report(FILE *json, const char *model, const char *device, const char
   }
   snprintf(line, sizeof line,
            "{\"model\":\"%s\",\"device\":\"%s\",\"precision\":\"%s\",\"batch\":%d,\"threads\":%d,"
-           "\"input\":\"%s\",\"images_per_s\":%.1f,\"peak_bytes\":%llu,\"cached_bytes\":%llu%s}\n",
-           model, device, precision, (int)batch, threads, input, result.images_per_s,
+           "\"input\":\"%s\",\"layout\":\"%s\",\"images_per_s\":%.1f,\"peak_bytes\":%llu,\"cached_bytes\":%llu%s}\n",
+           model, device, precision, (int)batch, threads, input, layout, result.images_per_s,
            (unsigned long long)result.memory.peak_bytes, (unsigned long long)result.memory.cached_bytes, store);
   fputs(line, stdout);
   if (json) fputs(line, json);

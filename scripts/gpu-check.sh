@@ -20,7 +20,8 @@
 #            torch.cuda.max_memory_allocated). PyTorch is tuned as its users
 #            run it: cudnn.benchmark, channels_last in fp16/bf16, and for
 #            LeNet also torch.compile(mode="reduce-overhead") (one compile per
-#            precision, DT_GPU_REPS timed windows). About 7 minutes on an H200.
+#            precision, DT_GPU_REPS timed windows); ours again for ResNet-18
+#            batch 128 with DT_CONV_LAYOUT=NHWC. About 8 minutes on an H200.
 #   compile  ResNet-18 under torch.compile (default mode) too, so that the
 #            ratio is taken to compiled PyTorch where compiling wins: six
 #            compiles, several minutes; off unless named (or "all").
@@ -168,6 +169,13 @@ if wants speed; then
         ours --model resnet18 --batch "$batch" --precision "$precision"
         torch_run --model resnet18 --batch "$batch" --precision "$precision" --tuned
       done
+    done
+  done
+  # The same ResNet-18 rows with the net's 4-d part in NHWC (docs/gpu.md,
+  # "Activation layout"): the default stays NCHW until these are read.
+  for precision in fp32 fp16 bf16; do
+    for rep in $(seq "$reps"); do
+      DT_CONV_LAYOUT=NHWC ours --model resnet18 --batch 128 --precision "$precision"
     done
   done
   for precision in fp32 fp16 bf16; do

@@ -67,8 +67,12 @@ def emit(kind, what, ratio, target, extra):
 def speed_rows(lines):
     records = []
     rows = {}
+    nhwc = {}  # ours with DT_CONV_LAYOUT=NHWC, per (model, batch, precision)
     for line in lines:
         if line.get("kvstore") or line.get("ddp_workers"):
+            continue
+        if line.get("layout") == "NHWC":
+            nhwc.setdefault((line["model"], line["batch"], line["precision"]), []).append(line["images_per_s"])
             continue
         key = (line["model"], line["batch"], line["precision"])
         side = rows.setdefault(key, {"ours": [], "ours_peak": [], "torch": {}, "torch_peak": {}})
@@ -109,6 +113,22 @@ def speed_rows(lines):
                                 torch_peak / ours_peak, 1.0,
                                 {"ours_peak_bytes": ours_peak, "torch_peak_bytes": torch_peak,
                                  "torch_variant": eager[0], "note": "torch peak / ours: >= 1 means ours is lower"}))
+    if nhwc:
+        print("\nNHWC (DT_CONV_LAYOUT=NHWC) beside our NCHW run and tuned PyTorch's best")
+    for key in sorted(nhwc):
+        model, batch, precision = key
+        ours_nhwc = median(nhwc[key])
+        side = rows.get(key, {"ours": [], "torch": {}})
+        ours_nchw = median(side["ours"])
+        torch_medians = {name: median(v) for name, v in side["torch"].items()}
+        best = max(torch_medians.values()) if torch_medians else None
+        print("  %-9s %5d %5s  nhwc %8.0f  nchw %8s  nhwc/nchw %6s  nhwc/torch %6s" % (
+            model, batch, precision, ours_nhwc, "%.0f" % ours_nchw if ours_nchw else "-",
+            "%.2f" % (ours_nhwc / ours_nchw) if ours_nchw else "-", "%.2f" % (ours_nhwc / best) if best else "-"))
+        records.append(emit("nhwc_vs_nchw", "ours %s batch %d %s" % key, ours_nhwc / ours_nchw if ours_nchw else None,
+                            1.0, {"nhwc": ours_nhwc, "nchw": ours_nchw}))
+        records.append(emit("speed_nhwc", "%s batch %d %s" % key, ours_nhwc / best if best else None,
+                            SPEED_TARGET.get(model, 1.0), {"ours_nhwc": ours_nhwc, "torch_best": best}))
     lenet = {p: median(rows[k]["ours"]) for k in rows for p in [k[2]] if k[0] == "lenet"}
     if lenet.get("fp16") and lenet.get("bf16"):
         records.append(emit("lenet_fp16_vs_bf16", "ours, LeNet fp16 / bf16", lenet["fp16"] / lenet["bf16"], 1.0, {}))

@@ -160,6 +160,10 @@ constexpr Parameter kParameters[] = {
      "shape and GPU context, the fastest within 1 GiB of workspace; 2 the fastest whatever its workspace "
      "(PyTorch's cudnn.benchmark). float32 never uses TF32.",
      kYes},
+    {"DT_CONV_LAYOUT", kGpuKernels, T::kChoice, "NCHW",
+     "NCHW or NHWC: the layout a net's 4-d layers (convolutions, batch norm, pooling) run in, converted once at "
+     "the input and before the first flattening layer; parameters stay OIHW. NHWC is not yet measured on a GPU.",
+     kYes},
 
     {"OMP_NUM_THREADS", kProcess, T::kInteger, "",
      "Threads of the CPU kernels (the outer level of a list); unset: the CPUs this process may use.", kYes},

@@ -5,11 +5,7 @@
 
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define DT_HOST_DEVICE __host__ __device__
-#else
-#define DT_HOST_DEVICE
-#endif
+#include "core/host_device.h"
 
 namespace dt::core {
 

@@ -12,6 +12,7 @@
 #include "nn/layers/dropout_layer.h"
 #include "nn/layers/flatten_layer.h"
 #include "nn/layers/global_avg_pool2d_layer.h"
+#include "nn/layers/layout_convert_layer.h"
 #include "nn/layers/max_pool2d_layer.h"
 #include "ops/tensor_math.h"
 
@@ -44,6 +45,7 @@ constexpr Registration kLayerTypes[] = {
     {"Dropout", &layers::DropoutLayer::create},
     {"Flatten", &layers::FlattenLayer::create},
     {"Add", &layers::AddLayer::create},
+    {"LayoutConvert", &layers::LayoutConvertLayer::create},
 };
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include "nn/compute_parameters.h"
 #include "nn/layers/softmax_cross_entropy_loss.h"
 #include "nn/net_internals.h"
+#include "nn/net_layout.h"
 #include "ops/cpu/cpu_engine.h"
 #include "ops/tensor_math.h"
 #if DT_WITH_CUDA
@@ -27,6 +28,7 @@ Net::Net(NetDescription description, std::shared_ptr<core::Context> ctx)
   // layer without a GPU kernel reports kNotSupported itself, naming the layer.
   engine_ = std::make_unique<ops::cpu::CpuEngine>(ctx_->num_threads());
   runtime_.engine = engine_.get();
+  description_ = with_activation_layout(description_, activation_layout_from_environment());
   build_graph();
   create_parameters();
   loss_ = std::make_unique<layers::SoftmaxCrossEntropyLoss>(description_.loss.reduction);

@@ -60,7 +60,9 @@ class Net {
   // create_layer() and the layers' shape inference report theirs. On a GPU
   // context every layer runs its GPU kernel; a layer that has none (Conv2D
   // in a build without cuDNN) fails its forward with Error(kNotSupported)
-  // naming the layer.
+  // naming the layer. With DT_CONV_LAYOUT=NHWC the net's 4-d part runs
+  // channels-last (nn/net_layout.h): description() is then the rewritten
+  // one, with the same parameters.
   Net(NetDescription description, std::shared_ptr<core::Context> ctx);
   ~Net();
   Net(const Net&) = delete;

@@ -1,4 +1,4 @@
-// Batch normalisation's op over NCHW with per-channel statistics; H = W = 1
+// Batch normalisation's op over NCHW or NHWC with per-channel statistics; H = W = 1
 // gives BatchNorm1d over (N, C). One interface over the CPU kernel
 // (ops/cpu/batch_norm.h, oneDNN) and the GPU one (ops/cuda/batch_norm.h);
 // make_batch_norm picks by target.
@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "ops/target.h"
+#include "ops/tensor_layout.h"
 
 namespace dt::ops {
 
@@ -19,6 +20,8 @@ struct BatchNormParams {
   int64_t N = 0, C = 0, H = 1, W = 1;
   float eps = 1e-5f;
   float momentum = 0.1f;
+  // Of x and y and their gradients, over the logical (N, C, H, W).
+  TensorLayout layout = TensorLayout::kNCHW;
 };
 
 // x, y and their gradients are of the target's dtype; per-channel arrays

@@ -1,4 +1,4 @@
-// A 2-d convolution's op over NCHW activations and OIHW weights. One
+// A 2-d convolution's op over NCHW or NHWC activations and OIHW weights. One
 // interface over the CPU kernel (ops/cpu/conv2d.h, oneDNN) and the GPU one
 // (ops/cuda/conv2d.h, cuDNN); make_conv2d picks by target.
 #pragma once
@@ -7,12 +7,16 @@
 #include <memory>
 
 #include "ops/target.h"
+#include "ops/tensor_layout.h"
 
 namespace dt::ops {
 
-// Shape of a 2-d convolution. Activations are NCHW, weights OIHW (for
-// groups > 1: K x C/groups x R x S, the same bytes as PyTorch and MXNet use),
-// bias has K elements. Dilation 1 means a dense kernel, as in PyTorch/MXNet.
+// Shape of a 2-d convolution. Activations are in `layout` (x's dims are
+// the logical N, C, H, W either way), weights OIHW in both (for groups > 1:
+// K x C/groups x R x S, the same bytes as PyTorch and MXNet use): the
+// parameters a user, a checkpoint and a kvstore see do not depend on the
+// activations' layout. Bias has K elements. Dilation 1 means a dense kernel,
+// as in PyTorch/MXNet.
 struct Conv2DParams {
   int64_t N = 0, C = 0, H = 0, W = 0;
   int64_t K = 0;  // output channels
@@ -22,6 +26,7 @@ struct Conv2DParams {
   int64_t dilation_h = 1, dilation_w = 1;
   int64_t groups = 1;
   bool has_bias = true;
+  TensorLayout layout = TensorLayout::kNCHW;
 
   int64_t out_h() const;
   int64_t out_w() const;

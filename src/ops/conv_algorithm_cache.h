@@ -30,6 +30,8 @@ struct ConvAlgorithmKey {
   int64_t N = 0, C = 0, H = 0, W = 0, K = 0, R = 0, S = 0;
   int64_t stride_h = 0, stride_w = 0, pad_h = 0, pad_w = 0, dilation_h = 0, dilation_w = 0;
   int64_t groups = 0;
+  // cuDNN's algorithms and workspaces differ between NCHW and NHWC tensors.
+  TensorLayout layout = TensorLayout::kNCHW;
   core::DType dtype = core::DType::kFloat32;
   ConvMath math = ConvMath::kFma;
   int device = 0;

@@ -32,10 +32,12 @@ std::unique_ptr<AvgPool2D> make_avg_pool2d(const Target& target, const Pool2DPar
 }
 
 std::unique_ptr<GlobalAvgPool2D> make_global_avg_pool2d(const Target& target, int64_t N, int64_t C, int64_t H,
-                                                        int64_t W) {
-  if (!target.on_gpu()) return std::make_unique<cpu::GlobalAvgPool2D>(detail::cpu_engine(target), N, C, H, W);
+                                                        int64_t W, TensorLayout layout) {
+  if (!target.on_gpu()) {
+    return std::make_unique<cpu::GlobalAvgPool2D>(detail::cpu_engine(target), N, C, H, W, layout);
+  }
 #if DT_WITH_CUDA
-  return std::make_unique<cuda::GlobalAvgPool2D>(target.context, N, C, H, W, target.dtype);
+  return std::make_unique<cuda::GlobalAvgPool2D>(target.context, N, C, H, W, target.dtype, layout);
 #else
   detail::throw_no_cuda("GlobalAvgPool2D");
 #endif

@@ -1,4 +1,4 @@
-// 2-d pooling ops over NCHW: max, average and global average. One interface
+// 2-d pooling ops over NCHW or NHWC: max, average and global average. One interface
 // each over the CPU kernels (ops/cpu/pooling.h) and the GPU ones
 // (ops/cuda/pooling.h); the make_* functions pick by target.
 #pragma once
@@ -7,16 +7,19 @@
 #include <memory>
 
 #include "ops/target.h"
+#include "ops/tensor_layout.h"
 
 namespace dt::ops {
 
-// Shape of a 2-d pooling window over NCHW. Output extents round down
-// (PyTorch/MXNet "valid" convention); padding may be at most half the window.
+// Shape of a 2-d pooling window over logical (N, C, H, W) in `layout`.
+// Output extents round down (PyTorch/MXNet "valid" convention); padding may
+// be at most half the window.
 struct Pool2DParams {
   int64_t N = 0, C = 0, H = 0, W = 0;
   int64_t kernel_h = 2, kernel_w = 2;
   int64_t stride_h = 2, stride_w = 2;
   int64_t pad_h = 0, pad_w = 0;
+  TensorLayout layout = TensorLayout::kNCHW;
 
   int64_t out_h() const;
   int64_t out_w() const;
@@ -46,7 +49,8 @@ class AvgPool2D {
   virtual void backward(const void* dy, void* dx) = 0;
 };
 
-// Mean over H and W: x is N x C x H x W, y is N x C.
+// Mean over H and W: x is logical N x C x H x W in its layout, y is N x C
+// (the same bytes as N x C x 1 x 1 in either layout).
 class GlobalAvgPool2D {
  public:
   virtual ~GlobalAvgPool2D() = default;
@@ -58,6 +62,6 @@ std::unique_ptr<MaxPool2D> make_max_pool2d(const Target& target, const Pool2DPar
 std::unique_ptr<AvgPool2D> make_avg_pool2d(const Target& target, const Pool2DParams& params,
                                            bool count_include_pad);
 std::unique_ptr<GlobalAvgPool2D> make_global_avg_pool2d(const Target& target, int64_t N, int64_t C, int64_t H,
-                                                        int64_t W);
+                                                        int64_t W, TensorLayout layout = TensorLayout::kNCHW);
 
 }  // namespace dt::ops

@@ -53,6 +53,7 @@
 #include "ops/cuda/pooling.h"
 #include "ops/cuda/softmax_cross_entropy.h"
 #include "ops/tensor_math.h"
+#include "unit/ops/ops_test_util.h"
 #if DT_WITH_CUDNN
 #include "ops/cuda/conv2d.h"
 #endif
@@ -131,12 +132,9 @@ class GpuOps : public ::testing::Test {
 
 #if DT_WITH_CUDNN
   void check_conv(const ops::Conv2DParams& p, uint32_t seed) {
-    const size_t nx = static_cast<size_t>(p.N * p.C * p.H * p.W);
-    const size_t nw = static_cast<size_t>(p.K * (p.C / p.groups) * p.R * p.S);
-    const size_t ny = static_cast<size_t>(p.N * p.K * p.out_h() * p.out_w());
-    const size_t nb = static_cast<size_t>(p.K);
-    const std::vector<float> x = random_vector(nx, seed), w = random_vector(nw, seed + 1, -0.5f, 0.5f),
-                             b = random_vector(nb, seed + 2), dy = random_vector(ny, seed + 3);
+    const ops::cpu::testing::ConvInputs in = ops::cpu::testing::conv_inputs(p, seed);
+    const size_t nx = in.nx, nw = in.nw, ny = in.ny, nb = in.nb;
+    const std::vector<float>&x = in.x, &w = in.w, &b = in.b, &dy = in.dy;
     ops::cpu::Conv2D cpu(engine_, p);
     std::vector<float> y(ny), dx(nx), dw(nw), db(nb);
     cpu.forward(x.data(), w.data(), b.data(), y.data());

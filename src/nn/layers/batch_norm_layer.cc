@@ -28,18 +28,22 @@ std::unique_ptr<Layer> BatchNormLayer::create(const std::string& name, const nlo
   o.momentum = reader.get_double("momentum", o.momentum);
   o.epsilon = reader.get_double("epsilon", o.epsilon);
   o.in_channels = reader.get_int("in_channels", 0, 0);
+  o.layout = reader.get_layout("layout");
   reader.finish();
   return std::make_unique<BatchNormLayer>(name, o);
 }
 
 ops::BatchNormParams BatchNormLayer::params_for(const core::Shape& x) const {
-  const std::string rule =
-      "(N, C, ...)" + (options_.in_channels != 0 ? " with C=" + std::to_string(options_.in_channels) : "");
+  const bool nhwc = options_.layout == ops::TensorLayout::kNHWC;
+  const std::string rule = (nhwc ? "(N, ..., C)" : "(N, C, ...)") +
+                           (options_.in_channels != 0 ? " with C=" + std::to_string(options_.in_channels) : "");
   if (x.ndim() < 2 || x.numel() == 0) throw_shape_error(*this, "a non-empty " + rule, x);
-  if (options_.in_channels != 0 && x[1] != options_.in_channels) throw_shape_error(*this, rule, x);
+  const int64_t channels = x[nhwc ? x.ndim() - 1 : 1];
+  if (options_.in_channels != 0 && channels != options_.in_channels) throw_shape_error(*this, rule, x);
   ops::BatchNormParams p;
   p.N = x[0];
-  p.C = x[1];
+  p.C = channels;
+  p.layout = options_.layout;
   // The trailing dims are one spatial extent to the kernel: the same bytes.
   p.H = x.numel() / (p.N * p.C);
   p.W = 1;
@@ -93,7 +97,7 @@ void BatchNormLayer::forward(const ForwardArgs& args) {
 }
 
 std::pair<float*, float*> BatchNormLayer::saved_statistics(const core::NDArray& x) {
-  const core::Shape shape({x.shape()[1]});
+  const core::Shape shape({params_for(x.shape()).C});
   if (!saved_mean_.defined() || saved_mean_.shape() != shape || saved_mean_.context() != x.context()) {
     saved_mean_ = core::NDArray::empty(x.context(), core::DType::kFloat32, shape);
     saved_var_ = core::NDArray::empty(x.context(), core::DType::kFloat32, shape);
@@ -149,6 +153,7 @@ void BatchNormLayer::backward(const BackwardArgs& args) {
 nlohmann::json BatchNormLayer::attributes() const {
   nlohmann::json a = {{"momentum", options_.momentum}, {"epsilon", options_.epsilon}};
   if (options_.in_channels != 0) a["in_channels"] = options_.in_channels;
+  add_layout_attribute(a, options_.layout);
   return a;
 }
 

@@ -1,5 +1,6 @@
 // Gluon's BatchNorm over axis 1 of (N, C, ...): per-channel statistics over
-// N and the trailing dims. momentum is Gluon's (running = momentum * running
+// N and the trailing dims; with layout "NHWC" (MXNet's name for a 4-d
+// layer's channels-last input) over the last axis of (N, ..., C). momentum is Gluon's (running = momentum * running
 // + (1 - momentum) * batch); as in PyTorch and the CPU kernel, the running
 // variance takes the unbiased batch variance.
 //
@@ -24,6 +25,7 @@ class BatchNormLayer : public Layer {
     double momentum = 0.9;
     double epsilon = 1e-5;
     int64_t in_channels = 0;  // 0: inferred from the input
+    ops::TensorLayout layout = ops::TensorLayout::kNCHW;
   };
 
   BatchNormLayer(std::string name, const Options& options);

@@ -36,6 +36,7 @@ std::unique_ptr<Layer> Conv2DLayer::create(const std::string& name, const nlohma
   o.groups = reader.get_int("groups", o.groups, 1);
   o.in_channels = reader.get_int("in_channels", 0, 0);
   o.use_bias = reader.get_bool("use_bias", true);
+  o.layout = reader.get_layout("layout");
   o.weight_init = reader.get_initializer("weight_initializer", o.weight_init);
   o.bias_init = reader.get_initializer("bias_initializer", o.bias_init);
   reader.finish();
@@ -47,16 +48,19 @@ ops::Conv2DParams Conv2DLayer::params_for(const core::Shape& x) const {
   const std::string c_rule =
       o.in_channels != 0 ? "C=" + std::to_string(o.in_channels)
                          : "C a multiple of groups=" + std::to_string(o.groups);
-  if (x.ndim() != 4) throw_shape_error(*this, "(N, C, H, W) with " + c_rule, x);
-  if (x.numel() == 0) throw_shape_error(*this, "a non-empty (N, C, H, W)", x);
-  if ((o.in_channels != 0 && x[1] != o.in_channels) || x[1] % o.groups != 0) {
-    throw_shape_error(*this, "(N, C, H, W) with " + c_rule, x);
+  const std::string dims = layout_dims_text(o.layout);
+  if (x.ndim() != 4) throw_shape_error(*this, dims + " with " + c_rule, x);
+  if (x.numel() == 0) throw_shape_error(*this, "a non-empty " + dims, x);
+  const ops::LogicalDims d = ops::logical_dims(o.layout, x);
+  if ((o.in_channels != 0 && d.C != o.in_channels) || d.C % o.groups != 0) {
+    throw_shape_error(*this, dims + " with " + c_rule, x);
   }
   ops::Conv2DParams p;
-  p.N = x[0];
-  p.C = x[1];
-  p.H = x[2];
-  p.W = x[3];
+  p.N = d.N;
+  p.C = d.C;
+  p.H = d.H;
+  p.W = d.W;
+  p.layout = o.layout;
   p.K = o.channels;
   p.R = o.kernel_size.first;
   p.S = o.kernel_size.second;
@@ -72,7 +76,7 @@ ops::Conv2DParams Conv2DLayer::params_for(const core::Shape& x) const {
     const int64_t min_h = (p.R - 1) * p.dilation_h + 1 - 2 * p.pad_h;
     const int64_t min_w = (p.S - 1) * p.dilation_w + 1 - 2 * p.pad_w;
     throw_shape_error(*this,
-                      "(N, C, H, W) with H >= " + std::to_string(min_h) + " and W >= " +
+                      dims + " with H >= " + std::to_string(min_h) + " and W >= " +
                           std::to_string(min_w) + " for the dilated kernel and padding",
                       x);
   }
@@ -81,7 +85,7 @@ ops::Conv2DParams Conv2DLayer::params_for(const core::Shape& x) const {
 
 core::Shape Conv2DLayer::output_shape(const std::vector<core::Shape>& inputs) const {
   const ops::Conv2DParams p = params_for(inputs.at(0));
-  return core::Shape({p.N, p.K, p.out_h(), p.out_w()});
+  return ops::layout_shape(p.layout, p.N, p.K, p.out_h(), p.out_w());
 }
 
 std::vector<ParamSpec> Conv2DLayer::param_specs(const std::vector<core::Shape>& inputs) const {
@@ -125,6 +129,7 @@ nlohmann::json Conv2DLayer::attributes() const {
                       {"weight_initializer", initializer_to_json(o.weight_init)},
                       {"bias_initializer", initializer_to_json(o.bias_init)}};
   if (o.in_channels != 0) a["in_channels"] = o.in_channels;
+  add_layout_attribute(a, o.layout);
   return a;
 }
 

@@ -1,5 +1,8 @@
-// Gluon's Conv2D over NCHW with OIHW weights (K, C/groups, R, S). in_channels
-// comes from the input shape unless the description fixes it.
+// Gluon's Conv2D with OIHW weights (K, C/groups, R, S) over NCHW, or over
+// NHWC with layout "NHWC" (MXNet's attribute: input (N, H, W, C), output
+// (N, P, Q, K); the weights stay OIHW, so parameters, checkpoints and
+// kvstores see the same arrays in either layout). in_channels comes from
+// the input shape unless the description fixes it.
 #pragma once
 
 #include "nn/layer.h"
@@ -19,6 +22,7 @@ class Conv2DLayer : public Layer {
     int64_t groups = 1;
     int64_t in_channels = 0;  // 0: inferred from the input
     bool use_bias = true;
+    ops::TensorLayout layout = ops::TensorLayout::kNCHW;
     // Glorot, MXNet's mx.init.Xavier() as Gluon's examples use it. He's
     // scale (kaiming, gain sqrt(2)) preserves the variance through ReLUs but
     // is 2-5x larger for these fans and, on inputs that are not normalised,

@@ -262,6 +262,12 @@ std::string AttributeReader::get_string(const char* key, const std::string& fall
   return v.get<std::string>();
 }
 
+ops::TensorLayout AttributeReader::get_layout(const char* key) {
+  const std::string text = get_string(key, "NCHW");
+  if (text != "NCHW" && text != "NHWC") fail(key, "must be \"NCHW\" or \"NHWC\", got \"" + text + "\"");
+  return ops::parse_layout(text, key);
+}
+
 std::pair<int64_t, int64_t> AttributeReader::get_pair(const char* key,
                                                       std::pair<int64_t, int64_t> fallback,
                                                       int64_t min_value) {
@@ -342,6 +348,14 @@ void AttributeReader::finish() const {
 
 nlohmann::json pair_to_json(std::pair<int64_t, int64_t> value) {
   return nlohmann::json::array({value.first, value.second});
+}
+
+void add_layout_attribute(nlohmann::json& attributes, ops::TensorLayout layout) {
+  if (layout != ops::TensorLayout::kNCHW) attributes["layout"] = ops::layout_name(layout);
+}
+
+std::string layout_dims_text(ops::TensorLayout layout) {
+  return layout == ops::TensorLayout::kNCHW ? "(N, C, H, W)" : "(N, H, W, C)";
 }
 
 nlohmann::json initializer_to_json(const Initializer& init) {

@@ -22,6 +22,7 @@
 #include "core/shape.h"
 #include "nn/layer.h"
 #include "ops/target.h"
+#include "ops/tensor_layout.h"
 
 namespace dt::nn::layers {
 
@@ -142,6 +143,8 @@ class AttributeReader {
                                        int64_t min_value);
   // A kind name ("xavier_uniform") or {"kind": ..., "value"/"scale"/"gain": ...}.
   Initializer get_initializer(const char* key, const Initializer& fallback);
+  // MXNet's `layout` of a 4-d layer: "NCHW" (the default) or "NHWC".
+  ops::TensorLayout get_layout(const char* key);
   // The first of several accepted spellings that is present (Gluon's
   // kernel_size and MXNet's kernel); Error if more than one is.
   const char* pick_alias(const char* primary, const char* alias);
@@ -161,6 +164,11 @@ class AttributeReader {
 
 nlohmann::json pair_to_json(std::pair<int64_t, int64_t> value);
 nlohmann::json initializer_to_json(const Initializer& init);
+// Adds "layout" to a 4-d layer's attributes when it is not the default
+// NCHW, so that NCHW descriptions read as they always did.
+void add_layout_attribute(nlohmann::json& attributes, ops::TensorLayout layout);
+// "(N, C, H, W)" or "(N, H, W, C)": the input a 4-d layer of `layout` expects.
+std::string layout_dims_text(ops::TensorLayout layout);
 
 // Forward and backward of a layer whose kernel computes y = f(x; weight, bias)
 // with forward(x, w, b, y), backward_data(dy, w, dx) and

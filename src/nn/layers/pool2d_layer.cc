@@ -23,16 +23,20 @@ Pool2DLayer::Window Pool2DLayer::read_window(AttributeReader& reader) {
   w.pool_size = reader.get_pair("pool_size", w.pool_size, 1);
   w.strides = reader.get_pair("strides", w.pool_size, 1);
   w.padding = reader.get_pair("padding", w.padding, 0);
+  w.layout = reader.get_layout("layout");
   return w;
 }
 
 ops::Pool2DParams Pool2DLayer::params_for(const core::Shape& x) const {
-  if (x.ndim() != 4 || x.numel() == 0) throw_shape_error(*this, "a non-empty (N, C, H, W)", x);
+  const std::string dims = layout_dims_text(window_.layout);
+  if (x.ndim() != 4 || x.numel() == 0) throw_shape_error(*this, "a non-empty " + dims, x);
+  const ops::LogicalDims d = ops::logical_dims(window_.layout, x);
   ops::Pool2DParams p;
-  p.N = x[0];
-  p.C = x[1];
-  p.H = x[2];
-  p.W = x[3];
+  p.N = d.N;
+  p.C = d.C;
+  p.H = d.H;
+  p.W = d.W;
+  p.layout = window_.layout;
   p.kernel_h = window_.pool_size.first;
   p.kernel_w = window_.pool_size.second;
   p.stride_h = window_.strides.first;
@@ -41,7 +45,7 @@ ops::Pool2DParams Pool2DLayer::params_for(const core::Shape& x) const {
   p.pad_w = window_.padding.second;
   if (p.out_h() <= 0 || p.out_w() <= 0) {
     throw_shape_error(*this,
-                      "(N, C, H, W) with H >= " + std::to_string(p.kernel_h - 2 * p.pad_h) +
+                      dims + " with H >= " + std::to_string(p.kernel_h - 2 * p.pad_h) +
                           " and W >= " + std::to_string(p.kernel_w - 2 * p.pad_w) +
                           " for the window and padding",
                       x);
@@ -51,13 +55,15 @@ ops::Pool2DParams Pool2DLayer::params_for(const core::Shape& x) const {
 
 core::Shape Pool2DLayer::output_shape(const std::vector<core::Shape>& inputs) const {
   const ops::Pool2DParams p = params_for(inputs.at(0));
-  return core::Shape({p.N, p.C, p.out_h(), p.out_w()});
+  return ops::layout_shape(p.layout, p.N, p.C, p.out_h(), p.out_w());
 }
 
 nlohmann::json Pool2DLayer::attributes() const {
-  return {{"pool_size", pair_to_json(window_.pool_size)},
-          {"strides", pair_to_json(window_.strides)},
-          {"padding", pair_to_json(window_.padding)}};
+  nlohmann::json a = {{"pool_size", pair_to_json(window_.pool_size)},
+                      {"strides", pair_to_json(window_.strides)},
+                      {"padding", pair_to_json(window_.padding)}};
+  add_layout_attribute(a, window_.layout);
+  return a;
 }
 
 }  // namespace dt::nn::layers

@@ -16,6 +16,8 @@ class Pool2DLayer : public Layer {
     std::pair<int64_t, int64_t> pool_size{2, 2};
     std::pair<int64_t, int64_t> strides{2, 2};
     std::pair<int64_t, int64_t> padding{0, 0};
+    // MXNet's Pooling `layout`: input (N, H, W, C) with "NHWC".
+    ops::TensorLayout layout = ops::TensorLayout::kNCHW;
   };
 
   core::Shape output_shape(const std::vector<core::Shape>& inputs) const override;
@@ -26,7 +28,7 @@ class Pool2DLayer : public Layer {
   // Checks the window; called from the derived constructors, where type()
   // already names the concrete layer.
   void validate_window() const;
-  // Reads pool_size, strides and padding; the caller reads the rest and
+  // Reads pool_size, strides, padding and layout; the caller reads the rest and
   // calls reader.finish().
   static Window read_window(AttributeReader& reader);
 

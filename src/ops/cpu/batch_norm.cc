@@ -54,7 +54,8 @@ struct BatchNorm::Impl {
   Impl(const CpuEngine& eng, const BatchNormParams& params)
       : p(validated(params)), engine(eng.engine()), stream(eng.stream()) {
     // 2-d input is 4-d with unit spatial extent: the same bytes.
-    const memory::desc x(memory::dims{p.N, p.C, p.H, p.W}, f32, tag::nchw);
+    const memory::desc x(memory::dims{p.N, p.C, p.H, p.W}, f32,
+                         p.layout == TensorLayout::kNHWC ? tag::nhwc : tag::nchw);
     const memory::desc c(memory::dims{p.C}, f32, tag::x);
     const auto attr = Scratchpad::user_attr();
     const auto affine = flags::use_scale | flags::use_shift;

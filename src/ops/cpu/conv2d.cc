@@ -47,8 +47,11 @@ struct Conv2D::Impl {
     const memory::dims w_dims =
         grouped ? memory::dims{p.groups, p.K / p.groups, p.C / p.groups, p.R, p.S}
                 : memory::dims{p.K, p.C, p.R, p.S};
-    const memory::desc x_plain(x_dims, f32, tag::nchw);
-    const memory::desc y_plain(y_dims, f32, tag::nchw);
+    // The caller's activations, in either layout; oneDNN's dims stay the
+    // logical NCHW and the tag says where each element lives.
+    const tag act = p.layout == TensorLayout::kNHWC ? tag::nhwc : tag::nchw;
+    const memory::desc x_plain(x_dims, f32, act);
+    const memory::desc y_plain(y_dims, f32, act);
     const memory::desc w_plain(w_dims, f32, grouped ? tag::goihw : tag::oihw);
     const memory::desc b_plain(b_dims, f32, tag::x);
     const memory::desc x_any(x_dims, f32, tag::any);

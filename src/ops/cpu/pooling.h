@@ -48,7 +48,8 @@ class AvgPool2D final : public ops::AvgPool2D {
 // Mean over H and W. Plain loops, as for max pooling.
 class GlobalAvgPool2D final : public ops::GlobalAvgPool2D {
  public:
-  GlobalAvgPool2D(const CpuEngine& engine, int64_t N, int64_t C, int64_t H, int64_t W);
+  GlobalAvgPool2D(const CpuEngine& engine, int64_t N, int64_t C, int64_t H, int64_t W,
+                  TensorLayout layout = TensorLayout::kNCHW);
 
   void forward(const void* x, void* y) const override;
   void backward(const void* dy, void* dx) const override;
@@ -57,6 +58,8 @@ class GlobalAvgPool2D final : public ops::GlobalAvgPool2D {
   int threads_;
   int64_t rows_;   // N * C
   int64_t plane_;  // H * W
+  int64_t channels_;
+  TensorLayout layout_;
 };
 
 }  // namespace dt::ops::cpu

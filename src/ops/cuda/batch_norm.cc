@@ -49,8 +49,9 @@ void BatchNorm::forward_training(const void* x, const float* gamma, const float*
   // to work queued after these kernels on the same stream.
   const DeviceBuffer scratch(ctx_, kernels::batch_norm_scratch(p_.N, p_.C, inner) * sizeof(float));
   kernels::batch_norm_statistics(gpu.stream(), dtype_, x, p_.N, p_.C, inner, p_.momentum, unbias, saved_mean, saved_var,
-                                 running_mean, running_var, static_cast<float*>(scratch.get()));
-  kernels::batch_norm_apply(gpu.stream(), dtype_, x, gamma, beta, saved_mean, saved_var, p_.eps, p_.N, p_.C, inner, y);
+                                 running_mean, running_var, static_cast<float*>(scratch.get()), p_.layout);
+  kernels::batch_norm_apply(gpu.stream(), dtype_, x, gamma, beta, saved_mean, saved_var, p_.eps, p_.N, p_.C, inner, y,
+                            p_.layout);
 }
 
 void BatchNorm::forward_inference(const void* x, const float* gamma, const float* beta, const float* running_mean,
@@ -60,7 +61,7 @@ void BatchNorm::forward_inference(const void* x, const float* gamma, const float
   core::cuda::GpuContext& gpu = core::cuda::gpu_context_of(*ctx_);
   core::cuda::DeviceGuard guard(gpu.device_id());
   kernels::batch_norm_apply(gpu.stream(), dtype_, x, gamma, beta, running_mean, running_var, p_.eps, p_.N, p_.C,
-                            p_.H * p_.W, y);
+                            p_.H * p_.W, y, p_.layout);
 }
 
 void BatchNorm::backward(const void* x, const void* dy, const float* gamma, const float* saved_mean,
@@ -71,7 +72,7 @@ void BatchNorm::backward(const void* x, const void* dy, const float* gamma, cons
   core::cuda::DeviceGuard guard(gpu.device_id());
   const DeviceBuffer scratch(ctx_, kernels::batch_norm_scratch(p_.N, p_.C, p_.H * p_.W) * sizeof(float));
   kernels::batch_norm_backward(gpu.stream(), dtype_, x, dy, gamma, saved_mean, saved_var, p_.eps, p_.N, p_.C, p_.H * p_.W,
-                               dx, dgamma, dbeta, static_cast<float*>(scratch.get()));
+                               dx, dgamma, dbeta, static_cast<float*>(scratch.get()), p_.layout);
 }
 
 }  // namespace dt::ops::cuda

@@ -22,7 +22,9 @@ namespace {
 // an H200, ResNet-18's batch-norm sums took 20 times a read of their input,
 // a fifth of the training step.) Fixed splits and fixed orders: an input
 // gives the same bits on every run. Indices within a block are 32-bit (its
-// span of samples times inner fits: batch_norm_splits sees to it).
+// span of samples times inner fits: batch_norm_splits sees to it). In NHWC
+// a channel's elements are C apart, so a block's reads are not coalesced:
+// correct, not tuned, until NHWC has been measured on a GPU.
 __device__ inline int64_t split_begin(int64_t N, int64_t S, int64_t s) { return N * s / S; }
 
 // Two passes (sums, then squared deviations from the mean) rather than
@@ -30,16 +32,17 @@ __device__ inline int64_t split_begin(int64_t N, int64_t S, int64_t s) { return 
 // null sums x, else (x - center[c])^2.
 template <typename T>
 __global__ void batch_norm_partial_kernel(const T* x, int64_t N, int64_t C, int64_t inner, int64_t S,
-                                          const float* center, float* partial) {
+                                          const float* center, float* partial, TensorLayout layout) {
   const int64_t c = blockIdx.x / S, s = blockIdx.x % S;
   const int64_t n0 = split_begin(N, S, s);
   const uint32_t span = static_cast<uint32_t>((split_begin(N, S, s + 1) - n0) * inner);
   const uint32_t plane = static_cast<uint32_t>(inner);
   const float m = center != nullptr ? center[c] : 0.0f;
+  const int64_t step = layout_plane_step(layout, C);
   float acc = 0.0f;
   for (uint32_t j = threadIdx.x; j < span; j += blockDim.x) {
     const uint32_t dn = j / plane, i = j - dn * plane;
-    const float v = load_float(x, ((n0 + dn) * C + c) * inner + i);
+    const float v = load_float(x, layout_plane_base(layout, n0 + dn, c, C, inner) + i * step);
     acc += center != nullptr ? (v - m) * (v - m) : v;
   }
   acc = block_sum(acc);
@@ -71,10 +74,11 @@ __global__ void batch_norm_variance_kernel(const float* partial, int64_t C, int6
 // division costs far more than the element's load).
 template <typename T, typename Index>
 __global__ void batch_norm_apply_kernel(const T* x, const float* gamma, const float* beta, const float* mean,
-                                        const float* var, float eps, Index total, Index C, Index inner, T* y) {
+                                        const float* var, float eps, Index total, Index C, Index inner, T* y,
+                                        TensorLayout layout) {
   for (Index i = static_cast<Index>(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
        i += static_cast<Index>(gridDim.x) * blockDim.x) {
-    const Index c = (i / inner) % C;
+    const Index c = layout_channel(layout, i, C, inner);
     const float inv_std = 1.0f / sqrtf(var[c] + eps);
     store_float(y, static_cast<int64_t>(i), gamma[c] * (load_float(x, static_cast<int64_t>(i)) - mean[c]) * inv_std +
                                                 beta[c]);
@@ -84,16 +88,17 @@ __global__ void batch_norm_apply_kernel(const T* x, const float* gamma, const fl
 // Per (channel, split): the sums of dy and of dy * (x - mean), side by side.
 template <typename T>
 __global__ void batch_norm_backward_partial_kernel(const T* x, const T* dy, const float* mean, int64_t N, int64_t C,
-                                                   int64_t inner, int64_t S, float* partial) {
+                                                   int64_t inner, int64_t S, float* partial, TensorLayout layout) {
   const int64_t c = blockIdx.x / S, s = blockIdx.x % S;
   const int64_t n0 = split_begin(N, S, s);
   const uint32_t span = static_cast<uint32_t>((split_begin(N, S, s + 1) - n0) * inner);
   const uint32_t plane = static_cast<uint32_t>(inner);
   const float m = mean[c];
+  const int64_t step = layout_plane_step(layout, C);
   float sum_dy = 0.0f, sum_dy_xc = 0.0f;
   for (uint32_t j = threadIdx.x; j < span; j += blockDim.x) {
     const uint32_t dn = j / plane, i = j - dn * plane;
-    const int64_t at = ((n0 + dn) * C + c) * inner + i;
+    const int64_t at = layout_plane_base(layout, n0 + dn, c, C, inner) + i * step;
     const float g = load_float(dy, at);
     sum_dy += g;
     sum_dy_xc += g * (load_float(x, at) - m);
@@ -122,10 +127,11 @@ __global__ void batch_norm_backward_sums_kernel(const float* partial, int64_t C,
 template <typename T, typename Index>
 __global__ void batch_norm_backward_data_kernel(const T* x, const T* dy, const float* gamma, const float* mean,
                                                 const float* var, const float* dgamma, const float* dbeta, float eps,
-                                                Index total, Index C, Index inner, float count, T* dx) {
+                                                Index total, Index C, Index inner, float count, T* dx,
+                                                TensorLayout layout) {
   for (Index i = static_cast<Index>(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
        i += static_cast<Index>(gridDim.x) * blockDim.x) {
-    const Index c = (i / inner) % C;
+    const Index c = layout_channel(layout, i, C, inner);
     const float inv_std = 1.0f / sqrtf(var[c] + eps);
     const auto at = static_cast<int64_t>(i);
     const float xhat = (load_float(x, at) - mean[c]) * inv_std;
@@ -168,17 +174,18 @@ void with_index_type(int64_t total, Launch launch) {
 
 void batch_norm_statistics(cudaStream_t stream, core::DType dtype, const void* x, int64_t N, int64_t C,
                            int64_t inner, float momentum, float unbias, float* mean, float* var, float* running_mean,
-                           float* running_var, float* scratch) {
+                           float* running_var, float* scratch, TensorLayout layout) {
   dispatch_activation_dtype(dtype, "batch_norm_statistics", [&](auto tag) {
     using T = decltype(tag);
     const int64_t S = batch_norm_splits(N, C, inner);
     const float count = static_cast<float>(N * inner);
     const auto blocks = static_cast<unsigned>(C * S);
-    batch_norm_partial_kernel<T><<<blocks, kReduceBlock, 0, stream>>>(typed<T>(x), N, C, inner, S, nullptr, scratch);
+    batch_norm_partial_kernel<T><<<blocks, kReduceBlock, 0, stream>>>(typed<T>(x), N, C, inner, S, nullptr, scratch,
+                                                                      layout);
     check_launch();
     batch_norm_mean_kernel<<<blocks_for(C), kBlockSize, 0, stream>>>(scratch, C, S, count, mean);
     check_launch();
-    batch_norm_partial_kernel<T><<<blocks, kReduceBlock, 0, stream>>>(typed<T>(x), N, C, inner, S, mean, scratch);
+    batch_norm_partial_kernel<T><<<blocks, kReduceBlock, 0, stream>>>(typed<T>(x), N, C, inner, S, mean, scratch, layout);
     check_launch();
     batch_norm_variance_kernel<<<blocks_for(C), kBlockSize, 0, stream>>>(scratch, C, S, count, momentum, unbias,
                                                                              mean, var, running_mean, running_var);
@@ -187,7 +194,8 @@ void batch_norm_statistics(cudaStream_t stream, core::DType dtype, const void* x
 }
 
 void batch_norm_apply(cudaStream_t stream, core::DType dtype, const void* x, const float* gamma, const float* beta,
-                      const float* mean, const float* var, float eps, int64_t N, int64_t C, int64_t inner, void* y) {
+                      const float* mean, const float* var, float eps, int64_t N, int64_t C, int64_t inner, void* y,
+                      TensorLayout layout) {
   dispatch_activation_dtype(dtype, "batch_norm_apply", [&](auto tag) {
     using T = decltype(tag);
     const int64_t total = N * C * inner;
@@ -195,7 +203,7 @@ void batch_norm_apply(cudaStream_t stream, core::DType dtype, const void* x, con
       using Index = decltype(index);
       batch_norm_apply_kernel<T, Index><<<blocks_for(total), kBlockSize, 0, stream>>>(
           typed<T>(x), gamma, beta, mean, var, eps, static_cast<Index>(total), static_cast<Index>(C),
-          static_cast<Index>(inner), typed<T>(y));
+          static_cast<Index>(inner), typed<T>(y), layout);
     });
     check_launch();
   });
@@ -203,12 +211,12 @@ void batch_norm_apply(cudaStream_t stream, core::DType dtype, const void* x, con
 
 void batch_norm_backward(cudaStream_t stream, core::DType dtype, const void* x, const void* dy, const float* gamma,
                          const float* mean, const float* var, float eps, int64_t N, int64_t C, int64_t inner,
-                         void* dx, float* dgamma, float* dbeta, float* scratch) {
+                         void* dx, float* dgamma, float* dbeta, float* scratch, TensorLayout layout) {
   dispatch_activation_dtype(dtype, "batch_norm_backward", [&](auto tag) {
     using T = decltype(tag);
     const int64_t S = batch_norm_splits(N, C, inner);
     batch_norm_backward_partial_kernel<T><<<static_cast<unsigned>(C * S), kReduceBlock, 0, stream>>>(
-        typed<T>(x), typed<T>(dy), mean, N, C, inner, S, scratch);
+        typed<T>(x), typed<T>(dy), mean, N, C, inner, S, scratch, layout);
     check_launch();
     batch_norm_backward_sums_kernel<<<blocks_for(C), kBlockSize, 0, stream>>>(scratch, C, S, var, eps, dgamma,
                                                                                   dbeta);
@@ -218,7 +226,8 @@ void batch_norm_backward(cudaStream_t stream, core::DType dtype, const void* x, 
       using Index = decltype(index);
       batch_norm_backward_data_kernel<T, Index><<<blocks_for(total), kBlockSize, 0, stream>>>(
           typed<T>(x), typed<T>(dy), gamma, mean, var, dgamma, dbeta, eps, static_cast<Index>(total),
-          static_cast<Index>(C), static_cast<Index>(inner), static_cast<float>(N * inner), typed<T>(dx));
+          static_cast<Index>(C), static_cast<Index>(inner), static_cast<float>(N * inner), typed<T>(dx),
+          layout);
     });
     check_launch();
   });

@@ -11,7 +11,9 @@
 #include "core/error.h"
 #include "ops/cuda/cudnn_descriptors.h"
 #include "ops/cuda/conv_algorithm_search.h"
+#include "ops/cuda/device_buffer.h"
 #include "ops/cuda/layer_kernels.h"
+#include "ops/cuda/layout_convert.h"
 
 namespace dt::ops::cuda {
 
@@ -62,6 +64,22 @@ struct Conv2D::Impl {
   cudnnConvolutionBwdFilterAlgo_t bwd_filter_algo{};
   size_t fwd_workspace = 0, bwd_data_workspace = 0, bwd_filter_workspace = 0;
 
+  bool nhwc() const { return p.layout == TensorLayout::kNHWC; }
+  // The filter's logical dims, for converting it between OIHW and KRSC
+  // (the NCHW and NHWC orders of (K, C/groups, R, S)).
+  LogicalDims filter_dims() const { return {p.K, p.C / p.groups, p.R, p.S}; }
+  size_t filter_bytes() const {
+    return static_cast<size_t>(p.K * (p.C / p.groups) * p.R * p.S) * core::dtype_size(dtype);
+  }
+  // w as cuDNN's filter descriptor says: w itself, or its KRSC copy in krsc.
+  const void* filter_for_cudnn(const void* w, DeviceBuffer& krsc) const {
+    if (!nhwc()) return w;
+    krsc = DeviceBuffer(ctx, filter_bytes());
+    convert_layout(*ctx, krsc.get(), TensorLayout::kNHWC, w, TensorLayout::kNCHW, filter_dims(),
+                   core::dtype_size(dtype));
+    return krsc.get();
+  }
+
   static const Conv2DParams& checked(const Conv2DParams& params) {
     validate(params);
     return params;
@@ -72,13 +90,19 @@ struct Conv2D::Impl {
     const cudnnDataType_t data = cudnn_type(dtype);
     const bool low_precision = dtype != core::DType::kFloat32;
     core::cuda::DeviceGuard guard(gpu.device_id());
-    DT_CUDNN_CHECK(cudnnSetTensor4dDescriptor(x_desc.get(), CUDNN_TENSOR_NCHW, data, as_int(p.N), as_int(p.C),
-                                              as_int(p.H), as_int(p.W)));
-    DT_CUDNN_CHECK(cudnnSetTensor4dDescriptor(y_desc.get(), CUDNN_TENSOR_NCHW, data, as_int(p.N), as_int(p.K),
+    // Dims are logical (N, C, H, W) in either layout; the format says the order.
+    const cudnnTensorFormat_t format = nhwc() ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
+    DT_CUDNN_CHECK(cudnnSetTensor4dDescriptor(x_desc.get(), format, data, as_int(p.N), as_int(p.C), as_int(p.H),
+                                              as_int(p.W)));
+    DT_CUDNN_CHECK(cudnnSetTensor4dDescriptor(y_desc.get(), format, data, as_int(p.N), as_int(p.K),
                                               as_int(p.out_h()), as_int(p.out_w())));
-    // OIHW with C/groups input channels per filter, as on the CPU.
-    DT_CUDNN_CHECK(cudnnSetFilter4dDescriptor(w_desc.get(), data, CUDNN_TENSOR_NCHW, as_int(p.K),
-                                              as_int(p.C / p.groups), as_int(p.R), as_int(p.S)));
+    // OIHW with C/groups input channels per filter, as on the CPU. With NHWC
+    // activations cuDNN gets the filter as KRSC (its NHWC filter format),
+    // which its native channels-last kernels want; with an NCHW filter it
+    // may transpose internally instead. The caller's weights stay OIHW: each
+    // call converts them (filter_for_cudnn, and backward_weights for the gradient).
+    DT_CUDNN_CHECK(cudnnSetFilter4dDescriptor(w_desc.get(), data, format, as_int(p.K), as_int(p.C / p.groups),
+                                              as_int(p.R), as_int(p.S)));
     // Cross-correlation is what PyTorch, MXNet and oneDNN call convolution.
     // The compute type is float32 for every data type: cuDNN's
     // PSEUDO_HALF / PSEUDO_BFLOAT16 configurations, as PyTorch's AMP uses.
@@ -142,11 +166,13 @@ void Conv2D::forward(const void* x, const void* w, const float* b, void* y) {
   core::cuda::DeviceGuard guard(m.gpu.device_id());
   // float scaling factors for every data type (cuDNN's rule for HALF, BFLOAT16, FLOAT).
   const float one = 1.0f, zero = 0.0f;
+  DeviceBuffer krsc;
+  w = m.filter_for_cudnn(w, krsc);
   DT_CUDNN_CHECK(cudnnConvolutionForward(m.gpu.cudnn().get(), &one, m.x_desc.get(), x, m.w_desc.get(), w,
                                          m.conv_desc.get(), m.fwd_algo, m.gpu.workspace().get(m.fwd_workspace),
                                          m.fwd_workspace, &zero, m.y_desc.get(), y));
   if (m.p.has_bias) {
-    kernels::add_channel_bias(m.gpu.stream(), m.dtype, y, b, m.p.N, m.p.K, m.p.out_h() * m.p.out_w());
+    kernels::add_channel_bias(m.gpu.stream(), m.dtype, y, b, m.p.N, m.p.K, m.p.out_h() * m.p.out_w(), m.p.layout);
   }
 }
 
@@ -157,6 +183,8 @@ void Conv2D::backward_data(const void* dy, const void* w, void* dx) {
   require_ptr(dx, "dx");
   core::cuda::DeviceGuard guard(m.gpu.device_id());
   const float one = 1.0f, zero = 0.0f;
+  DeviceBuffer krsc;
+  w = m.filter_for_cudnn(w, krsc);
   DT_CUDNN_CHECK(cudnnConvolutionBackwardData(m.gpu.cudnn().get(), &one, m.w_desc.get(), w, m.y_desc.get(), dy,
                                               m.conv_desc.get(), m.bwd_data_algo,
                                               m.gpu.workspace().get(m.bwd_data_workspace), m.bwd_data_workspace,
@@ -171,11 +199,20 @@ void Conv2D::backward_weights(const void* x, const void* dy, void* dw, float* db
   if (m.p.has_bias) require_ptr(db, "db");
   core::cuda::DeviceGuard guard(m.gpu.device_id());
   const float one = 1.0f, zero = 0.0f;
+  // With NHWC, cuDNN writes the KRSC gradient, converted into the caller's OIHW dw.
+  const DeviceBuffer krsc = m.nhwc() ? DeviceBuffer(m.ctx, m.filter_bytes()) : DeviceBuffer();
   DT_CUDNN_CHECK(cudnnConvolutionBackwardFilter(m.gpu.cudnn().get(), &one, m.x_desc.get(), x, m.y_desc.get(), dy,
                                                 m.conv_desc.get(), m.bwd_filter_algo,
                                                 m.gpu.workspace().get(m.bwd_filter_workspace),
-                                                m.bwd_filter_workspace, &zero, m.w_desc.get(), dw));
-  if (m.p.has_bias) kernels::sum_per_channel(m.gpu.stream(), m.dtype, dy, db, m.p.N, m.p.K, m.p.out_h() * m.p.out_w());
+                                                m.bwd_filter_workspace, &zero, m.w_desc.get(),
+                                                m.nhwc() ? krsc.get() : dw));
+  if (m.nhwc()) {
+    convert_layout(*m.ctx, dw, TensorLayout::kNCHW, krsc.get(), TensorLayout::kNHWC, m.filter_dims(),
+                   core::dtype_size(m.dtype));
+  }
+  if (m.p.has_bias) {
+    kernels::sum_per_channel(m.gpu.stream(), m.dtype, dy, db, m.p.N, m.p.K, m.p.out_h() * m.p.out_w(), m.p.layout);
+  }
 }
 
 }  // namespace dt::ops::cuda

@@ -43,6 +43,8 @@ kernels::PoolShape shape_of(const Pool2DParams& p) {
   s.stride_w = p.stride_w;
   s.pad_h = p.pad_h;
   s.pad_w = p.pad_w;
+  s.C = p.C;
+  s.layout = p.layout;
   return s;
 }
 
@@ -108,8 +110,8 @@ void AvgPool2D::backward(const void* dy, void* dx) {
 }
 
 GlobalAvgPool2D::GlobalAvgPool2D(std::shared_ptr<core::Context> ctx, int64_t N, int64_t C, int64_t H, int64_t W,
-                                 core::DType dtype)
-    : ctx_(std::move(ctx)), dtype_(dtype), rows_(N * C), plane_(H * W) {
+                                 core::DType dtype, TensorLayout layout)
+    : ctx_(std::move(ctx)), dtype_(dtype), rows_(N * C), plane_(H * W), channels_(C), layout_(layout) {
   require(N > 0 && C > 0 && H > 0 && W > 0, "GlobalAvgPool2D", "N, C, H, W must be positive");
   require(rows_ <= INT_MAX, "GlobalAvgPool2D", "N * C must fit the grid's int");
   core::cuda::gpu_context_of(*ctx_);
@@ -120,7 +122,7 @@ void GlobalAvgPool2D::forward(const void* x, void* y) const {
   require_ptr(y, "GlobalAvgPool2D", "y");
   core::cuda::GpuContext& gpu = core::cuda::gpu_context_of(*ctx_);
   core::cuda::DeviceGuard guard(gpu.device_id());
-  kernels::global_avg_pool_forward(gpu.stream(), dtype_, rows_, plane_, x, y);
+  kernels::global_avg_pool_forward(gpu.stream(), dtype_, rows_, plane_, x, y, channels_, layout_);
 }
 
 void GlobalAvgPool2D::backward(const void* dy, void* dx) const {
@@ -128,7 +130,7 @@ void GlobalAvgPool2D::backward(const void* dy, void* dx) const {
   require_ptr(dx, "GlobalAvgPool2D", "dx");
   core::cuda::GpuContext& gpu = core::cuda::gpu_context_of(*ctx_);
   core::cuda::DeviceGuard guard(gpu.device_id());
-  kernels::global_avg_pool_backward(gpu.stream(), dtype_, rows_, plane_, dy, dx);
+  kernels::global_avg_pool_backward(gpu.stream(), dtype_, rows_, plane_, dy, dx, channels_, layout_);
 }
 
 }  // namespace dt::ops::cuda

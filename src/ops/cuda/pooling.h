@@ -56,7 +56,7 @@ class AvgPool2D final : public ops::AvgPool2D {
 class GlobalAvgPool2D final : public ops::GlobalAvgPool2D {
  public:
   GlobalAvgPool2D(std::shared_ptr<core::Context> ctx, int64_t N, int64_t C, int64_t H, int64_t W,
-                  core::DType dtype = core::DType::kFloat32);
+                  core::DType dtype = core::DType::kFloat32, TensorLayout layout = TensorLayout::kNCHW);
 
   void forward(const void* x, void* y) const override;
   void backward(const void* dy, void* dx) const override;
@@ -66,6 +66,8 @@ class GlobalAvgPool2D final : public ops::GlobalAvgPool2D {
   core::DType dtype_;
   int64_t rows_;   // N * C
   int64_t plane_;  // H * W
+  int64_t channels_;
+  TensorLayout layout_;
 };
 
 }  // namespace dt::ops::cuda

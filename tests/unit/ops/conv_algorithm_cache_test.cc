@@ -41,6 +41,7 @@ TEST(ConvAlgorithmKey, EveryFieldTellsKeysApart) {
       [](Conv2DParams& p) { p.stride_w = 2; },  [](Conv2DParams& p) { p.pad_h = 0; },
       [](Conv2DParams& p) { p.pad_w = 0; },     [](Conv2DParams& p) { p.dilation_h = 2; },
       [](Conv2DParams& p) { p.dilation_w = 2; }, [](Conv2DParams& p) { p.groups = 2; },
+      [](Conv2DParams& p) { p.layout = TensorLayout::kNHWC; },
   };
   std::vector<ConvAlgorithmKey> keys = {key_of(base)};
   for (const auto& change : changes) {

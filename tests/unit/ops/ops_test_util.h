@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "ops/conv2d.h"
+
 namespace dt::ops::cpu::testing {
 
 inline std::vector<float> random_vector(size_t n, uint32_t seed, float lo = -1.0f,
@@ -77,6 +79,26 @@ inline std::vector<double> numeric_gradient(std::vector<float>& param,
     grad[i] = (plus - minus) / (2.0 * static_cast<double>(eps));
   }
   return grad;
+}
+
+// Seeded inputs of a convolution's shapes: x, w (smaller, so outputs stay
+// O(1)), b and dy, with their element counts.
+struct ConvInputs {
+  size_t nx, nw, ny, nb;
+  std::vector<float> x, w, b, dy;
+};
+
+inline ConvInputs conv_inputs(const Conv2DParams& p, uint32_t seed) {
+  ConvInputs in;
+  in.nx = static_cast<size_t>(p.N * p.C * p.H * p.W);
+  in.nw = static_cast<size_t>(p.K * (p.C / p.groups) * p.R * p.S);
+  in.ny = static_cast<size_t>(p.N * p.K * p.out_h() * p.out_w());
+  in.nb = static_cast<size_t>(p.K);
+  in.x = random_vector(in.nx, seed);
+  in.w = random_vector(in.nw, seed + 1, -0.5f, 0.5f);
+  in.b = random_vector(in.nb, seed + 2);
+  in.dy = random_vector(in.ny, seed + 3);
+  return in;
 }
 
 }  // namespace dt::ops::cpu::testing
