@@ -29,222 +29,15 @@
 // (DT_KVSTORE_OVERLAP=1/0), one JSON line per model and setting:
 //   {"op":"train_step","model":"lenet","overlap":1,...,"step_ms":...,
 //    "compute_ms":...,"exposed_comm_ms":...}
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <signal.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <algorithm>
-#include <chrono>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
-#include <fstream>
-#include <iostream>
-#include <memory>
-#include <sstream>
-#include <string>
-#include <thread>
-#include <vector>
-
-#include "../tests/tls_test_certs.h"
-#include "resnet18_shapes.h"
-#include "core/context.h"
-#include "core/error.h"
-#include "kvstore/kvstore_factory.h"
-#include "ps/job/environment_options.h"
-#include "nn/model_builders.h"
-#include "nn/net.h"
-#include "optim/optimizer_config.h"
-#include "train/trainer.h"
+//
+// The worker processes: kvstore_bench_worker.cc.
+#include "kvstore_bench_common.h"
 
 extern char** environ;
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-using dt::core::NDArray;
-
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-// Small messages take tens of microseconds: enough repetitions that the
-// figure is not one scheduler hiccup.
-int repetitions(size_t bytes) {
-  return bytes <= (64u << 10) ? 500 : bytes <= (1u << 20) ? 50 : bytes <= (16u << 20) ? 10 : 4;
-}
-
-constexpr size_t kSizes[] = {size_t{4} << 10, size_t{64} << 10, size_t{1} << 20, size_t{16} << 20, size_t{64} << 20};
-
-// --max-bytes, passed to the workers as DT_BENCH_MAX_BYTES.
-size_t max_bytes_from_env() {
-  const char* text = std::getenv("DT_BENCH_MAX_BYTES");
-  return text ? static_cast<size_t>(std::strtoull(text, nullptr, 10)) : kSizes[4];
-}
-
-// Per-repetition times; the line reports the median (this machine's
-// scheduler makes a few repetitions very slow, and a mean would report them)
-// and the mean beside it.
-struct Timings {
-  std::vector<double> seconds;
-  Clock::time_point started;
-  void start() { started = Clock::now(); }
-  void stop() { seconds.push_back(seconds_since(started)); }
-  double median() const {
-    std::vector<double> sorted = seconds;
-    std::sort(sorted.begin(), sorted.end());
-    const size_t n = sorted.size();
-    return n % 2 == 1 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
-  }
-  double mean() const {
-    double total = 0;
-    for (double s : seconds) total += s;
-    return total / static_cast<double>(seconds.size());
-  }
-};
-
-// DT_SERVER_REPLICATION as the job runs it: 0 or 1.
-int replication_from_env() {
-  const char* value = std::getenv("DT_SERVER_REPLICATION");
-  return value != nullptr && std::strcmp(value, "1") == 0 ? 1 : 0;
-}
-
-void print(const char* op, size_t bytes, int servers, int workers, const std::string& transport, const Timings& t,
-           const char* what = nullptr) {
-  // pushpull and the raw baseline move the bytes twice (there and back).
-  const bool both_ways = std::strcmp(op, "pushpull") == 0 || std::strcmp(op, "raw_tcp") == 0;
-  const double secs_per_op = t.median();
-  const double gbps = (both_ways ? 2.0 : 1.0) * double(bytes) / secs_per_op / 1e9;
-  std::printf("{\"op\":\"%s\",\"bytes\":%zu,\"servers\":%d,\"workers\":%d,\"transport\":\"%s\",%s%s%s\"gbps\":%.3f,"
-              "\"latency_us\":%.1f,\"mean_us\":%.1f,\"reps\":%zu,\"replication\":%d}\n",
-              op, bytes, servers, workers, transport.c_str(), what ? "\"set\":\"" : "", what ? what : "",
-              what ? "\"," : "", gbps, secs_per_op * 1e6, t.mean() * 1e6, t.seconds.size(), replication_from_env());
-  std::fflush(stdout);
-}
-
-// ---- worker side ------------------------------------------------------------
-
-// Times op over one set of keys; every worker runs the same sequence.
-void measure(dt::kvstore::KVStore& kv, const std::vector<uint64_t>& keys, const std::vector<NDArray>& grads,
-             const std::vector<NDArray>& outs, size_t bytes, int servers, const std::string& transport,
-             const char* set) {
-  const int workers = kv.num_workers();
-  const int reps = repetitions(bytes);
-  for (const char* op : {"push", "pull", "pushpull"}) {
-    // One untimed round first: the connections' buffers are warm.
-    if (std::strcmp(op, "pull") == 0) kv.pull(keys, outs, 0);
-    else kv.pushpull(keys, grads, outs, 0);
-    kv.barrier();
-    Timings timings;
-    for (int r = 0; r < reps; ++r) {
-      timings.start();
-      if (std::strcmp(op, "push") == 0) {
-        kv.push(keys, grads, 0);
-      } else if (std::strcmp(op, "pull") == 0) {
-        kv.pull(keys, outs, 0);
-      } else {
-        kv.pushpull(keys, grads, outs, 0);
-      }
-      timings.stop();
-    }
-    // A push returns once the servers took the bytes; the next round's
-    // pushes wait on the server for the other workers, so pushes time fairly
-    // only as a sequence: the closing pull waits for the last round.
-    if (std::strcmp(op, "push") == 0) kv.pull(keys, outs, 0);
-    if (kv.rank() == 0) print(op, bytes, servers, workers, transport, timings, set);
-  }
-}
-
-int worker_main() {
-  try {
-    const std::string transport = std::getenv("DT_BENCH_TRANSPORT");
-    const int servers = std::atoi(std::getenv("DMLC_NUM_SERVER"));
-    auto kv = dt::kvstore::create_kvstore("dist_sync", dt::ps::ps_options_from_environment());
-    auto cpu = dt::core::make_cpu_context();
-    const size_t max_bytes = max_bytes_from_env();
-    uint64_t next_key = 0;
-    for (size_t bytes : kSizes) {
-      if (bytes > max_bytes) continue;
-      const dt::core::Shape shape({static_cast<int64_t>(bytes / 4)});
-      NDArray grad = NDArray::zeros(cpu, dt::core::DType::kFloat32, shape);
-      NDArray out = NDArray::zeros(cpu, dt::core::DType::kFloat32, shape);
-      const uint64_t key = next_key++;
-      kv->init({key}, {grad});
-      measure(*kv, {key}, {grad}, {out}, bytes, servers, transport, nullptr);
-    }
-    if (max_bytes < kSizes[4]) {
-      kv->barrier();
-      return 0;
-    }
-    std::vector<uint64_t> keys;
-    std::vector<NDArray> grads, outs;
-    size_t total = 0;
-    for (const auto& shape : resnet18_shapes()) {
-      keys.push_back(next_key++);
-      grads.push_back(NDArray::zeros(cpu, dt::core::DType::kFloat32, shape));
-      outs.push_back(NDArray::zeros(cpu, dt::core::DType::kFloat32, shape));
-      total += grads.back().nbytes();
-    }
-    kv->init(keys, grads);
-    measure(*kv, keys, grads, outs, total, servers, transport, "resnet18");
-    kv->barrier();
-    return 0;
-  } catch (const dt::core::Error& e) {
-    std::fprintf(stderr, "kvstore_bench worker: %s\n", e.what());
-    return 1;
-  }
-}
-
-// One model's training steps; rank 0 prints the line.
-int train_worker_main() {
-  try {
-    const std::string transport = std::getenv("DT_BENCH_TRANSPORT");
-    const std::string model = std::getenv("DT_BENCH_MODEL");
-    const int servers = std::atoi(std::getenv("DMLC_NUM_SERVER"));
-    std::shared_ptr<dt::kvstore::KVStore> kv = dt::kvstore::create_kvstore("dist_sync", dt::ps::ps_options_from_environment());
-    auto ctx = dt::core::make_cpu_context();
-    ctx->set_num_threads(1);  // the cores are shared with the other worker and the servers
-    auto net = std::make_shared<dt::nn::Net>(dt::nn::build_model_description_from_text(model, ""), ctx);
-    net->initialize(1);
-    const bool lenet = model == "lenet";
-    const int64_t batch = lenet ? 64 : 4;
-    const int steps = lenet ? 30 : 5;
-    const auto& input = net->description().inputs.at(0).shape;
-    std::vector<int64_t> dims = {batch};
-    for (size_t d = 0; d < input.ndim(); ++d) dims.push_back(input[d]);
-    NDArray images = NDArray::empty(ctx, dt::core::DType::kFloat32, dt::core::Shape(dims));
-    NDArray labels = NDArray::empty(ctx, dt::core::DType::kInt32, dt::core::Shape({batch}));
-    float* x = images.data_as<float>();
-    for (size_t i = 0; i < images.size(); ++i) x[i] = static_cast<float>((i * 7919) % 1000) / 1000.0f - 0.5f;
-    int32_t* y = labels.data_as<int32_t>();
-    for (int64_t i = 0; i < batch; ++i) y[i] = static_cast<int32_t>(i % 10);
-    dt::train::Trainer trainer(
-        net, dt::optim::OptimizerConfig("sgd").set("learning_rate", 0.01).set("momentum", 0.9), kv);
-    for (int i = 0; i < 2; ++i) trainer.train_batch(images, labels);  // initialisation and warm-up
-    kv->barrier();
-    const double compute_before = trainer.compute_seconds();
-    const auto start = Clock::now();
-    for (int i = 0; i < steps; ++i) trainer.train_batch(images, labels);
-    const double step_s = seconds_since(start) / steps;
-    const double compute_s = (trainer.compute_seconds() - compute_before) / steps;
-    if (kv->rank() == 0) {
-      std::printf("{\"op\":\"train_step\",\"model\":\"%s\",\"batch\":%lld,\"overlap\":%d,\"servers\":%d,"
-                  "\"workers\":%d,\"transport\":\"%s\",\"update_on_kvstore\":%d,\"replication\":%d,"
-                  "\"step_ms\":%.2f,\"compute_ms\":%.2f,\"exposed_comm_ms\":%.2f}\n",
-                  model.c_str(), static_cast<long long>(batch), trainer.overlaps_communication() ? 1 : 0, servers,
-                  kv->num_workers(), transport.c_str(), trainer.update_on_kvstore() ? 1 : 0, replication_from_env(),
-                  step_s * 1e3, compute_s * 1e3, (step_s - compute_s) * 1e3);
-      std::fflush(stdout);
-    }
-    kv->barrier();
-    return 0;
-  } catch (const dt::core::Error& e) {
-    std::fprintf(stderr, "kvstore_bench train worker: %s\n", e.what());
-    return 1;
-  }
-}
+using namespace kvstore_bench;
 
 // ---- raw TCP baseline -----------------------------------------------------
 
@@ -405,8 +198,8 @@ bool run_job(const std::string& self, const std::string& node, int servers, int 
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc > 1 && std::strcmp(argv[1], "--worker") == 0) return worker_main();
-  if (argc > 1 && std::strcmp(argv[1], "--train-worker") == 0) return train_worker_main();
+  if (argc > 1 && std::strcmp(argv[1], "--worker") == 0) return kvstore_bench::worker_main();
+  if (argc > 1 && std::strcmp(argv[1], "--train-worker") == 0) return kvstore_bench::train_worker_main();
   char self[4096];
   const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
   if (n <= 0) return 1;

@@ -33,7 +33,7 @@ struct Child {
   int status = -1;       // exit code once reaped; -1 while running
 };
 
-std::string read_file(const std::string& path) {
+inline std::string read_file(const std::string& path) {
   std::ifstream in(path);
   std::stringstream s;
   s << in.rdbuf();
