@@ -76,6 +76,13 @@ def ps_frames(tmp):
                                      "workers": [{"role": "Worker", "rank": 0, "host": "h", "pid": 2}]}, b""),
         "heartbeat_reply": ("HeartbeatReply", {"lost": [{"role": "Worker", "rank": 1, "host": "x", "pid": 3,
                                                           "reason": "gone"}], "shutdown": False}, b""),
+        # a worker's heartbeat with its numbers for dtrun's summary
+        "heartbeat_worker_status": ("Heartbeat", {"role": "Worker", "rank": 1, "worker_status": {
+            "steps": 12, "images": 768, "bytes_sent": 4096, "bytes_received": 4096, "compute_s": 1.25,
+            "exchange_s": 0.5, "wall_s": 2.0}}, b""),
+        "heartbeat_server_status": ("Heartbeat", {"role": "Server", "rank": 0, "server_status": {
+            "requests": 480, "bytes_sent": 8192, "bytes_received": 8192, "compute_s": 0.12,
+            "communicate_s": 0.41, "waiting_s": 1.47, "wall_s": 2.0}}, b""),
         "barrier": ("Barrier", {"rank": 1, "barrier_id": 4, "data": [1, 2, 3]}, b""),
         "regroup": ("Regroup", {"rank": 1, "generation": 1, "data": [1, 0, 0, 0, 0, 0, 0, 0, 0]}, b""),
         "admission": ("Admission", {"rank": 1, "generation": 1, "data": [1, 0, 0, 0, 0, 0, 0, 0, 0]}, b""),

@@ -171,7 +171,13 @@ constexpr Parameter kParameters[] = {
      "A trainer rewrites this file with its steps, images, bytes and seconds so far, a server with its requests, "
      "bytes and seconds computing, communicating and waiting (dtrun --status-every sets it per worker and server).",
      kYes},
-    {"DT_STATUS_EVERY_S", kProcess, T::kSeconds, "1", "How often a trainer or a server rewrites DT_STATUS_FILE.",
+    {"DT_STATUS_EVERY_S", kProcess, T::kSeconds, "1",
+     "How often a trainer or a server rewrites DT_STATUS_FILE. Set without DT_STATUS_FILE (dtrun --status-every "
+     "with --launcher ssh, mpi or slurm), the numbers go to the scheduler with the heartbeats instead.",
+     kYes},
+    {"DT_STATUS_DIR", kProcess, T::kPath, "",
+     "The scheduler writes here each worker's and server's status file from the numbers their heartbeats carry "
+     "(dtrun --status-every sets it for the scheduler when the processes run on other hosts).",
      kYes},
     {"TMPDIR", kProcess, T::kPath, "/tmp", "Where the host communicator puts its ipc sockets.", kYes},
 

@@ -11,20 +11,35 @@
 
 namespace dt::core {
 
+namespace {
+
+bool is_set(const char* text) { return text != nullptr && *text != '\0'; }
+
+// DT_STATUS_EVERY_S's seconds; fallback when unset.
+double every_from_environment(double fallback) {
+  const char* text = read_parameter("DT_STATUS_EVERY_S");
+  if (!is_set(text)) return fallback;
+  char* end = nullptr;
+  errno = 0;
+  const double every_s = std::strtod(text, &end);
+  if (errno != 0 || end == text || *end != '\0' || !(every_s > 0) || every_s > 1e6) {
+    throw Error(ErrorCode::kInvalidArgument,
+                std::string("DT_STATUS_EVERY_S=\"") + text + "\" is not a positive number of seconds");
+  }
+  return every_s;
+}
+
+}  // namespace
+
 std::unique_ptr<StatusFile> StatusFile::from_environment(std::string facility) {
   const char* path = read_parameter("DT_STATUS_FILE");
-  if (path == nullptr || *path == '\0') return nullptr;
-  double every_s = 1;
-  if (const char* text = read_parameter("DT_STATUS_EVERY_S"); text != nullptr && *text != '\0') {
-    char* end = nullptr;
-    errno = 0;
-    every_s = std::strtod(text, &end);
-    if (errno != 0 || end == text || *end != '\0' || !(every_s > 0) || every_s > 1e6) {
-      throw Error(ErrorCode::kInvalidArgument,
-                  std::string("DT_STATUS_EVERY_S=\"") + text + "\" is not a positive number of seconds");
-    }
-  }
-  return std::make_unique<StatusFile>(path, every_s, std::move(facility));
+  if (!is_set(path)) return nullptr;
+  return std::make_unique<StatusFile>(path, every_from_environment(1), std::move(facility));
+}
+
+bool StatusFile::relayed_from_environment() {
+  if (is_set(read_parameter("DT_STATUS_FILE"))) return false;
+  return every_from_environment(0) > 0;
 }
 
 StatusFile::StatusFile(std::string path, double every_s, std::string facility)

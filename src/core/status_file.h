@@ -5,6 +5,8 @@
 // files into one line per interval and a table at the end. A trainer
 // (train/trainer_status.h) and a server (ps/server/server_status_file.h)
 // say what goes in the line; this is the file's part, the same for both.
+// When the processes run on other hosts, the scheduler writes their files
+// with this from their heartbeats (ps/scheduler/status_relay.h).
 //
 // The line is replaced atomically (written beside the file, then renamed),
 // so a reader never sees half of one. The summary is an aid: a file that
@@ -27,6 +29,11 @@ class StatusFile {
   // when unset). Error(kInvalidArgument) for a malformed DT_STATUS_EVERY_S.
   // facility: the log's, for the debug lines ("trainer", "server").
   static std::unique_ptr<StatusFile> from_environment(std::string facility);
+  // DT_STATUS_EVERY_S without DT_STATUS_FILE: dtrun runs this process on
+  // another host (--launcher ssh, mpi, slurm), so its numbers go to the
+  // scheduler with its heartbeats, which writes this file in dtrun's folder
+  // (ps/scheduler/status_relay.h). Error(kInvalidArgument) as above.
+  static bool relayed_from_environment();
   StatusFile(std::string path, double every_s, std::string facility);
 
   Clock::duration every() const { return every_; }

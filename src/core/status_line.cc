@@ -107,4 +107,8 @@ bool parse_status(const std::string& line, ServerStatus& n) {
   return true;
 }
 
+std::string status_file_name(const std::string& role, int rank) {
+  return role + "-" + std::to_string(rank) + ".status";
+}
+
 }  // namespace dt::core

@@ -52,4 +52,9 @@ std::string format_status(const ServerStatus& numbers);
 bool parse_status(const std::string& line, WorkerStatus& numbers);
 bool parse_status(const std::string& line, ServerStatus& numbers);
 
+// The status file's name in dtrun's folder for a process ("worker", 0 ->
+// "worker-0.status"): dtrun reads it, and the scheduler writes it when it
+// relays the numbers of processes on other hosts (ps/scheduler/status_relay.h).
+std::string status_file_name(const std::string& role, int rank);
+
 }  // namespace dt::core

@@ -100,6 +100,7 @@ class DistKVStore final : public KVStore, private Elastic {
   const Elastic* elastic() const override { return this; }
   // The data plane's bytes (requests to and replies from the servers).
   core::Traffic traffic() const override;
+  void report_status(const core::WorkerStatus& numbers) override { member_->report_status(numbers); }
   // Tells the servers (who refuse a different one from another worker) and
   // compresses this worker's float32 pushes from now on. dist_sync servers
   // without an optimizer send each round's sum compressed too (with their

@@ -29,6 +29,7 @@
 #include "kvstore/completion.h"
 #include "kvstore/elastic.h"
 #include "core/safetensors.h"
+#include "core/status_line.h"
 #include "core/traffic.h"
 #include "optim/optimizer_config.h"
 
@@ -95,6 +96,11 @@ class KVStore {
   // Bytes this process's store sent and received over the network since it
   // was made (zero for the in-process stores).
   virtual core::Traffic traffic() const { return {}; }
+  // dtrun's live summary relayed through the scheduler (DT_STATUS_EVERY_S
+  // without DT_STATUS_FILE: the trainer runs on another host than dtrun):
+  // the trainer's latest numbers, sent with the store's next heartbeat.
+  // Stores without a scheduler drop them. Any thread.
+  virtual void report_status(const core::WorkerStatus& /*numbers*/) {}
   // MXNet's set_gradient_compression: what pushes send is compressed from
   // now on (spec: ps/compression/compression_mode.h's grammar, e.g.
   // "2bit:threshold=0.5"). Before the first push; the same on every worker.

@@ -24,7 +24,7 @@ using core::NDArray;
 Trainer::Trainer(std::shared_ptr<nn::Net> net, optim::OptimizerConfig optimizer,
                  std::shared_ptr<kvstore::KVStore> kv, TrainerOptions options)
     : net_(std::move(net)), config_(std::move(optimizer)), kv_(std::move(kv)),
-      status_(TrainerStatus::from_environment()) {
+      status_(TrainerStatus::from_environment(kv_.get())) {
   if (!net_) throw Error(ErrorCode::kInvalidArgument, "trainer needs a net");
   config_.validate();
   if (options.update_on_kvstore < -1 || options.update_on_kvstore > 1) {

@@ -249,7 +249,7 @@ class Trainer {
   std::vector<core::NDArray> staged_labels_;
   core::NDArray eval_staging_;
   core::NDArray eval_label_staging_;
-  std::unique_ptr<TrainerStatus> status_;  // DT_STATUS_FILE (dtrun's live summary), else null
+  std::unique_ptr<TrainerStatus> status_;  // dtrun's live summary (DT_STATUS_FILE or relayed), else null
 };
 
 }  // namespace dt::train

@@ -2,16 +2,21 @@
 
 namespace dt::train {
 
-std::unique_ptr<TrainerStatus> TrainerStatus::from_environment() {
-  std::unique_ptr<core::StatusFile> file = core::StatusFile::from_environment("trainer");
-  if (!file) return nullptr;
-  return std::make_unique<TrainerStatus>(std::move(file));
+std::unique_ptr<TrainerStatus> TrainerStatus::from_environment(kvstore::KVStore* store) {
+  if (std::unique_ptr<core::StatusFile> file = core::StatusFile::from_environment("trainer")) {
+    return std::make_unique<TrainerStatus>(std::move(file), nullptr);
+  }
+  if (store == nullptr || !core::StatusFile::relayed_from_environment()) return nullptr;
+  return std::make_unique<TrainerStatus>(nullptr,
+                                         [store](const core::WorkerStatus& numbers) { store->report_status(numbers); });
 }
 
-TrainerStatus::TrainerStatus(std::unique_ptr<core::StatusFile> file) : file_(std::move(file)) {}
+TrainerStatus::TrainerStatus(std::unique_ptr<core::StatusFile> file, Relay relay)
+    : file_(std::move(file)), relay_(std::move(relay)) {}
 
 TrainerStatus::~TrainerStatus() {
-  if (numbers_.steps > 0) file_->write(core::format_status(numbers_));
+  // Relayed numbers went to the store with the last batch.
+  if (file_ && numbers_.steps > 0) file_->write(core::format_status(numbers_));
 }
 
 void TrainerStatus::batch_done(int64_t images, double compute_s, double exchange_s, const core::Traffic& traffic) {
@@ -27,7 +32,12 @@ void TrainerStatus::batch_done(int64_t images, double compute_s, double exchange
   numbers_.exchange_s += exchange_s;
   numbers_.traffic = traffic;
   numbers_.wall_s = std::chrono::duration<double>(now - started_).count();
-  if (file_->due(now)) file_->write(core::format_status(numbers_), now);
+  // Relayed numbers are only copied here: the heartbeats set the pace.
+  if (!file_) {
+    relay_(numbers_);
+  } else if (file_->due(now)) {
+    file_->write(core::format_status(numbers_), now);
+  }
 }
 
 }  // namespace dt::train

@@ -8,7 +8,9 @@
 # at the --sync-dst-dir destination, so copies to one "host" are invisible
 # to the others, as on real hosts.
 #
-# Cases: a dist_sync job runs to the end (exit 0, each worker's sum right);
+# Cases: a dist_sync job runs to the end (exit 0, each worker's sum right,
+# and with --status-every dtrun's table at the end has a row per server,
+# relayed by the scheduler from the remote servers' heartbeats);
 # a remote worker killed with SIGKILL inside its namespace stops the whole
 # job within 2x the heartbeat timeout, dtrun exiting 137 and naming it; and
 # --sync-dst-dir copies the working directory to every host, where the
@@ -244,6 +246,14 @@ worker_1_holds() {
   return 1
 }
 
+# Each argument, an extended regular expression, matches a line of dtrun's output.
+expect_lines() {
+  local expected
+  for expected in "$@"; do
+    grep -Eq -- "$expected" "$T/$CASE.out" || fail_case "no line matches \"$expected\""
+  done
+}
+
 # Each argument stands in dtrun's output.
 expect_output() {
   local expected
@@ -303,11 +313,14 @@ end_case() {
 
 # --- case 1: a dist_sync job across both hosts runs to the end -------------------
 begin_case job "$T"
-start_dtrun -n 2 -s 2 "${DTRUN_SSH[@]}" -- "$WORKER" --pushpull-worker
+start_dtrun -n 2 -s 2 "${DTRUN_SSH[@]}" --status-every 1 -- "$WORKER" --pushpull-worker
 if dtrun_ends 180 0; then
   expect_output "[worker 0] pushpull_sum=3" "[worker 1] pushpull_sum=3" "dtrun: server 0 runs on $HOST_A" \
     "dtrun: server 1 runs on $HOST_B" "dtrun: worker 0 runs on $HOST_A" "dtrun: worker 1 runs on $HOST_B" \
     "dtrun: the scheduler listens on 10.231.$N.1:" "dtrun: job finished: every process exited cleanly"
+  # The pushpull worker is no trainer (no steps); its one key lives on one
+  # of the servers, which served it.
+  expect_lines "^dtrun summary per process" "^server [01] +[1-9][0-9]* +- " "^server 1 "
 fi
 end_case
 
@@ -414,12 +427,18 @@ fi
 end_case
 
 # --- case 7: a job across both hosts trains, every process holding the job's
-# secret that dtrun made (issue 18) ------------------------------------------------
+# secret that dtrun made (issue 18); dtrun's live summary (--status-every)
+# shows the remote workers' steps and the table their times -----------------------
 if [ -n "$TRAINER" ]; then
   begin_case train "$T"
-  start_dtrun -n 2 -s 1 "${DTRUN_SSH[@]}" -- "$TRAINER" --kvstore dist_sync --epochs 1 --batch-size 64 --threads 1
+  start_dtrun -n 2 -s 1 "${DTRUN_SSH[@]}" --status-every 1 -- \
+    "$TRAINER" --kvstore dist_sync --epochs 1 --batch-size 64 --threads 1
   if dtrun_ends 300 0; then
     expect_output "[worker 0] test_accuracy=" "dtrun: job finished: every process exited cleanly"
+    # The live summary of processes on other hosts, through the scheduler.
+    expect_lines "^dtrun status at .* s: worker 0 step [0-9]+ .*worker 1 step [0-9]+ .*; server 0 [0-9.]+ req/s" \
+      "^dtrun summary per process" "^worker 0 +[1-9][0-9]* +[1-9][0-9]* " "^worker 1 +[1-9][0-9]* +[1-9][0-9]* " \
+      "^server 0 +[1-9][0-9]* +- "
     accuracy=$(sed -n 's/^\[worker 0\] test_accuracy=\([0-9.]*\)$/\1/p' "$T/$CASE.out" | head -1)
     awk -v a="${accuracy:-0}" 'BEGIN { exit !(a >= 0.80) }' || fail_case "test_accuracy ${accuracy:-none} below 0.80"
     grep -qF "warning: no job secret" "$T/$CASE.out" && fail_case "a process ran without the job's secret"

@@ -59,12 +59,14 @@ Outcome timed_out(const Options& options) {
   return Outcome{124, "timed out after " + seconds_text(options.timeout_s) + " (--timeout)"};
 }
 
-std::optional<Outcome> start_scheduler(Supervisor& supervisor, const JobContext& job, JobLayout& layout) {
+std::optional<Outcome> start_scheduler(Supervisor& supervisor, const JobContext& job, JobLayout& layout,
+                                       const EnvMap& extra) {
   layout.port_file = job.work_dir + "/scheduler.port";
   // A restarted job's scheduler binds a new port; the last run's file must
   // not be taken for its report.
   std::remove(layout.port_file.c_str());
   ChildSpec spec{{"scheduler", -1}, {job.dt_node}, child_environment(job.inherited, job.options, layout, Role::kScheduler, -1)};
+  for (const auto& [name, value] : extra) spec.env[name] = value;
   const pid_t pid = supervisor.start(spec);
   std::optional<int> port;
   const Clock::time_point start_deadline = std::min(job.deadline, seconds_from_now(kSchedulerStartS));

@@ -38,8 +38,10 @@ constexpr double kShutdownS = 30;
 std::string find_dt_node(const EnvMap& inherited);
 
 // Starts the scheduler and waits for its port; fills layout.root_port.
-// Returns the outcome that ends the job when that fails.
-std::optional<Outcome> start_scheduler(Supervisor& supervisor, const JobContext& job, JobLayout& layout);
+// Returns the outcome that ends the job when that fails. extra: variables
+// for the scheduler alone (JobStatus::scheduler_environment).
+std::optional<Outcome> start_scheduler(Supervisor& supervisor, const JobContext& job, JobLayout& layout,
+                                       const EnvMap& extra = {});
 
 // After the work is done: waits for every remaining process to exit cleanly.
 Outcome finish(Supervisor& supervisor, const JobContext& job);

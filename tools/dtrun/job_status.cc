@@ -107,27 +107,36 @@ JobStatus JobStatus::for_job(const JobContext& job) {
   if (every_s > 0 && ::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
     throw std::runtime_error("cannot make the status folder " + dir + ": " + std::strerror(errno));
   }
-  return JobStatus(dir, job.options.num_workers, job.options.num_servers, every_s, job.restart_count);
+  return JobStatus(dir, job.options.num_workers, job.options.num_servers, every_s, job.restart_count,
+                   job.options.launcher != Launcher::kLocal);
 }
 
-JobStatus::JobStatus(std::string dir, int num_workers, int num_servers, double every_s, int restarts_before)
+JobStatus::JobStatus(std::string dir, int num_workers, int num_servers, double every_s, int restarts_before,
+                     bool relayed)
     : dir_(std::move(dir)),
       num_workers_(num_workers),
       num_servers_(num_servers),
       every_s_(every_s),
-      restarts_before_(restarts_before) {}
+      restarts_before_(restarts_before),
+      relayed_(relayed) {}
 
 std::string JobStatus::file_of(Role role, int rank) const {
-  return dir_ + "/" + role_name(role) + "-" + std::to_string(rank) + ".status";
+  return dir_ + "/" + core::status_file_name(role_name(role), rank);
 }
 
 void JobStatus::add_environment(Role role, int rank, EnvMap& env) const {
   // The scheduler handles no data: its time is the job's, spent waiting.
   if (!on() || role == Role::kScheduler) return;
-  env["DT_STATUS_FILE"] = file_of(role, rank);
   // The processes write a little more often than dtrun prints, so that each
-  // line finds numbers at most half an interval old.
+  // line finds numbers at most half an interval old. Relayed, the
+  // heartbeats set the pace and this only turns the reports on.
   env["DT_STATUS_EVERY_S"] = fixed(std::max(0.1, every_s_ / 2), 3);
+  if (!relayed_) env["DT_STATUS_FILE"] = file_of(role, rank);
+}
+
+EnvMap JobStatus::scheduler_environment() const {
+  if (!on() || !relayed_) return {};
+  return {{"DT_STATUS_DIR", dir_}};
 }
 
 namespace {

@@ -14,6 +14,12 @@
 // A server's three are measured (src/ps/server/work_clock.h): they split
 // its time since its first request.
 //
+// Under --launcher local each process writes its own file there. Under
+// ssh, mpi and slurm the processes run on other hosts, so they send their
+// numbers with their heartbeats to the scheduler, which dtrun starts here
+// with DT_STATUS_DIR and which writes the same files
+// (src/ps/scheduler/status_relay.h); this reads them alike.
+//
 // Threading: the supervisor's loop calls tick(); no thread of its own.
 #pragma once
 
@@ -42,15 +48,21 @@ class JobStatus {
  public:
   // dir: an existing folder of dtrun's; every_s 0: off (nothing is
   // printed, no variable set). restarts_before: whole-job restarts so far.
-  JobStatus(std::string dir, int num_workers, int num_servers, double every_s, int restarts_before);
+  // relayed: the files come through the scheduler (see above).
+  JobStatus(std::string dir, int num_workers, int num_servers, double every_s, int restarts_before,
+            bool relayed = false);
   // The job's: --status-every (status_interval), a folder in its work
-  // directory, its whole-job restarts so far.
+  // directory, its whole-job restarts so far, relayed unless the launcher
+  // is local.
   static JobStatus for_job(const JobContext& job);
 
   bool on() const { return every_s_ > 0; }
-  // DT_STATUS_FILE and DT_STATUS_EVERY_S for worker or server rank (none
-  // when off, none for the scheduler).
+  // A worker's or server's: DT_STATUS_FILE and DT_STATUS_EVERY_S, or only
+  // DT_STATUS_EVERY_S when relayed (rank ignored then, the same for all).
+  // None when off, none for the scheduler.
   void add_environment(Role role, int rank, EnvMap& env) const;
+  // The scheduler's: DT_STATUS_DIR when relayed, else nothing.
+  EnvMap scheduler_environment() const;
   // Prints the line when due.
   void tick(const Supervisor& supervisor);
   // Reads the files a last time and prints the table (nothing when off or
@@ -73,6 +85,7 @@ class JobStatus {
   const int num_servers_;
   const double every_s_;
   const int restarts_before_;
+  const bool relayed_;
   const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   std::chrono::steady_clock::time_point printed_ = started_;
   JobNumbers previous_;

@@ -7,8 +7,8 @@ namespace dt::dtrun {
 Outcome run_local(Supervisor& supervisor, const JobContext& job) {
   const Options& o = job.options;
   JobLayout layout = job_layout(job, "127.0.0.1");
-  if (std::optional<Outcome> failed = start_scheduler(supervisor, job, layout)) return *failed;
   JobStatus status = JobStatus::for_job(job);
+  if (std::optional<Outcome> failed = start_scheduler(supervisor, job, layout)) return *failed;
   for (int s = 0; s < o.num_servers; ++s) {
     EnvMap env = child_environment(job.inherited, o, layout, Role::kServer, s);
     status.add_environment(Role::kServer, s, env);

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "host_address.h"
+#include "job_status.h"
 
 namespace dt::dtrun {
 
@@ -81,12 +82,27 @@ std::vector<std::string> mpirun_argv(const EnvMap& inherited, const Options& opt
 Outcome run_mpi(Supervisor& supervisor, const JobContext& job) {
   const Options& o = job.options;
   JobLayout layout = job_layout(job, o.hostfile.empty() ? "127.0.0.1" : host_address(o.interface));
-  if (std::optional<Outcome> failed = start_scheduler(supervisor, job, layout)) return *failed;
+  // The live summary: the ranks' numbers come through the scheduler.
+  JobStatus status = JobStatus::for_job(job);
+  if (std::optional<Outcome> failed = start_scheduler(supervisor, job, layout, status.scheduler_environment())) {
+    return *failed;
+  }
   EnvMap env = launcher_environment(job.inherited, o, layout);
   env[kDieWithLauncherVariable] = "1";
-  supervisor.start({{"mpirun", -1}, mpirun_argv(job.inherited, o, layout, job.dt_node, geteuid() == 0), env});
-  std::optional<Outcome> failed =
-      supervisor.run_until([&] { return supervisor.all_exited("mpirun"); }, job.deadline, [&] { return timed_out(o); });
+  std::vector<std::string> argv = mpirun_argv(job.inherited, o, layout, job.dt_node, geteuid() == 0);
+  EnvMap relayed;
+  status.add_environment(Role::kWorker, -1, relayed);
+  for (const auto& [name, value] : relayed) {
+    env[name] = value;
+    argv.insert(argv.begin() + 1, {"-x", name});
+  }
+  supervisor.start({{"mpirun", -1}, argv, env});
+  std::optional<Outcome> failed = supervisor.run_until(
+      [&] {
+        status.tick(supervisor);
+        return supervisor.all_exited("mpirun");
+      },
+      job.deadline, [&] { return timed_out(o); });
   if (failed && failed->message.rfind("mpirun ", 0) != 0 && failed->exit_code != 124 && failed->exit_code < 128 &&
       !supervisor.all_exited("mpirun")) {
     // When a rank fails, mpirun ends the other ranks, and the scheduler may
@@ -104,9 +120,12 @@ Outcome run_mpi(Supervisor& supervisor, const JobContext& job) {
                          std::to_string(o.num_servers) + " is server r, else worker r - " +
                          std::to_string(o.num_servers) + ")";
     }
+    status.print_table();
     return *failed;
   }
-  return finish(supervisor, job);
+  const Outcome outcome = finish(supervisor, job);
+  status.print_table();
+  return outcome;
 }
 
 }  // namespace dt::dtrun

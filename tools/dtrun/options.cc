@@ -55,7 +55,8 @@ const char* usage_text() {
          "                        busy %, bytes/s, restarts and losses; a table per\n"
          "                        worker and server at the end: compute, communication,\n"
          "                        waiting (0: off; default 10 when stdout is a terminal,\n"
-         "                        else off); --launcher local only\n"
+         "                        else off); with ssh, mpi or slurm the numbers come\n"
+         "                        through the scheduler's heartbeats\n"
          "  --tls                 tcp connections over mutual TLS: a throw-away CA and\n"
          "                        certificate for this job (openssl, EC P-256, valid 2\n"
          "                        days) in a private directory removed at the end, and\n"
@@ -282,10 +283,6 @@ Options parse_options(const std::vector<std::string>& args) {
     // One mpirun or srun holds every rank, and it ends them all when one fails.
     o.notes.push_back("--worker-loss " + o.worker_loss + ": the servers and scheduler follow it, but mpirun and srun "
                       "stop every rank when one fails");
-  }
-  if (o.status_every_s > 0 && o.launcher != Launcher::kLocal) {
-    // The workers' status files are on their hosts, out of dtrun's reach.
-    o.notes.push_back("--status-every: ignored, the live summary needs --launcher local");
   }
   if (o.server_replication == "1" && o.num_servers < 2) {
     // The replica of a key part lives on the next server; one server has none.

@@ -3,6 +3,7 @@
 #include <fstream>
 
 #include "host_address.h"
+#include "job_status.h"
 
 namespace dt::dtrun {
 
@@ -62,12 +63,24 @@ Outcome run_slurm(Supervisor& supervisor, const JobContext& job) {
     out << multi_prog_text(job.inherited, o, job.dt_node);
     if (!out) throw std::runtime_error("cannot write " + multi_prog);
   }
-  if (std::optional<Outcome> failed = start_scheduler(supervisor, job, layout)) return *failed;
-  supervisor.start({{"srun", -1}, srun_argv(o, multi_prog), launcher_environment(job.inherited, o, layout)});
-  std::optional<Outcome> failed =
-      supervisor.run_until([&] { return supervisor.all_exited("srun"); }, job.deadline, [&] { return timed_out(o); });
-  if (failed) return *failed;
-  return finish(supervisor, job);
+  // The live summary: the tasks' numbers come through the scheduler; srun
+  // passes its environment on to them.
+  JobStatus status = JobStatus::for_job(job);
+  if (std::optional<Outcome> failed = start_scheduler(supervisor, job, layout, status.scheduler_environment())) {
+    return *failed;
+  }
+  EnvMap env = launcher_environment(job.inherited, o, layout);
+  status.add_environment(Role::kWorker, -1, env);
+  supervisor.start({{"srun", -1}, srun_argv(o, multi_prog), env});
+  std::optional<Outcome> failed = supervisor.run_until(
+      [&] {
+        status.tick(supervisor);
+        return supervisor.all_exited("srun");
+      },
+      job.deadline, [&] { return timed_out(o); });
+  const Outcome outcome = failed ? *failed : finish(supervisor, job);
+  status.print_table();
+  return outcome;
 }
 
 }  // namespace dt::dtrun

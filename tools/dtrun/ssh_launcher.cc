@@ -17,6 +17,7 @@
 #include <stdexcept>
 
 #include "host_address.h"
+#include "job_status.h"
 #include "remote_command.h"
 
 namespace dt::dtrun {
@@ -256,7 +257,11 @@ Outcome run_ssh(Supervisor& supervisor, const JobContext& job, SignalPipe& signa
     if (std::optional<Outcome> failed = sync_hosts(signals, settings, job, hosts, cwd)) return *failed;
   }
   const std::string remote_dir = o.sync_dst_dir.empty() ? std::string(cwd) : o.sync_dst_dir;
-  if (std::optional<Outcome> failed = start_scheduler(supervisor, job, layout)) return *failed;
+  // The live summary: the processes' numbers come through the scheduler.
+  JobStatus status = JobStatus::for_job(job);
+  if (std::optional<Outcome> failed = start_scheduler(supervisor, job, layout, status.scheduler_environment())) {
+    return *failed;
+  }
   say("the scheduler listens on " + layout.root_uri + ":" + std::to_string(layout.root_port));
 
   std::vector<std::unique_ptr<SessionStdin>> sessions;
@@ -276,6 +281,7 @@ Outcome run_ssh(Supervisor& supervisor, const JobContext& job, SignalPipe& signa
                               : std::nullopt;
     EnvMap env = remote_environment(job.inherited, o, layout, role, rank, local);
     env.erase("DT_JOB_SECRET");
+    status.add_environment(role, rank, env);
     if (worker_restart_count > 0) env[kWorkerRestartCountVariable] = std::to_string(worker_restart_count);
     const std::string line = remote_command(remote_dir, env, command, !secret_line.empty());
     sessions.push_back(std::make_unique<SessionStdin>(
@@ -300,8 +306,12 @@ Outcome run_ssh(Supervisor& supervisor, const JobContext& job, SignalPipe& signa
     for (int w = 0; w < o.num_workers; ++w) {
       start_remote(Role::kWorker, w, worker_host(hosts, o.num_servers, w), o.command);
     }
-    failed = supervisor.run_until([&] { return supervisor.all_exited("worker"); }, job.deadline,
-                                  [&] { return timed_out(o); });
+    failed = supervisor.run_until(
+        [&] {
+          status.tick(supervisor);
+          return supervisor.all_exited("worker");
+        },
+        job.deadline, [&] { return timed_out(o); });
     if (failed && failed->exit_code < 128 && failed->exit_code != 124) {
       // A remote process that dies is reported only when its ssh session
       // ends, often after the scheduler here has seen its connection close
@@ -323,6 +333,8 @@ Outcome run_ssh(Supervisor& supervisor, const JobContext& job, SignalPipe& signa
   }
   const Outcome outcome = describe_remote_outcome(failed ? *failed : finish(supervisor, job), remote);
   stop_remote(supervisor, sessions);
+  // After the scheduler ended: it wrote the last numbers it heard.
+  status.print_table();
   return outcome;
 }
 

@@ -126,6 +126,7 @@ class HostAllreduceKVStore final : public ReducingKVStore, private Elastic {
   void wait_all() override;
   // The bytes sent to and received from the other workers.
   core::Traffic traffic() const override { return group_->traffic(); }
+  void report_status(const core::WorkerStatus& numbers) override { member_->report_status(numbers); }
 
   void barrier() override;
   // MXNet's set_gradient_compression for this store: every worker calls it

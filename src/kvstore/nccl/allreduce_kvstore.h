@@ -99,6 +99,7 @@ class AllreduceKVStore final : public ReducingKVStore {
                 const std::vector<core::NDArray>& outs, int priority) override;
 
   void barrier() override;
+  void report_status(const core::WorkerStatus& numbers) override { member_->report_status(numbers); }
   void set_gradient_compression(const std::string& spec) override;
   std::string gradient_compression() const override;
 

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "core/error.h"
@@ -43,10 +44,14 @@ struct ClusterMember::State {
   bool beat_now = false;                // ask_for_news()
   uint32_t copies_restored = 0;         // report_copies_restored()
   std::vector<int> stalled_on;          // report_stalled_on()
+  std::optional<core::WorkerStatus> worker_status;       // report_status()
+  std::function<core::ServerStatus()> server_status;     // report_status_from()
   Clock::time_point quick_beats_until;  // ask_for_news(): every 50 ms until then
   std::thread heartbeat_thread;
 
   void heartbeat_loop();
+  // A heartbeat with what this node reports now.
+  Message heartbeat_message();
   // Barriers and all-gathers share one sequence of ids.
   uint64_t take_barrier_id() {
     std::lock_guard<std::mutex> lock(mutex);
@@ -91,19 +96,9 @@ void ClusterMember::State::heartbeat_loop() {
         return;
       }
     }
-    uint32_t copies_restored = 0;
-    std::vector<int> stalled_on;
-    {
-      std::lock_guard<std::mutex> lock(mutex);
-      copies_restored = this->copies_restored;
-      stalled_on = this->stalled_on;
-    }
     try {
-      flatbuffers::FlatBufferBuilder fbb(64);
-      const auto heartbeat =
-          wire::CreateHeartbeat(fbb, to_wire(job.role), rank, copies_restored, fbb.CreateVector(stalled_on));
       const int64_t sent_us = core::timeline::now_us();
-      Message reply = client->call(make_message(fbb, heartbeat), to_ms(options.heartbeat_timeout_s));
+      Message reply = client->call(heartbeat_message(), to_ms(options.heartbeat_timeout_s));
       const int64_t received_us = core::timeline::now_us();
       const Frame frame = Frame::parse(std::move(reply));
       const wire::HeartbeatReply& r = frame.expect<wire::HeartbeatReply>();
@@ -124,6 +119,36 @@ void ClusterMember::State::heartbeat_loop() {
       }
     }
   }
+}
+
+Message ClusterMember::State::heartbeat_message() {
+  uint32_t copies = 0;
+  std::vector<int> stalls;
+  std::optional<core::WorkerStatus> worker;
+  std::function<core::ServerStatus()> server;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    copies = copies_restored;
+    stalls = stalled_on;
+    worker = worker_status;
+    server = server_status;
+  }
+  flatbuffers::FlatBufferBuilder fbb(128);
+  const auto stalled = fbb.CreateVector(stalls);
+  flatbuffers::Offset<wire::WorkerStatusReport> worker_report;
+  flatbuffers::Offset<wire::ServerStatusReport> server_report;
+  if (worker) {
+    const core::WorkerStatus& n = *worker;
+    worker_report = wire::CreateWorkerStatusReport(fbb, n.steps, n.images, n.traffic.bytes_sent,
+                                                   n.traffic.bytes_received, n.compute_s, n.exchange_s, n.wall_s);
+  }
+  if (server) {
+    const core::ServerStatus n = server();
+    server_report = wire::CreateServerStatusReport(fbb, n.requests, n.traffic.bytes_sent, n.traffic.bytes_received,
+                                                   n.compute_s, n.communicate_s, n.waiting_s, n.wall_s);
+  }
+  return make_message(fbb, wire::CreateHeartbeat(fbb, to_wire(job.role), rank, copies, stalled, worker_report,
+                                                 server_report));
 }
 
 void ClusterMember::State::stop_heartbeats() {
@@ -359,6 +384,16 @@ void ClusterMember::report_stalled_on(const std::vector<int>& workers) {
 
 std::vector<int> ClusterMember::stalled_workers() const { return state_->news.stalled_on(); }
 
+void ClusterMember::report_status(const core::WorkerStatus& numbers) {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  state_->worker_status = numbers;
+}
+
+void ClusterMember::report_status_from(std::function<core::ServerStatus()> source) {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  state_->server_status = std::move(source);
+}
+
 void ClusterMember::wait_for_stop() { state_->news.wait_for_end(); }
 
 void ClusterMember::shutdown() {
@@ -374,9 +409,23 @@ void ClusterMember::shutdown() {
   // wait is bounded by the heartbeat timeout, after which a silent scheduler
   // counts as lost anyway.
   if (st.job.role == Role::kWorker && !job_failed && st.client->connected()) {
+    const double deadline_s = std::min(st.options.shutdown_timeout_s, st.options.heartbeat_timeout_s);
+    bool relaying = false;
+    {
+      std::lock_guard<std::mutex> lock(st.mutex);
+      relaying = st.worker_status.has_value();
+    }
+    // dtrun's summary: the scheduler's copy of this worker's numbers ends
+    // with its last batch, not a heartbeat interval before. An aid: its
+    // failure does not keep the goodbye from going.
+    if (relaying) {
+      try {
+        st.client->call(st.heartbeat_message(), to_ms(deadline_s));
+      } catch (const Error&) {
+      }
+    }
     try {
       flatbuffers::FlatBufferBuilder fbb(64);
-      const double deadline_s = std::min(st.options.shutdown_timeout_s, st.options.heartbeat_timeout_s);
       Message reply = st.client->call(make_message(fbb, wire::CreateShutdown(fbb, to_wire(st.job.role), st.rank)),
                                       to_ms(deadline_s));
       Frame::parse(std::move(reply)).expect<wire::Ack>();

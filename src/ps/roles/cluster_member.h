@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "core/status_line.h"
 #include "ps/job/job_config.h"
 #include "ps/roles/node_news.h"
 #include "ps/roles/node_table.h"
@@ -131,6 +132,16 @@ class ClusterMember {
   // The workers the servers' rounds wait for, as the latest heartbeat reply
   // said (a worker's stall warning names them).
   std::vector<int> stalled_workers() const;
+  // dtrun's live summary relayed through the scheduler (DT_STATUS_EVERY_S
+  // under a launcher of other hosts, core/status_file.h): the latest
+  // numbers go with every heartbeat (Heartbeat.worker_status or
+  // server_status), and a worker's once more before its Shutdown, so the
+  // scheduler's copy ends with its whole run. A worker reports its numbers
+  // after each batch (any thread); a server gives a source that the
+  // heartbeat thread reads (it must outlive this member). Never called when
+  // the summary is off: heartbeats then carry nothing more.
+  void report_status(const core::WorkerStatus& numbers);
+  void report_status_from(std::function<core::ServerStatus()> source);
 
   // Servers: blocks until the scheduler says the job ended (returns) or a node
   // is lost (throws Error(kPeerLost)); a silent scheduler is such a loss, so

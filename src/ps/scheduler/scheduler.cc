@@ -15,6 +15,7 @@
 #include "ps/scheduler/scheduler_stalls.h"
 #include "ps/scheduler/member_table.h"
 #include "ps/scheduler/server_recovery.h"
+#include "ps/scheduler/status_relay.h"
 #include "ps/scheduler/worker_roster.h"
 #include "ps/transport/frame.h"
 #include "ps/transport/rate_limited_log.h"
@@ -63,6 +64,8 @@ struct Scheduler::State {
   WorkerRoster roster{job, options, members, barriers, departed};
   ServerRecovery recovery{job, options, members, departed};
   SchedulerStalls stalls{members, barriers, options.stall_warning_s};
+  // dtrun's live summary of processes on other hosts (DT_STATUS_DIR), else null.
+  std::unique_ptr<StatusRelay> status_relay = StatusRelay::from_environment();
   // The stall inspector's watch over stalls (started once serving).
   std::unique_ptr<core::StallWatch> stall_watch;
   Clock::time_point first_loss;
@@ -188,6 +191,7 @@ void Scheduler::State::on_heartbeat(const wire::Heartbeat& h, uint32_t pipe, Req
   Member& m = members.speaker(from_wire(h.role()), h.rank(), pipe, "heartbeat");
   recovery.heard(m, h);
   stalls.heard(m, h);
+  if (status_relay) status_relay->take(m.info.role, m.info.rank, h);
   m.last_heartbeat = Clock::now();
   if (!lost.empty() || (stopping && m.info.role == Role::kServer)) m.told = true;
   if (stopping && m.info.role == Role::kServer) m.leave();

@@ -113,12 +113,13 @@ uint64_t memory_limit_from_env() {
 
 void run_server(const JobConfig& job, const PsOptions& options) {
   options.validate();
-  // dtrun's live job summary (DT_STATUS_FILE): where this server's time
-  // goes, counted by a clock the handler and the parts' rounds see only
-  // when the file is wanted (null: off). Before the server, whose store
-  // keeps the clock.
+  // dtrun's live job summary (DT_STATUS_FILE, or relayed through the
+  // scheduler): where this server's time goes, counted by a clock the
+  // handler and the parts' rounds see only when the summary is on (null:
+  // off). Before the server, whose store keeps the clock.
   std::unique_ptr<core::StatusFile> status_file = core::StatusFile::from_environment("server");
-  std::unique_ptr<WorkClock> work_clock = status_file ? std::make_unique<WorkClock>() : nullptr;
+  const bool status_relayed = !status_file && core::StatusFile::relayed_from_environment();
+  std::unique_ptr<WorkClock> work_clock = status_file || status_relayed ? std::make_unique<WorkClock>() : nullptr;
   ServerRequestHandler server(job.num_workers, memory_limit_from_env(), options.reduction());
   server.store().set_work_clock(work_clock.get());
   const std::string ipc = ipc_path(job, &server);
@@ -163,6 +164,9 @@ void run_server(const JobConfig& job, const PsOptions& options) {
   };
   ClusterMember member(job, options, transport.bound_urls(), settings_first);
   filler.set_servers(member.rank(), member.table().servers);
+  if (status_relayed) {
+    member.report_status_from([&transport, clock = work_clock.get()] { return server_status(*clock, transport.traffic()); });
+  }
   member.on_lost([&server](const LostNode& lost) { server.fail(core::Error(core::ErrorCode::kPeerLost, lost.message())); });
   // DT_WORKER_LOSS=continue: rounds stop waiting for a worker the job goes on without.
   member.on_departed([&server](const LostNode& gone) {

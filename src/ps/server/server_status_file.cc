@@ -20,17 +20,19 @@ ServerStatusFile::~ServerStatusFile() {
   write();
 }
 
-core::ServerStatus ServerStatusFile::numbers() const {
-  const WorkClock::Split split = clock_.split();
+core::ServerStatus server_status(const WorkClock& clock, const core::Traffic& traffic) {
+  const WorkClock::Split split = clock.split();
   core::ServerStatus n;
   n.requests = split.requests;
-  n.traffic = traffic_();
+  n.traffic = traffic;
   n.compute_s = split.compute_s;
   n.communicate_s = split.communicate_s;
   n.waiting_s = split.waiting_s;
   n.wall_s = split.wall_s;
   return n;
 }
+
+core::ServerStatus ServerStatusFile::numbers() const { return server_status(clock_, traffic_()); }
 
 void ServerStatusFile::write() { file_->write(core::format_status(numbers())); }
 

@@ -7,7 +7,9 @@
 //
 // A companion of the server's plain path: run_server makes one only when
 // the file is wanted, and the server's code sees just the clock (null when
-// off).
+// off). When dtrun runs the server on another host (DT_STATUS_EVERY_S
+// without DT_STATUS_FILE), run_server gives server_status() below to its
+// cluster member instead, whose heartbeats carry it to the scheduler.
 //
 // Threading: one thread of its own, sleeping on a condition variable
 // between writes; the destructor stops and joins it, then writes. The
@@ -26,6 +28,9 @@
 #include "ps/server/work_clock.h"
 
 namespace dt::ps {
+
+// A server's numbers now: clock's split and the transport's traffic.
+core::ServerStatus server_status(const WorkClock& clock, const core::Traffic& traffic);
 
 class ServerStatusFile {
  public:

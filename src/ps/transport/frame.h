@@ -53,8 +53,11 @@ namespace dt::ps {
 // gradient_codec.h), which a version-9 peer would take for a wrong length.
 // 11: Heartbeat.stalled_on and HeartbeatReply.stalled_on (the stall
 // inspector's workers a server's rounds wait for), which a version-10 peer
-// would drop, its workers' stall warnings naming nobody.
-constexpr uint32_t kProtocolVersion = 11;
+// would drop, its workers' stall warnings naming nobody. 12:
+// Heartbeat.worker_status and server_status (dtrun's live summary relayed
+// through the scheduler), which a version-11 scheduler would drop, its
+// dtrun's summary showing no step.
+constexpr uint32_t kProtocolVersion = 12;
 constexpr size_t kPayloadAlignment = 16;
 constexpr size_t kFrameHeaderBytes = 4;
 

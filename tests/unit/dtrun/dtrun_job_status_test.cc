@@ -186,9 +186,35 @@ TEST(DtrunJobStatus, StatusEveryOption) {
   EXPECT_EQ(parse_options({"-n", "2", "--status-every=0", "train"}).status_every_s, 0);
   EXPECT_EQ(parse_options({"-n", "2", "train"}).status_every_s, -1);
   EXPECT_THROW(parse_options({"-n", "2", "--status-every", "-1", "train"}), UsageError);
+  // Other launchers relay the numbers through the scheduler: no note that
+  // the option is ignored.
   const Options ssh = parse_options({"-n", "2", "--launcher", "ssh", "-H", "hosts", "--status-every", "1", "train"});
-  ASSERT_FALSE(ssh.notes.empty());
-  EXPECT_NE(ssh.notes.back().find("--status-every"), std::string::npos);
+  for (const std::string& note : ssh.notes) EXPECT_EQ(note.find("--status-every"), std::string::npos) << note;
+}
+
+TEST(DtrunJobStatus, RelayedTheSchedulerGetsTheFolder) {
+  // Processes on other hosts: no file of their own, the interval turns
+  // their reports on, and the scheduler writes the files in the folder.
+  const JobStatus relayed("/tmp/job/status", 2, 1, 4, 0, true);
+  EnvMap worker;
+  EnvMap server;
+  EnvMap scheduler;
+  relayed.add_environment(Role::kWorker, 1, worker);
+  relayed.add_environment(Role::kServer, 0, server);
+  relayed.add_environment(Role::kScheduler, -1, scheduler);
+  EXPECT_EQ(worker.count("DT_STATUS_FILE"), 0u);
+  EXPECT_EQ(worker["DT_STATUS_EVERY_S"], "2.000");
+  EXPECT_EQ(server["DT_STATUS_EVERY_S"], "2.000");
+  EXPECT_TRUE(scheduler.empty());
+  EXPECT_EQ(relayed.scheduler_environment(), (EnvMap{{"DT_STATUS_DIR", "/tmp/job/status"}}));
+  // Local: the processes write their own files, the scheduler gets nothing.
+  EXPECT_TRUE(JobStatus("/tmp/job/status", 2, 1, 4, 0).scheduler_environment().empty());
+  // Off: nothing for anyone.
+  const JobStatus off("/tmp/job/status", 2, 1, 0, 0, true);
+  EnvMap none;
+  off.add_environment(Role::kWorker, 0, none);
+  EXPECT_TRUE(none.empty());
+  EXPECT_TRUE(off.scheduler_environment().empty());
 }
 
 }  // namespace
