@@ -1,13 +1,12 @@
 // The host communicator's mesh over tls+tcp (net/tls_config.h):
-// ranks as threads, meeting through an in-process all-gather, linked by
+// ranks as threads, meeting through the shared in-process all-gather
+// (host_communicator_test_util.h), linked by
 // TLS streams on loopback. A rank with another CA's certificate cannot link.
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <condition_variable>
 #include <exception>
 #include <functional>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -15,52 +14,16 @@
 #include "collective/host/host_communicator.h"
 #include "core/dtype.h"
 #include "core/error.h"
+#include "host_communicator_test_util.h"
 #include "tls_test_certs.h"
 
 namespace dt::collective::host {
 namespace {
 
 using core::Error;
-using Comms = std::vector<std::unique_ptr<HostCommunicator>>;
-
-class Gather {
- public:
-  explicit Gather(int n) : blobs_(static_cast<size_t>(n)) {}
-  Exchange for_rank(int rank) {
-    return [this, rank](const std::vector<uint8_t>& mine) {
-      std::unique_lock<std::mutex> lock(mu_);
-      blobs_[static_cast<size_t>(rank)] = mine;
-      ++arrived_;
-      cv_.notify_all();
-      if (!cv_.wait_for(lock, std::chrono::seconds(10), [&] { return arrived_ == static_cast<int>(blobs_.size()); })) {
-        throw Error(core::ErrorCode::kTimedOut, "test exchange: not every rank arrived");
-      }
-      return blobs_;
-    };
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<std::vector<uint8_t>> blobs_;
-  int arrived_ = 0;
-};
-
-std::vector<std::exception_ptr> run_ranks(int n, const std::function<void(int)>& fn) {
-  std::vector<std::exception_ptr> errors(static_cast<size_t>(n));
-  std::vector<std::thread> threads;
-  for (int r = 0; r < n; ++r) {
-    threads.emplace_back([&, r] {
-      try {
-        fn(r);
-      } catch (...) {
-        errors[static_cast<size_t>(r)] = std::current_exception();
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  return errors;
-}
+using host_communicator_test::Comms;
+using host_communicator_test::run_ranks;
+using Gather = host_communicator_test::InProcessExchange;
 
 class HostCommunicatorTls : public ::testing::Test {
  protected:
