@@ -9,7 +9,7 @@
 #       [--paths veth,loopback] [--rate 1gbit|10gbit] [--delay 0.2ms]
 #       [--parts raw,nng,ours,gloo,ps,step] [--rounds N]
 #       [--step-batch N] [--step-warmup N] [--step-steps N]
-#       [--step-kvstores allreduce,dist_sync]
+#       [--step-kvstores allreduce,dist_sync] [--step-placement block|cycle]
 #
 # Per path (veth, loopback), one JSON line per measurement, each with "path":
 #   raw    bench/tcp_echo between host 0 and host 1: 4 KiB and 64 MiB echo
@@ -28,7 +28,7 @@
 #   step   ResNet-18 training steps, 2 hosts x 2 workers: bench/nn_throughput
 #          --kvstore allreduce and dist_sync against PyTorch DDP over gloo
 #          (bench/two_hosts_step.sh, which says how; batch 8, 2 warm-up and
-#          5 timed steps, one thread per worker by default)
+#          10 timed steps, one thread per worker by default)
 # --rounds N repeats all of it N times, ours and gloo alternating (each
 # line carries "round"): on a shared machine one side's bad minute then does
 # not decide a ratio, which is computed from the medians over the rounds.
@@ -48,7 +48,7 @@
 # the CPU (summing, copying) as much as the network: say so beside them.
 set -u
 
-BUILD=${1:?usage: two_hosts.sh BUILD_DIR [--hosts 2|4] [--ranks 2,4] [--max-bytes N] [--paths veth,loopback] [--rate R] [--delay D] [--parts raw,nng,ours,gloo,ps,step] [--rounds N] [--step-batch N] [--step-warmup N] [--step-steps N] [--step-kvstores LIST]}
+BUILD=${1:?usage: two_hosts.sh BUILD_DIR [--hosts 2|4] [--ranks 2,4] [--max-bytes N] [--paths veth,loopback] [--rate R] [--delay D] [--parts raw,nng,ours,gloo,ps,step] [--rounds N] [--step-batch N] [--step-warmup N] [--step-steps N] [--step-kvstores LIST] [--step-placement block|cycle]}
 shift
 HOSTS=2
 RANKS="2,4"
@@ -75,6 +75,7 @@ while [ $# -gt 0 ]; do
     --step-warmup) STEP_WARMUP=$2 ;;
     --step-steps) STEP_STEPS=$2 ;;
     --step-kvstores) STEP_KVSTORES=$2 ;;
+    --step-placement) STEP_PLACEMENT=$2 ;;
     *) echo "two_hosts: unknown option $1" >&2; exit 2 ;;
   esac
   shift 2 || { echo "two_hosts: $1 needs a value" >&2; exit 2; }

@@ -7,15 +7,16 @@
 #
 #   ours  build/bench/nn_throughput --model resnet18 --kvstore KV --threads 1
 #         for each KV of --step-kvstores (allreduce, dist_sync): a scheduler
-#         (and for dist_sync one server per host) from dt-node, worker ranks
-#         0,1 on host 0 and 2,3 on host 1, as dtrun places 4 workers on two
-#         hosts of 2 slots (dtrun itself reaches other hosts over ssh, which
-#         namespaces do not have, so the roles are started here with the
-#         environment dtrun gives them).
+#         (and for dist_sync one server per host) from dt-node, and the 4
+#         workers placed by --step-placement: "block" (default) ranks 0,1 on
+#         host 0 and 2,3 on host 1, as torchrun places them; "cycle" rank r
+#         on host r % 2, as dtrun's ssh launcher does (dtrun itself reaches
+#         other hosts over ssh, which namespaces do not have, so the roles
+#         are started here with the environment dtrun gives them).
 #   ddp   bench/peers/torch_nn_throughput.py --model resnet18 --ddp 4
 #         --rank R --master HOST0:PORT --ifname DEV, ranks placed the same way.
 # Both sides: the same batch (--step-batch, default 8), warm-up steps
-# (--step-warmup, 2) and timed steps (--step-steps, 5), one thread per worker
+# (--step-warmup, 2) and timed steps (--step-steps, 10), one thread per worker
 # (--threads 1, OMP_NUM_THREADS=1), so 4 workers share the cores alike.
 # One line per worker with "side" (ours|ddp) and "step_ms" (batch / its
 # images/s), then per kvstore the target line
@@ -34,11 +35,13 @@
 
 STEP_BATCH=8
 STEP_WARMUP=2
-STEP_STEPS=5
+STEP_STEPS=10
 STEP_KVSTORES="allreduce,dist_sync"
 STEP_WORKERS_PER_HOST=2
+STEP_PLACEMENT=block
 
 step_check() {
+  case "$STEP_PLACEMENT" in block | cycle) ;; *) echo "two_hosts: --step-placement is block or cycle" >&2; return 1 ;; esac
   [ -x "$BUILD/bench/nn_throughput" ] || { echo "two_hosts: build $BUILD/bench/nn_throughput first" >&2; return 1; }
   /usr/bin/python3 -c 'import torch' 2>/dev/null ||
     { echo "two_hosts: the step part's DDP needs Debian's python3-torch (scripts/install-deps.sh --bench)" >&2; return 1; }
@@ -46,7 +49,7 @@ step_check() {
 
 # Runs, inside host $1's namespace (one mount namespace for all of them),
 # the processes named by the remaining arguments: "scheduler", "server" or
-# a worker rank (a number). The caller exports STEP_ENV_* for them; exits 1
+# a worker "RANK:LOCAL_RANK". The caller exports STEP_ENV_* for them; exits 1
 # if any of them failed.
 step_host_group() {
   local h=$1
@@ -59,9 +62,10 @@ step_host_group() {
         scheduler | server)
           DMLC_ROLE=$what "$STEP_NODE" >"$STEP_T/step-$what$STEP_HOST.log" 2>&1 & ;;
         *)
-          DMLC_ROLE=worker DMLC_WORKER_ID=$what DT_LOCAL_RANK=$((what % STEP_LOCAL_SIZE)) LOCAL_RANK=$((what % STEP_LOCAL_SIZE)) \
+          rank=${what%%:*} local=${what#*:}
+          DMLC_ROLE=worker DMLC_WORKER_ID=$rank DT_LOCAL_RANK=$local LOCAL_RANK=$local \
             "$STEP_NN" --model resnet18 --kvstore "$STEP_KV" --threads 1 --batch "$STEP_BATCH" \
-            --warmup "$STEP_WARMUP" --steps "$STEP_STEPS" >"$STEP_T/step$what.out" 2>"$STEP_T/step$what.err" & ;;
+            --warmup "$STEP_WARMUP" --steps "$STEP_STEPS" >"$STEP_T/step$rank.out" 2>"$STEP_T/step$rank.err" & ;;
       esac
       pids+=($!)
     done
@@ -69,17 +73,19 @@ step_host_group() {
     exit $rc' _ "$@"
 }
 
-# The worker ranks of host h: h*2 .. h*2+1.
+# The worker ranks of host h (of 2), by STEP_PLACEMENT.
 step_ranks_of() {
   local h=$1 i
-  for ((i = 0; i < STEP_WORKERS_PER_HOST; i++)); do echo $((h * STEP_WORKERS_PER_HOST + i)); done
+  for ((i = 0; i < STEP_WORKERS_PER_HOST; i++)); do
+    if [ "$STEP_PLACEMENT" = cycle ]; then echo $((h + 2 * i)); else echo $((h * STEP_WORKERS_PER_HOST + i)); fi
+  done
 }
 
 step_lines() {
   local side=$1 file=$2 h=$3
   [ -s "$file" ] || return 0
-  jq -c --arg s "$side" --argjson h "$h" --argjson c "$(nproc)" \
-    '. + {side: $s, host: $h, cores: $c, step_ms: (.batch * 1000 / .images_per_s * 10 | round / 10)}' "$file"
+  jq -c --arg s "$side" --argjson h "$h" --argjson c "$(nproc)" --arg p "$STEP_PLACEMENT" \
+    '. + {side: $s, host: $h, cores: $c, placement: $p, step_ms: (.batch * 1000 / .images_per_s * 10 | round / 10)}' "$file"
 }
 
 run_step_ours() {
@@ -89,14 +95,16 @@ run_step_ours() {
   STEP_COMMON=(DMLC_PS_ROOT_URI="${H_ADDR[0]}" DMLC_PS_ROOT_PORT="$PORT" DMLC_NUM_SERVER="$servers" DMLC_NUM_WORKER=4
     DT_LOCAL_SIZE="$STEP_WORKERS_PER_HOST" LOCAL_WORLD_SIZE="$STEP_WORKERS_PER_HOST" OMP_NUM_THREADS=1 OMP_WAIT_POLICY=passive
     DT_REQUEST_TIMEOUT_S=300 DT_STARTUP_TIMEOUT_S=60 STEP_NODE="$NODE" STEP_NN="$BUILD/bench/nn_throughput"
-    STEP_T="$T" STEP_KV="$kv" STEP_BATCH="$STEP_BATCH" STEP_WARMUP="$STEP_WARMUP" STEP_STEPS="$STEP_STEPS"
-    STEP_LOCAL_SIZE="$STEP_WORKERS_PER_HOST")
+    STEP_T="$T" STEP_KV="$kv" STEP_BATCH="$STEP_BATCH" STEP_WARMUP="$STEP_WARMUP" STEP_STEPS="$STEP_STEPS")
   for ((h = 0; h < 2; h++)); do
     local roles=()
     [ "$h" = 0 ] && roles+=(scheduler)
     [ "$servers" -gt 0 ] && roles+=(server)
-    # shellcheck disable=SC2207
-    roles+=($(step_ranks_of "$h"))
+    local i=0 r
+    for r in $(step_ranks_of "$h"); do
+      roles+=("$r:$i")
+      i=$((i + 1))
+    done
     step_host_group "$h" "${roles[@]}" &
     pids+=($!)
   done
@@ -154,7 +162,7 @@ step_targets() {
     | ($ddp | map(select(.path == $o.path)) | group_by(.round) | map(map(.step_ms) | mean) | median) as $ddp_ms
     | select($ddp_ms != null)
     | {target: "shaped_step", path: $o.path, rate: ($o.rate // "unshaped"), delay: (if ($o.delay // "") == "" then "none" else $o.delay end),
-       kvstore: $o.kvstore, overlap: $o.overlap, model: "resnet18", hosts: 2, workers: $o.workers, batch: $o.batch,
+       kvstore: $o.kvstore, overlap: $o.overlap, placement: $o.placement, model: "resnet18", hosts: 2, workers: $o.workers, batch: $o.batch,
        rounds: (map(.round) | unique | length), cores: $o.cores, ours_ms: ($ours_ms | r1), ddp_ms: ($ddp_ms | r1),
        ratio: ($ddp_ms / $ours_ms * 1000 | round / 1000), ratio_is: "ddp_ms / ours_ms (>1: ours faster)",
        goal: ">=1.2", met: ($ddp_ms >= 1.2 * $ours_ms),
