@@ -7,7 +7,9 @@
 #
 #   bench/two_hosts.sh BUILD_DIR [--hosts 2|4] [--ranks 2,4] [--max-bytes N]
 #       [--paths veth,loopback] [--rate 1gbit|10gbit] [--delay 0.2ms]
-#       [--parts raw,nng,ours,gloo,ps] [--rounds N]
+#       [--parts raw,nng,ours,gloo,ps,step] [--rounds N]
+#       [--step-batch N] [--step-warmup N] [--step-steps N]
+#       [--step-kvstores allreduce,dist_sync] [--step-placement block|cycle]
 #
 # Per path (veth, loopback), one JSON line per measurement, each with "path":
 #   raw    bench/tcp_echo between host 0 and host 1: 4 KiB and 64 MiB echo
@@ -23,6 +25,10 @@
 #   ps     dist_sync kvstore, scheduler and server on host 0, one worker on
 #          host 1 (bench/kvstore_bench --worker: push, pull, pushpull of one
 #          key of 4 KiB .. 64 MiB, then ResNet-18's set)
+#   step   ResNet-18 training steps, 2 hosts x 2 workers: bench/nn_throughput
+#          --kvstore allreduce and dist_sync against PyTorch DDP over gloo
+#          (bench/two_hosts_step.sh, which says how; batch 8, 2 warm-up and
+#          10 timed steps, one thread per worker by default)
 # --rounds N repeats all of it N times, ours and gloo alternating (each
 # line carries "round"): on a shared machine one side's bad minute then does
 # not decide a ratio, which is computed from the medians over the rounds.
@@ -32,7 +38,8 @@
 #   allreduce_4k_time (ours / gloo time, goal <= 0.5),
 #   ps_4k_pushpull (pushpull latency / raw round trip, goal <= 2; with the
 #   nng part also nng's floor and ours against it),
-#   ps_64m_pushpull (pushpull / raw echo bandwidth, goal >= 0.9).
+#   ps_64m_pushpull (pushpull / raw echo bandwidth, goal >= 0.9),
+#   shaped_step (DDP's step time / ours, per kvstore, goal >= 1.2).
 # --rate and --delay shape the veth path (tc, netns_lib.sh's netns_shape).
 #
 # Needs root (ip netns, tc); not part of CI. Every process runs under a
@@ -41,7 +48,7 @@
 # the CPU (summing, copying) as much as the network: say so beside them.
 set -u
 
-BUILD=${1:?usage: two_hosts.sh BUILD_DIR [--hosts 2|4] [--ranks 2,4] [--max-bytes N] [--paths veth,loopback] [--rate R] [--delay D] [--parts raw,nng,ours,gloo,ps] [--rounds N]}
+BUILD=${1:?usage: two_hosts.sh BUILD_DIR [--hosts 2|4] [--ranks 2,4] [--max-bytes N] [--paths veth,loopback] [--rate R] [--delay D] [--parts raw,nng,ours,gloo,ps,step] [--rounds N] [--step-batch N] [--step-warmup N] [--step-steps N] [--step-kvstores LIST] [--step-placement block|cycle]}
 shift
 HOSTS=2
 RANKS="2,4"
@@ -49,8 +56,11 @@ MAX_BYTES=$((256 << 20))
 PATHS="veth,loopback"
 RATE=""
 DELAY=""
-PARTS="raw,nng,ours,gloo,ps"
+PARTS="raw,nng,ours,gloo,ps,step"
 ROUNDS=1
+HERE=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=bench/two_hosts_step.sh
+. "$HERE/two_hosts_step.sh"
 while [ $# -gt 0 ]; do
   case "$1" in
     --hosts) HOSTS=$2 ;;
@@ -61,6 +71,11 @@ while [ $# -gt 0 ]; do
     --delay) DELAY=$2 ;;
     --parts) PARTS=$2 ;;
     --rounds) ROUNDS=$2 ;;
+    --step-batch) STEP_BATCH=$2 ;;
+    --step-warmup) STEP_WARMUP=$2 ;;
+    --step-steps) STEP_STEPS=$2 ;;
+    --step-kvstores) STEP_KVSTORES=$2 ;;
+    --step-placement) STEP_PLACEMENT=$2 ;;
     *) echo "two_hosts: unknown option $1" >&2; exit 2 ;;
   esac
   shift 2 || { echo "two_hosts: $1 needs a value" >&2; exit 2; }
@@ -69,7 +84,6 @@ case "$HOSTS" in 2 | 4) ;; *) echo "two_hosts: --hosts must be 2 or 4" >&2; exit
 [[ "$ROUNDS" =~ ^[1-9][0-9]*$ ]] || { echo "two_hosts: --rounds must be a positive number" >&2; exit 2; }
 [ -n "$DELAY" ] && [ -z "$RATE" ] && { echo "two_hosts: --delay goes with --rate" >&2; exit 2; }
 
-HERE=$(cd "$(dirname "$0")" && pwd)
 NODE="$BUILD/dt-node"
 for program in "$NODE" "$BUILD/bench/allreduce_bench" "$BUILD/bench/kvstore_bench" "$BUILD/bench/tcp_echo"; do
   [ -x "$program" ] || { echo "two_hosts: build $program first" >&2; exit 2; }
@@ -77,6 +91,12 @@ done
 if [[ ",$PARTS," == *,nng,* ]] && [ ! -x "$BUILD/bench/nng_reqrep_bench" ]; then
   echo "two_hosts: build $BUILD/bench/nng_reqrep_bench first" >&2
   exit 2
+fi
+if [[ ",$PARTS," == *,step,* ]]; then
+  for n in "$STEP_BATCH" "$STEP_WARMUP" "$STEP_STEPS"; do
+    [[ "$n" =~ ^[0-9]+$ ]] || { echo "two_hosts: --step-batch, --step-warmup and --step-steps take numbers" >&2; exit 2; }
+  done
+  step_check || exit 2
 fi
 [ "$(id -u)" = 0 ] || { echo "two_hosts: needs root (ip netns, tc)" >&2; exit 2; }
 command -v jq >/dev/null || { echo "two_hosts: needs jq" >&2; exit 2; }
@@ -215,6 +235,7 @@ for ((ROUND = 1; ROUND <= ROUNDS; ROUND++)); do
       fi
     done
     [[ ",$PARTS," == *,ps,* ]] && part run_ps "$path"
+    [[ ",$PARTS," == *,step,* ]] && run_step "$path"
   done
 done
 
@@ -256,3 +277,4 @@ jq -c -s '
          {target: "ps_64m_pushpull", path: $p.path, rounds: $p.rounds, ours_gbps: ($p.gbps | r3), raw_tcp_gbps: ($r.gbps | r3),
           ratio: ($p.gbps / $r.gbps | r3), goal: ">=0.9", met: ($p.gbps >= 0.9 * $r.gbps)}
        else empty end)' "$RESULTS"
+[[ ",$PARTS," == *,step,* ]] && step_targets "$RESULTS"

@@ -7,7 +7,7 @@ usage: torch_nn_throughput.py [--device cpu|gpu] [--precision fp32|fp16|bf16]
                               [--threads N] [--steps N] [--warmup N] [--batch N]
                               [--model lenet|resnet18|all] [--tuned]
                               [--channels-last] [--compile MODE] [--repeat N]
-                              [--ddp N]
+                              [--ddp N [--rank R --master ADDR:PORT [--ifname DEV]]]
 
 --device gpu trains on cuda:0 with the batch already there, as
 nn_throughput --device gpu does. --precision fp16 / bf16 is PyTorch's
@@ -34,6 +34,12 @@ PyTorch as its users tune it, the comparison issue 38 asks for:
                    over gloo (NCCL refuses two ranks on one GPU), each with
                    its own batch; rank 0 prints its images/s, as rank 0 of
                    nn_throughput --kvstore does under dtrun.
+  --rank R --master ADDR:PORT [--ifname DEV]
+                   with --ddp N: this process is rank R of the N, placed by
+                   the caller on any host (bench/two_hosts.sh's step part);
+                   rank 0 listens on ADDR:PORT, gloo's links use DEV
+                   (GLOO_SOCKET_IFNAME, default lo), and every rank prints
+                   its own line with its "rank".
 Each line says how it was tuned ("cudnn_benchmark", "channels_last",
 "compile", "ddp_workers") and, on the GPU, the peak of
 torch.cuda.max_memory_allocated over the run ("peak_bytes", counted from
@@ -181,7 +187,12 @@ def parse_args():
                         choices=("none", "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"))
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--ddp", type=int, default=0, help="processes on the one device (DDP over gloo)")
+    parser.add_argument("--rank", type=int, default=None, help="with --ddp N: run rank R alone (any host)")
+    parser.add_argument("--master", default=None, help="ADDR:PORT of rank 0 (with --rank)")
+    parser.add_argument("--ifname", default="lo", help="the interface gloo's links use (with --rank)")
     args = parser.parse_args()
+    if args.rank is not None and (args.master is None or not 0 <= args.rank < args.ddp):
+        parser.error("--rank needs --ddp N, --master and 0 <= rank < N")
     if args.precision != "fp32" and args.device != "gpu":
         parser.error("--precision %s is mixed precision, measured on the GPU: add --device gpu" % args.precision)
     if args.repeat < 1 or args.ddp < 0:
@@ -193,7 +204,7 @@ def parse_args():
     return args
 
 
-def run(args, rank=0, ddp_group=None):
+def run(args, rank=0, ddp_group=None, every_rank=False):
     device = torch.device("cuda:0" if args.device == "gpu" else "cpu")
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
@@ -204,7 +215,7 @@ def run(args, rank=0, ddp_group=None):
 
     def report(model, batch, result):
         rates, peak, reserved = result
-        if rank != 0:
+        if rank != 0 and not every_rank:
             return
         for window, ips in enumerate(rates):
             line = {"model": model, "device": args.device, "precision": args.precision, "batch": batch,
@@ -213,6 +224,8 @@ def run(args, rank=0, ddp_group=None):
             line.update(tuning)
             if args.ddp:
                 line["ddp_workers"] = args.ddp
+            if every_rank:
+                line["rank"] = rank
             if args.repeat > 1:
                 line["window"] = window
             print(json.dumps(line), flush=True)
@@ -235,11 +248,14 @@ def run(args, rank=0, ddp_group=None):
                                           args.repeat, ddp_group))
 
 
-def ddp_worker(rank, args, port):
+def ddp_worker(rank, args, port, master=None):
+    import datetime
     import torch.distributed as dist
-    dist.init_process_group("gloo", init_method="tcp://127.0.0.1:%d" % port, rank=rank, world_size=args.ddp)
+    # Every wait bounded: a rank that never comes fails the others in minutes.
+    dist.init_process_group("gloo", init_method="tcp://" + (master or "127.0.0.1:%d" % port), rank=rank,
+                            world_size=args.ddp, timeout=datetime.timedelta(seconds=300))
     try:
-        run(args, rank, dist.group.WORLD)
+        run(args, rank, dist.group.WORLD, every_rank=master is not None)
     finally:
         dist.destroy_process_group()
 
@@ -254,6 +270,10 @@ def main():
     args = parse_args()
     if args.ddp == 0:
         run(args)
+        return
+    if args.rank is not None:
+        os.environ.setdefault("GLOO_SOCKET_IFNAME", args.ifname)
+        ddp_worker(args.rank, args, 0, args.master)
         return
     import torch.multiprocessing as mp
     os.environ.setdefault("OMP_NUM_THREADS", str(args.threads))
