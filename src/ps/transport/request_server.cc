@@ -373,8 +373,11 @@ void RequestServer::State::expire_deadlines() {
   while (!stopping.load()) {
     const Clock::time_point now = Clock::now();
     if (deadlines.empty() || now < deadlines.begin()->first) {
-      const Clock::time_point next = now + reply_deadline();
-      deadline_cv.wait_until(lock, deadlines.empty() ? next : std::min(next, deadlines.begin()->first));
+      // A copy, not a reference into the map: wait_until reads its time
+      // again after waking, when another thread may have erased that entry.
+      const Clock::time_point until =
+          deadlines.empty() ? now + reply_deadline() : std::min(now + reply_deadline(), deadlines.begin()->first);
+      deadline_cv.wait_until(lock, until);
       continue;
     }
     std::shared_ptr<ReplyToken> token = deadlines.begin()->second.lock();
