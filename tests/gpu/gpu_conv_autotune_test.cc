@@ -34,15 +34,11 @@
 #include "ops/conv_algorithm_choice.h"
 #include "ops/cpu/conv2d.h"
 #include "ops/cpu/cpu_engine.h"
-#if DT_WITH_CUDNN
 #include "ops/cuda/conv2d.h"
 #include "ops/cuda/conv_algorithm_search.h"
-#endif
 
 namespace dt {
 namespace {
-
-#if DT_WITH_CUDNN
 
 using core::DType;
 using core::NDArray;
@@ -239,12 +235,6 @@ TEST_F(GpuConvAutotune, AMalformedSettingIsAnInvalidArgumentNamingIt) {
             core::ErrorCode::kInvalidArgument);
   EXPECT_NE(message.find("MXNET_CUDNN_AUTOTUNE_DEFAULT"), std::string::npos) << message;
 }
-
-#else
-
-TEST(GpuConvAutotune, NeedsCudnn) { GTEST_SKIP() << "this build has no cuDNN"; }
-
-#endif
 
 }  // namespace
 }  // namespace dt
