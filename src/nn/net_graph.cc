@@ -24,22 +24,21 @@ core::Shape batched(int64_t batch, const core::Shape& sample) {
 
 }  // namespace
 
-void Net::build_graph() {
-  const size_t num_inputs = description_.inputs.size();
-  const size_t num_layers = description_.layers.size();
+LayerOrder order_layers(const NetDescription& description) {
+  const size_t num_inputs = description.inputs.size();
+  const size_t num_layers = description.layers.size();
+  LayerOrder out;
 
   // Graph inputs and layers share one namespace: a layer's "inputs" may name either.
-  std::unordered_map<std::string, size_t> input_index;
-  std::unordered_map<std::string, size_t> layer_index;
   for (size_t i = 0; i < num_inputs; ++i) {
-    const std::string& name = description_.inputs[i].name;
-    if (!input_index.emplace(name, i).second) {
+    const std::string& name = description.inputs[i].name;
+    if (!out.input_index.emplace(name, i).second) {
       throw Error(ErrorCode::kInvalidArgument, "net: duplicate name " + in_quotes(name));
     }
   }
   for (size_t i = 0; i < num_layers; ++i) {
-    const std::string& name = description_.layers[i].name;
-    if (input_index.count(name) != 0 || !layer_index.emplace(name, i).second) {
+    const std::string& name = description.layers[i].name;
+    if (out.input_index.count(name) != 0 || !out.layer_index.emplace(name, i).second) {
       throw Error(ErrorCode::kInvalidArgument, "net: duplicate name " + in_quotes(name));
     }
   }
@@ -49,11 +48,11 @@ void Net::build_graph() {
   std::vector<std::vector<size_t>> consumers(num_layers);
   std::vector<size_t> pending(num_layers, 0);
   for (size_t i = 0; i < num_layers; ++i) {
-    const LayerSpec& spec = description_.layers[i];
+    const LayerSpec& spec = description.layers[i];
     for (const std::string& input : spec.inputs) {
-      if (input_index.count(input) != 0) continue;
-      const auto producer = layer_index.find(input);
-      if (producer == layer_index.end()) {
+      if (out.input_index.count(input) != 0) continue;
+      const auto producer = out.layer_index.find(input);
+      if (producer == out.layer_index.end()) {
         throw Error(ErrorCode::kInvalidArgument, "net: layer " + in_quotes(spec.name) + " reads " + in_quotes(input) +
                                                      ", which is neither a graph input nor a layer");
       }
@@ -65,23 +64,32 @@ void Net::build_graph() {
   for (size_t i = 0; i < num_layers; ++i) {
     if (pending[i] == 0) ready.insert(i);
   }
-  std::vector<size_t> order;
   while (!ready.empty()) {
     const size_t next = *ready.begin();
     ready.erase(ready.begin());
-    order.push_back(next);
+    out.order.push_back(next);
     for (size_t consumer : consumers[next]) {
       if (--pending[consumer] == 0) ready.insert(consumer);
     }
   }
-  if (order.size() != num_layers) {
+  if (out.order.size() != num_layers) {
     std::string stuck;
     for (size_t i = 0; i < num_layers; ++i) {
-      if (pending[i] != 0) stuck += (stuck.empty() ? "" : ", ") + in_quotes(description_.layers[i].name);
+      if (pending[i] != 0) stuck += (stuck.empty() ? "" : ", ") + in_quotes(description.layers[i].name);
     }
     throw Error(ErrorCode::kInvalidArgument, "net: the layers form a cycle; these depend on themselves or on "
                                              "a layer of the cycle: " + stuck);
   }
+  return out;
+}
+
+void Net::build_graph() {
+  const size_t num_inputs = description_.inputs.size();
+  const size_t num_layers = description_.layers.size();
+  const LayerOrder graph = order_layers(description_);
+  const std::unordered_map<std::string, size_t>& input_index = graph.input_index;
+  const std::unordered_map<std::string, size_t>& layer_index = graph.layer_index;
+  const std::vector<size_t>& order = graph.order;
 
   std::vector<size_t> value_of_layer(num_layers);
   for (size_t k = 0; k < num_layers; ++k) value_of_layer[order[k]] = num_inputs + k;

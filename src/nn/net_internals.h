@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "core/error.h"
@@ -17,6 +18,18 @@
 namespace dt::nn {
 
 inline std::string in_quotes(const std::string& name) { return "\"" + name + "\""; }
+
+// The layers of a description in an order where each comes after the
+// layers it reads (Kahn's, always the earliest ready layer of the
+// description), with the index of every input and layer name.
+// Error(kInvalidArgument) for a duplicate name, an input that names
+// nothing, or a cycle.
+struct LayerOrder {
+  std::unordered_map<std::string, size_t> input_index;
+  std::unordered_map<std::string, size_t> layer_index;
+  std::vector<size_t> order;
+};
+LayerOrder order_layers(const NetDescription& description);
 
 // Runs fn, making sure an Error names the layer: the layers' own messages
 // do ("Conv2D 'conv1': ..."), a shape helper deep inside may not.

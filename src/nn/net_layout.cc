@@ -2,6 +2,7 @@
 
 #include <exception>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -11,6 +12,7 @@
 #include "core/error.h"
 #include "core/parameter_table.h"
 #include "nn/layer.h"
+#include "nn/net_internals.h"
 
 namespace dt::nn {
 namespace {
@@ -49,38 +51,6 @@ core::Shape batched(const core::Shape& sample) {
   return core::Shape(dims);
 }
 
-// The layers in an order where every input is known, or empty when the
-// description's shapes cannot be inferred.
-std::vector<size_t> resolvable_order(const NetDescription& d) {
-  std::unordered_map<std::string, core::Shape> shape;
-  for (const NetInputSpec& in : d.inputs) shape[in.name] = batched(in.shape);
-  std::vector<size_t> order;
-  std::vector<bool> done(d.layers.size(), false);
-  for (bool progress = true; progress && order.size() < d.layers.size();) {
-    progress = false;
-    for (size_t i = 0; i < d.layers.size(); ++i) {
-      const LayerSpec& spec = d.layers[i];
-      if (done[i]) continue;
-      std::vector<core::Shape> in;
-      for (const std::string& name : spec.inputs) {
-        const auto it = shape.find(name);
-        if (it == shape.end()) break;
-        in.push_back(it->second);
-      }
-      if (in.size() != spec.inputs.size() || in.empty()) continue;
-      try {
-        shape[spec.name] = create_layer(spec.type, spec.name, spec.attributes)->output_shape(in);
-      } catch (const std::exception&) {
-        return {};
-      }
-      done[i] = true;
-      order.push_back(i);
-      progress = true;
-    }
-  }
-  return order.size() == d.layers.size() ? order : std::vector<size_t>{};
-}
-
 class Rewrite {
  public:
   explicit Rewrite(const NetDescription& d) : d_(d), before_(d.layers.size()) {
@@ -92,9 +62,14 @@ class Rewrite {
     for (const LayerSpec& spec : d.layers) names_.insert(spec.name);
   }
 
-  NetDescription run(const std::vector<size_t>& order) {
+  // Empty when a layer's shape cannot be inferred (the net then reports it).
+  std::optional<NetDescription> run(const std::vector<size_t>& order) {
     std::vector<LayerSpec> rewritten(d_.layers.size());
-    for (size_t i : order) rewritten[i] = rewrite(i);
+    for (size_t i : order) {
+      std::optional<LayerSpec> spec = rewrite(i);
+      if (!spec) return std::nullopt;
+      rewritten[i] = std::move(*spec);
+    }
     NetDescription out = d_;
     out.layers.clear();
     for (size_t i = 0; i < rewritten.size(); ++i) {
@@ -107,8 +82,9 @@ class Rewrite {
  private:
   bool is_4d(const std::string& value) const { return shape_.at(value).ndim() == 4; }
 
-  LayerSpec rewrite(size_t i) {
+  std::optional<LayerSpec> rewrite(size_t i) {
     LayerSpec spec = d_.layers[i];
+    if (spec.inputs.empty()) return std::nullopt;
     const Role role = role_of(spec, is_4d(spec.inputs.at(0)));
     TensorLayout want = TensorLayout::kNCHW;
     if (role == Role::kLayoutAware) {
@@ -126,7 +102,11 @@ class Rewrite {
       }
       in.push_back(shape_.at(input));
     }
-    shape_[spec.name] = create_layer(spec.type, spec.name, spec.attributes)->output_shape(in);
+    try {
+      shape_[spec.name] = create_layer(spec.type, spec.name, spec.attributes)->output_shape(in);
+    } catch (const std::exception&) {
+      return std::nullopt;
+    }
     if (shape_[spec.name].ndim() == 4) {
       layout_[spec.name] = role == Role::kConvert
                                ? ops::parse_layout(spec.attributes.at("to").get<std::string>(), spec.name)
@@ -170,9 +150,14 @@ class Rewrite {
 
 NetDescription with_activation_layout(const NetDescription& d, TensorLayout layout) {
   if (layout == TensorLayout::kNCHW) return d;
-  const std::vector<size_t> order = resolvable_order(d);
-  if (order.empty()) return d;
-  return Rewrite(d).run(order);
+  std::vector<size_t> order;
+  try {
+    order = order_layers(d).order;
+  } catch (const core::Error&) {
+    return d;
+  }
+  std::optional<NetDescription> rewritten = Rewrite(d).run(order);
+  return rewritten ? std::move(*rewritten) : d;
 }
 
 TensorLayout activation_layout_from_environment() {
