@@ -62,7 +62,8 @@ HostAllreduceKVStore::HostAllreduceKVStore(const ps::JobConfig& job, const ps::P
       allreduce_(checked(allreduce)),
       cpu_(core::make_cpu_context()),
       member_(std::make_unique<ps::ClusterMember>(worker_job(job), options)),
-      link_waits_(std::make_shared<collective::host::LinkWatch>()),
+      // Off (DT_STALL_WARNING_S=0), no note: the ring's waits take no lock.
+      link_waits_(options.stall_warning_s > 0 ? std::make_shared<collective::host::LinkWatch>() : nullptr),
       cpu_sums_(options.reduction()),
       caller_reducer_(cpu_, &cpu_sums_),
       comm_reducer_(cpu_) {

@@ -204,7 +204,7 @@ class HostAllreduceKVStore final : public ReducingKVStore, private Elastic {
   const HostAllreduceOptions allreduce_;
   const std::shared_ptr<core::Context> cpu_;
   std::unique_ptr<ps::ClusterMember> member_;
-  // What the communicators' links block on now, for stall_watch_.
+  // What the communicators' links block on now, for stall_watch_; null when the inspector is off.
   const std::shared_ptr<collective::host::LinkWatch> link_waits_;
   // The workers still in the job and the communicator over them. Shared
   // with the member's lost- and departed-node callbacks, which abort its
