@@ -29,6 +29,7 @@ const char* kind_name(uint64_t kind) {
     case CallKind::kAllReduceRing: return "all_reduce (ring)";
     case CallKind::kBroadcast: return "broadcast";
     case CallKind::kBarrier: return "barrier";
+    case CallKind::kAllReduceHierarchical: return "all_reduce (hierarchical)";
   }
   return "an unknown collective";
 }

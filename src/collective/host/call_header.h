@@ -22,6 +22,7 @@ enum class CallKind : uint8_t {
   kAllReduceRing = 2,
   kBroadcast = 3,
   kBarrier = 4,
+  kAllReduceHierarchical = 5,
 };
 
 struct CallHeader {

@@ -2,8 +2,10 @@
 
 #include <atomic>
 #include <mutex>
+#include <optional>
 
 #include "collective/host/call_header.h"
+#include "collective/host/hierarchical_allreduce.h"
 #include "collective/host/mesh_rendezvous.h"
 #include "collective/host/peer_stream.h"
 #include "collective/host/recursive_doubling.h"
@@ -38,11 +40,14 @@ class HostCommunicatorImpl final : public HostCommunicator {
  public:
   HostCommunicatorImpl(int rank, int size, const Exchange& exchange, const HostCommunicatorOptions& options)
       : rank_(rank), size_(size), options_(options), watch_(options.link_watch.get()) {
-    streams_ = connect_mesh(rank, size, noted(exchange), options);
+    Mesh mesh = connect_mesh(rank, size, noted(exchange), options);
+    streams_ = std::move(mesh.streams);
+    places_ = std::move(mesh.places);
     for (auto& s : streams_) {
       links_.push_back(s.get());
       if (s) s->set_link_watch(watch_);
     }
+    if (mesh.hierarchical) groups_ = host_groups(places_, rank);
   }
 
   int rank() const override { return rank_; }
@@ -64,7 +69,8 @@ class HostCommunicatorImpl final : public HostCommunicator {
     const size_t es = core::dtype_size(work_dtype);
     CallHeader header;
     header.kind = count * core::dtype_size(dtype) <= options_.small_bytes ? CallKind::kAllReduceDoubling
-                                                                          : CallKind::kAllReduceRing;
+                  : groups_                                                ? CallKind::kAllReduceHierarchical
+                                                                           : CallKind::kAllReduceRing;
     header.dtype = dtype;
     header.seq = seq;
     header.count = count;
@@ -76,10 +82,13 @@ class HostCommunicatorImpl final : public HostCommunicator {
         work = widened_.get(count * es);
         ops::cpu::cast(DType::kFloat32, work, dtype, data, count);
       }
+      const size_t chunk_elems = std::max<size_t>(1, options_.chunk_bytes / es);
       if (header.kind == CallKind::kAllReduceDoubling) {
         all_reduce_recursive_doubling(links_, rank_, header, work, count, work_dtype, scratch_.get(count * es));
+      } else if (header.kind == CallKind::kAllReduceHierarchical) {
+        all_reduce_hierarchical(links_, *groups_, header, work, count, work_dtype, chunk_elems,
+                                scratch_.get(2 * chunk_elems * es));
       } else {
-        const size_t chunk_elems = std::max<size_t>(1, options_.chunk_bytes / es);
         all_reduce_ring(links_, rank_, header, work, count, work_dtype, chunk_elems,
                         scratch_.get(2 * chunk_elems * es));
       }
@@ -123,6 +132,16 @@ class HostCommunicatorImpl final : public HostCommunicator {
     }
     return total;
   }
+
+  core::Traffic traffic_between_hosts() const override {
+    core::Traffic total;
+    for (size_t p = 0; p < streams_.size(); ++p) {
+      if (streams_[p] && places_[p] != places_[static_cast<size_t>(rank_)]) total += streams_[p]->traffic();
+    }
+    return total;
+  }
+
+  bool hierarchical() const override { return groups_.has_value(); }
 
   void abort(const std::string& why) override {
     {
@@ -225,6 +244,8 @@ class HostCommunicatorImpl final : public HostCommunicator {
   LinkWatch* const watch_;  // options_'s; null: nothing noted
   std::vector<std::unique_ptr<PeerStream>> streams_;
   Links links_;
+  std::vector<std::string> places_;   // every rank's, indexed by rank
+  std::optional<HostGroups> groups_;  // set: large all-reduces go hierarchical
   uint64_t seq_ = 0;
   Scratch widened_;
   Scratch scratch_;
@@ -245,6 +266,9 @@ std::unique_ptr<HostCommunicator> HostCommunicator::create(int rank, int size, c
   }
   if (!(options.timeout_s > 0)) throw Error(ErrorCode::kInvalidArgument, "host communicator: timeout_s must be positive");
   if (size > 1 && !exchange) throw Error(ErrorCode::kInvalidArgument, "host communicator: no exchange function");
+  if (options.place.find('\n') != std::string::npos) {
+    throw Error(ErrorCode::kInvalidArgument, "host communicator: a place is one line (no newline)");
+  }
   return std::make_unique<HostCommunicatorImpl>(rank, size, exchange, options);
 }
 

@@ -17,7 +17,12 @@
 //    result last), the latency-optimal shape;
 //  - above: ring reduce-scatter then all-gather, each rank's segment cut in
 //    chunk_bytes pieces that are sent while the previous piece is added, so
-//    each link carries 2 (n - 1) / n of the data (the bandwidth-optimal shape).
+//    each link carries 2 (n - 1) / n of the data (the bandwidth-optimal shape);
+//  - above, when the ranks sit on several hosts with the same number (>= 2)
+//    on each (host_groups.h) and `hierarchical` is on: a ring reduce-scatter
+//    within each host, rings between hosts (one per local position, side by
+//    side), a ring all-gather within each host (hierarchical_allreduce.h),
+//    which puts 1/L of the flat ring's bytes or less on each host's link.
 // float16 / bfloat16 arrays are summed in float32 (converted in and out), so
 // no partial sum is rounded to 16 bits. Results are bit-identical on every
 // rank (each element's final sum is computed once, by one rank, in a fixed
@@ -62,6 +67,16 @@ struct HostCommunicatorOptions {
   std::string ipc_dir;
   // Same-host peers use ipc:// unless this is false (tests force tcp).
   bool use_ipc = true;
+  // Large all-reduces go hierarchical where the ranks' places allow it
+  // (above) and every rank has this on; false on any rank: the flat ring
+  // for all. DT_HIERARCHICAL_ALLREDUCE in a job.
+  bool hierarchical = true;
+  // Where this rank runs, as the hierarchy groups ranks into hosts; every
+  // rank of one communicator must leave it empty or set it. Empty: this
+  // machine and network namespace (mesh_rendezvous.h's
+  // place_of_this_process). Tests give thread ranks "hosts" of their own.
+  // One line (no '\n').
+  std::string place;
   // The job's secret: each new stream proves both ends hold it before any
   // data (mesh_rendezvous.h).
   net::TransportSecurity security;
@@ -101,6 +116,10 @@ class HostCommunicator {
   // Bytes this rank has sent to and received from its peers (headers
   // included), since it was created. Any thread.
   virtual core::Traffic traffic() const = 0;
+  // The part of traffic() exchanged with ranks at other places (hosts).
+  virtual core::Traffic traffic_between_hosts() const = 0;
+  // Whether large all-reduces take the hierarchical shape (above).
+  virtual bool hierarchical() const = 0;
 
   // From any thread: fails the collective in progress at once with
   // Error(kPeerLost, why) and closes every link (peers see this rank lost);

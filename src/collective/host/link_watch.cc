@@ -37,6 +37,9 @@ std::string call_text(const CallHeader& call) {
     case CallKind::kAllReduceRing:
       text = "ring all-reduce";
       break;
+    case CallKind::kAllReduceHierarchical:
+      text = "hierarchical all-reduce";
+      break;
     case CallKind::kBroadcast:
       text = "broadcast from rank " + std::to_string(call.root);
       break;

@@ -24,7 +24,7 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-constexpr const char* kBlobMagic = "dt-host-mesh 1";
+constexpr const char* kBlobMagic = "dt-host-mesh 2";
 // "DTHM", the hello's format version, then the dialler's rank and the size.
 constexpr uint32_t kHelloMagic = 0x4d485444;
 constexpr uint32_t kHelloVersion = 1;
@@ -47,6 +47,8 @@ using Aio = std::unique_ptr<nng_aio, AioFree>;
 
 struct Published {
   std::string host;
+  std::string place;
+  bool hierarchical = false;  // this rank's options.hierarchical
   std::string ipc_url;  // empty: this rank takes no ipc connections
   std::string tcp_url;
 };
@@ -104,7 +106,7 @@ std::string timeout_text(double seconds) {
 
 std::vector<uint8_t> encode_blob(int rank, const Published& p) {
   const std::string text = std::string(kBlobMagic) + "\n" + std::to_string(rank) + "\n" + p.host + "\n" +
-                           p.ipc_url + "\n" + p.tcp_url + "\n";
+                           p.place + "\n" + (p.hierarchical ? "1" : "0") + "\n" + p.ipc_url + "\n" + p.tcp_url + "\n";
   return std::vector<uint8_t>(text.begin(), text.end());
 }
 
@@ -119,9 +121,10 @@ Published decode_blob(const std::vector<uint8_t>& blob, int rank) {
     return Error(ErrorCode::kProtocol,
                  "host communicator: rank " + std::to_string(rank) + " published a malformed address (" + why + ")");
   };
-  if (start != text.size() || fields.size() != 5 || fields[0] != kBlobMagic) throw bad("not a host mesh address");
+  if (start != text.size() || fields.size() != 7 || fields[0] != kBlobMagic) throw bad("not a host mesh address");
   if (fields[1] != std::to_string(rank)) throw bad("it says rank " + fields[1]);
-  Published p{fields[2], fields[3], fields[4]};
+  if (fields[4] != "0" && fields[4] != "1") throw bad("hierarchical '" + fields[4] + "'");
+  Published p{fields[2], fields[3], fields[4] == "1", fields[5], fields[6]};
   if (!net::is_tcp_url(p.tcp_url)) throw bad("tcp address '" + p.tcp_url + "'");
   if (!p.ipc_url.empty() && p.ipc_url.rfind("ipc://", 0) != 0) throw bad("ipc address '" + p.ipc_url + "'");
   return p;
@@ -276,15 +279,29 @@ std::string host_identity() {
   return id;
 }
 
-std::vector<std::unique_ptr<PeerStream>> connect_mesh(int rank, int size, const Exchange& exchange,
-                                                      const HostCommunicatorOptions& options) {
-  std::vector<std::unique_ptr<PeerStream>> streams(static_cast<size_t>(size));
-  if (size == 1) return streams;
+std::string place_of_this_process() {
+  char ns[128] = {};
+  const ssize_t n = readlink("/proc/self/ns/net", ns, sizeof ns - 1);
+  return host_identity() + "/" + (n > 0 ? std::string(ns, static_cast<size_t>(n)) : std::string("net:?"));
+}
+
+Mesh connect_mesh(int rank, int size, const Exchange& exchange, const HostCommunicatorOptions& options) {
+  Mesh mesh;
+  mesh.streams.resize(static_cast<size_t>(size));
+  mesh.hierarchical = options.hierarchical;
+  std::vector<std::unique_ptr<PeerStream>>& streams = mesh.streams;
+  const std::string my_place = options.place.empty() ? place_of_this_process() : options.place;
+  if (size == 1) {
+    mesh.places = {my_place};
+    return mesh;
+  }
   const Clock::time_point deadline =
       Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options.timeout_s));
 
   Published mine;
   mine.host = host_identity();
+  mine.place = my_place;
+  mine.hierarchical = options.hierarchical;
   const bool host_has_colon = options.host.find(':') != std::string::npos;
   const std::string host = host_has_colon ? "[" + options.host + "]" : options.host;
   // With TLS files the tcp listener is tls+tcp (net/tls_config.h).
@@ -306,7 +323,11 @@ std::vector<std::unique_ptr<PeerStream>> connect_mesh(int rank, int size, const 
                                           " addresses for " + std::to_string(size) + " ranks");
   }
   std::vector<Published> all;
-  for (int p = 0; p < size; ++p) all.push_back(decode_blob(blobs[static_cast<size_t>(p)], p));
+  for (int p = 0; p < size; ++p) {
+    all.push_back(decode_blob(blobs[static_cast<size_t>(p)], p));
+    mesh.places.push_back(all.back().place);
+    mesh.hierarchical = mesh.hierarchical && all.back().hierarchical;
+  }
   const auto use_ipc_with = [&](int p) {
     return !mine.ipc_url.empty() && !all[static_cast<size_t>(p)].ipc_url.empty() &&
            all[static_cast<size_t>(p)].host == mine.host;
@@ -323,7 +344,7 @@ std::vector<std::unique_ptr<PeerStream>> connect_mesh(int rank, int size, const 
   for (int i = 0; i < ipc_accepts; ++i) accept_one(ipc.get(), mine.ipc_url, rank, size, deadline, options, streams);
   for (int i = ipc_accepts; i < rank; ++i) accept_one(tcp.get(), mine.tcp_url, rank, size, deadline, options, streams);
   if (options.security.secret) authenticate_mesh(rank, streams, *options.security.secret);
-  return streams;
+  return mesh;
 }
 
 }  // namespace dt::collective::host

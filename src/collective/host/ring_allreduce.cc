@@ -12,38 +12,53 @@ namespace {
 constexpr const char* kReduceScatter = "all_reduce (ring reduce-scatter)";
 constexpr const char* kAllGather = "all_reduce (ring all-gather)";
 
+// Segment j of data in bytes, and the ring's neighbours modulo n.
+struct RingView {
+  RingView(void* data, size_t count, core::DType dtype, int n)
+      : base(static_cast<uint8_t*>(data)), count(count), es(core::dtype_size(dtype)), n(n) {}
+  uint8_t* ptr(int j) const { return base + ring_segment(count, n, j).begin * es; }
+  size_t bytes(int j) const {
+    const RingSegment s = ring_segment(count, n, j);
+    return (s.end - s.begin) * es;
+  }
+  int mod(int v) const { return ((v % n) + n) % n; }
+
+  uint8_t* const base;
+  const size_t count;
+  const size_t es;
+  const int n;
+};
+
 }  // namespace
 
-void all_reduce_ring(const Links& links, int rank, const CallHeader& header, void* data, size_t count,
-                     core::DType dtype, size_t chunk_elems, void* scratch) {
-  const int n = static_cast<int>(links.size());
-  if (n == 1) return;
-  const size_t es = core::dtype_size(dtype);
-  auto* base = static_cast<uint8_t*>(data);
-  auto seg_begin = [&](int j) { return count * static_cast<size_t>(j) / static_cast<size_t>(n); };
-  auto seg_ptr = [&](int j) { return base + seg_begin(j) * es; };
-  auto seg_bytes = [&](int j) { return (seg_begin(j + 1) - seg_begin(j)) * es; };
-  const auto mod = [n](int v) { return ((v % n) + n) % n; };
+RingSegment ring_segment(size_t count, int n, int j) {
+  const auto at = [&](int k) { return count * static_cast<size_t>(k) / static_cast<size_t>(n); };
+  return {at(j), at(j + 1)};
+}
 
-  PeerStream& next = *links[static_cast<size_t>(mod(rank + 1))];
-  PeerStream& prev = *links[static_cast<size_t>(mod(rank - 1))];
+void ring_reduce_scatter(const Links& links, int rank, const CallHeader& header, void* data, size_t count,
+                         core::DType dtype, size_t chunk_elems, void* scratch) {
+  const RingView ring(data, count, dtype, static_cast<int>(links.size()));
+  const size_t es = ring.es;
+  PeerStream& next = *links[static_cast<size_t>(ring.mod(rank + 1))];
+  PeerStream& prev = *links[static_cast<size_t>(ring.mod(rank - 1))];
   const EncodedCallHeader mine = encode(header);
   EncodedCallHeader theirs{};
   uint8_t* buffers[2] = {static_cast<uint8_t*>(scratch), static_cast<uint8_t*>(scratch) + chunk_elems * es};
 
-  for (int s = 0; s < n - 1; ++s) {
+  for (int s = 0; s < ring.n - 1; ++s) {
     const core::timeline::Span span("collective", "ring reduce-scatter", {"step", s});
-    const int send_seg = mod(rank - s);
-    const int recv_seg = mod(rank - s - 1);
+    const int send_seg = ring.mod(rank - s);
+    const int recv_seg = ring.mod(rank - s - 1);
     if (s == 0) {
-      next.start_send(mine.data(), mine.size(), seg_ptr(send_seg), seg_bytes(send_seg));
+      next.start_send(mine.data(), mine.size(), ring.ptr(send_seg), ring.bytes(send_seg));
       prev.recv(theirs.data(), theirs.size(), kReduceScatter);
       check_call_header(theirs, header, prev.peer());
     } else {
-      next.start_send(nullptr, 0, seg_ptr(send_seg), seg_bytes(send_seg));
+      next.start_send(nullptr, 0, ring.ptr(send_seg), ring.bytes(send_seg));
     }
-    const size_t elems = seg_bytes(recv_seg) / es;
-    uint8_t* target = seg_ptr(recv_seg);
+    const size_t elems = ring.bytes(recv_seg) / es;
+    uint8_t* target = ring.ptr(recv_seg);
     const size_t chunks = (elems + chunk_elems - 1) / chunk_elems;
     auto chunk_len = [&](size_t c) { return std::min(chunk_elems, elems - c * chunk_elems); };
     if (chunks > 0) prev.start_recv(buffers[0], chunk_len(0) * es);
@@ -54,15 +69,27 @@ void all_reduce_ring(const Links& links, int rank, const CallHeader& header, voi
     }
     next.wait_send(kReduceScatter);
   }
+}
 
-  for (int s = 0; s < n - 1; ++s) {
+void ring_all_gather(const Links& links, int rank, void* data, size_t count, core::DType dtype) {
+  const RingView ring(data, count, dtype, static_cast<int>(links.size()));
+  PeerStream& next = *links[static_cast<size_t>(ring.mod(rank + 1))];
+  PeerStream& prev = *links[static_cast<size_t>(ring.mod(rank - 1))];
+  for (int s = 0; s < ring.n - 1; ++s) {
     const core::timeline::Span span("collective", "ring all-gather", {"step", s});
-    const int send_seg = mod(rank + 1 - s);
-    const int recv_seg = mod(rank - s);
-    next.start_send(nullptr, 0, seg_ptr(send_seg), seg_bytes(send_seg));
-    prev.recv(seg_ptr(recv_seg), seg_bytes(recv_seg), kAllGather);
+    const int send_seg = ring.mod(rank + 1 - s);
+    const int recv_seg = ring.mod(rank - s);
+    next.start_send(nullptr, 0, ring.ptr(send_seg), ring.bytes(send_seg));
+    prev.recv(ring.ptr(recv_seg), ring.bytes(recv_seg), kAllGather);
     next.wait_send(kAllGather);
   }
+}
+
+void all_reduce_ring(const Links& links, int rank, const CallHeader& header, void* data, size_t count,
+                     core::DType dtype, size_t chunk_elems, void* scratch) {
+  if (links.size() == 1) return;
+  ring_reduce_scatter(links, rank, header, data, count, dtype, chunk_elems, scratch);
+  ring_all_gather(links, rank, data, count, dtype);
 }
 
 }  // namespace dt::collective::host

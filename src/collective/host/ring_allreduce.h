@@ -13,6 +13,11 @@
 // Each element's sum is computed once, by one rank, always in the same order
 // (segment j: x_j, then + x_{j+1}, + x_{j+2}, ... around the ring), then
 // copied: bit-identical on every rank and from run to run.
+//
+// `links` may be a subgroup's: links[i] is the stream to the group's i-th
+// member (nullptr at `rank`, this rank's index in the group), which is how
+// the hierarchical all-reduce runs the two halves within a host and the
+// whole ring between hosts.
 #pragma once
 
 #include <cstddef>
@@ -29,5 +34,23 @@ namespace dt::collective::host {
 // Error(kProtocol) naming the sender).
 void all_reduce_ring(const Links& links, int rank, const CallHeader& header, void* data, size_t count,
                      core::DType dtype, size_t chunk_elems, void* scratch);
+
+// The first half: afterwards this rank's segment ring_segment(count, n,
+// (rank + 1) % n) of data holds the sum over the group; the rest of data is
+// partial. The first send to the next rank starts with header.
+void ring_reduce_scatter(const Links& links, int rank, const CallHeader& header, void* data, size_t count,
+                         core::DType dtype, size_t chunk_elems, void* scratch);
+
+// The second half: every rank's finished segment (rank + 1) % n is copied
+// into place on every other rank. Sends no header (the reduce-scatter of the
+// same call did).
+void ring_all_gather(const Links& links, int rank, void* data, size_t count, core::DType dtype);
+
+// Segment j of n of count elements: [begin, end).
+struct RingSegment {
+  size_t begin = 0;
+  size_t end = 0;
+};
+RingSegment ring_segment(size_t count, int n, int j);
 
 }  // namespace dt::collective::host

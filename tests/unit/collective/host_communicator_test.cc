@@ -51,33 +51,13 @@ TEST_F(HostCommunicatorTest, RandomFloatsAreBitIdenticalAcrossRanksAndRuns) {
     o.chunk_bytes = 2048;
     Comms comms = create(n, o);
     for (size_t count : {size_t{777}, size_t{50001}}) {
-      std::vector<std::vector<float>> inputs(static_cast<size_t>(n), std::vector<float>(count));
-      for (int r = 0; r < n; ++r) {
-        std::mt19937 gen(static_cast<unsigned>(1000 * r + 17));
-        std::uniform_real_distribution<float> dist(-1e3f, 1e3f);
-        for (float& v : inputs[static_cast<size_t>(r)]) v = dist(gen) * std::pow(10.0f, dist(gen) / 250.0f);
-      }
-      std::vector<std::vector<float>> first;
-      for (int run = 0; run < 2; ++run) {
-        auto data = inputs;
-        rethrow_any(run_ranks(n, [&](int r) {
-          comms[static_cast<size_t>(r)]->all_reduce_sum(data[static_cast<size_t>(r)].data(), count, DType::kFloat32);
-        }));
-        for (int r = 1; r < n; ++r) {
-          ASSERT_EQ(std::memcmp(data[0].data(), data[static_cast<size_t>(r)].data(), count * sizeof(float)), 0)
-              << n << " ranks, count " << count << ": rank " << r << " differs from rank 0";
-        }
-        if (run == 0) {
-          first = data;
-        } else {
-          ASSERT_EQ(std::memcmp(first[0].data(), data[0].data(), count * sizeof(float)), 0) << "run 2 differs";
-        }
-        if (n == 4 && count * sizeof(float) <= o.small_bytes) {
-          // Recursive doubling's promised tree: (x0 + x1) + (x2 + x3).
-          for (size_t i = 0; i < count; ++i) {
-            const float expected = (inputs[0][i] + inputs[1][i]) + (inputs[2][i] + inputs[3][i]);
-            ASSERT_EQ(data[0][i], expected) << "element " << i;
-          }
+      const auto inputs = random_inputs(n, count);
+      const auto data = expect_bit_identical_twice(comms, inputs);
+      if (n == 4 && count * sizeof(float) <= o.small_bytes) {
+        // Recursive doubling's promised tree: (x0 + x1) + (x2 + x3).
+        for (size_t i = 0; i < count; ++i) {
+          const float expected = (inputs[0][i] + inputs[1][i]) + (inputs[2][i] + inputs[3][i]);
+          ASSERT_EQ(data[0][i], expected) << "element " << i;
         }
       }
     }

@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
@@ -160,6 +161,43 @@ inline void expect_exact_sums(Comms& comms, size_t count) {
       ASSERT_EQ(data[static_cast<size_t>(r)][i], expected) << "rank " << r << " element " << i << " of " << count;
     }
   }
+}
+
+// Random floats over many magnitudes, rank r's from seed 1000 r + 17: sums
+// whose bits depend on the order of the additions.
+inline std::vector<std::vector<float>> random_inputs(int n, size_t count) {
+  std::vector<std::vector<float>> inputs(static_cast<size_t>(n), std::vector<float>(count));
+  for (int r = 0; r < n; ++r) {
+    std::mt19937 gen(static_cast<unsigned>(1000 * r + 17));
+    std::uniform_real_distribution<float> dist(-1e3f, 1e3f);
+    for (float& v : inputs[static_cast<size_t>(r)]) v = dist(gen) * std::pow(10.0f, dist(gen) / 250.0f);
+  }
+  return inputs;
+}
+
+// All-reduces inputs twice; every rank must end with the same bits, both
+// times. Returns the results (of the first run).
+inline std::vector<std::vector<float>> expect_bit_identical_twice(Comms& comms,
+                                                                  const std::vector<std::vector<float>>& inputs) {
+  const int n = static_cast<int>(comms.size());
+  const size_t count = inputs.front().size();
+  std::vector<std::vector<float>> first;
+  for (int run = 0; run < 2; ++run) {
+    auto data = inputs;
+    rethrow_any(run_ranks(n, [&](int r) {
+      comms[static_cast<size_t>(r)]->all_reduce_sum(data[static_cast<size_t>(r)].data(), count, DType::kFloat32);
+    }));
+    for (int r = 1; r < n; ++r) {
+      EXPECT_EQ(std::memcmp(data[0].data(), data[static_cast<size_t>(r)].data(), count * sizeof(float)), 0)
+          << n << " ranks, count " << count << ": rank " << r << " differs from rank 0";
+    }
+    if (run == 0) {
+      first = data;
+    } else {
+      EXPECT_EQ(std::memcmp(first[0].data(), data[0].data(), count * sizeof(float)), 0) << "run 2 differs";
+    }
+  }
+  return first;
 }
 
 }  // namespace dt::collective::host::host_communicator_test

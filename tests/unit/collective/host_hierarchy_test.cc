@@ -1,0 +1,166 @@
+// The hierarchical all-reduce through HostCommunicator: thread ranks given
+// places ("hosts") of their own, linked over ipc:// within a place and
+// tcp:// loopback between places, as on real hosts.
+#include <gtest/gtest.h>
+
+#include "host_communicator_test_util.h"
+
+namespace dt::collective::host {
+namespace {
+
+using namespace host_communicator_test;
+
+// hosts x per_host ranks; "cycle": rank r on host r % hosts, else blocks.
+std::vector<std::string> places_for(int hosts, int per_host, bool cycle) {
+  std::vector<std::string> places;
+  for (int r = 0; r < hosts * per_host; ++r) places.push_back("host" + std::to_string(cycle ? r % hosts : r / per_host));
+  return places;
+}
+
+class HostHierarchyTest : public HostCommunicatorTest {
+ protected:
+  // One communicator per place, each rank with its own options.
+  Comms create_at(const std::vector<std::string>& places, HostCommunicatorOptions o,
+                  const std::function<void(int, HostCommunicatorOptions&)>& adjust = {}) {
+    const int n = static_cast<int>(places.size());
+    InProcessExchange exchange(n);
+    Comms comms(static_cast<size_t>(n));
+    rethrow_any(run_ranks(n, [&](int r) {
+      HostCommunicatorOptions mine = o;
+      mine.place = places[static_cast<size_t>(r)];
+      if (adjust) adjust(r, mine);
+      comms[static_cast<size_t>(r)] = HostCommunicator::create(r, n, exchange.for_rank(r), mine);
+    }));
+    return comms;
+  }
+};
+
+struct Arrangement {
+  int hosts;
+  int per_host;
+  bool cycle;
+};
+
+class HostHierarchyShapes : public HostHierarchyTest, public ::testing::WithParamInterface<Arrangement> {};
+
+TEST_P(HostHierarchyShapes, SumsAreExactForEveryCount) {
+  HostCommunicatorOptions o = options();
+  o.small_bytes = 0;     // every count takes the hierarchy, even 1 (most segments empty)
+  o.chunk_bytes = 4096;  // the large case pipelines many chunks per segment
+  Comms comms = create_at(places_for(GetParam().hosts, GetParam().per_host, GetParam().cycle), o);
+  for (const auto& c : comms) EXPECT_TRUE(c->hierarchical());
+  for (size_t count : {size_t{1}, size_t{3}, size_t{5}, size_t{256}, size_t{100003}}) {
+    SCOPED_TRACE("count " + std::to_string(count));
+    expect_exact_sums(comms, count);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(HostsAndPlacements, HostHierarchyShapes,
+                         ::testing::Values(Arrangement{2, 2, true}, Arrangement{2, 2, false}, Arrangement{3, 2, false},
+                                           Arrangement{2, 3, true}, Arrangement{3, 3, true}),
+                         [](const ::testing::TestParamInfo<Arrangement>& info) {
+                           return std::to_string(info.param.hosts) + "hostsOf" + std::to_string(info.param.per_host) +
+                                  (info.param.cycle ? "Alternating" : "InBlocks");
+                         });
+
+TEST_F(HostHierarchyTest, RandomFloatsAreBitIdenticalAcrossRanksAndRuns) {
+  HostCommunicatorOptions o = options();
+  o.small_bytes = 4096;
+  o.chunk_bytes = 2048;
+  Comms comms = create_at(places_for(2, 2, true), o);
+  const int n = 4;
+  const size_t count = 50001;
+  const auto inputs = random_inputs(n, count);
+  const auto first = expect_bit_identical_twice(comms, inputs);
+  // Close to the exact sum (the order differs from a flat ring's).
+  for (size_t i = 0; i < count; i += 997) {
+    double exact = 0;
+    for (int r = 0; r < n; ++r) exact += inputs[static_cast<size_t>(r)][i];
+    EXPECT_NEAR(first[0][i], exact, 1e-5 * std::abs(exact) + 1e-3) << "element " << i;
+  }
+}
+
+TEST_F(HostHierarchyTest, SixteenBitFloatsAndIntegersAreSummed) {
+  HostCommunicatorOptions o = options();
+  o.small_bytes = 0;
+  Comms comms = create_at(places_for(2, 2, false), o);
+  const size_t count = 1001;
+  std::vector<std::vector<int64_t>> ints(4, std::vector<int64_t>(count));
+  std::vector<std::vector<uint16_t>> halves(4, std::vector<uint16_t>(count));
+  for (int r = 0; r < 4; ++r) {
+    for (size_t i = 0; i < count; ++i) {
+      ints[static_cast<size_t>(r)][i] = (int64_t{1} << 40) * r + static_cast<int64_t>(i);
+      halves[static_cast<size_t>(r)][i] = 0x3c00;  // float16 1.0
+    }
+  }
+  rethrow_any(run_ranks(4, [&](int r) {
+    comms[static_cast<size_t>(r)]->all_reduce_sum(ints[static_cast<size_t>(r)].data(), count, DType::kInt64);
+    comms[static_cast<size_t>(r)]->all_reduce_sum(halves[static_cast<size_t>(r)].data(), count, DType::kFloat16);
+  }));
+  for (int r = 0; r < 4; ++r) {
+    for (size_t i = 0; i < count; ++i) {
+      ASSERT_EQ(ints[static_cast<size_t>(r)][i], (int64_t{1} << 40) * 6 + 4 * static_cast<int64_t>(i));
+      ASSERT_EQ(halves[static_cast<size_t>(r)][i], 0x4400) << "float16 4.0";
+    }
+  }
+}
+
+// What the hierarchy is for: with ranks alternating between two hosts a flat
+// ring sends 2 (n-1)/n = 1.5 arrays from each rank across hosts; the
+// hierarchy sends half an array per rank (its 1/2 segment, both ways of a
+// two-host ring), a third of it.
+TEST_F(HostHierarchyTest, SendsAThirdOfTheFlatRingsBytesBetweenAlternatingHosts) {
+  const size_t count = 1 << 20;  // 4 MiB of float32
+  const double array = static_cast<double>(count * sizeof(float));
+  std::vector<double> sent_between;
+  for (bool hierarchical : {true, false}) {
+    HostCommunicatorOptions o = options();
+    o.hierarchical = hierarchical;
+    Comms comms = create_at(places_for(2, 2, true), o);
+    for (const auto& c : comms) EXPECT_EQ(c->hierarchical(), hierarchical);
+    expect_exact_sums(comms, count);
+    for (const auto& c : comms) {
+      const double between = static_cast<double>(c->traffic_between_hosts().bytes_sent);
+      const double all = static_cast<double>(c->traffic().bytes_sent);
+      if (hierarchical) {
+        EXPECT_NEAR(between / array, 0.5, 0.01) << "rank " << c->rank();
+        EXPECT_NEAR(all / array, 1.5, 0.01) << "rank " << c->rank();  // the other half within the host
+      } else {
+        EXPECT_NEAR(between / array, 1.5, 0.01) << "rank " << c->rank();
+      }
+    }
+  }
+}
+
+TEST_F(HostHierarchyTest, OneRankThatTurnsItOffKeepsEveryRankFlat) {
+  HostCommunicatorOptions o = options();
+  o.small_bytes = 0;
+  Comms comms = create_at(places_for(2, 2, true), o, [](int r, HostCommunicatorOptions& mine) {
+    if (r == 2) mine.hierarchical = false;
+  });
+  for (const auto& c : comms) EXPECT_FALSE(c->hierarchical()) << "rank " << c->rank();
+  expect_exact_sums(comms, 100003);
+}
+
+TEST_F(HostHierarchyTest, HostsOfDifferentSizesUseTheFlatRing) {
+  HostCommunicatorOptions o = options();
+  o.small_bytes = 0;
+  Comms comms = create_at({"a", "b", "a", "b", "a"}, o);
+  for (const auto& c : comms) EXPECT_FALSE(c->hierarchical()) << "rank " << c->rank();
+  expect_exact_sums(comms, 100003);
+}
+
+TEST_F(HostHierarchyTest, AMultiLinePlaceIsRefused) {
+  HostCommunicatorOptions o = options();
+  o.place = "host\nrank";
+  try {
+    HostCommunicator::create(0, 2, [](const std::vector<uint8_t>&) { return std::vector<std::vector<uint8_t>>{}; }, o);
+    FAIL() << "a place with a newline was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("place"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace dt::collective::host
