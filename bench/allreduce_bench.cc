@@ -27,9 +27,12 @@
 //
 // allreduce_bench [--device cpu|gpu] [--ranks N] [--transport ipc|tcp]
 //                 [--min-bytes N] [--max-bytes N] [--factor 2|4] [--gpus N]
-//                 [--chunk-bytes N] [--netns NS,... --hosts ADDR,...]
+//                 [--chunk-bytes N] [--hierarchical 0|1] [--netns NS,... --hosts ADDR,...]
 // --chunk-bytes: the ring's pipelining unit (HostCommunicatorOptions), to
-// measure what another would give.
+// measure what another would give. --hierarchical 0: one flat ring even where
+// the ranks sit in several namespaces, two or more in each (each namespace
+// is a "host" to the communicator; every line says the "shape" its size took:
+// doubling, ring or hierarchical).
 #include <fcntl.h>
 #include <sched.h>
 #include <sys/wait.h>
@@ -71,6 +74,7 @@ struct Options {
   size_t factor = 4;
   int gpus = 0;  // 0: all visible
   size_t chunk_bytes = 0;  // 0: HostCommunicatorOptions' default
+  bool hierarchical = true;  // HostCommunicatorOptions' default
   std::vector<std::string> netns;  // rank r runs in netns[r % size], listening on hosts[r % size]
   std::vector<std::string> hosts;
 };
@@ -86,7 +90,8 @@ std::vector<std::string> split_commas(const std::string& text) {
 [[noreturn]] void usage(const char* why) {
   std::fprintf(stderr,
                "allreduce_bench: %s\nusage: allreduce_bench [--device cpu|gpu] [--ranks N] [--transport ipc|tcp] "
-               "[--min-bytes N] [--max-bytes N] [--factor 2|4] [--gpus N] [--chunk-bytes N] [--netns NS,... --hosts ADDR,...]\n",
+               "[--min-bytes N] [--max-bytes N] [--factor 2|4] [--gpus N] [--chunk-bytes N] [--hierarchical 0|1] "
+               "[--netns NS,... --hosts ADDR,...]\n",
                why);
   std::exit(64);
 }
@@ -116,6 +121,9 @@ Options parse(int argc, char** argv) {
       o.gpus = static_cast<int>(value);
     } else if (arg == "--chunk-bytes") {
       o.chunk_bytes = value;
+    } else if (arg == "--hierarchical") {
+      if (text != "0" && text != "1") usage("--hierarchical must be 0 or 1");
+      o.hierarchical = text == "1";
     } else if (arg == "--netns") {
       o.netns = split_commas(text);
     } else if (arg == "--hosts") {
@@ -136,13 +144,14 @@ Options parse(int argc, char** argv) {
 }
 
 // ranks_key: "ranks" (processes) or "gpus" (the NCCL mode's field since before).
-void print_line(const char* device, const char* ranks_key, size_t bytes, int ranks, int iters, double seconds, const char* transport) {
+// extra: more JSON fields, each starting with a comma (or empty).
+void print_line(const char* device, const char* ranks_key, size_t bytes, int ranks, int iters, double seconds,
+                const std::string& extra) {
   const double algbw = static_cast<double>(bytes) / seconds / 1e9;
   const double busbw = algbw * 2.0 * (ranks - 1) / ranks;
   std::printf("{\"op\":\"allreduce\",\"device\":\"%s\",\"dtype\":\"float32\",\"bytes\":%zu,\"%s\":%d,"
-              "\"iters\":%d,\"time_us\":%.2f,\"algbw_gbps\":%.3f,\"busbw_gbps\":%.3f%s%s%s}\n",
-              device, bytes, ranks_key, ranks, iters, seconds * 1e6, algbw, busbw, transport ? ",\"transport\":\"" : "",
-              transport ? transport : "", transport ? "\"" : "");
+              "\"iters\":%d,\"time_us\":%.2f,\"algbw_gbps\":%.3f,\"busbw_gbps\":%.3f%s}\n",
+              device, bytes, ranks_key, ranks, iters, seconds * 1e6, algbw, busbw, extra.c_str());
   std::fflush(stdout);
 }
 
@@ -209,6 +218,7 @@ void run_cpu_rank(const Options& o, int rank, int up, int down) {
   host::HostCommunicatorOptions options;
   options.use_ipc = !o.tcp;
   if (o.chunk_bytes > 0) options.chunk_bytes = o.chunk_bytes;
+  options.hierarchical = o.hierarchical;
   if (!o.netns.empty()) {
     const size_t at = static_cast<size_t>(rank) % o.netns.size();
     enter_netns(o.netns[at]);
@@ -243,7 +253,12 @@ void run_cpu_rank(const Options& o, int rank, int up, int down) {
     start = Clock::now();
     for (int64_t i = 0; i < iters; ++i) comm->all_reduce_sum(data.data(), count, dt::core::DType::kFloat32);
     const double seconds = std::chrono::duration<double>(Clock::now() - start).count() / static_cast<double>(iters);
-    if (rank == 0) print_line("cpu", "ranks", bytes, o.ranks, static_cast<int>(iters), seconds, o.tcp ? "tcp" : "ipc");
+    // The shape a call of this size took (host_communicator.h's choice).
+    const char* shape = bytes <= options.small_bytes ? "doubling" : comm->hierarchical() ? "hierarchical" : "ring";
+    if (rank == 0) {
+      print_line("cpu", "ranks", bytes, o.ranks, static_cast<int>(iters), seconds,
+                 std::string(",\"transport\":\"") + (o.tcp ? "tcp" : "ipc") + "\",\"shape\":\"" + shape + "\"");
+    }
   }
   comm->barrier();
 }
@@ -378,7 +393,7 @@ int run_gpu(const Options& o) {
     for (int i = 0; i < iters; ++i) all_reduce(ranks, count);
     synchronize(ranks);
     const double seconds = std::chrono::duration<double>(Clock::now() - start).count() / iters;
-    print_line("gpu", "gpus", count * sizeof(float), n, iters, seconds, nullptr);
+    print_line("gpu", "gpus", count * sizeof(float), n, iters, seconds, "");
   }
   return 0;
 }

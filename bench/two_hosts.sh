@@ -10,6 +10,7 @@
 #       [--parts raw,nng,ours,gloo,ps,step] [--rounds N]
 #       [--step-batch N] [--step-warmup N] [--step-steps N]
 #       [--step-kvstores allreduce,dist_sync] [--step-placement block|cycle]
+#       [--hierarchical 0|1]
 #
 # Per path (veth, loopback), one JSON line per measurement, each with "path":
 #   raw    bench/tcp_echo between host 0 and host 1: 4 KiB and 64 MiB echo
@@ -41,6 +42,10 @@
 #   ps_64m_pushpull (pushpull / raw echo bandwidth, goal >= 0.9),
 #   shaped_step (DDP's step time / ours, per kvstore, goal >= 1.2).
 # --rate and --delay shape the veth path (tc, netns_lib.sh's netns_shape).
+# --hierarchical 0 keeps our all-reduce one flat ring where the ranks sit on
+# several hosts, two or more on each (allreduce_bench --hierarchical 0,
+# DT_HIERARCHICAL_ALLREDUCE=0 for the step); 1, the default, is the
+# library's. Every line carries "hierarchical".
 #
 # Needs root (ip netns, tc); not part of CI. Every process runs under a
 # timeout, and the EXIT trap removes the namespaces, the bridge and whatever
@@ -48,7 +53,7 @@
 # the CPU (summing, copying) as much as the network: say so beside them.
 set -u
 
-BUILD=${1:?usage: two_hosts.sh BUILD_DIR [--hosts 2|4] [--ranks 2,4] [--max-bytes N] [--paths veth,loopback] [--rate R] [--delay D] [--parts raw,nng,ours,gloo,ps,step] [--rounds N] [--step-batch N] [--step-warmup N] [--step-steps N] [--step-kvstores LIST] [--step-placement block|cycle]}
+BUILD=${1:?usage: two_hosts.sh BUILD_DIR [--hosts 2|4] [--ranks 2,4] [--max-bytes N] [--paths veth,loopback] [--rate R] [--delay D] [--parts raw,nng,ours,gloo,ps,step] [--rounds N] [--step-batch N] [--step-warmup N] [--step-steps N] [--step-kvstores LIST] [--step-placement block|cycle] [--hierarchical 0|1]}
 shift
 HOSTS=2
 RANKS="2,4"
@@ -58,6 +63,7 @@ RATE=""
 DELAY=""
 PARTS="raw,nng,ours,gloo,ps,step"
 ROUNDS=1
+HIERARCHICAL=1
 HERE=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=bench/two_hosts_step.sh
 . "$HERE/two_hosts_step.sh"
@@ -76,11 +82,13 @@ while [ $# -gt 0 ]; do
     --step-steps) STEP_STEPS=$2 ;;
     --step-kvstores) STEP_KVSTORES=$2 ;;
     --step-placement) STEP_PLACEMENT=$2 ;;
+    --hierarchical) HIERARCHICAL=$2 ;;
     *) echo "two_hosts: unknown option $1" >&2; exit 2 ;;
   esac
   shift 2 || { echo "two_hosts: $1 needs a value" >&2; exit 2; }
 done
 case "$HOSTS" in 2 | 4) ;; *) echo "two_hosts: --hosts must be 2 or 4" >&2; exit 2 ;; esac
+case "$HIERARCHICAL" in 0 | 1) ;; *) echo "two_hosts: --hierarchical must be 0 or 1" >&2; exit 2 ;; esac
 [[ "$ROUNDS" =~ ^[1-9][0-9]*$ ]] || { echo "two_hosts: --rounds must be a positive number" >&2; exit 2; }
 [ -n "$DELAY" ] && [ -z "$RATE" ] && { echo "two_hosts: --delay goes with --rate" >&2; exit 2; }
 
@@ -136,8 +144,8 @@ RESULTS="$T/results.jsonl"
 # to stdout and to the results.
 ROUND=1
 tag() {
-  jq -c --unbuffered --arg p "$1" --argjson n "$ROUND" --arg r "$RATE" --arg d "$DELAY" \
-    '. + {path: $p, round: $n} + (if $r != "" then {rate: $r, delay: $d} else {} end)' | tee -a "$RESULTS"
+  jq -c --unbuffered --arg p "$1" --argjson n "$ROUND" --arg r "$RATE" --arg d "$DELAY" --argjson h "$HIERARCHICAL" \
+    '. + {path: $p, round: $n, hierarchical: $h} + (if $r != "" then {rate: $r, delay: $d} else {} end)' | tee -a "$RESULTS"
 }
 
 # Where host i is on this path: its namespace, its address and the device
@@ -183,7 +191,7 @@ run_ours() {
   netns=$(IFS=,; echo "${H_NS[*]}")
   hosts=$(IFS=,; echo "${H_ADDR[*]}")
   timeout "$LIMIT" "$BUILD/bench/allreduce_bench" --device cpu --transport tcp --ranks "$ranks" \
-    --max-bytes "$MAX_BYTES" --netns "$netns" --hosts "$hosts" | tag "$path"
+    --max-bytes "$MAX_BYTES" --hierarchical "$HIERARCHICAL" --netns "$netns" --hosts "$hosts" | tag "$path"
 }
 
 run_gloo() {

@@ -94,6 +94,7 @@ run_step_ours() {
   rm -f "$T"/step*.out "$T"/step*.err
   STEP_COMMON=(DMLC_PS_ROOT_URI="${H_ADDR[0]}" DMLC_PS_ROOT_PORT="$PORT" DMLC_NUM_SERVER="$servers" DMLC_NUM_WORKER=4
     DT_LOCAL_SIZE="$STEP_WORKERS_PER_HOST" LOCAL_WORLD_SIZE="$STEP_WORKERS_PER_HOST" OMP_NUM_THREADS=1 OMP_WAIT_POLICY=passive
+    DT_HIERARCHICAL_ALLREDUCE="$HIERARCHICAL"
     DT_REQUEST_TIMEOUT_S=300 DT_STARTUP_TIMEOUT_S=60 STEP_NODE="$NODE" STEP_NN="$BUILD/bench/nn_throughput"
     STEP_T="$T" STEP_KV="$kv" STEP_BATCH="$STEP_BATCH" STEP_WARMUP="$STEP_WARMUP" STEP_STEPS="$STEP_STEPS")
   for ((h = 0; h < 2; h++)); do
@@ -162,7 +163,8 @@ step_targets() {
     | ($ddp | map(select(.path == $o.path)) | group_by(.round) | map(map(.step_ms) | mean) | median) as $ddp_ms
     | select($ddp_ms != null)
     | {target: "shaped_step", path: $o.path, rate: ($o.rate // "unshaped"), delay: (if ($o.delay // "") == "" then "none" else $o.delay end),
-       kvstore: $o.kvstore, overlap: $o.overlap, placement: $o.placement, model: "resnet18", hosts: 2, workers: $o.workers, batch: $o.batch,
+       kvstore: $o.kvstore, overlap: $o.overlap, placement: $o.placement, hierarchical: $o.hierarchical, model: "resnet18", hosts: 2,
+       workers: $o.workers, batch: $o.batch,
        rounds: (map(.round) | unique | length), cores: $o.cores, ours_ms: ($ours_ms | r1), ddp_ms: ($ddp_ms | r1),
        ratio: ($ddp_ms / $ours_ms * 1000 | round / 1000), ratio_is: "ddp_ms / ours_ms (>1: ours faster)",
        goal: ">=1.2", met: ($ddp_ms >= 1.2 * $ours_ms),

@@ -140,6 +140,11 @@ constexpr Parameter kParameters[] = {
     {"DT_ALLREDUCE_BUCKET_BYTES", kStores, T::kBytes, "4M",
      "The allreduce store's bucket: keys are all-reduced together once it holds this many bytes (K, M suffixes).",
      kYes},
+    {"DT_HIERARCHICAL_ALLREDUCE", kStores, T::kChoice, "1",
+     "1: the allreduce store's large all-reduces go hierarchical when the workers sit on several hosts, the same "
+     "number (2 or more) on each (within each host over ipc, between hosts one ring per local rank); 0: always "
+     "one flat ring over every worker (0 on any worker keeps every worker flat).",
+     kYes},
     {"DT_ALLREDUCE_DTYPE", kStores, T::kChoice, "float32",
      "dist_nccl's wire type for float32 keys: float32 or float16.", kYes},
     {"DT_ALLREDUCE_DEVICE", kStores, T::kInteger, "",

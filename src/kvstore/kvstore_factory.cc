@@ -24,9 +24,16 @@ using core::ErrorCode;
 namespace {
 
 // allreduce's bucket size from DT_ALLREDUCE_BUCKET_BYTES (bytes, or with a
-// K/M suffix: 4M).
+// K/M suffix: 4M) and its shape from DT_HIERARCHICAL_ALLREDUCE (0 or 1).
 HostAllreduceOptions host_allreduce_options_from_env() {
   HostAllreduceOptions options;
+  if (const char* shape = core::read_parameter("DT_HIERARCHICAL_ALLREDUCE"); shape != nullptr && *shape != '\0') {
+    const std::string text = shape;
+    if (text != "0" && text != "1") {
+      throw Error(ErrorCode::kInvalidArgument, "DT_HIERARCHICAL_ALLREDUCE must be 0 or 1, not '" + text + "'");
+    }
+    options.hierarchical = text == "1";
+  }
   const char* text = core::read_parameter("DT_ALLREDUCE_BUCKET_BYTES");
   if (text == nullptr || *text == '\0') return options;
   char* end = nullptr;

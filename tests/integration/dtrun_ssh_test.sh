@@ -14,7 +14,8 @@
 # a remote worker killed with SIGKILL inside its namespace stops the whole
 # job within 2x the heartbeat timeout, dtrun exiting 137 and naming it; and
 # --sync-dst-dir copies the working directory to every host, where the
-# processes then run. After every case nothing of the job may be left in
+# processes then run; with a trainer, a dist_sync job and an allreduce job of
+# two workers per host (hierarchical all-reduce) train. After every case nothing of the job may be left in
 # either namespace (only the sshd listeners) nor in dtrun's process group.
 #
 # Needs root and `ip netns`: without them it reports skipped (exit 77, as
@@ -442,6 +443,23 @@ if [ -n "$TRAINER" ]; then
     accuracy=$(sed -n 's/^\[worker 0\] test_accuracy=\([0-9.]*\)$/\1/p' "$T/$CASE.out" | head -1)
     awk -v a="${accuracy:-0}" 'BEGIN { exit !(a >= 0.80) }' || fail_case "test_accuracy ${accuracy:-none} below 0.80"
     grep -qF "warning: no job secret" "$T/$CASE.out" && fail_case "a process ran without the job's secret"
+  fi
+  end_case
+fi
+
+# --- case 8: the allreduce store across both hosts, two workers on each
+# (dtrun places worker r on host r % 2): the workers find the two hosts and
+# take the hierarchical all-reduce (within each host, then between them), and
+# the model learns --------------------------------------------------------------
+if [ -n "$TRAINER" ]; then
+  begin_case hierarchical "$T"
+  start_dtrun -n 4 -s 0 "${DTRUN_SSH[@]}" -- \
+    "$TRAINER" --kvstore allreduce --model mlp --epochs 1 --batch-size 128 --threads 1
+  if dtrun_ends 300 0; then
+    expect_output "dtrun: worker 2 runs on $HOST_A" "dtrun: worker 3 runs on $HOST_B" \
+      "large all-reduces go hierarchical" "dtrun: job finished: every process exited cleanly"
+    accuracy=$(sed -n 's/^\[worker 0\] test_accuracy=\([0-9.]*\)$/\1/p' "$T/$CASE.out" | head -1)
+    awk -v a="${accuracy:-0}" 'BEGIN { exit !(a >= 0.75) }' || fail_case "test_accuracy ${accuracy:-none} below 0.75"
   fi
   end_case
 fi

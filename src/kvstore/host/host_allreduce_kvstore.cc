@@ -33,9 +33,11 @@ HostAllreduceOptions checked(HostAllreduceOptions o) {
 }
 
 collective::host::HostCommunicatorOptions communicator_options(
-    const ps::JobConfig& job, const ps::PsOptions& options, std::shared_ptr<collective::host::LinkWatch> receives) {
+    const ps::JobConfig& job, const ps::PsOptions& options, const HostAllreduceOptions& allreduce,
+    std::shared_ptr<collective::host::LinkWatch> receives) {
   collective::host::HostCommunicatorOptions o;
   o.link_watch = std::move(receives);
+  o.hierarchical = allreduce.hierarchical;
   // Connecting and every collective wait as long as a request to a server.
   o.timeout_s = options.request_timeout_s;
   o.host = job.node_host.empty() ? "127.0.0.1" : job.node_host;
@@ -72,7 +74,7 @@ HostAllreduceKVStore::HostAllreduceKVStore(const ps::JobConfig& job, const ps::P
   // communication thread notes, started once group_ is set.
   stall_watch_ = start_allreduce_stall_watch(*member_, options.stall_warning_s, link_waits_,
                                              [this] { return group_ ? group_->workers() : std::vector<int>{}; });
-  group_ = std::make_shared<SurvivorGroup>(*member_, options, communicator_options(job, options, link_waits_));
+  group_ = std::make_shared<SurvivorGroup>(*member_, options, communicator_options(job, options, allreduce_, link_waits_));
   fused_ = std::make_unique<FusedAllReduce>(*group_, *member_, allreduce_.bucket_bytes);
   // A worker lost to the scheduler's heartbeats (a stalled process, a dead
   // host) ends the collective in progress at once, naming it.

@@ -84,6 +84,10 @@ struct HostAllreduceOptions {
   // DT_ALLREDUCE_BUCKET_BYTES sets it through create_kvstore.
   size_t bucket_bytes = kDefaultBucketBytes;
   static constexpr size_t kDefaultBucketBytes = 4 << 20;
+  // Large all-reduces take the hierarchical shape where the workers' hosts
+  // allow it (collective/host/host_communicator.h);
+  // DT_HIERARCHICAL_ALLREDUCE=0 sets it false through create_kvstore.
+  bool hierarchical = true;
 };
 
 // The store is its own elastic facet (a private base): admitting and

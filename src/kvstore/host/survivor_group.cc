@@ -34,6 +34,12 @@ SurvivorGroup::SurvivorGroup(ps::ClusterMember& member, const ps::PsOptions& opt
   ps::ClusterMember* m = &member;
   group_.comm = HostCommunicator::create(
       member.rank(), n, [m](const std::vector<uint8_t>& mine) { return m->allgather(mine); }, comm_options);
+  if (member.rank() == 0 && group_.comm->hierarchical()) {
+    core::log(core::LogLevel::kInfo, "allreduce",
+              "the " + std::to_string(n) +
+                  " workers sit on several hosts, as many on each: large all-reduces go hierarchical (within each "
+                  "host, then between hosts; DT_HIERARCHICAL_ALLREDUCE=0 for one flat ring)");
+  }
 }
 
 std::vector<int> SurvivorGroup::workers() const {
