@@ -223,7 +223,7 @@ static void report(FILE *json, const char *model, const char *device, const char
   }
   snprintf(line, sizeof line,
            "{\"model\":\"%s\",\"device\":\"%s\",\"precision\":\"%s\",\"batch\":%d,\"threads\":%d,"
-           "\"input\":\"%s\",\"layout\":\"%s\",\"images_per_s\":%.1f,\"peak_bytes\":%llu,\"cached_bytes\":%llu%s}\n",
+           "\"input\":\"%s\",\"layout\":\"%s\",\"images_per_s\":%.3f,\"peak_bytes\":%llu,\"cached_bytes\":%llu%s}\n",
            model, device, precision, (int)batch, threads, input, layout, result.images_per_s,
            (unsigned long long)result.memory.peak_bytes, (unsigned long long)result.memory.cached_bytes, store);
   fputs(line, stdout);

@@ -219,7 +219,7 @@ def run(args, rank=0, ddp_group=None, every_rank=False):
             return
         for window, ips in enumerate(rates):
             line = {"model": model, "device": args.device, "precision": args.precision, "batch": batch,
-                    "threads": args.threads, "images_per_s": round(ips, 1), "peak_bytes": peak,
+                    "threads": args.threads, "images_per_s": round(ips, 3), "peak_bytes": peak,
                     "reserved_bytes": reserved, "peer": "torch " + torch.__version__}
             line.update(tuning)
             if args.ddp:

@@ -48,7 +48,8 @@ std::string call_text(const CallHeader& call) {
       break;
   }
   text += " call " + std::to_string(call.seq);
-  const bool all_reduce = call.kind == CallKind::kAllReduceDoubling || call.kind == CallKind::kAllReduceRing;
+  const bool all_reduce = call.kind == CallKind::kAllReduceDoubling || call.kind == CallKind::kAllReduceRing ||
+                          call.kind == CallKind::kAllReduceHierarchical;
   if (all_reduce) {
     // The allreduce kvstore's tags carry a bucket's first key in the high
     // 32 bits (kvstore/host/fused_all_reduce.cc); 0 is an untagged call.

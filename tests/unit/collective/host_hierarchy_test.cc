@@ -162,5 +162,29 @@ TEST_F(HostHierarchyTest, AMultiLinePlaceIsRefused) {
   }
 }
 
+// A peer's published address is checked before anything is dialled: an
+// older format (without place and shape), a shape that is not 0 or 1, text.
+TEST_F(HostHierarchyTest, AMalformedPublishedAddressIsAProtocolErrorNamingTheRank) {
+  const std::vector<std::string> bad = {
+      "dt-host-mesh 1\n1\nhost\n\ntcp://127.0.0.1:9\n",
+      "dt-host-mesh 2\n1\nhost\nplace\nyes\n\ntcp://127.0.0.1:9\n",
+      "dt-host-mesh 2\n1\nhost\nplace\n1\n\ntcp://127.0.0.1:9",
+      "hello",
+  };
+  for (const std::string& theirs : bad) {
+    SCOPED_TRACE(theirs);
+    const Exchange exchange = [&](const std::vector<uint8_t>& mine) {
+      return std::vector<std::vector<uint8_t>>{mine, std::vector<uint8_t>(theirs.begin(), theirs.end())};
+    };
+    try {
+      HostCommunicator::create(0, 2, exchange, options());
+      FAIL() << "a malformed address was accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kProtocol);
+      EXPECT_NE(std::string(e.what()).find("rank 1 published a malformed address"), std::string::npos) << e.what();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace dt::collective::host

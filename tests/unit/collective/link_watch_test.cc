@@ -65,6 +65,8 @@ TEST(LinkWatchTest, CallTextSaysWhichCall) {
   call.kind = CallKind::kAllReduceDoubling;
   call.tag = 0;
   EXPECT_EQ(call_text(call), "recursive-doubling all-reduce call 2 (64 elements)");
+  call.kind = CallKind::kAllReduceHierarchical;
+  EXPECT_EQ(call_text(call), "hierarchical all-reduce call 2 (64 elements)");
   call.kind = CallKind::kBarrier;
   EXPECT_EQ(call_text(call), "barrier call 2");
 }
