@@ -39,6 +39,7 @@ RingSegment ring_segment(size_t count, int n, int j) {
 void ring_reduce_scatter(const Links& links, int rank, const CallHeader& header, void* data, size_t count,
                          core::DType dtype, size_t chunk_elems, void* scratch) {
   const RingView ring(data, count, dtype, static_cast<int>(links.size()));
+  if (ring.n == 1) return;  // nothing to add, and no neighbour to name
   const size_t es = ring.es;
   PeerStream& next = *links[static_cast<size_t>(ring.mod(rank + 1))];
   PeerStream& prev = *links[static_cast<size_t>(ring.mod(rank - 1))];
@@ -73,6 +74,7 @@ void ring_reduce_scatter(const Links& links, int rank, const CallHeader& header,
 
 void ring_all_gather(const Links& links, int rank, void* data, size_t count, core::DType dtype) {
   const RingView ring(data, count, dtype, static_cast<int>(links.size()));
+  if (ring.n == 1) return;
   PeerStream& next = *links[static_cast<size_t>(ring.mod(rank + 1))];
   PeerStream& prev = *links[static_cast<size_t>(ring.mod(rank - 1))];
   for (int s = 0; s < ring.n - 1; ++s) {
@@ -87,7 +89,6 @@ void ring_all_gather(const Links& links, int rank, void* data, size_t count, cor
 
 void all_reduce_ring(const Links& links, int rank, const CallHeader& header, void* data, size_t count,
                      core::DType dtype, size_t chunk_elems, void* scratch) {
-  if (links.size() == 1) return;
   ring_reduce_scatter(links, rank, header, data, count, dtype, chunk_elems, scratch);
   ring_all_gather(links, rank, data, count, dtype);
 }
