@@ -134,8 +134,9 @@ std::unique_ptr<KVStore> create_kvstore(const std::string& name, const ps::PsOpt
   }
   if (type == "allreduce") {
     options.validate();
-    return std::make_unique<HostAllreduceKVStore>(ps::job_config_from_env(layout), options,
-                                                  host_allreduce_options_from_env());
+    // The store's own variables first: a bad one is named before the job's.
+    HostAllreduceOptions allreduce = host_allreduce_options_from_env();
+    return std::make_unique<HostAllreduceKVStore>(ps::job_config_from_env(layout), options, allreduce);
   }
   if (type == "dist_nccl") {
     if (options.worker_loss == ps::WorkerLossPolicy::kContinue) {

@@ -346,5 +346,22 @@ TEST(HostAllreduceKVStore, ItsNamesAndDistSyncRefusingAJobWithoutServers) {
   }
 }
 
+TEST(HostAllreduceKVStore, DtHierarchicalAllreduceIsZeroOrOne) {
+  // Refused before anything else is read: no job is needed to see it.
+  for (const char* bad : {"yes", "2", "on"}) {
+    ::setenv("DT_HIERARCHICAL_ALLREDUCE", bad, 1);
+    try {
+      create_kvstore("allreduce");
+      ADD_FAILURE() << "DT_HIERARCHICAL_ALLREDUCE=" << bad << " was accepted";
+    } catch (const core::Error& e) {
+      EXPECT_EQ(e.code(), core::ErrorCode::kInvalidArgument);
+      EXPECT_NE(std::string(e.what()).find("DT_HIERARCHICAL_ALLREDUCE must be 0 or 1, not '" + std::string(bad) + "'"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  ::unsetenv("DT_HIERARCHICAL_ALLREDUCE");
+}
+
 }  // namespace
 }  // namespace dt::kvstore
