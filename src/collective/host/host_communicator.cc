@@ -48,6 +48,11 @@ class HostCommunicatorImpl final : public HostCommunicator {
       if (s) s->set_link_watch(watch_);
     }
     if (mesh.hierarchical) groups_ = host_groups(places_, rank);
+    const std::vector<int> order = ring_order(places_);
+    for (size_t i = 0; i < order.size(); ++i) {
+      ring_links_.push_back(links_[static_cast<size_t>(order[i])]);
+      if (order[i] == rank) ring_position_ = static_cast<int>(i);
+    }
   }
 
   int rank() const override { return rank_; }
@@ -89,7 +94,7 @@ class HostCommunicatorImpl final : public HostCommunicator {
         all_reduce_hierarchical(links_, *groups_, header, work, count, work_dtype, chunk_elems,
                                 scratch_.get(2 * chunk_elems * es));
       } else {
-        all_reduce_ring(links_, rank_, header, work, count, work_dtype, chunk_elems,
+        all_reduce_ring(ring_links_, ring_position_, header, work, count, work_dtype, chunk_elems,
                         scratch_.get(2 * chunk_elems * es));
       }
       if (widen) ops::cpu::cast(dtype, data, DType::kFloat32, work, count);
@@ -246,6 +251,8 @@ class HostCommunicatorImpl final : public HostCommunicator {
   Links links_;
   std::vector<std::string> places_;   // every rank's, indexed by rank
   std::optional<HostGroups> groups_;  // set: large all-reduces go hierarchical
+  Links ring_links_;                  // links_ in the flat ring's order (ring_order)
+  int ring_position_ = 0;             // this rank's index in that order
   uint64_t seq_ = 0;
   Scratch widened_;
   Scratch scratch_;

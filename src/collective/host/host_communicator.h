@@ -18,6 +18,8 @@
 //  - above: ring reduce-scatter then all-gather, each rank's segment cut in
 //    chunk_bytes pieces that are sent while the previous piece is added, so
 //    each link carries 2 (n - 1) / n of the data (the bandwidth-optimal shape);
+//    the ring visits each host's ranks one after another (host_groups.h's
+//    ring_order), so it crosses between hosts once per host;
 //  - above, when the ranks sit on several hosts with the same number (>= 2)
 //    on each (host_groups.h) and `hierarchical` is on: a ring reduce-scatter
 //    within each host, rings between hosts (one per local position, side by

@@ -4,9 +4,11 @@
 
 namespace dt::collective::host {
 
-std::optional<HostGroups> host_groups(const std::vector<std::string>& places, int rank) {
-  if (rank < 0 || static_cast<size_t>(rank) >= places.size()) return std::nullopt;
-  // Hosts in the order of their lowest rank; each host's ranks ascending.
+namespace {
+
+// The ranks of each host: hosts in the order of their lowest rank, each
+// host's ranks ascending.
+std::vector<std::vector<int>> ranks_by_host(const std::vector<std::string>& places) {
   std::vector<std::string> host_places;
   std::vector<std::vector<int>> hosts;
   for (int r = 0; r < static_cast<int>(places.size()); ++r) {
@@ -18,6 +20,20 @@ std::optional<HostGroups> host_groups(const std::vector<std::string>& places, in
       hosts[static_cast<size_t>(found - host_places.begin())].push_back(r);
     }
   }
+  return hosts;
+}
+
+}  // namespace
+
+std::vector<int> ring_order(const std::vector<std::string>& places) {
+  std::vector<int> order;
+  for (const auto& host : ranks_by_host(places)) order.insert(order.end(), host.begin(), host.end());
+  return order;
+}
+
+std::optional<HostGroups> host_groups(const std::vector<std::string>& places, int rank) {
+  if (rank < 0 || static_cast<size_t>(rank) >= places.size()) return std::nullopt;
+  const std::vector<std::vector<int>> hosts = ranks_by_host(places);
   const size_t per_host = hosts.front().size();
   if (hosts.size() < 2 || per_host < 2) return std::nullopt;
   for (const auto& h : hosts) {

@@ -31,4 +31,12 @@ struct HostGroups {
 // when there is no hierarchy (see above) or rank is out of range.
 std::optional<HostGroups> host_groups(const std::vector<std::string>& places, int rank);
 
+// The flat ring's order of the ranks: each host's ranks one after another
+// (hosts in the order of their lowest rank, each host's ranks ascending), so
+// the ring crosses between hosts once per host instead of once per rank
+// when ranks alternate hosts, as NCCL orders its rings by topology. The
+// identity when one host holds every rank or each host's ranks are already
+// consecutive.
+std::vector<int> ring_order(const std::vector<std::string>& places);
+
 }  // namespace dt::collective::host

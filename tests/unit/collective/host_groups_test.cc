@@ -1,5 +1,6 @@
 // host_groups: which arrangements of ranks on hosts take the hierarchical
-// all-reduce, and the local and cross groups each rank gets.
+// all-reduce, the local and cross groups each rank gets, and the flat
+// ring's order by host.
 #include "collective/host/host_groups.h"
 
 #include <gtest/gtest.h>
@@ -70,6 +71,15 @@ TEST(HostGroups, EveryRankIsInExactlyOneCrossGroupAtItsOwnHost) {
     ++seen[static_cast<size_t>(r)];
   }
   for (int s : seen) EXPECT_EQ(s, 1);
+}
+
+TEST(HostGroups, TheFlatRingVisitsEachHostsRanksTogether) {
+  EXPECT_EQ(ring_order({"a", "a", "a"}), (Ranks{0, 1, 2}));
+  EXPECT_EQ(ring_order({"a", "a", "b", "b"}), (Ranks{0, 1, 2, 3}));
+  EXPECT_EQ(ring_order({"a", "b", "a", "b"}), (Ranks{0, 2, 1, 3}));
+  EXPECT_EQ(ring_order({"a", "b", "a", "b", "a"}), (Ranks{0, 2, 4, 1, 3}));
+  EXPECT_EQ(ring_order({"z", "m", "m", "z", "a", "a"}), (Ranks{0, 3, 1, 2, 4, 5}));
+  EXPECT_EQ(ring_order({"solo"}), (Ranks{0}));
 }
 
 }  // namespace

@@ -105,31 +105,44 @@ TEST_F(HostHierarchyTest, SixteenBitFloatsAndIntegersAreSummed) {
   }
 }
 
-// What the hierarchy is for: with ranks alternating between two hosts a flat
-// ring sends 2 (n-1)/n = 1.5 arrays from each rank across hosts; the
-// hierarchy sends half an array per rank (its 1/2 segment, both ways of a
-// two-host ring), a third of it.
-TEST_F(HostHierarchyTest, SendsAThirdOfTheFlatRingsBytesBetweenAlternatingHosts) {
+// Bytes that cross between hosts, over every rank, in arrays.
+double arrays_between_hosts(const Comms& comms, size_t array_bytes) {
+  double sent = 0;
+  for (const auto& c : comms) sent += static_cast<double>(c->traffic_between_hosts().bytes_sent);
+  return sent / static_cast<double>(array_bytes);
+}
+
+// What the hierarchy is for, with ranks alternating between two hosts: each
+// rank sends half an array across (its 1/2 segment, both ways of a two-host
+// ring), 2 arrays in all. The flat ring, ordered by host (0, 2, 1, 3),
+// crosses twice, each crossing 2 (n-1)/n = 1.5 arrays: 3 in all. In rank
+// order it would cross at every link: 6.
+TEST_F(HostHierarchyTest, SendsTwoThirdsOfTheFlatRingsBytesBetweenHosts) {
   const size_t count = 1 << 20;  // 4 MiB of float32
-  const double array = static_cast<double>(count * sizeof(float));
-  std::vector<double> sent_between;
   for (bool hierarchical : {true, false}) {
     HostCommunicatorOptions o = options();
     o.hierarchical = hierarchical;
     Comms comms = create_at(places_for(2, 2, true), o);
     for (const auto& c : comms) EXPECT_EQ(c->hierarchical(), hierarchical);
     expect_exact_sums(comms, count);
+    EXPECT_NEAR(arrays_between_hosts(comms, count * sizeof(float)), hierarchical ? 2.0 : 3.0, 0.02);
     for (const auto& c : comms) {
-      const double between = static_cast<double>(c->traffic_between_hosts().bytes_sent);
-      const double all = static_cast<double>(c->traffic().bytes_sent);
-      if (hierarchical) {
-        EXPECT_NEAR(between / array, 0.5, 0.01) << "rank " << c->rank();
-        EXPECT_NEAR(all / array, 1.5, 0.01) << "rank " << c->rank();  // the other half within the host
-      } else {
-        EXPECT_NEAR(between / array, 1.5, 0.01) << "rank " << c->rank();
-      }
+      // Every rank sends 1.5 arrays in all, the hierarchy's other half within its host.
+      EXPECT_NEAR(static_cast<double>(c->traffic().bytes_sent) / (count * sizeof(float)), 1.5, 0.01) << c->rank();
     }
   }
+}
+
+// Hosts of different sizes keep the flat ring, ordered by host: 5 ranks
+// alternating between two hosts cross twice (4 -> 1, 3 -> 0) instead of at
+// four of the five links, each crossing 2 (n-1)/n = 1.6 arrays.
+TEST_F(HostHierarchyTest, TheFlatRingCrossesBetweenHostsOncePerHost) {
+  const size_t count = 1 << 20;
+  HostCommunicatorOptions o = options();
+  Comms comms = create_at({"a", "b", "a", "b", "a"}, o);
+  for (const auto& c : comms) EXPECT_FALSE(c->hierarchical()) << "rank " << c->rank();
+  expect_exact_sums(comms, count);
+  EXPECT_NEAR(arrays_between_hosts(comms, count * sizeof(float)), 3.2, 0.02);
 }
 
 TEST_F(HostHierarchyTest, OneRankThatTurnsItOffKeepsEveryRankFlat) {
