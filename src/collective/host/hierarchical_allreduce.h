@@ -11,11 +11,11 @@
 //
 // What crosses a host's link: each of its L ranks sends 2 (H-1)/H of its
 // 1/L segment, so the host sends 2 (H-1)/H of the array. A flat ring of the
-// n = H L ranks makes each host send 2 (n-1)/n of it when hosts hold blocks
-// of ranks (2 hosts x 2: 1.5x the hierarchy's bytes), and L times that when
-// the ring alternates hosts (rank r on host r % H, as the ssh launcher
-// places workers; 2 x 2: 3x). The L cross rings also run side by side, each
-// on its own connection.
+// n = H L ranks ordered by host (ring_order) makes each host send 2 (n-1)/n
+// of it (2 hosts x 2: 1.5x the hierarchy's bytes); one in rank order, as
+// gloo's, L times that when ranks alternate hosts (rank r on host r % H, as
+// the ssh launcher places workers; 2 x 2: 3x). The L cross rings also run
+// side by side, each on its own connection.
 //
 // Sums stay exact and bit-identical on every rank and run: each element's sum
 // is taken once (its host's part in a fixed order around the local ring, then
