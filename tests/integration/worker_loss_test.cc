@@ -86,19 +86,8 @@ TEST_F(WorkerLoss, AWorkerRegisteringForAPlaceTakenIsRefused) {
 // with kPeerLost, naming itself, and the others' results stay exact.
 TEST_F(WorkerLoss, AStalledWorkerIsDroppedAndFailsWhenItWakes) {
   job("dist_sync", "stall");
-  Child& staller = children_[5];
-  ASSERT_TRUE(wait_output(staller, "stalling", 60s)) << read_file(staller.err);
-  ASSERT_EQ(::kill(staller.pid, SIGSTOP), 0);
-  for (size_t i = 0; i < 5; ++i) {
-    if (i == 0) continue;  // the scheduler ends after every process left
-    ASSERT_TRUE(wait_exit(children_[i], 60s)) << "process " << i << " hung while worker 2 stalled";
-    EXPECT_EQ(children_[i].status, 0) << "process " << i << ": " << read_file(children_[i].err);
-  }
-  ::kill(staller.pid, SIGCONT);
-  ASSERT_TRUE(wait_exit(staller, 30s));
-  EXPECT_EQ(staller.status, 3) << read_file(staller.err);
-  ASSERT_TRUE(wait_exit(children_[0], 30s));
-  EXPECT_EQ(children_[0].status, 0) << read_file(children_[0].err);
+  expect_the_stalled_worker_dropped();
+  if (HasFatalFailure()) return;
   expect_weights(0, expected_weight());
   expect_weights(1, expected_weight());
 }

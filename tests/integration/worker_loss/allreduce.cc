@@ -92,18 +92,8 @@ TEST_F(WorkerLoss, AllreduceTrainerLoopThroughTheCApiLetsTheJoinedWorkerIn) {
 // its next all-reduce fails naming the loss (it cannot sum with them).
 TEST_F(WorkerLoss, AllreduceStalledWorkerIsDroppedAndFailsWhenItWakes) {
   job("allreduce", "stall");
-  Child& staller = children_[3];
-  ASSERT_TRUE(wait_output(staller, "stalling", 60s)) << read_file(staller.err);
-  ASSERT_EQ(::kill(staller.pid, SIGSTOP), 0);
-  for (size_t i = 1; i < 3; ++i) {
-    ASSERT_TRUE(wait_exit(children_[i], 60s)) << "process " << i << " hung while worker 2 stalled";
-    EXPECT_EQ(children_[i].status, 0) << "process " << i << ": " << read_file(children_[i].err);
-  }
-  ::kill(staller.pid, SIGCONT);
-  ASSERT_TRUE(wait_exit(staller, 30s));
-  EXPECT_EQ(staller.status, 3) << read_file(staller.err);
-  ASSERT_TRUE(wait_exit(children_[0], 30s));
-  EXPECT_EQ(children_[0].status, 0) << read_file(children_[0].err);
+  expect_the_stalled_worker_dropped();
+  if (HasFatalFailure()) return;
   const size_t count = static_cast<size_t>(kAllreduceSizes[0] + kAllreduceSizes[1] + kAllreduceSizes[2]);
   test::expect_weights_file(out_prefix() + ".0", count, expected_weight(), "worker 0");
   test::expect_weights_file(out_prefix() + ".1", count, expected_weight(), "worker 1");

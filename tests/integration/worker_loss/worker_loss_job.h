@@ -122,6 +122,25 @@ class WorkerLoss : public test::JobProcesses {
     return children_.back();
   }
 
+  // Stops worker 2 (the last child) once it says it is stalling; every other
+  // process but the scheduler (children_[0], which ends after them all) must
+  // finish without it; woken, it must fail (status 3), and the scheduler end
+  // cleanly.
+  void expect_the_stalled_worker_dropped() {
+    Child& staller = children_.back();
+    ASSERT_TRUE(wait_output(staller, "stalling", 60s)) << read_file(staller.err);
+    ASSERT_EQ(::kill(staller.pid, SIGSTOP), 0);
+    for (size_t i = 1; i + 1 < children_.size(); ++i) {
+      ASSERT_TRUE(wait_exit(children_[i], 60s)) << "process " << i << " hung while worker 2 stalled";
+      EXPECT_EQ(children_[i].status, 0) << "process " << i << ": " << read_file(children_[i].err);
+    }
+    ::kill(staller.pid, SIGCONT);
+    ASSERT_TRUE(wait_exit(staller, 30s));
+    EXPECT_EQ(staller.status, 3) << read_file(staller.err);
+    ASSERT_TRUE(wait_exit(children_[0], 30s));
+    EXPECT_EQ(children_[0].status, 0) << read_file(children_[0].err);
+  }
+
   // Waits for worker 2 (children_[leaver]) to leave, starts a worker in its
   // place, and waits for every other process to end cleanly. Returns the
   // round the joined worker started at (0 after a failure, reported).
